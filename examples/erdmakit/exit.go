@@ -1,0 +1,34 @@
+package main
+
+// Exit codes follow the Nagios convention so that health checkers can use
+// them directly. Every subcommand returns its code through exitError.
+const (
+	ExitOK      = 0 // everything checked is fine
+	ExitWarn    = 1 // something is degraded (a warning finding, bandwidth below expectation)
+	ExitFail    = 2 // something is broken (a failing finding, a failed test)
+	ExitUnknown = 3 // erdmakit could not run the check (bad flags, unreadable input)
+)
+
+// exitError carries an exit code out of a subcommand; err may be nil when the
+// output already said everything.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return "exit status"
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitCode returns an error that makes run return code (nil for ExitOK).
+func exitCode(code int) error {
+	if code == ExitOK {
+		return nil
+	}
+	return &exitError{code: code}
+}

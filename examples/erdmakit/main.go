@@ -1,0 +1,80 @@
+// Command erdmakit proves an Alibaba Cloud GPU instance's eRDMA setup: the
+// devices, GPUDirect RDMA, RDMA write bandwidth and NCCL over eRDMA.
+//
+// This package only wires the library packages together: one file per
+// subcommand, the exit codes in exit.go.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// globals are the flags every subcommand shares.
+type globals struct {
+	root    string // host root: "/" or a recorded host (directory or .tar.gz)
+	json    bool
+	verbose bool
+	stdout  io.Writer
+	stderr  io.Writer
+}
+
+func newRootCmd(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "erdmakit",
+		Short:         "Prove an eRDMA GPU host: devices, GPUDirect RDMA, RDMA bandwidth, NCCL",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+			level := slog.LevelWarn
+			if g.verbose {
+				level = slog.LevelDebug
+			}
+			slog.SetDefault(slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level})))
+		},
+	}
+	root.SetOut(g.stdout)
+	root.SetErr(g.stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.root, "root", "/", "host root to read: / for this host, or a recorded host (directory or .tar.gz)")
+	pf.BoolVar(&g.json, "json", false, "print JSON (the documented schema) instead of a table")
+	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log what is read and run to stderr")
+	for _, c := range subcommands(g) {
+		root.AddCommand(c)
+	}
+	return root
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the CLI and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := newRootCmd(g)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ex *exitError
+	if errors.As(err, &ex) {
+		if ex.err != nil {
+			fmt.Fprintln(stderr, "erdmakit:", ex.err)
+		}
+		return ex.code
+	}
+	fmt.Fprintln(stderr, "erdmakit:", err)
+	return ExitUnknown
+}
