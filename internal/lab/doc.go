@@ -51,7 +51,7 @@
 //	ERDMAKIT_LAB_IP=10.0.9.1       this VM's IPv4 on eth0 (/24); b has 10.0.9.2
 //	ERDMAKIT_LAB_PEER=10.0.9.2     the other VM's IPv4 (two-VM runs only)
 //	ERDMAKIT_LAB_GID_INDEX=1       index of rxe0 port 1's RoCE v2 GID for ERDMAKIT_LAB_IP
-//	ERDMAKIT_LAB_OUT=/tmp/lab-out/<pkg>  writable; copied back to the host's -out dir
+//	ERDMAKIT_LAB_OUT=/tmp/lab/out/<role>/<pkg>  writable; copied back to the host
 //	CI                             passed through from the host
 //
 // In the single-VM run ERDMAKIT_LAB_IP is 10.0.9.1 and ERDMAKIT_LAB_PEER is
