@@ -14,7 +14,7 @@ import (
 )
 
 func main() {
-	out := flag.String("out", "", "directory to write the recorded host into (must not exist)")
+	out := flag.String("out", "", "tar file to write the recorded host into")
 	dev := flag.String("device", lab.Device, "RDMA device")
 	netdev := flag.String("netdev", lab.Netdev, "its netdev")
 	flag.Parse()
@@ -24,8 +24,29 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := lab.Record(ctx, "/", *out, lab.RecordOptions{Device: *dev, Netdev: *netdev}); err != nil {
+	if err := record(ctx, *out, *dev, *netdev); err != nil {
 		fmt.Fprintln(os.Stderr, "labrecord:", err)
 		os.Exit(1)
 	}
+}
+
+// record writes the tree to a tmpfs directory first, then one tar to out.
+func record(ctx context.Context, out, dev, netdev string) error {
+	tmp, err := os.MkdirTemp("", "labrecord-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := lab.Record(ctx, "/", tmp, lab.RecordOptions{Device: dev, Netdev: netdev}); err != nil {
+		return err
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if err := lab.WriteTreeTar(f, tmp); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
