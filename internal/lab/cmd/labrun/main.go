@@ -56,6 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	kernel := fs.String("kernel", "", "kernel version to boot (default: the installed linux-image)")
 	verbose := fs.Bool("v", false, "echo the guests' consoles and print every test's output")
 	jsonOut := fs.Bool("json", false, "print the summary as JSON")
+	seq := fs.Bool("seq", false, "boot the two-VM pair after the one-VM run instead of alongside it")
 	root := fs.String("C", ".", "module root (the checkout)")
 	record := fs.String("record", "", "record the guest's rxe host tree into this dir (replaced) instead of testing")
 	if err := fs.Parse(args); err != nil {
@@ -74,7 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	o := lab.Options{
 		ModuleRoot: abs, Packages: pkgs, Run: *runPat, Bench: *bench, Timeout: *timeout,
-		WorkDir: *work, Kernel: *kernel, Progress: stderr, Strict: labtest.InCI(), CI: os.Getenv("CI"),
+		WorkDir: *work, Kernel: *kernel, Sequential: *seq, Progress: stderr, Strict: labtest.InCI(), CI: os.Getenv("CI"),
 	}
 	if *verbose {
 		o.Console = stderr
