@@ -118,7 +118,7 @@ func TestLab2HostIbWriteBw(t *testing.T) {
 	defer cancel()
 	if labtest.IsServer() {
 		srv := start(ctx, "ib_write_bw", args...)
-		require.NoError(t, waitListen(ctx, port), "ib_write_bw server never listened")
+		require.NoError(t, labtest.WaitTCPListen(ctx, port), "ib_write_bw server never listened")
 		c := labtest.Listen(t, ctrl)
 		_, err := c.Write([]byte("go\n"))
 		require.NoError(t, err)
@@ -160,10 +160,10 @@ func perftestPair(t *testing.T, port int, extra ...string) (srv, cli result) {
 	defer cancel()
 	args := append([]string{"-d", labtest.Device(), "-p", strconv.Itoa(port), "-n", "200", "-F", "--report_gbits"}, extra...)
 	s := start(ctx, "ib_write_bw", args...)
-	wait := waitListen
+	wait := labtest.WaitTCPListen
 	for _, a := range extra {
 		if a == "-R" {
-			wait = waitCMListen // rdma_cm: the server listens on a cm_id, not a TCP socket
+			wait = labtest.WaitCMListen // rdma_cm: the server listens on a cm_id, not a TCP socket
 		}
 	}
 	if err := wait(ctx, port); err != nil {
@@ -174,46 +174,6 @@ func perftestPair(t *testing.T, port int, extra ...string) (srv, cli result) {
 	cli = <-start(ctx, "ib_write_bw", append(args, labtest.IP())...)
 	srv = <-s
 	return srv, cli
-}
-
-// waitListen waits for a TCP listener on port (any address) in this VM.
-func waitListen(ctx context.Context, port int) error {
-	want := fmt.Sprintf(":%04X", port)
-	for {
-		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-			b, _ := os.ReadFile(f)
-			for _, line := range strings.Split(string(b), "\n") {
-				fs := strings.Fields(line)
-				if len(fs) > 3 && strings.HasSuffix(fs[1], want) && fs[3] == "0A" {
-					return nil
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// waitCMListen waits for an rdma_cm listener on port: `rdma res show cm_id`
-// shows "state LISTEN ... src-addr 0.0.0.0:<port>".
-func waitCMListen(ctx context.Context, port int) error {
-	want := fmt.Sprintf(":%d", port)
-	for {
-		out, _ := execx.Output(ctx, "rdma", "res", "show", "cm_id")
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, "state LISTEN") && strings.Contains(line, "src-addr ") && strings.HasSuffix(strings.TrimSpace(line), want) {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // checkBW finds perftest's result row (#bytes #iterations BW peak BW
