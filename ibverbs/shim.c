@@ -169,8 +169,14 @@ int ek_devices(ek_lib *lib, ek_devinfo *out, int max, int *n)
 	int num = 0;
 	errno = 0;
 	struct ibv_device **list = lib->get_device_list(&num);
-	if (!list)
-		return errno_or(ENOSYS);
+	if (!list) {
+		// ENOSYS: no kernel RDMA support (ib_uverbs): zero devices.
+		if (errno == ENOSYS) {
+			*n = 0;
+			return 0;
+		}
+		return errno_or(EIO);
+	}
 	int i;
 	for (i = 0; i < num && i < max; i++) {
 		snprintf(out[i].name, sizeof(out[i].name), "%s", list[i]->name);
@@ -189,7 +195,7 @@ int ek_open(ek_lib *lib, const char *name, struct ibv_context **out, ek_devinfo 
 	errno = 0;
 	struct ibv_device **list = lib->get_device_list(&num);
 	if (!list)
-		return errno_or(ENOSYS);
+		return errno == ENOSYS ? ENODEV : errno_or(EIO);
 	for (int i = 0; i < num; i++) {
 		if (strcmp(list[i]->name, name) != 0)
 			continue;

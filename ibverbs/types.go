@@ -79,6 +79,8 @@ func hintFor(verb string, errno syscall.Errno, t Transport) string {
 		return "peer did not answer: check its address, that it listens, and routes"
 	case errno == syscall.ECONNREFUSED:
 		return "nobody listens at that address and port"
+	case verb == "rdma_create_event_channel" && (errno == syscall.ENODEV || errno == syscall.ENOENT):
+		return "no /dev/infiniband/rdma_cm: modprobe rdma_ucm"
 	case errno == syscall.EBUSY:
 		return "close its children first"
 	}

@@ -116,11 +116,7 @@ func (lib *Lib) Devices() ([]DeviceInfo, error) {
 	var n C.int
 	if rc := C.ek_devices(lib.p, &infos[0], maxDevices, &n); rc != 0 {
 		errno := syscall.Errno(rc)
-		e := &Error{Verb: "ibv_get_device_list", Errno: errno}
-		if errno == syscall.ENOSYS {
-			e.Hint = "the kernel has no RDMA (ib_uverbs) support loaded"
-		}
-		return nil, e
+		return nil, &Error{Verb: "ibv_get_device_list", Errno: errno}
 	}
 	out := make([]DeviceInfo, 0, int(n))
 	for i := 0; i < int(n) && i < maxDevices; i++ {
@@ -147,7 +143,7 @@ func (lib *Lib) Open(name string) (*Context, error) {
 		if err != nil {
 			have = err.Error()
 		} else if len(names) == 0 {
-			have = "none (is ib_uverbs loaded and a device created?)"
+			have = "none (is ib_uverbs loaded and an RDMA device present?)"
 		}
 		return nil, fmt.Errorf("open %q: %w; devices present: %s", name, ErrNoDevice, have)
 	}
