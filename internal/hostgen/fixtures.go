@@ -51,8 +51,8 @@ func ERDMACounters(seed uint64) map[string]uint64 {
 // paired netdev.
 type NIC struct {
 	Dev, PCI, Netdev, MAC, IPv4 string // IPv4 in CIDR form, "" for none
-	NUMA, MTU, GIDIndex             int // GIDIndex: where the RoCE v2 IPv4 entry sits
-	Down                            bool
+	NUMA, MTU, GIDIndex         int    // GIDIndex: where the RoCE v2 IPv4 entry sits
+	Down                        bool
 }
 
 // CompatDevice returns a compat-mode (RoCE v2) eRDMA device for nic.
