@@ -209,3 +209,24 @@ func TestOpenHostRejectsHostileArchives(t *testing.T) {
 	_, _, err := erdma.OpenHost(garbage)
 	assert.ErrorIs(t, err, erdma.ErrMalformed)
 }
+
+// TestReplayBuildVM replays the redacted recording of the build machine (a
+// Debian VM without RDMA), made with `erdmakit record --redact`.
+func TestReplayBuildVM(t *testing.T) {
+	p := filepath.Join("..", "testdata", "recorded", "build-vm-no-rdma.tar.gz")
+	h, c, err := erdma.OpenHost(p)
+	require.NoError(t, err)
+	defer c.Close()
+	inv, err := erdma.ReadInventory(context.Background(), h, erdma.InventoryOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, p, inv.Root)
+	assert.Empty(t, inv.Devices)
+	assert.Empty(t, inv.Errors)
+	assert.Equal(t, "host-1", inv.Hostname)
+	assert.NotEmpty(t, inv.Kernel)
+	require.NotEmpty(t, inv.Netdevs)
+	assert.Equal(t, "10.0.1.2/24", netdev(inv, "eth0").IPv4[0])
+	assert.False(t, module(inv, "erdma").Loaded)
+	require.NotNil(t, inv.Memlock)
+	assert.Equal(t, uint64(8<<20), inv.Memlock.Soft)
+}

@@ -55,7 +55,7 @@ func newDevicesCmd(g *globals) *cobra.Command {
 func printDevices(g *globals, inv *erdma.Inventory) error {
 	w := g.stdout
 	if len(inv.Devices) == 0 {
-		fmt.Fprintf(w, "No RDMA devices under %s/sys/class/infiniband.\n", strings.TrimSuffix(inv.Root, "/"))
+		fmt.Fprintf(w, "No RDMA devices in %s (sys/class/infiniband is empty or absent).\n", inv.Root)
 		fmt.Fprintln(w, "On an eRDMA GPU instance: attach ERIs (NetworkInterfaceTrafficMode=HighPerformance), install the "+
 			"eRDMA driver (env_setup.sh --egs; check with `eadm ver`), then run `erdmakit doctor`.")
 	} else {

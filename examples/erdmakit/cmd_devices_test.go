@@ -29,7 +29,7 @@ func TestDevicesTable(t *testing.T) {
 
 	code, out, _ = runCLI("devices", "--root", hostDir("no-erdma-driver"))
 	assert.Equal(t, ExitOK, code)
-	assert.Contains(t, out, "No RDMA devices under")
+	assert.Contains(t, out, "No RDMA devices in")
 	assert.Contains(t, out, "env_setup.sh --egs")
 }
 
