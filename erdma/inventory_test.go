@@ -3,6 +3,7 @@ package erdma_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -281,4 +282,45 @@ func BenchmarkReadCounters(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestReadCountersUpstreamNames: the in-kernel driver's unprefixed names and
+// ib_core's lifespan setting.
+func TestReadCountersUpstreamNames(t *testing.T) {
+	dir := t.TempDir()
+	hc := filepath.Join(dir, "sys/class/infiniband/erdma_0/ports/1/hw_counters")
+	require.NoError(t, os.MkdirAll(hc, 0o755))
+	for name, v := range map[string]string{"tx_bytes_cnt": "4096\n", "rx_bps_limit_drop_cnt": "3\n", "lifespan": "10\n"} {
+		require.NoError(t, os.WriteFile(filepath.Join(hc, name), []byte(v), 0o644))
+	}
+	c, err := erdma.ReadCounters(erdma.RecordedHost(dir), "erdma_0", 1)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]uint64{"tx_bytes_cnt": 4096, "rx_bps_limit_drop_cnt": 3}, c)
+
+	require.NoError(t, os.WriteFile(filepath.Join(hc, "tx_bytes_cnt"), []byte("lots\n"), 0o644))
+	c, err = erdma.ReadCounters(erdma.RecordedHost(dir), "erdma_0", 1)
+	assert.ErrorContains(t, err, filepath.Join(hc, "tx_bytes_cnt"))
+	assert.ErrorIs(t, err, erdma.ErrMalformed)
+	assert.Equal(t, map[string]uint64{"rx_bps_limit_drop_cnt": 3}, c, "the good counters are still returned")
+}
+
+func ExampleOpenHost() {
+	// "/" is this machine; a directory or a .tar.gz from `erdmakit record`
+	// is a recorded host.
+	h, closer, err := erdma.OpenHost("../testdata/hosts/iwarp-mode")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	devs, errs, err := erdma.ReadDevices(h)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, d := range devs {
+		fmt.Println(d.Name, d.NodeType, d.Transport, "compat_mode="+d.CompatMode, len(errs), "errors")
+	}
+	// Output:
+	// erdma_0 4: RNIC iwarp compat_mode=N 0 errors
 }

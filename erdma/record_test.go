@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -229,4 +230,29 @@ func TestReplayBuildVM(t *testing.T) {
 	assert.False(t, module(inv, "erdma").Loaded)
 	require.NotNil(t, inv.Memlock)
 	assert.Equal(t, uint64(8<<20), inv.Memlock.Soft)
+}
+
+func ExampleRecord() {
+	// Record a host (here a fixture; erdma.LiveHost() for this machine),
+	// redacted, and replay the archive.
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	archive := filepath.Join(dir, "host.tar.gz")
+	f, _ := os.Create(archive)
+	_, err := erdma.Record(context.Background(), erdma.RecordedHost("../testdata/hosts/ebmgn8is-healthy"), f,
+		erdma.RecordOptions{Redact: true})
+	f.Close()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h, closer, _ := erdma.OpenHost(archive)
+	defer closer.Close()
+	inv, _ := erdma.ReadInventory(context.Background(), h, erdma.InventoryOptions{SkipTools: true})
+	for _, d := range inv.Devices {
+		fmt.Println(d.Name, d.NodeGUID, d.Netdev, d.Ports[0].RecommendedGIDIndex)
+	}
+	// Output:
+	// erdma_0 0216:3eff:fe00:0002 eth1 1
+	// erdma_1 0216:3eff:fe00:0003 eth2 2
 }
