@@ -324,3 +324,32 @@ func ExampleOpenHost() {
 	// Output:
 	// erdma_0 4: RNIC iwarp compat_mode=N 0 errors
 }
+
+// BenchmarkCounterReader is the exporter's polling path: zero allocations.
+func BenchmarkCounterReader(b *testing.B) {
+	c, err := erdma.OpenCounters(erdma.RecordedHost(fixture("ebmgn8is-healthy")), "erdma_0", 1)
+	require.NoError(b, err)
+	defer c.Close()
+	m := map[string]uint64{}
+	require.NoError(b, c.Read(m))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Read(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(c.Names())), "ns/counter")
+}
+
+func TestCounterReader(t *testing.T) {
+	c, err := erdma.OpenCounters(erdma.RecordedHost(fixture("ebmgn8is-healthy")), "erdma_0", 1)
+	require.NoError(t, err)
+	m := map[string]uint64{}
+	require.NoError(t, c.Read(m))
+	assert.Len(t, m, 55)
+	allocs := testing.AllocsPerRun(10, func() { _ = c.Read(m) })
+	assert.Zero(t, allocs)
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(), "idempotent")
+	assert.ErrorIs(t, c.Read(m), os.ErrClosed)
+}
