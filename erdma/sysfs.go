@@ -65,6 +65,17 @@ func (h Host) readFile(rel string) ([]byte, error) {
 	return b, nil
 }
 
+// ReadFile reads a file under the host root (at most 64 KiB). Other
+// packages read the host through it (and ReadLink, ReadDir) so that Record
+// captures what they read.
+func (h Host) ReadFile(rel string) ([]byte, error) { return h.readFile(rel) }
+
+// ReadLink reads a symlink under the host root.
+func (h Host) ReadLink(rel string) (string, error) { return h.readlink(rel) }
+
+// ReadDir lists a directory under the host root, names sorted.
+func (h Host) ReadDir(rel string) ([]string, error) { return h.readDir(rel) }
+
 // readAttr reads a sysfs attribute, trimmed of surrounding white space. A
 // missing file wraps fs.ErrNotExist; an empty file or an EINVAL read wraps
 // errNoAttr; both name the file.
