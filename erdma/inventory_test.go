@@ -353,3 +353,26 @@ func TestCounterReader(t *testing.T) {
 	require.NoError(t, c.Close(), "idempotent")
 	assert.ErrorIs(t, c.Read(m), os.ErrClosed)
 }
+
+// TestRealKernelTreeLabRXE reads the lab's recording of a real kernel's
+// ib_core tree (testdata/hosts/lab-rxe, from the lab branch; skipped until
+// merged): Soft-RoCE is not eRDMA, and its GIDs and pairing read right.
+func TestRealKernelTreeLabRXE(t *testing.T) {
+	if _, err := os.Stat(fixture("lab-rxe")); err != nil {
+		t.Skip("testdata/hosts/lab-rxe comes with the lab branch")
+	}
+	inv := readFixture(t, "lab-rxe")
+	assert.Empty(t, inv.Errors)
+	require.Len(t, inv.Devices, 1)
+	d := inv.Devices[0]
+	assert.Equal(t, "rxe0", d.Name)
+	assert.False(t, d.ERDMA, "rxe is not eRDMA")
+	assert.Empty(t, d.PCIAddress)
+	assert.Equal(t, erdma.TransportRoCE, d.Transport)
+	assert.Equal(t, "eth0", d.Netdev)
+	assert.Equal(t, "uverbs0", d.UVerbs)
+	require.Len(t, d.Ports, 1)
+	assert.Equal(t, "ACTIVE", d.Ports[0].State)
+	assert.False(t, d.Ports[0].RateNominal)
+	assert.Equal(t, 1, d.Ports[0].RecommendedGIDIndex)
+}
