@@ -192,7 +192,10 @@ func TestOpenHostRejectsHostileArchives(t *testing.T) {
 		{"through symlink", []*tar.Header{
 			{Typeflag: tar.TypeSymlink, Name: "sys", Linkname: outside},
 			{Typeflag: tar.TypeReg, Name: "sys/evil", Mode: 0o644},
-		}, []string{"", "x"}, "is a symlink"},
+		}, []string{"", "x"}, "leaves the archive root"},
+		{"symlink climbing out", []*tar.Header{
+			{Typeflag: tar.TypeSymlink, Name: "sys/class/infiniband/x", Linkname: "../../../../etc"},
+		}, []string{""}, "leaves the archive root"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
