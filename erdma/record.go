@@ -166,7 +166,8 @@ func (r *recorder) putJSON(rel string, v any) error {
 }
 
 // carryRecorded copies a recorded host's other erdmakit/ files (e.g.
-// nvml.json) into the new recording.
+// nvml.json) into the new recording; generators' manifests (*-files.txt)
+// stay behind.
 func (r *recorder) carryRecorded() {
 	names, err := os.ReadDir(r.h.Path("erdmakit"))
 	if err != nil {
@@ -174,7 +175,7 @@ func (r *recorder) carryRecorded() {
 	}
 	for _, e := range names {
 		rel := "erdmakit/" + e.Name()
-		if _, taken := r.entries[rel]; taken || !e.Type().IsRegular() || e.Name() == "hostgen-files.txt" {
+		if _, taken := r.entries[rel]; taken || !e.Type().IsRegular() || strings.HasSuffix(e.Name(), "-files.txt") {
 			continue
 		}
 		if b, err := r.h.readFile(rel); err == nil {
