@@ -27,13 +27,10 @@ const (
 // ERDMAPCIID is the eRDMA PCI function's vendor:device.
 const ERDMAPCIID = "1ded:107f"
 
-// WatchedModules are the kernel modules the inventory reports, in order.
-var watchedModules = [...]string{
-	"erdma", "ib_core", "ib_uverbs", "rdma_ucm", "nvidia", "nvidia_peermem", "nv_peer_mem", "memory_peers",
-}
-
 // WatchedModules returns the kernel modules the inventory reports, in order.
-func WatchedModules() []string { return append([]string(nil), watchedModules[:]...) }
+func WatchedModules() []string {
+	return []string{"erdma", "ib_core", "ib_uverbs", "rdma_ucm", "nvidia", "nvidia_peermem", "nv_peer_mem", "memory_peers"}
+}
 
 // InventoryOptions tunes ReadInventory. The zero value reads everything.
 type InventoryOptions struct {
@@ -505,8 +502,9 @@ func (c *CounterReader) Close() error {
 // readModules reports the watched modules: loaded when sys/module/<name>
 // exists; version from sys/module/<name>/version where present.
 func readModules(h Host, note func(error)) []Module {
-	mods := make([]Module, 0, len(watchedModules))
-	for _, name := range watchedModules {
+	names := WatchedModules()
+	mods := make([]Module, 0, len(names))
+	for _, name := range names {
 		m := Module{Name: name, Loaded: h.exists(path.Join(SysModule, name))}
 		if m.Loaded {
 			v, err := h.optAttr(path.Join(SysModule, name, "version"))
