@@ -81,9 +81,9 @@ func unknownIfZeroF(f float64, unit string) string {
 	return strconv.FormatFloat(f, 'f', -1, 64) + unit
 }
 
-// checkDevices: guide steps 1 and 4, ibv_devinfo shows the instance's
+// checkERDMADevices: guide steps 1 and 4, ibv_devinfo shows the instance's
 // eRDMA devices (at most 2; as many as the profile says).
-func checkDevices(_ context.Context, d *diag) Finding {
+func checkERDMADevices(_ context.Context, d *diag) Finding {
 	var ev []string
 	for _, dev := range d.inv.Devices {
 		ev = append(ev, fmt.Sprintf("%s: driver %q, PCI %s id %q, eRDMA %t", d.ibPath(dev.Name), dev.Driver, dev.PCIAddress, dev.PCIID, dev.ERDMA))

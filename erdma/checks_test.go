@@ -71,7 +71,7 @@ func findingOf(t *testing.T, r *Report, id string) Finding {
 	return Finding{}
 }
 
-func module(inv *Inventory, name string) *Module {
+func testModule(inv *Inventory, name string) *Module {
 	for i := range inv.Modules {
 		if inv.Modules[i].Name == name {
 			return &inv.Modules[i]
@@ -81,7 +81,7 @@ func module(inv *Inventory, name string) *Module {
 	return &inv.Modules[len(inv.Modules)-1]
 }
 
-func netdev(inv *Inventory, name string) *Netdev {
+func testNetdev(inv *Inventory, name string) *Netdev {
 	for i := range inv.Netdevs {
 		if inv.Netdevs[i].Name == name {
 			return &inv.Netdevs[i]
@@ -152,7 +152,7 @@ func TestChecks(t *testing.T) {
 				inv.Devices[i].CompatMode = ""
 			}
 		}, "erdma-driver", SeverityOK, "in-kernel", ""},
-		{"driver missing", func(inv *Inventory) { inv.Devices = nil; module(inv, "erdma").Loaded = false }, "erdma-driver", SeverityFail, "not loaded", "env_setup.sh --egs"},
+		{"driver missing", func(inv *Inventory) { inv.Devices = nil; testModule(inv, "erdma").Loaded = false }, "erdma-driver", SeverityFail, "not loaded", "env_setup.sh --egs"},
 		{"device unbound", func(inv *Inventory) { inv.Devices[1].Driver = "" }, "erdma-driver", SeverityFail, "erdma_1 not bound", "modprobe erdma"},
 
 		{"eadm", func(*Inventory) {}, "eadm", SeverityOK, "0.2.38", ""},
@@ -160,7 +160,7 @@ func TestChecks(t *testing.T) {
 
 		{"uverbs", func(*Inventory) {}, "uverbs", SeverityOK, "ib_uverbs loaded", ""},
 		{"uverbs char missing", func(inv *Inventory) { inv.Devices[0].UVerbsPresent = false }, "uverbs", SeverityFail, "/dev/infiniband/uverbs0 missing", "--device=/dev/infiniband/uverbs0"},
-		{"no uverbs bound", func(inv *Inventory) { inv.Devices[0].UVerbs = ""; module(inv, "ib_uverbs").Loaded = false }, "uverbs", SeverityFail, "erdma_0 has no uverbs device", "modprobe ib_uverbs"},
+		{"no uverbs bound", func(inv *Inventory) { inv.Devices[0].UVerbs = ""; testModule(inv, "ib_uverbs").Loaded = false }, "uverbs", SeverityFail, "erdma_0 has no uverbs device", "modprobe ib_uverbs"},
 		{"uverbs no devices", func(inv *Inventory) { inv.Devices = nil }, "uverbs", SeveritySkip, "no eRDMA device", ""},
 
 		{"gpu driver", func(*Inventory) {}, "gpu-driver", SeverityOK, "535.161.08", ""},
@@ -170,14 +170,14 @@ func TestChecks(t *testing.T) {
 			inv.GPU.Count = 7
 		}, "gpu-driver", SeverityWarn, "7 GPU(s) but x has 8", ""},
 		{"gpu from module", func(inv *Inventory) { inv.GPU = nil }, "gpu-driver", SeverityOK, "535.161.08", ""},
-		{"gpu garbled version", func(inv *Inventory) { inv.GPU = nil; module(inv, "nvidia").Version = "abc" }, "gpu-driver", SeverityWarn, `"abc" not understood`, ""},
+		{"gpu garbled version", func(inv *Inventory) { inv.GPU = nil; testModule(inv, "nvidia").Version = "abc" }, "gpu-driver", SeverityWarn, `"abc" not understood`, ""},
 		{"no gpu on gpu type", func(inv *Inventory) {
 			inv.GPU = &GPUInfo{Reason: "libnvidia-ml not found"}
-			module(inv, "nvidia").Loaded = false
+			testModule(inv, "nvidia").Loaded = false
 		}, "gpu-driver", SeverityFail, "no NVIDIA driver loaded on a GPU instance type", "nvidia-smi"},
 		{"no gpu unknown type", func(inv *Inventory) {
 			inv.GPU = &GPUInfo{Reason: "no NVIDIA driver"}
-			module(inv, "nvidia").Loaded = false
+			testModule(inv, "nvidia").Loaded = false
 			SetInstance(inv, nil)
 		}, "gpu-driver", SeveritySkip, "no NVIDIA driver", ""},
 
@@ -185,18 +185,18 @@ func TestChecks(t *testing.T) {
 		{"peermem from modules", func(inv *Inventory) { inv.GPU.GDRPath = "" }, "gdr-peermem", SeverityOK, "nvidia_peermem loaded", ""},
 		{"nv_peer_mem", func(inv *Inventory) {
 			inv.GPU.GDRPath = ""
-			module(inv, "nvidia_peermem").Loaded = false
-			module(inv, "nv_peer_mem").Loaded = true
+			testModule(inv, "nvidia_peermem").Loaded = false
+			testModule(inv, "nv_peer_mem").Loaded = true
 		}, "gdr-peermem", SeverityOK, "nv_peer_mem loaded", ""},
-		{"no peermem", func(inv *Inventory) { inv.GPU.GDRPath = ""; module(inv, "nvidia_peermem").Loaded = false }, "gdr-peermem", SeverityFail, "neither nvidia_peermem nor nv_peer_mem", "modprobe nvidia_peermem"},
+		{"no peermem", func(inv *Inventory) { inv.GPU.GDRPath = ""; testModule(inv, "nvidia_peermem").Loaded = false }, "gdr-peermem", SeverityFail, "neither nvidia_peermem nor nv_peer_mem", "modprobe nvidia_peermem"},
 		{"peermem no gpu", func(inv *Inventory) {
 			inv.GPU = &GPUInfo{Reason: "no NVIDIA driver"}
-			module(inv, "nvidia").Loaded = false
+			testModule(inv, "nvidia").Loaded = false
 		}, "gdr-peermem", SeveritySkip, "not applicable", ""},
 
 		{"netdev ok", func(*Inventory) {}, "netdev-ip", SeverityOK, "up with an IPv4", ""},
-		{"netdev no ip", func(inv *Inventory) { netdev(inv, "eth2").IPv4 = nil }, "netdev-ip", SeverityFail, "eth2 (erdma_1) has no IPv4 address", "macs/00:16:3e:2f:31:11/primary-ip-address"},
-		{"netdev down", func(inv *Inventory) { netdev(inv, "eth2").OperState = "down" }, "netdev-ip", SeverityFail, "eth2 (erdma_1) is down", "ip link set eth2 up"},
+		{"netdev no ip", func(inv *Inventory) { testNetdev(inv, "eth2").IPv4 = nil }, "netdev-ip", SeverityFail, "eth2 (erdma_1) has no IPv4 address", "macs/00:16:3e:2f:31:11/primary-ip-address"},
+		{"netdev down", func(inv *Inventory) { testNetdev(inv, "eth2").OperState = "down" }, "netdev-ip", SeverityFail, "eth2 (erdma_1) is down", "ip link set eth2 up"},
 		{"netdev unpaired", func(inv *Inventory) { inv.Devices[0].Netdev = "" }, "netdev-ip", SeverityFail, "erdma_0 has no paired netdev", "00:16:3e:2f:37:75"},
 
 		{"ports active", func(*Inventory) {}, "port-active", SeverityOK, "ACTIVE", ""},
@@ -224,9 +224,9 @@ func TestChecks(t *testing.T) {
 		}, "gid-index", SeveritySkip, "iWARP", ""},
 
 		{"mtu 8500", func(*Inventory) {}, "mtu", SeverityOK, "8500", ""},
-		{"mtu 1400", func(inv *Inventory) { netdev(inv, "eth1").MTU = 1400; netdev(inv, "eth2").MTU = 1400 }, "mtu", SeverityOK, "1400", ""},
-		{"mtu mismatch", func(inv *Inventory) { netdev(inv, "eth2").MTU = 1500 }, "mtu", SeverityFail, "1500 on eth2; 8500 on eth1", "ip link set eth1 mtu 8500"},
-		{"mtu 1500", func(inv *Inventory) { netdev(inv, "eth1").MTU = 1500; netdev(inv, "eth2").MTU = 1500 }, "mtu", SeverityWarn, "MTU 1500", "ip link set eth2 mtu 1400"},
+		{"mtu 1400", func(inv *Inventory) { testNetdev(inv, "eth1").MTU = 1400; testNetdev(inv, "eth2").MTU = 1400 }, "mtu", SeverityOK, "1400", ""},
+		{"mtu mismatch", func(inv *Inventory) { testNetdev(inv, "eth2").MTU = 1500 }, "mtu", SeverityFail, "1500 on eth2; 8500 on eth1", "ip link set eth1 mtu 8500"},
+		{"mtu 1500", func(inv *Inventory) { testNetdev(inv, "eth1").MTU = 1500; testNetdev(inv, "eth2").MTU = 1500 }, "mtu", SeverityWarn, "MTU 1500", "ip link set eth2 mtu 1400"},
 
 		{"memlock unlimited", func(*Inventory) {}, "memlock", SeverityOK, "unlimited", ""},
 		{"memlock 64k", func(inv *Inventory) { inv.Memlock = &Limit{Soft: 65536, Hard: 65536} }, "memlock", SeverityFail, "memlock 64 KiB", "/etc/security/limits.conf"},

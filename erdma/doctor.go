@@ -54,7 +54,7 @@ func checks() []check {
 	return []check{
 		{Check{"host-read", "-", "every file of the host could be read"}, checkHostRead},
 		{Check{"instance-profile", "guide step 1", "the instance type is a known eRDMA GPU type"}, checkInstanceProfile},
-		{Check{"erdma-devices", "guide steps 1, 4", "eRDMA devices present, as many as the instance type has"}, checkDevices},
+		{Check{"erdma-devices", "guide steps 1, 4", "eRDMA devices present, as many as the instance type has"}, checkERDMADevices},
 		{Check{"network-card-channel", "guide step 1", "two ERIs sit on different network-card channels"}, checkNetworkCardChannel},
 		{Check{"erdma-driver", "guide step 2", "the erdma driver is loaded and bound"}, checkDriver},
 		{Check{"eadm", "guide step 2", "the eRDMA tools (eadm) are installed"}, checkEadm},

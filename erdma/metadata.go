@@ -21,10 +21,6 @@ const DefaultMetadataURL = "http://100.100.100.200"
 // item): off Alibaba Cloud the address does not answer at all.
 const DefaultMetadataTimeout = time.Second
 
-// RecordedInstanceFile is where a recorded host keeps what the metadata
-// service said, relative to the host root: the JSON of Instance.
-const RecordedInstanceFile = "erdmakit/instance.json"
-
 // Errors of the metadata client, comparable with errors.Is.
 var (
 	// ErrMetadataUnavailable: the service could not be reached in time or
@@ -133,8 +129,8 @@ func (s *mdSession) fetchToken(ctx context.Context) error {
 		return fmt.Errorf("metadata token: PUT %s/latest/api/token: HTTP %d: %w", s.c.base(), status, ErrMetadataUnavailable)
 	}
 	tok := strings.TrimSpace(body)
-	if tok == "" || !printable(tok) {
-		return fmt.Errorf("metadata token: %q: %w", truncate(tok, 40), ErrMetadataValue)
+	if tok == "" || !isPrintableASCII(tok) {
+		return fmt.Errorf("metadata token: %q: %w", clip(tok, 40), ErrMetadataValue)
 	}
 	s.token = tok
 	return nil
@@ -162,8 +158,8 @@ func (s *mdSession) get(ctx context.Context, item string) (string, error) {
 		switch status {
 		case http.StatusOK:
 			v := strings.TrimSpace(body)
-			if v == "" || !printable(v) {
-				return "", fmt.Errorf("metadata %s: %q: %w", item, truncate(v, 40), ErrMetadataValue)
+			if v == "" || !isPrintableASCII(v) {
+				return "", fmt.Errorf("metadata %s: %q: %w", item, clip(v, 40), ErrMetadataValue)
 			}
 			return v, nil
 		case http.StatusUnauthorized, http.StatusForbidden:
@@ -203,19 +199,19 @@ var (
 // hold, so that garbage never reaches a report as an instance type.
 func validateInstance(inst *Instance) error {
 	if !instanceIDRE.MatchString(inst.ID) {
-		return fmt.Errorf("instance-id %q: %w", truncate(inst.ID, 40), ErrMetadataValue)
+		return fmt.Errorf("instance-id %q: %w", clip(inst.ID, 40), ErrMetadataValue)
 	}
 	if _, err := ParseInstanceType(inst.Type); err != nil {
 		return fmt.Errorf("instance-type: %w: %w", ErrMetadataValue, err)
 	}
 	if !regionRE.MatchString(inst.Region) {
-		return fmt.Errorf("region-id %q: %w", truncate(inst.Region, 40), ErrMetadataValue)
+		return fmt.Errorf("region-id %q: %w", clip(inst.Region, 40), ErrMetadataValue)
 	}
 	return nil
 }
 
 // ParseInstance reads a recorded instance (the JSON of Instance, as found
-// at RecordedInstanceFile) and validates it. Source becomes "recorded".
+// at erdmakit/instance.json under a recorded root) and validates it. Source becomes "recorded".
 func ParseInstance(r io.Reader) (*Instance, error) {
 	var inst Instance
 	dec := json.NewDecoder(io.LimitReader(r, 1<<16))
@@ -229,7 +225,7 @@ func ParseInstance(r io.Reader) (*Instance, error) {
 	return &inst, nil
 }
 
-func printable(s string) bool {
+func isPrintableASCII(s string) bool {
 	for _, r := range s {
 		if r < 0x20 || r == 0x7f || r > 0x7e {
 			return false
@@ -238,7 +234,7 @@ func printable(s string) bool {
 	return true
 }
 
-func truncate(s string, n int) string {
+func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

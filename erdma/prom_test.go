@@ -17,7 +17,7 @@ var promLine = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z
 func TestWritePrometheus(t *testing.T) {
 	inv := handHealthy()
 	inv.Devices[0].Ports[0].Counters["hw_bps_limit_drop_cnt"] = 7
-	netdev(inv, "eth2").MTU = 1500
+	testNetdev(inv, "eth2").MTU = 1500
 	r := Diagnose(context.Background(), inv, DoctorOptions{})
 	var b bytes.Buffer
 	require.NoError(t, WritePrometheus(&b, r))
