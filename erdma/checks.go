@@ -39,7 +39,11 @@ func checkHostRead(_ context.Context, d *diag) Finding {
 func checkInstanceProfile(_ context.Context, d *diag) Finding {
 	inst := d.inv.Instance
 	if inst == nil || inst.Type == "" {
-		return Finding{Severity: SeveritySkip,
+		var ev []string
+		if d.opt.InstanceError != nil {
+			ev = append(ev, d.opt.InstanceError.Error())
+		}
+		return Finding{Severity: SeveritySkip, Evidence: ev,
 			Summary:     "instance type unknown: the metadata service was not read (--no-metadata, not on ECS, or nothing recorded); expected ERI count and bandwidth unknown",
 			Remediation: "run on the ECS instance without --no-metadata, or pass --instance-type ecs.<family>.<size>",
 		}
@@ -93,8 +97,12 @@ func checkERDMADevices(_ context.Context, d *diag) Finding {
 		if len(ev) == 0 {
 			ev = append(ev, d.path("sys/class/infiniband")+": no RDMA device at all")
 		}
+		sum := "no eRDMA device on this host: none in sys/class/infiniband is bound to erdma or has PCI id 1ded:107f"
+		if !d.loaded("erdma") {
+			sum += " (and the erdma driver is not loaded: attached ERIs need the driver installed)"
+		}
 		return Finding{Severity: SeverityFail,
-			Summary:     "no eRDMA device on this host: none in sys/class/infiniband is bound to erdma or has PCI id 1ded:107f",
+			Summary:     sum,
 			Evidence:    ev,
 			Remediation: fixAttachERI,
 		}

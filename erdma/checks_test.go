@@ -375,3 +375,12 @@ func TestCheckIDsStable(t *testing.T) {
 		"uverbs", "gpu-driver", "gdr-peermem", "netdev-ip", "port-active", "transport-mode", "gid-index", "mtu", "memlock",
 		"rate-limit-drops"}, ids)
 }
+
+func TestInstanceErrorIsEvidence(t *testing.T) {
+	inv := handHealthy()
+	SetInstance(inv, nil)
+	r := Diagnose(context.Background(), inv, DoctorOptions{InstanceError: errors.New("metadata: connection refused")})
+	f := findingOf(t, r, "instance-profile")
+	assert.Equal(t, SeveritySkip, f.Severity)
+	assert.Equal(t, []string{"metadata: connection refused"}, f.Evidence)
+}

@@ -32,6 +32,10 @@ type DoctorOptions struct {
 	Counters CounterReader
 	// Interval between the two counter readings; 0 means one reading.
 	Interval time.Duration
+	// InstanceError, when set, says why inv.Instance is unknown (the
+	// metadata service did not answer, ...): it becomes evidence of the
+	// instance-profile check.
+	InstanceError error
 }
 
 // Check describes one doctor check: its stable id and the guide step it
