@@ -677,9 +677,11 @@ func checkMemlock(_ context.Context, d *diag) Finding {
 			Summary:  fmt.Sprintf("memlock limited to %s: large registrations may fail; the guide wants unlimited", limitString(l.Soft, false)),
 			Evidence: ev, Remediation: fix}
 	}
-	return Finding{Severity: SeverityFail,
-		Summary:  fmt.Sprintf("memlock %s: ibv_create_qp fails with ENOMEM (NCCL WARN Call to ibv_create_qp failed with error Unknown error -12)", limitString(l.Soft, false)),
-		Evidence: ev, Remediation: fix}
+	sum := fmt.Sprintf("memlock %s: every ibv_create_qp fails with ENOMEM (NCCL WARN Call to ibv_create_qp failed with error Unknown error -12)", limitString(l.Soft, false))
+	if l.Soft > 64<<10 {
+		sum = fmt.Sprintf("memlock %s: queue pairs and memory registrations beyond it fail with ENOMEM; the guide requires unlimited", limitString(l.Soft, false))
+	}
+	return Finding{Severity: SeverityFail, Summary: sum, Evidence: ev, Remediation: fix}
 }
 
 func limitString(v uint64, unlimited bool) string {
