@@ -247,7 +247,7 @@ func checkEadm(_ context.Context, d *diag) Finding {
 	if t == nil || t.Path == "" {
 		return Finding{Severity: SeverityWarn,
 			Summary:     "eadm not found on PATH: the eRDMA software package is not installed (driver version unknown)",
-			Evidence:    []string{"eadm: not on PATH"},
+			Evidence:    []string{"eadm: not found (" + d.source("PATH", "erdmakit/tools.json") + ")"},
 			Remediation: "install the eRDMA package with `env_setup.sh --egs` (Alibaba's installer), then check with `eadm ver`",
 		}
 	}
@@ -432,7 +432,7 @@ func checkNetdevIP(_ context.Context, d *diag) Finding {
 			continue
 		}
 		ev = append(ev, fmt.Sprintf("%s -> %s (by %s): operstate %q (%s), MTU %d, IPv4 %v", dev.Name, nd.Name, orUnknown(dev.NetdevBy),
-			nd.OperState, d.path("sys/class/net", nd.Name, "operstate"), nd.MTU, nd.IPv4))
+			nd.OperState, d.source("netlink", "erdmakit/netdevs.json"), nd.MTU, nd.IPv4))
 		if !macOK {
 			mac = nd.MAC
 		}
@@ -614,7 +614,7 @@ func checkMTU(_ context.Context, d *diag) Finding {
 			ev = append(ev, dev.Name+": no paired netdev (see netdev-ip)")
 			continue
 		}
-		ev = append(ev, fmt.Sprintf("%s: %d (%s)", nd.Name, nd.MTU, d.path("sys/class/net", nd.Name, "mtu")))
+		ev = append(ev, fmt.Sprintf("%s: MTU %d (%s)", nd.Name, nd.MTU, d.source("netlink", "erdmakit/netdevs.json")))
 		mtus[nd.MTU] = append(mtus[nd.MTU], nd.Name)
 		names = append(names, nd.Name)
 	}
@@ -665,7 +665,8 @@ func checkMemlock(_ context.Context, d *diag) Finding {
 	if l == nil {
 		return Finding{Severity: SeveritySkip, Summary: "RLIMIT_MEMLOCK not read"}
 	}
-	ev := []string{fmt.Sprintf("RLIMIT_MEMLOCK soft %s, hard %s", limitString(l.Soft, l.Unlimited), limitString(l.Hard, false))}
+	ev := []string{fmt.Sprintf("RLIMIT_MEMLOCK soft %s, hard %s (%s)", limitString(l.Soft, l.Unlimited), limitString(l.Hard, false),
+		d.source("getrlimit", "erdmakit/limits.json"))}
 	if l.Unlimited || l.Soft == ^uint64(0) {
 		return Finding{Severity: SeverityOK, Summary: "memlock unlimited", Evidence: ev}
 	}

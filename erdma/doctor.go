@@ -186,6 +186,15 @@ func (d *diag) path(parts ...string) string {
 	return filepath.Join(append([]string{root}, parts...)...)
 }
 
+// source names where a fact the kernel keeps no file for came from: the
+// live source on the live host, the recorded file otherwise.
+func (d *diag) source(live, recorded string) string {
+	if d.inv.Root == "" || d.inv.Root == "/" {
+		return live
+	}
+	return d.path(recorded)
+}
+
 func (d *diag) ibPath(dev string, parts ...string) string {
 	return d.path(append([]string{"sys/class/infiniband", dev}, parts...)...)
 }
