@@ -9,18 +9,18 @@ import (
 	"time"
 )
 
-// CounterReader reads one port's hw_counters now (name -> value, names as
+// CounterSource reads one port's hw_counters now (name -> value, names as
 // the driver spells them). The doctor uses it to take two readings some
 // interval apart; tests replace it.
-type CounterReader interface {
+type CounterSource interface {
 	ReadCounters(ctx context.Context, dev string, port int) (map[string]uint64, error)
 }
 
-// CounterReaderFunc adapts a function to CounterReader.
-type CounterReaderFunc func(ctx context.Context, dev string, port int) (map[string]uint64, error)
+// CounterSourceFunc adapts a function to CounterSource.
+type CounterSourceFunc func(ctx context.Context, dev string, port int) (map[string]uint64, error)
 
 // ReadCounters calls f.
-func (f CounterReaderFunc) ReadCounters(ctx context.Context, dev string, port int) (map[string]uint64, error) {
+func (f CounterSourceFunc) ReadCounters(ctx context.Context, dev string, port int) (map[string]uint64, error) {
 	return f(ctx, dev, port)
 }
 
@@ -29,7 +29,7 @@ type DoctorOptions struct {
 	// Counters, with Interval > 0, lets the rate-limit-drops check take two
 	// readings Interval apart and see whether the drop counters rise. When
 	// nil (a recorded host) the single reading in the inventory is reported.
-	Counters CounterReader
+	Counters CounterSource
 	// Interval between the two counter readings; 0 means one reading.
 	Interval time.Duration
 	// InstanceError, when set, says why inv.Instance is unknown (the
