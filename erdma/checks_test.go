@@ -217,7 +217,10 @@ func TestChecks(t *testing.T) {
 		}, "transport-mode", SeverityWarn, "could not be told", ""},
 
 		{"gid same index", func(*Inventory) {}, "gid-index", SeverityOK, "NCCL_IB_GID_INDEX=1", ""},
-		{"gid differ", func(inv *Inventory) { inv.Devices[0].Ports[0].RecommendedGIDIndex = 2; inv.Devices[0].Ports[0].GIDs[1].Index = 2 }, "gid-index", SeverityOK, "NCCL_IB_GID_INDEX=-1", ""},
+		{"gid differ", func(inv *Inventory) {
+			inv.Devices[0].Ports[0].RecommendedGIDIndex = 2
+			inv.Devices[0].Ports[0].GIDs[1].Index = 2
+		}, "gid-index", SeverityOK, "NCCL_IB_GID_INDEX=-1", ""},
 		{"gid missing", func(inv *Inventory) { inv.Devices[1].Ports[0].RecommendedGIDIndex = -1 }, "gid-index", SeverityFail, "erdma_1 port 1 has no RoCE v2 GID", "IPv4"},
 		{"gid iwarp", func(inv *Inventory) {
 			inv.Devices[0].Transport, inv.Devices[1].Transport = TransportIWARP, TransportIWARP

@@ -113,4 +113,3 @@ func promQuote(s string) string {
 	b.WriteByte('"')
 	return b.String()
 }
-
