@@ -404,6 +404,11 @@ func checkPeermem(_ context.Context, d *diag) Finding {
 				"it must be loaded again after every reboot: echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf",
 		}
 	}
+	if gi := d.inv.GPU; gi != nil {
+		for _, n := range gi.Nearest {
+			ev = append(ev, fmt.Sprintf("GPU %d -> %s: %s (nvidia-smi topo distance)", n.GPU, n.Device, n.Distance))
+		}
+	}
 	return Finding{Severity: SeverityOK,
 		Summary:  path + " loaded: GPUDirect RDMA ready (NCCL uses it over eRDMA only with NCCL_NET_GDR_LEVEL=SYS)",
 		Evidence: ev}

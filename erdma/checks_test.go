@@ -182,6 +182,9 @@ func TestChecks(t *testing.T) {
 		}, "gpu-driver", SeveritySkip, "no NVIDIA driver", ""},
 
 		{"peermem", func(*Inventory) {}, "gdr-peermem", SeverityOK, "nvidia_peermem loaded", ""},
+		{"peermem nearest", func(inv *Inventory) {
+			inv.GPU.Nearest = []GPUNIC{{GPU: 0, Device: "erdma_0", Distance: "SYS"}}
+		}, "gdr-peermem", SeverityOK, "NCCL_NET_GDR_LEVEL=SYS", ""},
 		{"peermem from modules", func(inv *Inventory) { inv.GPU.GDRPath = "" }, "gdr-peermem", SeverityOK, "nvidia_peermem loaded", ""},
 		{"nv_peer_mem", func(inv *Inventory) {
 			inv.GPU.GDRPath = ""
