@@ -84,7 +84,11 @@ func (c *MetadataClient) Instance(ctx context.Context) (*Instance, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	s := &mdSession{c: c, hc: c.client()}
+	hc := c.client()
+	if c.HTTPClient == nil {
+		defer hc.CloseIdleConnections() // the transport is ours and dies here
+	}
+	s := &mdSession{c: c, hc: hc}
 	id, err := s.get(ctx, mdInstanceID)
 	if err != nil {
 		return nil, err
