@@ -1,0 +1,265 @@
+package erdma
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// CounterSource reads one port's hw_counters now (name -> value, names as
+// the driver spells them). The doctor uses it to take two readings some
+// interval apart; tests replace it.
+type CounterSource interface {
+	ReadCounters(ctx context.Context, dev string, port int) (map[string]uint64, error)
+}
+
+// CounterSourceFunc adapts a function to CounterSource.
+type CounterSourceFunc func(ctx context.Context, dev string, port int) (map[string]uint64, error)
+
+// ReadCounters calls f.
+func (f CounterSourceFunc) ReadCounters(ctx context.Context, dev string, port int) (map[string]uint64, error) {
+	return f(ctx, dev, port)
+}
+
+// DoctorOptions tune Diagnose.
+type DoctorOptions struct {
+	// Counters, with Interval > 0, lets the rate-limit-drops check take two
+	// readings Interval apart and see whether the drop counters rise. When
+	// nil (a recorded host) the single reading in the inventory is reported.
+	Counters CounterSource
+	// Interval between the two counter readings; 0 means one reading.
+	Interval time.Duration
+	// InstanceError, when set, says why inv.Instance is unknown (the
+	// metadata service did not answer, ...): it becomes evidence of the
+	// instance-profile check.
+	InstanceError error
+}
+
+// Check describes one doctor check: its stable id and the guide step it
+// enforces.
+type Check struct {
+	ID    string `json:"id"`
+	Step  string `json:"step"`
+	Title string `json:"title"`
+}
+
+// check is a Check with the function that decides it.
+type check struct {
+	Check
+	run func(ctx context.Context, d *diag) Finding
+}
+
+// checks returns every check in the order the guide goes. A function, not a
+// variable: the list cannot be changed by anyone.
+func checks() []check {
+	return []check{
+		{Check{"host-read", "-", "every file of the host could be read"}, checkHostRead},
+		{Check{"instance-profile", "guide step 1", "the instance type is a known eRDMA GPU type"}, checkInstanceProfile},
+		{Check{"erdma-devices", "guide steps 1, 4", "eRDMA devices present, as many as the instance type has"}, checkERDMADevices},
+		{Check{"network-card-channel", "guide step 1", "two ERIs sit on different network-card channels"}, checkNetworkCardChannel},
+		{Check{"erdma-driver", "guide step 2", "the erdma driver is loaded and bound"}, checkDriver},
+		{Check{"eadm", "guide step 2", "the eRDMA tools (eadm) are installed"}, checkEadm},
+		{Check{"uverbs", "guide step 2", "ib_uverbs is loaded and every device has its /dev/infiniband/uverbsN"}, checkUVerbs},
+		{Check{"gpu-driver", "guide step 2", "the NVIDIA driver is loaded, version >= 470"}, checkGPUDriver},
+		{Check{"gdr-peermem", "guide step 2", "nvidia_peermem (or nv_peer_mem) is loaded for GPUDirect RDMA"}, checkPeermem},
+		{Check{"netdev-ip", "guide step 3", "every ERI's netdev is up with an IPv4 address"}, checkNetdevIP},
+		{Check{"port-active", "guide step 4", "every eRDMA port is ACTIVE"}, checkPortActive},
+		{Check{"transport-mode", "domain section 3", "compat (RoCE v2) vs iWARP, the same on every device"}, checkTransport},
+		{Check{"gid-index", "domain section 3", "a RoCE v2 GID ::ffff:<IPv4> exists; its index"}, checkGIDIndex},
+		{Check{"mtu", "MTU guide", "ERI MTUs are 8500 (jumbo frames) or 1400 and agree"}, checkMTU},
+		{Check{"memlock", "domain section 5", "RLIMIT_MEMLOCK is unlimited"}, checkMemlock},
+		{Check{"rate-limit-drops", "domain section 4", "the *_limit_drop_cnt counters are not rising"}, checkRateLimitDrops},
+	}
+}
+
+// Checks lists every check the doctor runs, in order.
+func Checks() []Check {
+	cs := checks()
+	out := make([]Check, len(cs))
+	for i, c := range cs {
+		out[i] = c.Check
+	}
+	return out
+}
+
+// Diagnose runs every check on inv and returns the report; Status is the
+// worst severity found. It never fails: what cannot be checked is a finding
+// with severity skip. ctx bounds the counter interval.
+func Diagnose(ctx context.Context, inv *Inventory, opt DoctorOptions) *Report {
+	if inv == nil {
+		inv = &Inventory{}
+	}
+	d := newDiag(inv, opt)
+	rep := &Report{Status: SeverityOK, Host: inv}
+	for _, c := range checks() {
+		f := runCheck(ctx, c, d)
+		rep.Findings = append(rep.Findings, f)
+		rep.Status = Worst(rep.Status, f.Severity)
+	}
+	return rep
+}
+
+// runCheck runs one check; a panic in a check (a bug) becomes a warning
+// finding rather than ending the doctor.
+func runCheck(ctx context.Context, c check, d *diag) (f Finding) {
+	defer func() {
+		if r := recover(); r != nil {
+			f = Finding{ID: c.ID, Severity: SeverityWarn,
+				Summary:  fmt.Sprintf("internal error in check %s: %v", c.ID, r),
+				Evidence: []string{strings.TrimSpace(string(debug.Stack()))}}
+		}
+	}()
+	f = c.run(ctx, d)
+	f.ID = c.ID
+	if f.Evidence == nil {
+		f.Evidence = []string{}
+	}
+	return f
+}
+
+// rank orders severities for Worst; skip counts as ok.
+func rank(s Severity) int {
+	switch s {
+	case SeverityWarn:
+		return 1
+	case SeverityFail:
+		return 2
+	}
+	return 0
+}
+
+// Worst returns the worse of a report status and a severity, as a status
+// (ok, warn or fail: skip never makes a status worse).
+func Worst(status, s Severity) Severity {
+	if rank(s) > rank(status) {
+		return s
+	}
+	if status == SeveritySkip || status == "" {
+		return SeverityOK
+	}
+	return status
+}
+
+// diag is what every check shares: the inventory and lookups built once.
+type diag struct {
+	inv     *Inventory
+	opt     DoctorOptions
+	erdma   []*Device
+	netdevs map[string]*Netdev
+	modules map[string]*Module
+	tools   map[string]*Tool
+}
+
+func newDiag(inv *Inventory, opt DoctorOptions) *diag {
+	d := &diag{inv: inv, opt: opt,
+		netdevs: make(map[string]*Netdev, len(inv.Netdevs)),
+		modules: make(map[string]*Module, len(inv.Modules)),
+		tools:   make(map[string]*Tool, len(inv.Tools)),
+	}
+	for i := range inv.Devices {
+		if inv.Devices[i].ERDMA {
+			d.erdma = append(d.erdma, &inv.Devices[i])
+		}
+	}
+	for i := range inv.Netdevs {
+		d.netdevs[inv.Netdevs[i].Name] = &inv.Netdevs[i]
+	}
+	for i := range inv.Modules {
+		d.modules[inv.Modules[i].Name] = &inv.Modules[i]
+	}
+	for i := range inv.Tools {
+		d.tools[inv.Tools[i].Name] = &inv.Tools[i]
+	}
+	return d
+}
+
+// path is a host path as it should appear in evidence: absolute on the
+// live host, under the recorded root otherwise.
+func (d *diag) path(parts ...string) string {
+	root := d.inv.Root
+	if root == "" {
+		root = "/"
+	}
+	return filepath.Join(append([]string{root}, parts...)...)
+}
+
+// source names where a fact the kernel keeps no file for came from: the
+// live source on the live host, the recorded file otherwise.
+func (d *diag) source(live, recorded string) string {
+	if d.inv.Root == "" || d.inv.Root == "/" {
+		return live
+	}
+	return d.path(recorded)
+}
+
+func (d *diag) ibPath(dev string, parts ...string) string {
+	return d.path(append([]string{"sys/class/infiniband", dev}, parts...)...)
+}
+
+func (d *diag) loaded(name string) bool {
+	m := d.modules[name]
+	return m != nil && m.Loaded
+}
+
+func (d *diag) moduleEvidence(name string) string {
+	m := d.modules[name]
+	switch {
+	case m == nil:
+		return fmt.Sprintf("%s: not inspected", d.path("sys/module", name))
+	case !m.Loaded:
+		return fmt.Sprintf("%s: absent (module %s not loaded)", d.path("sys/module", name), name)
+	case m.Version != "":
+		return fmt.Sprintf("%s: present, version %q", d.path("sys/module", name), m.Version)
+	}
+	return fmt.Sprintf("%s: present", d.path("sys/module", name))
+}
+
+// netdevOf returns the netdev paired with dev, nil when there is none.
+func (d *diag) netdevOf(dev *Device) *Netdev {
+	if dev.Netdev == "" {
+		return nil
+	}
+	return d.netdevs[dev.Netdev]
+}
+
+// noERDMA is the finding of a check that needs eRDMA devices when there
+// are none.
+func noERDMA() Finding {
+	return Finding{Severity: SeveritySkip, Summary: "no eRDMA device to check (see erdma-devices)"}
+}
+
+// MACFromNodeGUID returns the MAC an eRDMA node_guid was made from (the
+// EUI-64 rule: 0x02 bit of the first byte flipped back, ff:fe removed):
+// "0216:3eff:fe2f:3775" -> "00:16:3e:2f:37:75". ok is false when guid is
+// not an EUI-64 built from a MAC.
+func MACFromNodeGUID(guid string) (mac string, ok bool) {
+	hex := strings.ReplaceAll(strings.TrimSpace(guid), ":", "")
+	if len(hex) != 16 {
+		return "", false
+	}
+	var b [8]byte
+	for i := range b {
+		var v byte
+		for _, c := range hex[2*i : 2*i+2] {
+			v <<= 4
+			switch {
+			case c >= '0' && c <= '9':
+				v |= byte(c - '0')
+			case c >= 'a' && c <= 'f':
+				v |= byte(c - 'a' + 10)
+			case c >= 'A' && c <= 'F':
+				v |= byte(c - 'A' + 10)
+			default:
+				return "", false
+			}
+		}
+		b[i] = v
+	}
+	if b[3] != 0xff || b[4] != 0xfe {
+		return "", false
+	}
+	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", b[0]^0x02, b[1], b[2], b[5], b[6], b[7]), true
+}

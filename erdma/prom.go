@@ -1,0 +1,115 @@
+package erdma
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// PromValue is the gauge value of a severity in the Prometheus output:
+// 0 ok, 1 warn, 2 fail, -1 skip.
+func PromValue(s Severity) int {
+	switch s {
+	case SeverityOK:
+		return 0
+	case SeverityWarn:
+		return 1
+	case SeverityFail:
+		return 2
+	}
+	return -1
+}
+
+// WritePrometheus writes r in the Prometheus text exposition format, for
+// node_exporter's textfile collector:
+//
+//	erdmakit_doctor_check{id="port-active"} 0      (0 ok, 1 warn, 2 fail, -1 skip)
+//	erdmakit_doctor_status 0                       (0 ok, 1 warn, 2 fail)
+//	erdmakit_doctor_info{instance_type="...",family="..."} 1
+//	erdmakit_erdma_limit_drop_total{device="erdma_0",port="1",counter="hw_bps_limit_drop_cnt"} 0
+//
+// Write it to a temporary file and rename it into the collector's
+// directory so the collector never sees half a file.
+func WritePrometheus(w io.Writer, r *Report) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, "# HELP erdmakit_doctor_check Result of one erdmakit doctor check: 0 ok, 1 warn, 2 fail, -1 skip.")
+	fmt.Fprintln(bw, "# TYPE erdmakit_doctor_check gauge")
+	seen := map[string]bool{}
+	for _, f := range r.Findings {
+		if seen[f.ID] {
+			continue // one sample per id: a duplicate would make the file invalid
+		}
+		seen[f.ID] = true
+		fmt.Fprintf(bw, "erdmakit_doctor_check{id=%s} %d\n", promQuote(f.ID), PromValue(f.Severity))
+	}
+	fmt.Fprintln(bw, "# HELP erdmakit_doctor_status Overall erdmakit doctor status, the worst check: 0 ok, 1 warn, 2 fail.")
+	fmt.Fprintln(bw, "# TYPE erdmakit_doctor_status gauge")
+	st := PromValue(r.Status)
+	if st < 0 {
+		st = 0
+	}
+	fmt.Fprintf(bw, "erdmakit_doctor_status %d\n", st)
+	if h := r.Host; h != nil {
+		typ, family := "", ""
+		if h.Instance != nil {
+			typ = h.Instance.Type
+		}
+		if h.Profile != nil {
+			family = h.Profile.Family
+		}
+		fmt.Fprintln(bw, "# HELP erdmakit_doctor_info Host the doctor ran on; always 1.")
+		fmt.Fprintln(bw, "# TYPE erdmakit_doctor_info gauge")
+		fmt.Fprintf(bw, "erdmakit_doctor_info{instance_type=%s,family=%s,kernel=%s} 1\n", promQuote(typ), promQuote(family), promQuote(h.Kernel))
+		first := true
+		for _, dev := range h.Devices {
+			if !dev.ERDMA {
+				continue
+			}
+			for _, p := range dev.Ports {
+				names := make([]string, 0, len(p.Counters))
+				for n := range p.Counters {
+					if isLimitDrop(n) {
+						names = append(names, n)
+					}
+				}
+				sort.Strings(names)
+				for _, n := range names {
+					if first {
+						fmt.Fprintln(bw, "# HELP erdmakit_erdma_limit_drop_total eRDMA rate-limit drop counter (hw_counters/*_limit_drop_cnt) as read by the doctor.")
+						fmt.Fprintln(bw, "# TYPE erdmakit_erdma_limit_drop_total counter")
+						first = false
+					}
+					fmt.Fprintf(bw, "erdmakit_erdma_limit_drop_total{device=%s,port=\"%d\",counter=%s} %d\n",
+						promQuote(dev.Name), p.Number, promQuote(n), p.Counters[n])
+				}
+			}
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing prometheus text: %w", err)
+	}
+	return nil
+}
+
+// promQuote quotes a label value: backslash, double quote and newline are
+// escaped as the exposition format requires.
+func promQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '\\':
+			b.WriteString(`\\`)
+		case '"':
+			b.WriteString(`\"`)
+		case '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
