@@ -34,10 +34,12 @@ type GDR struct {
 	Path string `json:"path,omitempty"`
 	// Version is the module's or memory_peers' version file, where present.
 	Version string `json:"version,omitempty"`
-	// Persistent reports whether nvidia_peermem (or nv_peer_mem) is listed
-	// in etc/modules-load.d/*.conf or etc/modules, so it is loaded again
-	// after a reboot.
-	Persistent bool `json:"persistent"`
+	// Persistent reports whether the module (nvidia_peermem or nv_peer_mem)
+	// is named in etc/modules-load.d/*.conf, etc/modules or an rc.local, so
+	// it is loaded again after a reboot. PersistenceKnown is false when the
+	// root has none of those files (a recording without etc/).
+	Persistent       bool `json:"persistent"`
+	PersistenceKnown bool `json:"persistence_known"`
 	// Evidence quotes what was read, with paths relative to the root.
 	Evidence []string `json:"evidence"`
 	// Missing says what is missing, in words ("" when ready).
@@ -102,8 +104,15 @@ func ReadGDR(root, driverVersion string) GDR {
 	}
 	if g.Ready {
 		if g.Path != GDRMemoryPeers {
-			g.Persistent, _ = modulePersistent(root, g.Path)
-			if !g.Persistent {
+			var where string
+			g.PersistenceKnown, g.Persistent, where = modulePersistent(root, g.Path)
+			switch {
+			case !g.PersistenceKnown:
+				g.Evidence = append(g.Evidence, "etc/modules-load.d, etc/modules, rc.local: absent (persistence across reboots not checked)")
+			case g.Persistent:
+				g.Evidence = append(g.Evidence, fmt.Sprintf("%s: lists %s", where, g.Path))
+			default:
+				g.Evidence = append(g.Evidence, fmt.Sprintf("etc/modules-load.d/*.conf, etc/modules, rc.local: no %s", g.Path))
 				g.Remediation = fmt.Sprintf("echo %s > /etc/modules-load.d/%s.conf  # so it is loaded again after a reboot", g.Path, g.Path)
 			}
 		}
@@ -127,18 +136,27 @@ func ReadGDR(root, driverVersion string) GDR {
 	return g
 }
 
-// modulePersistent reports whether module is listed in
-// etc/modules-load.d/*.conf or etc/modules under root, and where.
-func modulePersistent(root, module string) (bool, string) {
+// modulePersistent reports whether any boot-time module list exists under
+// root (known), whether one names module, and which.
+func modulePersistent(root, module string) (known, listed bool, where string) {
 	files, _ := filepath.Glob(filepath.Join(root, "etc/modules-load.d/*.conf"))
-	files = append(files, filepath.Join(root, "etc/modules"))
+	if _, err := os.Stat(filepath.Join(root, "etc/modules-load.d")); err == nil {
+		known = true
+	}
+	for _, rel := range []string{"etc/modules", "etc/rc.local", "etc/rc.d/rc.local"} {
+		p := filepath.Join(root, rel)
+		if _, err := os.Stat(p); err == nil {
+			known = true
+			files = append(files, p)
+		}
+	}
 	for _, f := range files {
 		if fileListsModule(f, module) {
 			rel, _ := filepath.Rel(root, f)
-			return true, rel
+			return true, true, rel
 		}
 	}
-	return false, ""
+	return known, false, ""
 }
 
 func fileListsModule(path, module string) bool {
@@ -153,9 +171,13 @@ func fileListsModule(path, module string) bool {
 		if i := strings.IndexAny(line, "#;"); i >= 0 {
 			line = strings.TrimSpace(line[:i])
 		}
-		fields := strings.Fields(line)
-		if len(fields) > 0 && (fields[0] == module || strings.ReplaceAll(fields[0], "-", "_") == module) {
-			return true
+		// A modules list names the module first; rc.local runs
+		// "modprobe nvidia_peermem" (or insmod a path).
+		for _, f := range strings.Fields(line) {
+			f = strings.TrimSuffix(filepath.Base(f), ".ko")
+			if strings.ReplaceAll(f, "-", "_") == module {
+				return true
+			}
 		}
 	}
 	return false

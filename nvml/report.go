@@ -163,7 +163,7 @@ func (r *Report) checkGDR() erdma.Finding {
 		if g.Version != "" {
 			f.Summary += " " + g.Version
 		}
-		if g.Path != GDRMemoryPeers && !g.Persistent {
+		if g.Path != GDRMemoryPeers && g.PersistenceKnown && !g.Persistent {
 			f.Summary += " (not in /etc/modules-load.d: gone after a reboot)"
 			f.Severity = erdma.SeverityWarn
 			f.Remediation = g.Remediation
