@@ -33,7 +33,7 @@ var (
 // legend) are skipped.
 func ParseTopo(r io.Reader) (*Matrix, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), maxTopoLine)
+	sc.Buffer(make([]byte, 0, 4096), maxTopoLine)
 	m := &Matrix{Source: "nvidia-smi"}
 	var (
 		lineNo  int

@@ -288,17 +288,24 @@ func ComputeTopology(root string, gpus []GPU, nics []NIC) *Topology {
 			}
 		}
 	}
-	t.Nearest = nearest(&t.Matrix, len(gpus))
+	t.Nearest = t.Matrix.Nearest()
 	return t
 }
 
-// nearest picks, per GPU row, the NIC with the lowest rank (first wins a
-// tie, in the caller's NIC order).
-func nearest(m *Matrix, nGPU int) []Nearest {
+// Nearest is, for every GPU row, the NIC with the lowest rank (the first
+// in column order wins a tie). Cells left empty (devices not placed) are
+// skipped.
+func (m *Matrix) Nearest() []Nearest {
 	out := []Nearest{}
-	for i := 0; i < nGPU && i < len(m.Endpoints); i++ {
+	for i, g := range m.Endpoints {
+		if !g.IsGPU() || i >= len(m.Links) {
+			continue
+		}
 		best := -1
-		for j := nGPU; j < len(m.Endpoints); j++ {
+		for j, n := range m.Endpoints {
+			if n.IsGPU() || j >= len(m.Links[i]) {
+				continue
+			}
 			l := m.Links[i][j]
 			if l == "" {
 				continue
@@ -310,10 +317,14 @@ func nearest(m *Matrix, nGPU int) []Nearest {
 		if best < 0 {
 			continue
 		}
-		g, n := m.Endpoints[i], m.Endpoints[best]
+		n := m.Endpoints[best]
+		name := n.Name
+		if name == "" {
+			name = n.Label
+		}
 		idx, _ := strconv.Atoi(strings.TrimPrefix(g.Label, "GPU"))
 		l := m.Links[i][best]
-		out = append(out, Nearest{GPU: idx, GPUAddress: g.PCIAddress, NIC: n.Name, NICAddress: n.PCIAddress,
+		out = append(out, Nearest{GPU: idx, GPUAddress: g.PCIAddress, NIC: name, NICAddress: n.PCIAddress,
 			Distance: l, GDRByDefault: l.GDRByDefault(), NCCL: l.NCCLMeaning()})
 	}
 	return out
