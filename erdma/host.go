@@ -37,7 +37,9 @@ var ErrMalformed = errors.New("malformed")
 // The zero Host is not usable; use LiveHost, RecordedHost or OpenHost.
 type Host struct {
 	root string
-	live bool
+	// source is what the user named (an archive's path), when not root.
+	source string
+	live   bool
 	// tr, when set, sees every path read under root (Record uses it to
 	// capture exactly what ReadInventory reads).
 	tr *tracer
@@ -77,11 +79,22 @@ func OpenHost(path string) (Host, io.Closer, error) {
 		_ = c.Close()
 		return Host{}, nopCloser{}, fmt.Errorf("host root %s: %w", path, err)
 	}
-	return RecordedHost(dir), c, nil
+	h := RecordedHost(dir)
+	h.source = path
+	return h, c, nil
 }
 
 // Root is the host's root directory ("/" for the live host).
 func (h Host) Root() string { return h.root }
+
+// Source is what the host was opened from: the root, or the archive's path
+// for an unpacked recording (Inventory.Root shows it).
+func (h Host) Source() string {
+	if h.source != "" {
+		return h.source
+	}
+	return h.root
+}
 
 // Live reports whether h is this machine (netlink, getrlimit, PATH).
 func (h Host) Live() bool { return h.live }

@@ -58,7 +58,7 @@ func ReadInventory(ctx context.Context, h Host, opt InventoryOptions) (*Inventor
 	} else if !fi {
 		return nil, fmt.Errorf("host root %s: %w", h.root, syscall.ENOTDIR)
 	}
-	inv := &Inventory{Root: h.root, Devices: []Device{}, Netdevs: []Netdev{}, Tools: []Tool{}}
+	inv := &Inventory{Root: h.Source(), Devices: []Device{}, Netdevs: []Netdev{}, Tools: []Tool{}}
 	addErr := func(err error) {
 		if err != nil {
 			inv.Errors = append(inv.Errors, err.Error())

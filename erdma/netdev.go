@@ -59,7 +59,7 @@ func liveNetdevs() ([]Netdev, error) {
 		}
 		n := Netdev{Name: a.Name, MAC: a.HardwareAddr.String(), OperState: a.OperState.String(), MTU: a.MTU,
 			IPv4: []string{}}
-		if len(a.PermHWAddr) > 0 {
+		if len(a.PermHWAddr) > 0 && !isZero(a.PermHWAddr) {
 			n.PermMAC = a.PermHWAddr.String()
 		}
 		addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)

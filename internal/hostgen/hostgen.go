@@ -349,3 +349,35 @@ func writeDevice(w *writer, d Device) error {
 	}
 	return w.err
 }
+
+// CopyTree copies a host tree: directories, regular files and symlinks (kept
+// as symlinks); anything else is an error.
+func CopyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		out := filepath.Join(dst, rel)
+		switch {
+		case d.Type()&os.ModeSymlink != 0:
+			t, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(t, out)
+		case d.IsDir():
+			return os.MkdirAll(out, 0o755)
+		case d.Type().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(out, b, 0o644)
+		}
+		return fmt.Errorf("hostgen: %s is neither file, directory nor symlink", p)
+	})
+}
