@@ -197,7 +197,14 @@ func (s *Snapshot) Library() *mock.Interface {
 			initialised--
 			return gonvml.SUCCESS
 		},
-		ErrorStringFunc: func(r gonvml.Return) string { return returnName(r) },
+		ErrorStringFunc: func(r gonvml.Return) string {
+			// A replayed failure explains itself with the snapshot's note
+			// ("recorded host has no erdmakit/nvml.json").
+			if r == initRet && r != gonvml.SUCCESS && s.Note != "" {
+				return s.Note
+			}
+			return returnName(r)
+		},
 		ExtensionsFunc:  func() gonvml.ExtendedInterface { return ext },
 		SystemGetDriverVersionFunc: func() (string, gonvml.Return) {
 			return s.DriverVersion, ready()
