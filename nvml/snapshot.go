@@ -205,7 +205,7 @@ func (s *Snapshot) Library() *mock.Interface {
 			}
 			return returnName(r)
 		},
-		ExtensionsFunc:  func() gonvml.ExtendedInterface { return ext },
+		ExtensionsFunc: func() gonvml.ExtendedInterface { return ext },
 		SystemGetDriverVersionFunc: func() (string, gonvml.Return) {
 			return s.DriverVersion, ready()
 		},
