@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
@@ -168,9 +169,9 @@ func (s *Snapshot) Library() *mock.Interface {
 	}
 	// initialised counts Init minus Shutdown, as the real library's
 	// reference count does: calls outside it are ERROR_UNINITIALIZED.
-	initialised := 0
+	var initialised atomic.Int32
 	ready := func() gonvml.Return {
-		if initialised == 0 {
+		if initialised.Load() == 0 {
 			return gonvml.ERROR_UNINITIALIZED
 		}
 		return gonvml.SUCCESS
@@ -186,16 +187,20 @@ func (s *Snapshot) Library() *mock.Interface {
 	return &mock.Interface{
 		InitFunc: func() gonvml.Return {
 			if initRet == gonvml.SUCCESS {
-				initialised++
+				initialised.Add(1)
 			}
 			return initRet
 		},
 		ShutdownFunc: func() gonvml.Return {
-			if initialised == 0 {
-				return gonvml.ERROR_UNINITIALIZED
+			for {
+				n := initialised.Load()
+				if n == 0 {
+					return gonvml.ERROR_UNINITIALIZED
+				}
+				if initialised.CompareAndSwap(n, n-1) {
+					return gonvml.SUCCESS
+				}
 			}
-			initialised--
-			return gonvml.SUCCESS
 		},
 		ErrorStringFunc: func(r gonvml.Return) string {
 			// A replayed failure explains itself with the snapshot's note
