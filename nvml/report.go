@@ -210,9 +210,9 @@ func (r *Report) checkDistance() erdma.Finding {
 			far = append(far, fmt.Sprintf("GPU%d", n.GPU))
 		}
 	}
-	if len(t.Nearest) < len(r.GPUs.GPUs) {
+	if len(t.Errors) > 0 || len(t.Nearest) < len(r.GPUs.GPUs) {
 		f.Severity = erdma.SeverityWarn
-		f.Summary = fmt.Sprintf("placed %d of %d GPUs in the PCI tree", len(t.Nearest), len(r.GPUs.GPUs))
+		f.Summary = fmt.Sprintf("%d devices not found in the PCI tree; %d of %d GPUs placed", len(t.Errors), len(t.Nearest), len(r.GPUs.GPUs))
 		f.Remediation = "the recorded or live sysfs lacks sys/bus/pci/devices entries for some GPUs or eRDMA devices"
 		return f
 	}

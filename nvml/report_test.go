@@ -107,3 +107,12 @@ func TestFindingsVMPHB(t *testing.T) {
 	assert.Contains(t, d.Summary, "PHB")
 	assert.Equal(t, "sysfs", rep.GPUs.GPUs[0].NUMASource, "this snapshot has no NVML NUMA ids")
 }
+
+func TestFindingsDistanceUnplacedNIC(t *testing.T) {
+	nics := append(healthyNICs(), NIC{Name: "erdma_2", PCIAddress: "0000:00:09.0"})
+	rep := inspectFixture(t, "ebmgn8is-healthy", nics)
+	d := byID(rep.Findings(nil))[FindingGPUDistance]
+	assert.Equal(t, erdma.SeverityWarn, d.Severity)
+	assert.Equal(t, "1 devices not found in the PCI tree; 8 of 8 GPUs placed", d.Summary)
+	assert.Contains(t, d.Evidence[0], "erdma_2")
+}
