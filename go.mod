@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/Mellanox/rdmamap v1.1.0
+	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/spf13/cobra v1.10.2
 	github.com/stretchr/testify v1.12.1
 	github.com/vishvananda/netlink v1.3.1

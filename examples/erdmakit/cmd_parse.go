@@ -16,5 +16,7 @@ func newParseCmd(g *globals) *cobra.Command {
 }
 
 func parseSubcommands(g *globals) []*cobra.Command {
-	return nil
+	return []*cobra.Command{
+		newParseTopoCmd(g),
+	}
 }

@@ -8,6 +8,8 @@ func subcommands(g *globals) []*cobra.Command {
 		newDoctorCmd(g),
 		newDevicesCmd(g),
 		newRecordCmd(g),
+		newGPUsCmd(g),
+		newTopoCmd(g),
 		newParseCmd(g),
 	}
 }

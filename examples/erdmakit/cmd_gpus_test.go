@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/nvml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestGPUsTable(t *testing.T) {
+	code, out, stderr := runCLI("gpus", "--root", hostDir("ebmgn8is-healthy"))
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, out, "Driver 535.161.08, CUDA 12.2, 8 GPUs")
+	assert.Contains(t, out, "7    NVIDIA H20  0000:bc:00.0  1     97871 MiB")
+	assert.Contains(t, out, "GPUDirect RDMA: ready (nvidia_peermem 535.161.08)")
+
+	code, out, _ = runCLI("gpus", "--root", hostDir("no-peermem"))
+	assert.Equal(t, ExitWarn, code)
+	assert.Contains(t, out, "GPUDirect RDMA: NOT ready: driver 535 >= 470 bundles nvidia_peermem but it is not loaded")
+	assert.Contains(t, out, "fix: modprobe nvidia_peermem")
+}
+
+func TestGPUsJSON(t *testing.T) {
+	code, out, stderr := runCLI("gpus", "--json", "--root", hostDir("gn8is-single"))
+	require.Equal(t, ExitOK, code, stderr)
+	var rep nvml.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	assert.True(t, rep.Available)
+	require.Len(t, rep.GPUs.GPUs, 2)
+	assert.Equal(t, "0000:00:08.0", rep.GPUs.GPUs[1].PCIAddress)
+	assert.Equal(t, "sysfs", rep.GPUs.GPUs[1].NUMASource)
+	assert.Nil(t, rep.Topology, "gpus --json leaves the topology to topo --json")
+}
+
+func TestGPUsWithoutSnapshot(t *testing.T) {
+	root := t.TempDir()
+	code, out, _ := runCLI("gpus", "--root", root)
+	assert.Equal(t, ExitFail, code)
+	assert.Contains(t, out, "NVML unavailable: libnvidia-ml not found")
+	assert.Contains(t, out, "recorded host has no erdmakit/nvml.json")
+}
+
+func TestTopoTable(t *testing.T) {
+	code, out, stderr := runCLI("topo", "--root", hostDir("ebmgn8is-healthy"))
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, out, "GPU0  X     PIX   NODE  NODE  SYS   SYS   SYS   SYS   NODE  SYS   0-31,64-95    0")
+	assert.Contains(t, out, "  NIC1: erdma_1")
+	assert.Contains(t, out, "4    0000:9d:00.0  erdma_1      0000:80:05.0  NODE      no")
+	assert.Contains(t, out, "GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=NODE")
+}
+
+func TestTopoJSONAndCompare(t *testing.T) {
+	smi := filepath.Join(t.TempDir(), "topo.txt")
+	require.NoError(t, os.WriteFile(smi, []byte("\tGPU0\tNIC0\tNIC1\n"+
+		"GPU0\t X \tSYS\tSYS\nNIC0\tSYS\t X \tSYS\nNIC1\tSYS\tSYS\t X \n\nNIC Legend:\n\n  NIC0: erdma_0\n  NIC1: erdma_1\n"), 0o644))
+	code, out, stderr := runCLI("topo", "--json", "--compare", smi, "--root", hostDir("ebmgn8is-healthy"))
+	require.Equal(t, ExitWarn, code, stderr)
+	var got struct {
+		nvml.Topology
+		GDRReady   bool             `json:"gdr_ready"`
+		Comparison *nvml.Comparison `json:"comparison"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	assert.True(t, got.GDRReady)
+	require.Len(t, got.Nearest, 8)
+	assert.Equal(t, nvml.LinkNODE, got.Nearest[0].Distance)
+	require.NotNil(t, got.Comparison)
+	assert.Equal(t, []nvml.Difference{{A: "GPU0", B: "erdma_0", Ours: nvml.LinkNODE, Their: nvml.LinkSYS}}, got.Comparison.Differences)
+
+	code, _, stderr = runCLI("topo", "--compare", "/nonexistent", "--root", hostDir("ebmgn8is-healthy"))
+	assert.Equal(t, ExitUnknown, code)
+	assert.Contains(t, stderr, "/nonexistent")
+}
+
+func TestTopoNoGPUs(t *testing.T) {
+	code, _, stderr := runCLI("topo", "--root", hostDir("ebmgn8is-healthy")+"/../no-such-host")
+	assert.Equal(t, ExitUnknown, code, stderr)
+}
+
+func TestParseTopo(t *testing.T) {
+	code, out, stderr := runCLI("parse", "topo", filepath.Join("testdata", "topo-E01-tab-8gpu-10nic.txt"))
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, out, "GPU0  X     NV12  NV12")
+	assert.Contains(t, out, "  NIC9: mlx5_9")
+	assert.Contains(t, out, "0    mlx5_0       PXB       yes")
+
+	code, out, stderr = runCLI("parse", "topo", "--json", filepath.Join("testdata", "topo-E01-tab-8gpu-10nic.txt"))
+	require.Equal(t, ExitOK, code, stderr)
+	var m nvml.Matrix
+	require.NoError(t, json.Unmarshal([]byte(out), &m))
+	assert.Len(t, m.Endpoints, 18)
+	assert.Equal(t, nvml.Link("NV12"), m.Links[0][1])
+
+	bad := filepath.Join(t.TempDir(), "bad.txt")
+	require.NoError(t, os.WriteFile(bad, []byte("Failed to initialize NVML: Driver/library version mismatch\n"), 0o644))
+	code, _, stderr = runCLI("parse", "topo", bad)
+	assert.Equal(t, ExitUnknown, code)
+	assert.Contains(t, stderr, "no nvidia-smi topo -m matrix found")
+}
+
+func TestNICsOf(t *testing.T) {
+	devs := []erdma.Device{
+		{Name: "rxe0"},
+		{Name: "mlx5_0", PCIAddress: "0000:17:00.0"},
+		{Name: "erdma_0", PCIAddress: "0000:00:05.0", ERDMA: true},
+	}
+	nics, note := nicsOf(devs)
+	assert.Equal(t, []nvml.NIC{{Name: "erdma_0", PCIAddress: "0000:00:05.0"}}, nics)
+	assert.Empty(t, note)
+	nics, note = nicsOf(devs[:2])
+	assert.Equal(t, []nvml.NIC{{Name: "mlx5_0", PCIAddress: "0000:17:00.0"}}, nics)
+	assert.Contains(t, note, "no eRDMA devices")
+	nics, note = nicsOf(devs[:1])
+	assert.Empty(t, nics)
+	assert.Contains(t, note, "cannot be computed")
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/nvml"
+	"github.com/spf13/cobra"
+)
+
+// newTopoCmd: `erdmakit topo`, the GPU<->eRDMA matrix from the PCI tree.
+func newTopoCmd(g *globals) *cobra.Command {
+	var compare string
+	c := &cobra.Command{
+		Use:   "topo",
+		Short: "GPU<->eRDMA PCIe distance matrix (like nvidia-smi topo -m), nearest eRDMA device per GPU, NCCL meaning",
+		Long: "Computes the matrix from sysfs (sys/bus/pci/devices) for the GPUs NVML lists and the host's eRDMA\n" +
+			"devices, with nvidia-smi's words (X, PIX, PXB, PHB, NODE, SYS; NVLink is not evaluated), then the\n" +
+			"nearest eRDMA device per GPU and whether NCCL uses GPUDirect RDMA at that distance (its default\n" +
+			"NCCL_NET_GDR_LEVEL is PXB). --compare FILE lists where `nvidia-smi topo -m` output disagrees.\n" +
+			"Exit 0; 1 when some devices could not be placed or --compare found differences; 2 when NVML is\n" +
+			"unusable; 3 when the host or FILE cannot be read.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var theirs *nvml.Matrix
+			if compare != "" {
+				m, err := parseTopoFile(compare, cmd.InOrStdin())
+				if err != nil {
+					return &exitError{code: ExitUnknown, err: err}
+				}
+				theirs = m
+			}
+			rep, notes, err := inspectGPUs(cmd.Context(), g, true)
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			for _, n := range notes {
+				fmt.Fprintln(g.stderr, "erdmakit:", n)
+			}
+			if !rep.Available {
+				return &exitError{code: ExitFail, err: fmt.Errorf("NVML unavailable: %s (%s); fix: %s", rep.Reason, rep.Error, rep.Remediation)}
+			}
+			topo := rep.Topology
+			if topo == nil {
+				topo = &nvml.Topology{Nearest: []nvml.Nearest{}}
+			}
+			out := struct {
+				*nvml.Topology
+				GDRReady   bool             `json:"gdr_ready"`
+				Comparison *nvml.Comparison `json:"comparison,omitempty"`
+			}{Topology: topo, GDRReady: rep.GDR.Ready}
+			if theirs != nil {
+				c := nvml.Compare(&topo.Matrix, theirs)
+				out.Comparison = &c
+			}
+			if g.json {
+				if err := render.JSON(g.stdout, out); err != nil {
+					return &exitError{code: ExitUnknown, err: err}
+				}
+			} else {
+				if err := printTopo(g.stdout, topo, rep.GDR); err != nil {
+					return &exitError{code: ExitUnknown, err: err}
+				}
+				if out.Comparison != nil {
+					printComparison(g.stdout, out.Comparison)
+				}
+			}
+			if len(topo.Errors) > 0 || (out.Comparison != nil && len(out.Comparison.Differences) > 0) {
+				return exitCode(ExitWarn)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&compare, "compare", "", "nvidia-smi topo -m output to compare with (- for stdin)")
+	return c
+}
+
+func printTopo(w io.Writer, topo *nvml.Topology, gdr nvml.GDR) error {
+	if len(topo.Matrix.Endpoints) == 0 {
+		fmt.Fprintln(w, "No GPUs to place.")
+		return nil
+	}
+	if err := topo.Matrix.WriteText(w); err != nil {
+		return err
+	}
+	for _, e := range topo.Errors {
+		fmt.Fprintln(w, "not placed:", e)
+	}
+	fmt.Fprintln(w)
+	if len(topo.Nearest) == 0 {
+		fmt.Fprintln(w, "No eRDMA device could be placed: no nearest device per GPU.")
+		return nil
+	}
+	return printNearest(w, topo.Nearest, &gdr)
+}
+
+// printNearest prints one row per GPU and, once per distance, what it
+// means for NCCL; gdr nil when unknown (parsed nvidia-smi output).
+func printNearest(w io.Writer, nearest []nvml.Nearest, gdr *nvml.GDR) error {
+	withPCI := false
+	for _, n := range nearest {
+		withPCI = withPCI || n.GPUAddress != "" || n.NICAddress != ""
+	}
+	t := render.NewTable("GPU", "NEAREST NIC", "DISTANCE", "GDR BY DEFAULT")
+	if withPCI {
+		t = render.NewTable("GPU", "PCI", "NEAREST NIC", "NIC PCI", "DISTANCE", "GDR BY DEFAULT")
+	}
+	meaning := map[nvml.Link]string{}
+	var order []nvml.Link
+	for _, n := range nearest {
+		if withPCI {
+			t.Add(strconv.Itoa(n.GPU), n.GPUAddress, n.NIC, n.NICAddress, string(n.Distance), yesNo(n.GDRByDefault))
+		} else {
+			t.Add(strconv.Itoa(n.GPU), n.NIC, string(n.Distance), yesNo(n.GDRByDefault))
+		}
+		if _, seen := meaning[n.Distance]; !seen {
+			meaning[n.Distance] = n.NCCL
+			order = append(order, n.Distance)
+		}
+	}
+	if err := t.Write(w); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, l := range order {
+		fmt.Fprintln(w, meaning[l])
+	}
+	if gdr != nil && !gdr.Ready {
+		fmt.Fprintf(w, "GPUDirect RDMA is not ready at any distance: %s\n  fix: %s\n", gdr.Missing, gdr.Remediation)
+	}
+	return nil
+}
+
+func printComparison(w io.Writer, c *nvml.Comparison) {
+	fmt.Fprintln(w)
+	if len(c.Differences) == 0 {
+		fmt.Fprintln(w, "nvidia-smi agrees on every GPU<->NIC and GPU<->GPU PCIe cell both list.")
+	} else {
+		t := render.NewTable("A", "B", "ERDMAKIT (SYSFS)", "NVIDIA-SMI")
+		for _, d := range c.Differences {
+			t.Add(d.A, d.B, string(d.Ours), string(d.Their))
+		}
+		_ = t.Write(w)
+	}
+	if len(c.OnlyTheirs) > 0 {
+		fmt.Fprintln(w, "only in nvidia-smi:", c.OnlyTheirs)
+	}
+	if len(c.OnlyOurs) > 0 {
+		fmt.Fprintln(w, "only in erdmakit:", c.OnlyOurs)
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// parseTopoFile parses nvidia-smi topo -m output from a file or stdin ("-").
+func parseTopoFile(name string, stdin io.Reader) (*nvml.Matrix, error) {
+	r := stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	m, err := nvml.ParseTopo(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return m, nil
+}

@@ -1,0 +1,16 @@
+// Package nvml reads a host's NVIDIA GPUs through NVML (github.com/NVIDIA/go-nvml),
+// decides whether GPUDirect RDMA is ready, and computes the GPU<->NIC PCIe
+// distance matrix that NCCL uses to decide whether to use GPUDirect RDMA over
+// eRDMA.
+//
+// Every NVML call goes through Library, the small part of go-nvml's
+// nvml.Interface that erdmakit uses: the live library (Live), a go-nvml
+// mock configured by a test, or a recorded host's snapshot
+// (<root>/erdmakit/nvml.json, see Snapshot.Library) all run the same code.
+// PCI topology, module and memory_peers facts are read from a host root
+// ("/" or a recorded host's directory), never from fixed absolute paths.
+//
+// The package does not import the eRDMA inventory reader: callers pass the
+// NICs (name and PCI address) whose distances they want. It fills
+// erdma.GPUInfo and produces erdma.Finding values for the doctor.
+package nvml

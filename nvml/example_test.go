@@ -1,0 +1,87 @@
+package nvml_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/erdmakit/erdmakit/nvml"
+)
+
+func ExampleNormalizeBusID() {
+	bdf, _ := nvml.NormalizeBusID("00000000:1A:00.0") // as NVML reports it
+	fmt.Println(bdf)
+	// Output: 0000:1a:00.0
+}
+
+// Replay a recorded host's GPUs, GPUDirect RDMA readiness and topology:
+// the same code a live host runs, with NVML answered from
+// <root>/erdmakit/nvml.json.
+func ExampleInspect() {
+	root := "../testdata/hosts/ebmgn8is-healthy"
+	lib, err := nvml.ForRoot(root)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	nics := []nvml.NIC{{Name: "erdma_0", PCIAddress: "0000:00:05.0"}, {Name: "erdma_1", PCIAddress: "0000:80:05.0"}}
+	rep, err := nvml.Inspect(context.Background(), lib, root, nics)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(rep.GPUs.GPUs), "GPUs, driver", rep.GPUs.DriverVersion, "CUDA", rep.GPUs.CUDAVersion)
+	fmt.Println("GPUDirect RDMA via", rep.GDR.Path)
+	for _, n := range rep.Topology.Nearest[3:5] {
+		fmt.Printf("GPU%d -> %s %s\n", n.GPU, n.NIC, n.Distance)
+	}
+	for _, f := range rep.Findings(nil) {
+		fmt.Println(f.ID, f.Severity)
+	}
+	// Output:
+	// 8 GPUs, driver 535.161.08 CUDA 12.2
+	// GPUDirect RDMA via nvidia_peermem
+	// GPU3 -> erdma_0 NODE
+	// GPU4 -> erdma_1 NODE
+	// gpu-count ok
+	// gpu-driver ok
+	// gdr-peermem ok
+	// gpu-nic-distance ok
+}
+
+func ExampleParseTopo() {
+	out := "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\n" +
+		"GPU0\t X \tNV8\tSYS\t0-31\t0\n" +
+		"GPU1\tNV8\t X \tPIX\t32-63\t1\n" +
+		"NIC0\tSYS\tPIX\t X \t\t\n" +
+		"\nNIC Legend:\n\n  NIC0: erdma_0\n"
+	m, err := nvml.ParseTopo(strings.NewReader(out))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, n := range m.Nearest() {
+		fmt.Printf("GPU%d -> %s %s: %s\n", n.GPU, n.NIC, n.Distance, n.NCCL)
+	}
+	// Output:
+	// GPU0 -> erdma_0 SYS: SYS is beyond NCCL's default GDR level (PXB): GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=SYS (or a farther level)
+	// GPU1 -> erdma_0 PIX: PIX is within NCCL's default GDR level (PXB): NCCL uses GPUDirect RDMA when it is ready
+}
+
+func ExampleReadGDR() {
+	g := nvml.ReadGDR("../testdata/hosts/no-peermem", "535.161.08")
+	fmt.Println(g.Ready, g.Missing)
+	// Output: false driver 535 >= 470 bundles nvidia_peermem but it is not loaded
+}
+
+// Record this host's NVML for a recorded host tree (what `erdmakit record`
+// stores as erdmakit/nvml.json). Without a driver the failure is recorded.
+func ExampleCapture() {
+	s, err := nvml.Capture(context.Background(), nvml.Live(), "captured by erdmakit record")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = s.Write(os.Stdout)
+}

@@ -1,0 +1,184 @@
+package nvml
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// GDR paths: how GPUDirect RDMA reaches the RDMA stack.
+const (
+	// GDRPeermem is nvidia_peermem, bundled with NVIDIA driver >= 470.
+	GDRPeermem = "nvidia_peermem"
+	// GDRNvPeerMem is the legacy out-of-tree nv_peer_mem (Mellanox).
+	GDRNvPeerMem = "nv_peer_mem"
+	// GDRMemoryPeers is a memory_peers registration NCCL reads
+	// (sys/kernel/mm/memory_peers/nv_mem[_nc]/version) without either
+	// module being visible under sys/module.
+	GDRMemoryPeers = "memory_peers"
+)
+
+// PeermemMinDriver is the first driver major version that bundles
+// nvidia_peermem.
+const PeermemMinDriver = 470
+
+// GDR is GPUDirect RDMA readiness as NCCL checks it
+// (src/transport/net_ib/gdr.cc: memory_peers nv_mem and nv_mem_nc, and
+// sys/module/nvidia_peermem/version).
+type GDR struct {
+	Ready bool `json:"ready"`
+	// Path is the mechanism in effect: "nvidia_peermem", "nv_peer_mem",
+	// "memory_peers", or "" when none is.
+	Path string `json:"path,omitempty"`
+	// Version is the module's or memory_peers' version file, where present.
+	Version string `json:"version,omitempty"`
+	// Persistent reports whether the module (nvidia_peermem or nv_peer_mem)
+	// is named in etc/modules-load.d/*.conf, etc/modules or an rc.local, so
+	// it is loaded again after a reboot. PersistenceKnown is false when the
+	// root has none of those files (a recording without etc/).
+	Persistent       bool `json:"persistent"`
+	PersistenceKnown bool `json:"persistence_known"`
+	// Evidence quotes what was read, with paths relative to the root.
+	Evidence []string `json:"evidence"`
+	// Missing says what is missing, in words ("" when ready).
+	Missing string `json:"missing,omitempty"`
+	// Remediation is the step that fixes Missing, or that makes a ready
+	// but non-persistent setup survive a reboot.
+	Remediation string `json:"remediation,omitempty"`
+}
+
+// ReadGDR checks GPUDirect RDMA readiness under root. driverVersion is
+// NVML's ("535.161.08"), "" when NVML is unavailable: it only shapes the
+// advice, the readiness comes from the files NCCL reads.
+func ReadGDR(root, driverVersion string) GDR {
+	g := GDR{Evidence: []string{}}
+	exists := func(rel string) bool {
+		_, err := os.Stat(filepath.Join(root, rel))
+		return err == nil
+	}
+	version := func(rel string) string {
+		b, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	note := func(rel string, present bool) {
+		if present {
+			if v := version(rel); v != "" && strings.HasSuffix(rel, "version") {
+				g.Evidence = append(g.Evidence, fmt.Sprintf("%s: %s", rel, v))
+				return
+			}
+			g.Evidence = append(g.Evidence, rel+": present")
+			return
+		}
+		g.Evidence = append(g.Evidence, rel+": absent")
+	}
+	peermem := exists("sys/module/nvidia_peermem")
+	note("sys/module/nvidia_peermem", peermem)
+	legacy := exists("sys/module/nv_peer_mem")
+	note("sys/module/nv_peer_mem", legacy)
+	var peers []string
+	for _, rel := range []string{"sys/kernel/mm/memory_peers/nv_mem/version", "sys/kernel/mm/memory_peers/nv_mem_nc/version"} {
+		ok := exists(rel)
+		note(rel, ok)
+		if ok {
+			peers = append(peers, rel)
+		}
+	}
+	nvidia := exists("sys/module/nvidia")
+	note("sys/module/nvidia", nvidia)
+
+	switch {
+	case peermem:
+		g.Ready, g.Path = true, GDRPeermem
+		g.Version = version("sys/module/nvidia_peermem/version")
+	case legacy:
+		g.Ready, g.Path = true, GDRNvPeerMem
+		g.Version = version("sys/module/nv_peer_mem/version")
+	case len(peers) > 0:
+		g.Ready, g.Path = true, GDRMemoryPeers
+		g.Version = version(peers[0])
+	}
+	if g.Ready {
+		if g.Path != GDRMemoryPeers {
+			var where string
+			g.PersistenceKnown, g.Persistent, where = modulePersistent(root, g.Path)
+			switch {
+			case !g.PersistenceKnown:
+				g.Evidence = append(g.Evidence, "etc/modules-load.d, etc/modules, rc.local: absent (persistence across reboots not checked)")
+			case g.Persistent:
+				g.Evidence = append(g.Evidence, fmt.Sprintf("%s: lists %s", where, g.Path))
+			default:
+				g.Evidence = append(g.Evidence, fmt.Sprintf("etc/modules-load.d/*.conf, etc/modules, rc.local: no %s", g.Path))
+				g.Remediation = fmt.Sprintf("echo %s > /etc/modules-load.d/%s.conf  # so it is loaded again after a reboot", g.Path, g.Path)
+			}
+		}
+		return g
+	}
+	major := driverMajor(driverVersion)
+	switch {
+	case major >= PeermemMinDriver:
+		g.Missing = fmt.Sprintf("driver %d >= %d bundles nvidia_peermem but it is not loaded", major, PeermemMinDriver)
+		g.Remediation = "modprobe nvidia_peermem, and add it to /etc/modules-load.d/ so it survives a reboot: echo nvidia_peermem > /etc/modules-load.d/nvidia_peermem.conf"
+	case major > 0:
+		g.Missing = fmt.Sprintf("driver %d predates nvidia_peermem (>= %d) and nv_peer_mem is not loaded", major, PeermemMinDriver)
+		g.Remediation = "upgrade the NVIDIA driver to >= 470 and modprobe nvidia_peermem, or build and load nv_peer_mem (github.com/Mellanox/nv_peer_memory)"
+	case !nvidia:
+		g.Missing = "no NVIDIA driver loaded (sys/module/nvidia absent), so no GPUDirect RDMA module either"
+		g.Remediation = "install and load the NVIDIA driver (>= 470), then modprobe nvidia_peermem"
+	default:
+		g.Missing = "nvidia_peermem is not loaded (driver version unknown: NVML unavailable)"
+		g.Remediation = "modprobe nvidia_peermem (driver >= 470), and add it to /etc/modules-load.d/ so it survives a reboot"
+	}
+	return g
+}
+
+// modulePersistent reports whether any boot-time module list exists under
+// root (known), whether one names module, and which.
+func modulePersistent(root, module string) (known, listed bool, where string) {
+	files, _ := filepath.Glob(filepath.Join(root, "etc/modules-load.d/*.conf"))
+	if _, err := os.Stat(filepath.Join(root, "etc/modules-load.d")); err == nil {
+		known = true
+	}
+	for _, rel := range []string{"etc/modules", "etc/rc.local", "etc/rc.d/rc.local"} {
+		p := filepath.Join(root, rel)
+		if _, err := os.Stat(p); err == nil {
+			known = true
+			files = append(files, p)
+		}
+	}
+	for _, f := range files {
+		if fileListsModule(f, module) {
+			rel, _ := filepath.Rel(root, f)
+			return true, true, rel
+		}
+	}
+	return known, false, ""
+}
+
+func fileListsModule(path, module string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if i := strings.IndexAny(line, "#;"); i >= 0 {
+			line = strings.TrimSpace(line[:i])
+		}
+		// A modules list names the module first; rc.local runs
+		// "modprobe nvidia_peermem" (or insmod a path).
+		for _, f := range strings.Fields(line) {
+			f = strings.TrimSuffix(filepath.Base(f), ".ko")
+			if strings.ReplaceAll(f, "-", "_") == module {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,191 @@
+package nvml
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// GPU is one NVIDIA GPU as NVML and sysfs describe it.
+type GPU struct {
+	Index int    `json:"index"`
+	Name  string `json:"name"` // "NVIDIA H20"
+	UUID  string `json:"uuid"` // "GPU-…"
+	// PCIAddress is the sysfs form, "0000:17:00.0" (NVML's 8-digit domain
+	// is normalised).
+	PCIAddress string `json:"pci_address"`
+	// NUMANode is -1 when neither NVML nor sysfs knows it.
+	NUMANode int `json:"numa_node"`
+	// NUMASource says where NUMANode came from: "nvml", "sysfs" or "".
+	NUMASource string `json:"numa_source,omitempty"`
+	// MemoryTotal is the framebuffer size in bytes.
+	MemoryTotal uint64 `json:"memory_total_bytes"`
+}
+
+// GPUs is what NVML says about the host: driver, CUDA driver API version and
+// the GPUs in NVML index order.
+type GPUs struct {
+	DriverVersion string `json:"driver_version"` // "535.161.08"
+	// CUDAVersion is the CUDA driver API version, "12.2".
+	CUDAVersion string `json:"cuda_version,omitempty"`
+	GPUs        []GPU  `json:"gpus"`
+	// Warnings are per-GPU reads that failed without stopping the rest.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// DriverMajor is the driver's major version (535 for "535.161.08"), 0 when
+// the version does not parse.
+func (g *GPUs) DriverMajor() int {
+	return driverMajor(g.DriverVersion)
+}
+
+func driverMajor(v string) int {
+	major, _, _ := strings.Cut(v, ".")
+	n, err := strconv.Atoi(strings.TrimSpace(major))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// FormatCUDAVersion turns NVML's integer CUDA driver version (12020) into
+// "12.2", as nvidia-smi prints it.
+func FormatCUDAVersion(v int) string {
+	if v <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d", v/1000, (v%1000)/10)
+}
+
+// ReadGPUs initialises lib, reads every GPU and shuts lib down again. root
+// is the host root for the sysfs NUMA fallback. An NVML failure before any
+// GPU could be read is an *InitError (errors.Is ErrNoDriver,
+// ErrLibraryNotFound, ErrVersionMismatch, ErrNoPermission, ErrNVML); a
+// failure on one GPU's optional fact is a warning in the result.
+func ReadGPUs(ctx context.Context, lib Library, root string) (*GPUs, error) {
+	if r := lib.Init(); r != gonvml.SUCCESS {
+		return nil, nvmlError(lib, "nvmlInit", r)
+	}
+	defer func() {
+		if r := lib.Shutdown(); r != gonvml.SUCCESS {
+			slog.Debug("nvmlShutdown", "code", returnName(r))
+		}
+	}()
+	out := &GPUs{}
+	drv, r := lib.SystemGetDriverVersion()
+	if r != gonvml.SUCCESS {
+		return nil, nvmlError(lib, "nvmlSystemGetDriverVersion", r)
+	}
+	out.DriverVersion = drv
+	if v, r := lib.SystemGetCudaDriverVersion(); r == gonvml.SUCCESS {
+		out.CUDAVersion = FormatCUDAVersion(v)
+	} else {
+		out.Warnings = append(out.Warnings, "CUDA driver version: "+returnName(r))
+	}
+	n, r := lib.DeviceGetCount()
+	if r != gonvml.SUCCESS {
+		return nil, nvmlError(lib, "nvmlDeviceGetCount", r)
+	}
+	numaCall := hasSymbol(lib, "nvmlDeviceGetNumaNodeId")
+	for i := 0; i < n; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		dev, r := lib.DeviceGetHandleByIndex(i)
+		if r != gonvml.SUCCESS {
+			return nil, nvmlError(lib, fmt.Sprintf("nvmlDeviceGetHandleByIndex(%d)", i), r)
+		}
+		g, warns := readGPU(lib, root, i, dev, numaCall)
+		out.GPUs = append(out.GPUs, g)
+		out.Warnings = append(out.Warnings, warns...)
+	}
+	return out, nil
+}
+
+// readGPU reads one GPU; the PCI bus id is required (topology needs it),
+// everything else is best effort.
+func readGPU(lib Library, root string, i int, dev gonvml.Device, numaCall bool) (GPU, []string) {
+	g := GPU{Index: i, NUMANode: -1}
+	var warns []string
+	warn := func(what string, r gonvml.Return) {
+		warns = append(warns, fmt.Sprintf("GPU%d %s: %s", i, what, returnName(r)))
+	}
+	if name, r := dev.GetName(); r == gonvml.SUCCESS {
+		g.Name = name
+	} else {
+		warn("name", r)
+	}
+	if uuid, r := dev.GetUUID(); r == gonvml.SUCCESS {
+		g.UUID = uuid
+	} else {
+		warn("UUID", r)
+	}
+	if pci, r := dev.GetPciInfo(); r == gonvml.SUCCESS {
+		id := cString(pci.BusId[:])
+		if bdf, err := NormalizeBusID(id); err == nil {
+			g.PCIAddress = bdf
+		} else {
+			warns = append(warns, fmt.Sprintf("GPU%d: %v", i, err))
+		}
+	} else {
+		warn("PCI info", r)
+	}
+	if mem, r := dev.GetMemoryInfo(); r == gonvml.SUCCESS {
+		g.MemoryTotal = mem.Total
+	} else {
+		warn("memory info", r)
+	}
+	if numaCall {
+		if node, r := dev.GetNumaNodeId(); r == gonvml.SUCCESS {
+			g.NUMANode, g.NUMASource = node, "nvml"
+		}
+	}
+	if g.NUMASource == "" && g.PCIAddress != "" {
+		if node, ok := sysfsNUMANode(root, g.PCIAddress); ok {
+			g.NUMANode, g.NUMASource = node, "sysfs"
+		}
+	}
+	return g, warns
+}
+
+// hasSymbol reports whether lib exports name; a library that cannot say
+// (no extensions) is trusted to have it.
+func hasSymbol(lib Library, name string) bool {
+	ext := lib.Extensions()
+	if ext == nil {
+		return true
+	}
+	return ext.LookupSymbol(name) == nil
+}
+
+// cString converts NVML's NUL-terminated char array.
+func cString(b []int8) string {
+	var s strings.Builder
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		s.WriteByte(byte(c))
+	}
+	return s.String()
+}
+
+// sysfsNUMANode reads sys/bus/pci/devices/<bdf>/numa_node; -1 (the kernel's
+// "unknown") and unreadable files report false.
+func sysfsNUMANode(root, bdf string) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(root, "sys/bus/pci/devices", bdf, "numa_node"))
+	if err != nil {
+		return -1, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n < 0 {
+		return -1, false
+	}
+	return n, true
+}

@@ -1,0 +1,168 @@
+package nvml
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// PCIPath is where a PCI function sits in the host's PCI tree, read from
+// sys/bus/pci/devices/<bdf> (a link into sys/devices/pciDDDD:BB/...).
+type PCIPath struct {
+	Address string `json:"address"` // "0000:19:00.0"
+	// HostBridge is the root complex the path starts at, "pci0000:16".
+	HostBridge string `json:"host_bridge"`
+	// Chain is every PCI function from the root port down to Address,
+	// Address last.
+	Chain []string `json:"chain"`
+	// NUMANode is the function's numa_node, -1 when unknown.
+	NUMANode int `json:"numa_node"`
+	// CPUList is local_cpulist ("0-47,96-143"), "" when absent.
+	CPUList string `json:"cpu_list,omitempty"`
+}
+
+// ErrNoPCIDevice is returned when a PCI address is not in the host's tree.
+var ErrNoPCIDevice = errors.New("PCI device not found")
+
+// ReadPCIPath resolves a PCI address under root. It follows
+// sys/bus/pci/devices/<bdf> (relative or absolute link, kept inside root);
+// when that entry is missing it looks for the function under
+// sys/devices/pci*.
+func ReadPCIPath(root, bdf string) (PCIPath, error) {
+	addr, err := NormalizeBusID(bdf)
+	if err != nil {
+		return PCIPath{}, err
+	}
+	rel, err := resolvePCI(root, addr)
+	if err != nil {
+		return PCIPath{}, err
+	}
+	p, err := parsePCIDevicePath(rel)
+	if err != nil {
+		return PCIPath{}, err
+	}
+	if p.Address != addr {
+		return PCIPath{}, fmt.Errorf("sys/bus/pci/devices/%s points at %s", addr, rel)
+	}
+	dir := filepath.Join(root, "sys", rel)
+	p.NUMANode = -1
+	if b, err := os.ReadFile(filepath.Join(dir, "numa_node")); err == nil {
+		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return PCIPath{}, fmt.Errorf("sys/%s/numa_node: %q is not a number", rel, strings.TrimSpace(string(b)))
+		}
+		if n >= 0 {
+			p.NUMANode = n
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "local_cpulist")); err == nil {
+		p.CPUList = strings.TrimSpace(string(b))
+	}
+	return p, nil
+}
+
+// resolvePCI returns the device's directory relative to root/sys, e.g.
+// "devices/pci0000:16/0000:16:01.0/0000:17:00.0".
+func resolvePCI(root, addr string) (string, error) {
+	sys := filepath.Join(root, "sys")
+	link := filepath.Join(sys, "bus/pci/devices", addr)
+	target, err := os.Readlink(link)
+	if err == nil {
+		var abs string
+		if filepath.IsAbs(target) {
+			// An absolute link names the live host's /sys: keep it in root.
+			abs = filepath.Join(root, target)
+		} else {
+			abs = filepath.Join(filepath.Dir(link), target)
+		}
+		rel, err := filepath.Rel(sys, abs)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return "", fmt.Errorf("sys/bus/pci/devices/%s: link %q leaves sys", addr, target)
+		}
+		return filepath.ToSlash(rel), nil
+	}
+	// No link (or not a link): search the device tree.
+	var found string
+	devs := filepath.Join(sys, "devices")
+	roots, _ := filepath.Glob(filepath.Join(devs, "pci*"))
+	for _, r := range roots {
+		_ = filepath.WalkDir(r, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || found != "" {
+				return fs.SkipDir
+			}
+			if !d.IsDir() {
+				return nil
+			}
+			if d.Name() == addr {
+				found = path
+				return fs.SkipAll
+			}
+			if path != r && !looksLikeBDF(d.Name()) {
+				return fs.SkipDir
+			}
+			return nil
+		})
+		if found != "" {
+			rel, _ := filepath.Rel(sys, found)
+			return filepath.ToSlash(rel), nil
+		}
+	}
+	return "", fmt.Errorf("%s: %w (no sys/bus/pci/devices/%s, not under sys/devices/pci*)", addr, ErrNoPCIDevice, addr)
+}
+
+// parsePCIDevicePath splits "devices/pci0000:16/0000:16:01.0/.../0000:19:00.0".
+func parsePCIDevicePath(rel string) (PCIPath, error) {
+	parts := strings.Split(strings.Trim(rel, "/"), "/")
+	if len(parts) < 3 || parts[0] != "devices" || !strings.HasPrefix(parts[1], "pci") {
+		return PCIPath{}, fmt.Errorf("sys/%s: not a PCI device path (want devices/pciDDDD:BB/...)", rel)
+	}
+	p := PCIPath{HostBridge: parts[1]}
+	for _, c := range parts[2:] {
+		if !looksLikeBDF(c) {
+			return PCIPath{}, fmt.Errorf("sys/%s: %q is not a PCI address", rel, c)
+		}
+		p.Chain = append(p.Chain, c)
+	}
+	p.Address = p.Chain[len(p.Chain)-1]
+	return p, nil
+}
+
+// looksLikeBDF reports whether s is a sysfs PCI address "0000:17:00.0".
+func looksLikeBDF(s string) bool {
+	if len(s) != 12 {
+		return false
+	}
+	n, err := NormalizeBusID(s)
+	return err == nil && n == strings.ToLower(s)
+}
+
+// switches groups the bridges above the device as NCCL does
+// (src/graph/xml.cc walks sysfs two levels at a time: a switch's
+// downstream and upstream ports are one node): pairs from the bottom, each
+// keyed by its upper port; a root port left alone at the top belongs to
+// the host bridge. Returned top first.
+func (p PCIPath) switches() []string {
+	if len(p.Chain) < 2 {
+		return nil
+	}
+	bridges := p.Chain[:len(p.Chain)-1]
+	var out []string
+	for i := len(bridges) - 1; i >= 1; i -= 2 {
+		out = append(out, bridges[i-1])
+	}
+	for l, r := 0, len(out)-1; l < r; l, r = l+1, r-1 {
+		out[l], out[r] = out[r], out[l]
+	}
+	return out
+}
+
+// numaNodes counts sys/devices/system/node/node<N> under root (0 when the
+// directory is absent).
+func numaNodes(root string) int {
+	m, _ := filepath.Glob(filepath.Join(root, "sys/devices/system/node/node[0-9]*"))
+	return len(m)
+}

@@ -1,0 +1,67 @@
+package nvml
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// RecordFiles returns what a recording of root needs so that `--root`
+// replays its GPUs (for erdma.RecordOptions.Files): erdmakit/nvml.json
+// captured from lib, every PCI function from each GPU's root port down
+// (numa_node, local_cpulist, vendor, device, class: readers find the
+// functions by walking sys/devices when the sys/bus/pci/devices links are
+// not recorded), the GPUDirect RDMA files NCCL reads, the boot-time module
+// lists and the NUMA nodes' cpulists. Files that do not exist are left out.
+func RecordFiles(ctx context.Context, lib Library, root, note string) (map[string][]byte, error) {
+	s, err := Capture(ctx, lib, note)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := s.Write(&buf); err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{SnapshotPath: buf.Bytes()}
+	add := func(rel string) {
+		if b, err := os.ReadFile(filepath.Join(root, rel)); err == nil {
+			out[filepath.ToSlash(rel)] = b
+		}
+	}
+	for _, g := range s.GPUs {
+		bdf, err := NormalizeBusID(g.PCIBusID)
+		if err != nil {
+			continue
+		}
+		rel, err := resolvePCI(root, bdf)
+		if err != nil {
+			continue
+		}
+		parts := strings.Split(rel, "/")
+		for i := 3; i <= len(parts); i++ {
+			dir := strings.Join(parts[:i], "/")
+			for _, f := range []string{"numa_node", "local_cpulist", "vendor", "device", "class"} {
+				add("sys/" + dir + "/" + f)
+			}
+		}
+	}
+	for _, rel := range []string{
+		"sys/module/nvidia/version", "sys/module/nvidia/initstate",
+		"sys/module/nvidia_peermem/version", "sys/module/nvidia_peermem/initstate",
+		"sys/module/nv_peer_mem/version", "sys/module/nv_peer_mem/initstate",
+		"sys/kernel/mm/memory_peers/nv_mem/version", "sys/kernel/mm/memory_peers/nv_mem_nc/version",
+		"etc/modules", "etc/rc.local", "etc/rc.d/rc.local",
+	} {
+		add(rel)
+	}
+	confs, _ := filepath.Glob(filepath.Join(root, "etc/modules-load.d/*.conf"))
+	nodes, _ := filepath.Glob(filepath.Join(root, "sys/devices/system/node/node[0-9]*/cpulist"))
+	for _, p := range append(confs, nodes...) {
+		if rel, err := filepath.Rel(root, p); err == nil {
+			add(rel)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,47 @@
+package nvml
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Recording the healthy fixture's GPU files into a fresh tree (regular files
+// only, no sys/bus/pci/devices links) replays the same report.
+func TestRecordFilesReplay(t *testing.T) {
+	src := hostRoot("ebmgn8is-healthy")
+	lib, err := ForRoot(src)
+	require.NoError(t, err)
+	files, err := RecordFiles(context.Background(), lib, src, "test")
+	require.NoError(t, err)
+	assert.Contains(t, files, SnapshotPath)
+	assert.Contains(t, files, "sys/devices/pci0000:16/0000:16:01.0/0000:17:00.0/0000:18:00.0/0000:19:00.0/numa_node")
+	assert.Contains(t, files, "sys/module/nvidia_peermem/version")
+	assert.Contains(t, files, "sys/devices/system/node/node1/cpulist")
+
+	dst := t.TempDir()
+	for rel, b := range files {
+		p := filepath.Join(dst, rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+	}
+	// The eRDMA functions come from the erdma inventory's own recording.
+	for _, d := range []string{"sys/devices/pci0000:00/0000:00:05.0", "sys/devices/pci0000:80/0000:80:05.0"} {
+		b, err := os.ReadFile(filepath.Join(src, d, "numa_node"))
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Join(dst, d), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dst, d, "numa_node"), b, 0o644))
+	}
+	want, err := Inspect(context.Background(), lib, src, healthyNICs())
+	require.NoError(t, err)
+	lib2, err := ForRoot(dst)
+	require.NoError(t, err)
+	got, err := Inspect(context.Background(), lib2, dst, healthyNICs())
+	require.NoError(t, err)
+	got.Root, want.Root = "", ""
+	assert.Equal(t, want, got)
+}
