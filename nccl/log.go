@@ -155,32 +155,33 @@ func NewLogAnalyzer() *LogAnalyzer {
 }
 
 var (
-	bNCCL      = []byte("NCCL ")
-	bNET       = []byte("NET/")
-	bINFO      = []byte("INFO ")
-	bWARN      = []byte("WARN ")
-	bVersion   = []byte("version ")
-	bVia       = []byte(" via ")
-	bUsingNet  = []byte("Using network ")
-	bAssigned  = []byte("Assigned NET plugin ")
-	bInitPlug  = []byte("Initialized NET plugin ")
-	bIBUsing   = []byte("NET/IB : Using")
-	bIBNoDev   = []byte("NET/IB : No device found")
-	bGDR       = []byte(" : GPU Direct RDMA ")
-	bSockUsing = []byte("NET/Socket : Using")
-	bPlugin    = []byte("NET/Plugin")
-	bBootstrap = []byte("Bootstrap")
-	bSetByEnv  = []byte(" set by environment to ")
-	bSetTo     = []byte(" set to ")
-	bNRanks    = []byte(" nranks ")
-	bChannel   = []byte("Channel ")
-	bGDRDMA    = []byte("/GDRDMA")
-	bOOB       = []byte("; OOB ")
-	bCreateQP  = []byte("ibv_create_qp")
-	bENOMEM1   = []byte("error -12")
-	bENOMEM2   = []byte("Cannot allocate memory")
-	bIbv       = []byte("ibv_")
-	bArrow     = []byte(" -> ")
+	bNCCL        = []byte("NCCL ")
+	bNET         = []byte("NET/")
+	bNCCLVersion = []byte("NCCL version ")
+	bINFO        = []byte("INFO ")
+	bWARN        = []byte("WARN ")
+	bVersion     = []byte("version ")
+	bVia         = []byte(" via ")
+	bUsingNet    = []byte("Using network ")
+	bAssigned    = []byte("Assigned NET plugin ")
+	bInitPlug    = []byte("Initialized NET plugin ")
+	bIBUsing     = []byte("NET/IB : Using")
+	bIBNoDev     = []byte("NET/IB : No device found")
+	bGDR         = []byte(" : GPU Direct RDMA ")
+	bSockUsing   = []byte("NET/Socket : Using")
+	bPlugin      = []byte("NET/Plugin")
+	bBootstrap   = []byte("Bootstrap")
+	bSetByEnv    = []byte(" set by environment to ")
+	bSetTo       = []byte(" set to ")
+	bNRanks      = []byte(" nranks ")
+	bChannel     = []byte("Channel ")
+	bGDRDMA      = []byte("/GDRDMA")
+	bOOB         = []byte("; OOB ")
+	bCreateQP    = []byte("ibv_create_qp")
+	bENOMEM1     = []byte("error -12")
+	bENOMEM2     = []byte("Cannot allocate memory")
+	bIbv         = []byte("ibv_")
+	bArrow       = []byte(" -> ")
 )
 
 // Feed analyses one line (without its newline); it does not keep line.
@@ -196,13 +197,7 @@ func (a *LogAnalyzer) Feed(line []byte) bool {
 	case 'W':
 		a.warning(msg)
 	case 'V':
-		if a.s.NCCLVersion == "" {
-			v := msg
-			if i := bytes.IndexAny(v, "+ \t"); i >= 0 {
-				v = v[:i]
-			}
-			a.s.NCCLVersion = string(v)
-		}
+		a.version(msg)
 	default:
 		a.info(msg)
 	}
@@ -243,8 +238,23 @@ func ncclMessage(line []byte) (msg []byte, kind byte) {
 	return nil, 0
 }
 
+// version takes "2.21.5+cuda12.4" -> "2.21.5".
+func (a *LogAnalyzer) version(v []byte) {
+	if a.s.NCCLVersion != "" {
+		return
+	}
+	if i := bytes.IndexAny(v, "+ \t"); i >= 0 {
+		v = v[:i]
+	}
+	if len(v) > 0 && len(v) <= 32 {
+		a.s.NCCLVersion = string(v)
+	}
+}
+
 func (a *LogAnalyzer) info(msg []byte) {
 	switch {
+	case bytes.HasPrefix(msg, bNCCLVersion):
+		a.version(msg[len(bNCCLVersion):])
 	case bytes.HasPrefix(msg, bChannel) || bytes.HasPrefix(msg, []byte("via ")):
 		a.channel(msg)
 	case bytes.HasPrefix(msg, bIBUsing):
