@@ -1,7 +1,6 @@
 package nccl
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -83,7 +82,7 @@ type GDR struct {
 // is found inside the line.
 func AnalyzeLog(r io.Reader) (*LogSummary, error) {
 	a := NewLogAnalyzer()
-	if err := eachLineBytes(r, func(line []byte) { a.Feed(line) }); err != nil {
+	if err := eachBlock(r, a.block, func(line []byte) { a.Feed(line) }); err != nil {
 		return nil, fmt.Errorf("reading NCCL log: %w", err)
 	}
 	s := a.Summary()
@@ -93,43 +92,168 @@ func AnalyzeLog(r io.Reader) (*LogSummary, error) {
 	return s, nil
 }
 
+// block analyses a run of whole lines (each ending in '\n', except the last
+// at the end of the input). Like grep, it searches the block for what NCCL
+// prints ("NCCL ", "NET/") and only then finds that line's bounds, so lines
+// without it cost a vectorised byte search and a newline count.
+func (a *LogAnalyzer) block(b []byte) {
+	a.s.Lines += int64(bytes.Count(b, nl))
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		a.s.Lines++
+	}
+	for i := 0; i < len(b); {
+		j := bytes.IndexByte(b[i:], 'N')
+		if j < 0 {
+			return
+		}
+		i += j
+		m := b[i:]
+		switch {
+		case len(m) >= 5 && m[1] == 'C' && m[2] == 'C' && m[3] == 'L' && m[4] == ' ':
+			// "NCCL INFO msg": the message is handled in place, no line
+			// start is needed.
+			m = m[5:]
+			var kind byte
+			switch {
+			case bytes.HasPrefix(m, bINFO):
+				m, kind = m[len(bINFO):], 'I'
+			case bytes.HasPrefix(m, bWARN):
+				m, kind = m[len(bWARN):], 'W'
+			case bytes.HasPrefix(m, bVersion):
+				m, kind = m[len(bVersion):], 'V'
+			default:
+				i++
+				continue
+			}
+			end := bytes.IndexByte(m, '\n')
+			next := len(b)
+			if end >= 0 {
+				next = len(b) - len(m) + end + 1
+				m = m[:end]
+			}
+			a.message(trimCR(m), kind)
+			i = next
+		case len(m) >= 4 && m[1] == 'E' && m[2] == 'T' && m[3] == '/':
+			// A bare "NET/..." line (or one where NCCL's prefix comes later).
+			start := bytes.LastIndexByte(b[:i], '\n') + 1
+			end := bytes.IndexByte(m, '\n')
+			if end < 0 {
+				end = len(b)
+			} else {
+				end += i
+			}
+			a.feed(trimCR(b[start:end]))
+			i = end + 1
+		default:
+			i++
+		}
+	}
+}
+
+var nl = []byte{'\n'}
+
+// eachBlock reads r in large blocks and calls whole with runs of complete
+// lines (the last line of the input may lack its newline). A line longer
+// than the buffer is given to long, cut to readBuf bytes, and the rest of it
+// is skipped.
+func eachBlock(r io.Reader, whole, long func([]byte)) error {
+	buf := make([]byte, readBuf)
+	n := 0
+	skip := false
+	for {
+		k, err := io.ReadAtLeast(r, buf[n:], 1)
+		n += k
+		eof := err == io.EOF || err == io.ErrUnexpectedEOF
+		if err != nil && !eof {
+			return err
+		}
+		data := buf[:n]
+		if skip {
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				n = 0
+				if eof {
+					return nil
+				}
+				continue
+			}
+			skip = false
+			data = data[i+1:]
+		}
+		if eof {
+			if len(data) > 0 {
+				whole(data)
+			}
+			return nil
+		}
+		last := bytes.LastIndexByte(data, '\n')
+		switch {
+		case last >= 0:
+			whole(data[:last+1])
+			data = data[last+1:]
+		case len(data) == len(buf):
+			long(data)
+			skip = true
+			data = data[:0]
+		}
+		n = copy(buf, data)
+	}
+}
+
 // readBuf is the read buffer of the streaming parsers; a line longer than
 // this is cut to its first readBuf bytes (the rest of it is skipped).
 const readBuf = 1 << 20
 
-// eachLineBytes calls fn with each line of r without its line ending. The
-// slice is only valid during the call. It allocates nothing per line.
+// eachLineBytes calls fn with each line of r without its line ending ("\n"
+// or "\r\n"). The slice is only valid during the call. It reads r in large
+// blocks and allocates nothing per line.
 func eachLineBytes(r io.Reader, fn func(line []byte)) error {
-	br := bufio.NewReaderSize(r, readBuf)
-	skipping := false
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			if !skipping {
-				fn(chunk)
-				skipping = true
-			}
-			continue
-		}
-		if skipping {
-			skipping = false
-		} else if len(chunk) > 0 {
-			n := len(chunk)
-			if chunk[n-1] == '\n' {
-				n--
-				if n > 0 && chunk[n-1] == '\r' {
-					n--
-				}
-			}
-			fn(chunk[:n])
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
+	buf := make([]byte, readBuf)
+	n := 0        // bytes held in buf
+	skip := false // inside an overlong line, discarding up to its end
+	eof := false
+	for !eof {
+		k, err := io.ReadAtLeast(r, buf[n:], 1)
+		n += k
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			eof = true
+		case err != nil:
 			return err
 		}
+		data := buf[:n]
+		for {
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				break
+			}
+			if skip {
+				skip = false
+			} else {
+				fn(trimCR(data[:i]))
+			}
+			data = data[i+1:]
+		}
+		switch {
+		case eof && len(data) > 0 && !skip:
+			fn(trimCR(data))
+		case len(data) == len(buf):
+			if !skip {
+				fn(data) // an overlong line: its first readBuf bytes
+			}
+			skip = true
+			data = data[:0]
+		}
+		n = copy(buf, data)
 	}
+	return nil
+}
+
+func trimCR(b []byte) []byte {
+	if len(b) > 0 && b[len(b)-1] == '\r' {
+		return b[:len(b)-1]
+	}
+	return b
 }
 
 // Bounds that keep the analyser's memory constant whatever the log.
@@ -147,6 +271,8 @@ type LogAnalyzer struct {
 	// channel counts by transport; the common four without a map lookup
 	chIB, chSocket, chP2P, chSHM int
 	chOther                      map[string]*int
+	// the last NET/IB and NET/Socket "Using" lines, to skip their repeats
+	lastIBUsing, lastSockUsing []byte
 }
 
 // NewLogAnalyzer returns an analyser with nothing seen.
@@ -155,43 +281,56 @@ func NewLogAnalyzer() *LogAnalyzer {
 }
 
 var (
-	bNCCL        = []byte("NCCL ")
-	bNET         = []byte("NET/")
-	bNCCLVersion = []byte("NCCL version ")
-	bINFO        = []byte("INFO ")
-	bWARN        = []byte("WARN ")
-	bVersion     = []byte("version ")
-	bVia         = []byte(" via ")
-	bUsingNet    = []byte("Using network ")
-	bAssigned    = []byte("Assigned NET plugin ")
-	bInitPlug    = []byte("Initialized NET plugin ")
-	bIBUsing     = []byte("NET/IB : Using")
-	bIBNoDev     = []byte("NET/IB : No device found")
-	bGDR         = []byte(" : GPU Direct RDMA ")
-	bSockUsing   = []byte("NET/Socket : Using")
-	bPlugin      = []byte("NET/Plugin")
-	bBootstrap   = []byte("Bootstrap")
-	bSetByEnv    = []byte(" set by environment to ")
-	bSetTo       = []byte(" set to ")
-	bNRanks      = []byte(" nranks ")
-	bChannel     = []byte("Channel ")
-	bGDRDMA      = []byte("/GDRDMA")
-	bOOB         = []byte("; OOB ")
-	bCreateQP    = []byte("ibv_create_qp")
-	bENOMEM1     = []byte("error -12")
-	bENOMEM2     = []byte("Cannot allocate memory")
-	bIbv         = []byte("ibv_")
-	bArrow       = []byte(" -> ")
+	bNCCL           = []byte("NCCL ")
+	bNET            = []byte("NET/")
+	bNCCLVersion    = []byte("NCCL version ")
+	bNCCLUnderscore = []byte("NCCL_")
+	bViaBare        = []byte("via ")
+	bINFO           = []byte("INFO ")
+	bWARN           = []byte("WARN ")
+	bVersion        = []byte("version ")
+	bVia            = []byte(" via ")
+	bUsingNet       = []byte("Using network ")
+	bAssigned       = []byte("Assigned NET plugin ")
+	bInitPlug       = []byte("Initialized NET plugin ")
+	bIBUsing        = []byte("NET/IB : Using")
+	bIBNoDev        = []byte("NET/IB : No device found")
+	bGDR            = []byte(" : GPU Direct RDMA ")
+	bSockUsing      = []byte("NET/Socket : Using")
+	bPlugin         = []byte("NET/Plugin")
+	bBootstrap      = []byte("Bootstrap")
+	bSetByEnv       = []byte(" set by environment to ")
+	bSetTo          = []byte(" set to ")
+	bNRanks         = []byte(" nranks ")
+	bChannel        = []byte("Channel ")
+	bGDRDMA         = []byte("/GDRDMA")
+	bOOB            = []byte("; OOB ")
+	bCreateQP       = []byte("ibv_create_qp")
+	bENOMEM1        = []byte("error -12")
+	bENOMEM2        = []byte("Cannot allocate memory")
+	bIbv            = []byte("ibv_")
+	bArrow          = []byte(" -> ")
 )
 
 // Feed analyses one line (without its newline); it does not keep line.
 // It reports whether the line was recognised as one NCCL printed.
 func (a *LogAnalyzer) Feed(line []byte) bool {
 	a.s.Lines++
+	return a.feed(line)
+}
+
+// feed is Feed without counting the line.
+func (a *LogAnalyzer) feed(line []byte) bool {
 	msg, kind := ncclMessage(line)
 	if kind == 0 {
 		return false
 	}
+	a.message(msg, kind)
+	return true
+}
+
+// message handles what NCCL printed, of kind 'I', 'W' or 'V'.
+func (a *LogAnalyzer) message(msg []byte, kind byte) {
 	a.s.NCCLLines++
 	switch kind {
 	case 'W':
@@ -201,41 +340,57 @@ func (a *LogAnalyzer) Feed(line []byte) bool {
 	default:
 		a.info(msg)
 	}
-	return true
 }
 
 // ncclMessage finds what NCCL printed in line: kind 'I' (an INFO message or a
 // bare NET/ line), 'W' (a WARN message) or 'V' (the version, msg is
 // "2.21.5+cuda12.4"); kind 0 for other lines.
 func ncclMessage(line []byte) (msg []byte, kind byte) {
-	rest := line
-	for {
-		i := bytes.Index(rest, bNCCL)
-		if i < 0 {
+	// One pass over the line for 'N': "NCCL " (INFO, WARN, version) or a
+	// bare "NET/" (lines quoted without NCCL's prefix). Lines without 'N'
+	// (nccl-tests rows, most noise) cost one vectorised byte search.
+	var bare []byte
+	for i := 0; ; {
+		j := bytes.IndexByte(line[i:], 'N')
+		if j < 0 {
 			break
 		}
-		m := rest[i+len(bNCCL):]
-		switch {
-		case bytes.HasPrefix(m, bINFO):
-			return m[len(bINFO):], 'I'
-		case bytes.HasPrefix(m, bWARN):
-			return m[len(bWARN):], 'W'
-		case bytes.HasPrefix(m, bVersion):
-			return m[len(bVersion):], 'V'
+		i += j
+		m := line[i:]
+		if len(m) >= 5 && m[1] == 'C' && m[2] == 'C' && m[3] == 'L' && m[4] == ' ' {
+			m = m[5:]
+			switch {
+			case bytes.HasPrefix(m, bINFO):
+				return m[len(bINFO):], 'I'
+			case bytes.HasPrefix(m, bWARN):
+				return m[len(bWARN):], 'W'
+			case bytes.HasPrefix(m, bVersion):
+				return m[len(bVersion):], 'V'
+			}
+		} else if bare == nil && len(m) >= 4 && m[1] == 'E' && m[2] == 'T' && m[3] == '/' {
+			bare = m
+			if i >= 4 && string(line[i-4:i]) == "via " {
+				bare = line[i-4:]
+			}
 		}
-		rest = m
+		i++
 	}
-	// Lines quoted without NCCL's prefix: "NET/IB : Using ...", "Using network IB".
-	if i := bytes.Index(line, bNET); i >= 0 {
-		if i > 0 && bytes.HasSuffix(line[:i], []byte("via ")) {
-			return line[i-len("via "):], 'I'
-		}
-		return line[i:], 'I'
+	if bare != nil {
+		return bare, 'I'
 	}
-	if t := bytes.TrimSpace(line); bytes.HasPrefix(t, bUsingNet) {
-		return t, 'I'
+	// "Using network IB" quoted alone.
+	if k := firstNonSpace(line); k < len(line) && line[k] == 'U' && bytes.HasPrefix(line[k:], bUsingNet) {
+		return bytes.TrimSpace(line[k:]), 'I'
 	}
 	return nil, 0
+}
+
+func firstNonSpace(b []byte) int {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	return i
 }
 
 // version takes "2.21.5+cuda12.4" -> "2.21.5".
@@ -252,45 +407,76 @@ func (a *LogAnalyzer) version(v []byte) {
 }
 
 func (a *LogAnalyzer) info(msg []byte) {
+	if len(msg) == 0 {
+		return
+	}
+	// Dispatch on the first byte: most lines are decided by one comparison.
+	switch msg[0] {
+	case 'C':
+		if bytes.HasPrefix(msg, bChannel) {
+			a.channel(msg)
+		}
+	case 'v':
+		if bytes.HasPrefix(msg, bViaBare) {
+			a.channel(msg)
+		}
+	case 'N':
+		switch {
+		case bytes.HasPrefix(msg, bNET):
+			a.net(msg)
+		case bytes.HasPrefix(msg, bNCCLUnderscore):
+			a.env(msg)
+		case bytes.HasPrefix(msg, bNCCLVersion):
+			a.version(msg[len(bNCCLVersion):])
+		}
+	case 'U':
+		if bytes.HasPrefix(msg, bUsingNet) {
+			a.network(msg[len(bUsingNet):])
+		}
+	case 'A':
+		if bytes.HasPrefix(msg, bAssigned) {
+			n := msg[len(bAssigned):]
+			if i := bytes.Index(n, []byte(" to comm")); i >= 0 {
+				a.network(n[:i])
+			}
+		}
+	case 'I':
+		if bytes.HasPrefix(msg, bInitPlug) {
+			a.addText(&a.s.Plugins, bytes.TrimSpace(msg[len(bInitPlug):]))
+		}
+	case 'p':
+		if bytes.HasPrefix(msg, []byte("plugin/")) && bytes.Contains(msg, bArrow) {
+			a.addText(&a.s.PluginErrors, msg)
+		}
+	case 'B':
+		if a.s.BootstrapInterface == "" && bytes.HasPrefix(msg, bBootstrap) {
+			if i := bytes.Index(msg, []byte("Using ")); i >= 0 {
+				a.s.BootstrapInterface = string(ifaceName(msg[i+len("Using "):]))
+			}
+		}
+	case 'c':
+		if bytes.HasPrefix(msg, []byte("comm ")) {
+			if i := bytes.Index(msg, bNRanks); i >= 0 {
+				if n, ok := leadingInt(msg[i+len(bNRanks):]); ok && n > a.s.NRanks {
+					a.s.NRanks = n
+				}
+			}
+		}
+	}
+}
+
+// net handles the "NET/..." messages.
+func (a *LogAnalyzer) net(msg []byte) {
 	switch {
-	case bytes.HasPrefix(msg, bNCCLVersion):
-		a.version(msg[len(bNCCLVersion):])
-	case bytes.HasPrefix(msg, bChannel) || bytes.HasPrefix(msg, []byte("via ")):
-		a.channel(msg)
 	case bytes.HasPrefix(msg, bIBUsing):
 		a.ibUsing(msg[len(bIBUsing):])
 	case bytes.HasPrefix(msg, bIBNoDev):
 		a.s.IBNoDevice = true
 	case bytes.HasPrefix(msg, bSockUsing):
 		a.socketUsing(msg[len(bSockUsing):])
-	case bytes.HasPrefix(msg, bUsingNet):
-		a.network(msg[len(bUsingNet):])
-	case bytes.HasPrefix(msg, bAssigned):
-		n := msg[len(bAssigned):]
-		if i := bytes.Index(n, []byte(" to comm")); i >= 0 {
-			a.network(n[:i])
-		}
-	case bytes.HasPrefix(msg, bInitPlug):
-		a.addText(&a.s.Plugins, bytes.TrimSpace(msg[len(bInitPlug):]))
 	case bytes.HasPrefix(msg, bPlugin):
 		a.addText(&a.s.PluginErrors, msg)
-	case bytes.HasPrefix(msg, []byte("plugin/")) && bytes.Contains(msg, bArrow):
-		a.addText(&a.s.PluginErrors, msg)
-	case bytes.HasPrefix(msg, bBootstrap):
-		if a.s.BootstrapInterface == "" {
-			if i := bytes.Index(msg, []byte("Using ")); i >= 0 {
-				a.s.BootstrapInterface = string(ifaceName(msg[i+len("Using "):]))
-			}
-		}
-	case bytes.HasPrefix(msg, []byte("NCCL_")):
-		a.env(msg)
-	case bytes.HasPrefix(msg, []byte("comm ")):
-		if i := bytes.Index(msg, bNRanks); i >= 0 {
-			if n, ok := leadingInt(msg[i+len(bNRanks):]); ok && n > a.s.NRanks {
-				a.s.NRanks = n
-			}
-		}
-	case bytes.HasPrefix(msg, bNET) && bytes.Contains(msg, bGDR):
+	case bytes.Contains(msg, bGDR):
 		a.gdr(msg)
 	}
 }
@@ -360,6 +546,13 @@ func (a *LogAnalyzer) countOther(key []byte) {
 
 // ibUsing parses " [0]mlx5_0:1/RoCE [1]mlx5_1:1/IB/SHARP [RO]; OOB eth0:10.0.0.1<0>".
 func (a *LogAnalyzer) ibUsing(rest []byte) {
+	// Every rank prints the same line: parse each distinct one once.
+	if bytes.Equal(rest, a.lastIBUsing) {
+		return
+	}
+	if len(rest) <= maxTextLen {
+		a.lastIBUsing = append(a.lastIBUsing[:0], rest...)
+	}
 	devs := rest
 	if i := bytes.Index(rest, bOOB); i >= 0 {
 		devs = rest[:i]
@@ -415,21 +608,27 @@ func (a *LogAnalyzer) ibDevice(tok []byte) {
 	name := rest[:colon]
 	portLink := rest[colon+1:]
 	port, _ := leadingInt(portLink)
-	link := ""
-	if j := bytes.IndexByte(portLink, '/'); j >= 0 {
-		link = string(portLink[j+1:])
-	}
 	for _, d := range a.s.IBDevices {
 		if d.Name == string(name) && d.Port == port {
 			return
 		}
+	}
+	link := ""
+	if j := bytes.IndexByte(portLink, '/'); j >= 0 {
+		link = string(portLink[j+1:])
 	}
 	a.s.IBDevices = append(a.s.IBDevices, IBDevice{Index: idx, Name: string(name), Port: port, Link: link})
 }
 
 // socketUsing parses " [0]eth0:10.106.68.39<0> [1]eth1:10.0.0.2<0>".
 func (a *LogAnalyzer) socketUsing(rest []byte) {
-	for _, tok := range bytes.Fields(rest) {
+	if bytes.Equal(rest, a.lastSockUsing) {
+		return
+	}
+	if len(rest) <= maxTextLen {
+		a.lastSockUsing = append(a.lastSockUsing[:0], rest...)
+	}
+	for tok := range bytes.FieldsSeq(rest) {
 		if len(tok) < 4 || tok[0] != '[' {
 			continue
 		}
@@ -487,6 +686,11 @@ func (a *LogAnalyzer) gdr(msg []byte) {
 
 // env records "NCCL_IB_HCA set to mlx5_0" and "NCCL_SHM_DISABLE set by environment to 1.".
 func (a *LogAnalyzer) env(msg []byte) {
+	if sp := bytes.IndexByte(msg, ' '); sp > 0 {
+		if _, ok := a.s.Env[string(msg[:sp])]; ok {
+			return // every rank prints it: the first value is kept
+		}
+	}
 	sep := bSetByEnv
 	i := bytes.Index(msg, sep)
 	if i < 0 {
