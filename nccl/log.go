@@ -271,13 +271,25 @@ type LogAnalyzer struct {
 	// channel counts by transport; the common four without a map lookup
 	chIB, chSocket, chP2P, chSHM int
 	chOther                      map[string]*int
-	// the last NET/IB and NET/Socket "Using" lines, to skip their repeats
-	lastIBUsing, lastSockUsing []byte
+	// NET/IB and NET/Socket "Using" lines already parsed (every rank
+	// prints the same): a repeat costs one hash lookup
+	seenIB, seenSocket map[string]struct{}
+}
+
+// seenLine reports whether line is in seen, and adds it (up to maxListed lines).
+func seenLine(seen map[string]struct{}, line []byte) bool {
+	if _, ok := seen[string(line)]; ok {
+		return true
+	}
+	if len(seen) < maxListed && len(line) <= maxTextLen {
+		seen[string(line)] = struct{}{}
+	}
+	return false
 }
 
 // NewLogAnalyzer returns an analyser with nothing seen.
 func NewLogAnalyzer() *LogAnalyzer {
-	return &LogAnalyzer{chOther: map[string]*int{}}
+	return &LogAnalyzer{chOther: map[string]*int{}, seenIB: map[string]struct{}{}, seenSocket: map[string]struct{}{}}
 }
 
 var (
@@ -547,11 +559,8 @@ func (a *LogAnalyzer) countOther(key []byte) {
 // ibUsing parses " [0]mlx5_0:1/RoCE [1]mlx5_1:1/IB/SHARP [RO]; OOB eth0:10.0.0.1<0>".
 func (a *LogAnalyzer) ibUsing(rest []byte) {
 	// Every rank prints the same line: parse each distinct one once.
-	if bytes.Equal(rest, a.lastIBUsing) {
+	if seenLine(a.seenIB, rest) {
 		return
-	}
-	if len(rest) <= maxTextLen {
-		a.lastIBUsing = append(a.lastIBUsing[:0], rest...)
 	}
 	devs := rest
 	if i := bytes.Index(rest, bOOB); i >= 0 {
@@ -622,11 +631,8 @@ func (a *LogAnalyzer) ibDevice(tok []byte) {
 
 // socketUsing parses " [0]eth0:10.106.68.39<0> [1]eth1:10.0.0.2<0>".
 func (a *LogAnalyzer) socketUsing(rest []byte) {
-	if bytes.Equal(rest, a.lastSockUsing) {
+	if seenLine(a.seenSocket, rest) {
 		return
-	}
-	if len(rest) <= maxTextLen {
-		a.lastSockUsing = append(a.lastSockUsing[:0], rest...)
 	}
 	for tok := range bytes.FieldsSeq(rest) {
 		if len(tok) < 4 || tok[0] != '[' {
