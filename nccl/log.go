@@ -355,7 +355,8 @@ func (a *LogAnalyzer) message(msg []byte, kind byte) {
 }
 
 // ncclMessage finds what NCCL printed in line: kind 'I' (an INFO message or a
-// bare NET/ line), 'W' (a WARN message) or 'V' (the version, msg is
+// bare NET/ line; other lines quoted without "NCCL INFO", such as a lone
+// "Using network IB", are not NCCL's), 'W' (a WARN message) or 'V' (the version, msg is
 // "2.21.5+cuda12.4"); kind 0 for other lines.
 func ncclMessage(line []byte) (msg []byte, kind byte) {
 	// One pass over the line for 'N': "NCCL " (INFO, WARN, version) or a
@@ -390,19 +391,7 @@ func ncclMessage(line []byte) (msg []byte, kind byte) {
 	if bare != nil {
 		return bare, 'I'
 	}
-	// "Using network IB" quoted alone.
-	if k := firstNonSpace(line); k < len(line) && line[k] == 'U' && bytes.HasPrefix(line[k:], bUsingNet) {
-		return bytes.TrimSpace(line[k:]), 'I'
-	}
 	return nil, 0
-}
-
-func firstNonSpace(b []byte) int {
-	i := 0
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
-		i++
-	}
-	return i
 }
 
 // version takes "2.21.5+cuda12.4" -> "2.21.5".

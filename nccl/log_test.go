@@ -244,5 +244,9 @@ func FuzzAnalyzeLog(f *testing.F) {
 		require.NotNil(t, s.Channels)
 		require.LessOrEqual(t, len(s.Warnings), maxWarnings)
 		require.LessOrEqual(t, s.NCCLLines, s.Lines)
+		// The block scanner finds exactly what feeding line by line finds.
+		a := NewLogAnalyzer()
+		require.NoError(t, eachLineBytes(strings.NewReader(string(in)), func(l []byte) { a.Feed(l) }))
+		require.Equal(t, a.Summary(), s)
 	})
 }
