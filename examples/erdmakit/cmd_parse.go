@@ -18,5 +18,8 @@ func newParseCmd(g *globals) *cobra.Command {
 func parseSubcommands(g *globals) []*cobra.Command {
 	return []*cobra.Command{
 		newParseTopoCmd(g),
+		newParsePerftestCmd(g),
+		newParseNCCLCmd(g),
+		newParseNCCLLogCmd(g),
 	}
 }
