@@ -64,7 +64,10 @@ func TestAdviseEnv(t *testing.T) {
 			map[string]string{"NCCL_NET_GDR_LEVEL": "SYS"}, []string{"without nvidia_peermem"}},
 		{"inactive port dropped", func(i *erdma.Inventory) { i.Devices[1].Ports[0].State = "DOWN"; i.Devices[1].Ports[0].StateCode = 1 }, EnvOptions{},
 			map[string]string{"NCCL_IB_HCA": "erdma_0", "NCCL_IB_GID_INDEX": "1"}, []string{"erdma_1 has no ACTIVE port"}},
-		{"iWARP device dropped", func(i *erdma.Inventory) { i.Devices[0].Transport = erdma.TransportIWARP; i.Devices[0].NodeType = "4: RNIC" }, EnvOptions{},
+		{"iWARP device dropped", func(i *erdma.Inventory) {
+			i.Devices[0].Transport = erdma.TransportIWARP
+			i.Devices[0].NodeType = "4: RNIC"
+		}, EnvOptions{},
 			map[string]string{"NCCL_IB_HCA": "erdma_1"}, []string{"compat_mode=1"}},
 		{"no GID for the IPv4", func(i *erdma.Inventory) { i.Devices = i.Devices[:1]; i.Devices[0].Ports[0].RecommendedGIDIndex = -1 }, EnvOptions{},
 			map[string]string{"NCCL_IB_HCA": "erdma_0", "NCCL_IB_GID_INDEX": ""}, []string{"no RoCE v2 GID"}},
