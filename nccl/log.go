@@ -1,7 +1,10 @@
 package nccl
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
 )
 
@@ -75,22 +78,514 @@ type GDR struct {
 
 // AnalyzeLog reads an NCCL_DEBUG=INFO log from r in constant memory. It
 // returns ErrNoNCCLLines (wrapped) when r has no NCCL line, and a read error
-// if r fails.
+// if r fails. Lines may carry any prefix (mpirun's "[1,0]<stdout>:", Ray's
+// "(RayWorkerWrapper pid=...) ", "host:pid:tid [dev] "): what NCCL printed
+// is found inside the line.
 func AnalyzeLog(r io.Reader) (*LogSummary, error) {
-	return nil, errors.New("not implemented yet")
+	a := NewLogAnalyzer()
+	if err := eachLineBytes(r, func(line []byte) { a.Feed(line) }); err != nil {
+		return nil, fmt.Errorf("reading NCCL log: %w", err)
+	}
+	s := a.Summary()
+	if s.NCCLLines == 0 {
+		return nil, fmt.Errorf("NCCL log: %w", ErrNoNCCLLines)
+	}
+	return s, nil
 }
 
+// readBuf is the read buffer of the streaming parsers; a line longer than
+// this is cut to its first readBuf bytes (the rest of it is skipped).
+const readBuf = 1 << 20
+
+// eachLineBytes calls fn with each line of r without its line ending. The
+// slice is only valid during the call. It allocates nothing per line.
+func eachLineBytes(r io.Reader, fn func(line []byte)) error {
+	br := bufio.NewReaderSize(r, readBuf)
+	skipping := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			if !skipping {
+				fn(chunk)
+				skipping = true
+			}
+			continue
+		}
+		if skipping {
+			skipping = false
+		} else if len(chunk) > 0 {
+			n := len(chunk)
+			if chunk[n-1] == '\n' {
+				n--
+				if n > 0 && chunk[n-1] == '\r' {
+					n--
+				}
+			}
+			fn(chunk[:n])
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// Bounds that keep the analyser's memory constant whatever the log.
+const (
+	maxListed   = 256 // devices, interfaces, HCAs, plugins, env variables
+	maxWarnings = 64  // distinct warnings
+	maxTextLen  = 512 // bytes kept of one warning or error text
+)
+
 // LogAnalyzer analyses NCCL log lines fed one at a time; AnalyzeLog and the
-// nccl-tests parser are built on it. The zero value is not ready: use
-// NewLogAnalyzer.
-type LogAnalyzer struct{}
+// nccl-tests parser are built on it. Its memory is bounded (at most 256
+// entries per list, 64 distinct warnings). Use NewLogAnalyzer.
+type LogAnalyzer struct {
+	s LogSummary
+	// channel counts by transport; the common four without a map lookup
+	chIB, chSocket, chP2P, chSHM int
+	chOther                      map[string]*int
+}
 
 // NewLogAnalyzer returns an analyser with nothing seen.
-func NewLogAnalyzer() *LogAnalyzer { return &LogAnalyzer{} }
+func NewLogAnalyzer() *LogAnalyzer {
+	return &LogAnalyzer{chOther: map[string]*int{}}
+}
+
+var (
+	bNCCL        = []byte("NCCL ")
+	bNET         = []byte("NET/")
+	bNCCLVersion = []byte("NCCL version ")
+	bINFO        = []byte("INFO ")
+	bWARN        = []byte("WARN ")
+	bVersion     = []byte("version ")
+	bVia         = []byte(" via ")
+	bUsingNet    = []byte("Using network ")
+	bAssigned    = []byte("Assigned NET plugin ")
+	bInitPlug    = []byte("Initialized NET plugin ")
+	bIBUsing     = []byte("NET/IB : Using")
+	bIBNoDev     = []byte("NET/IB : No device found")
+	bGDR         = []byte(" : GPU Direct RDMA ")
+	bSockUsing   = []byte("NET/Socket : Using")
+	bPlugin      = []byte("NET/Plugin")
+	bBootstrap   = []byte("Bootstrap")
+	bSetByEnv    = []byte(" set by environment to ")
+	bSetTo       = []byte(" set to ")
+	bNRanks      = []byte(" nranks ")
+	bChannel     = []byte("Channel ")
+	bGDRDMA      = []byte("/GDRDMA")
+	bOOB         = []byte("; OOB ")
+	bCreateQP    = []byte("ibv_create_qp")
+	bENOMEM1     = []byte("error -12")
+	bENOMEM2     = []byte("Cannot allocate memory")
+	bIbv         = []byte("ibv_")
+	bArrow       = []byte(" -> ")
+)
 
 // Feed analyses one line (without its newline); it does not keep line.
-// It reports whether the line was recognised as an NCCL line.
-func (a *LogAnalyzer) Feed(line []byte) bool { return false }
+// It reports whether the line was recognised as one NCCL printed.
+func (a *LogAnalyzer) Feed(line []byte) bool {
+	a.s.Lines++
+	msg, kind := ncclMessage(line)
+	if kind == 0 {
+		return false
+	}
+	a.s.NCCLLines++
+	switch kind {
+	case 'W':
+		a.warning(msg)
+	case 'V':
+		a.version(msg)
+	default:
+		a.info(msg)
+	}
+	return true
+}
+
+// ncclMessage finds what NCCL printed in line: kind 'I' (an INFO message or a
+// bare NET/ line), 'W' (a WARN message) or 'V' (the version, msg is
+// "2.21.5+cuda12.4"); kind 0 for other lines.
+func ncclMessage(line []byte) (msg []byte, kind byte) {
+	rest := line
+	for {
+		i := bytes.Index(rest, bNCCL)
+		if i < 0 {
+			break
+		}
+		m := rest[i+len(bNCCL):]
+		switch {
+		case bytes.HasPrefix(m, bINFO):
+			return m[len(bINFO):], 'I'
+		case bytes.HasPrefix(m, bWARN):
+			return m[len(bWARN):], 'W'
+		case bytes.HasPrefix(m, bVersion):
+			return m[len(bVersion):], 'V'
+		}
+		rest = m
+	}
+	// Lines quoted without NCCL's prefix: "NET/IB : Using ...", "Using network IB".
+	if i := bytes.Index(line, bNET); i >= 0 {
+		if i > 0 && bytes.HasSuffix(line[:i], []byte("via ")) {
+			return line[i-len("via "):], 'I'
+		}
+		return line[i:], 'I'
+	}
+	if t := bytes.TrimSpace(line); bytes.HasPrefix(t, bUsingNet) {
+		return t, 'I'
+	}
+	return nil, 0
+}
+
+// version takes "2.21.5+cuda12.4" -> "2.21.5".
+func (a *LogAnalyzer) version(v []byte) {
+	if a.s.NCCLVersion != "" {
+		return
+	}
+	if i := bytes.IndexAny(v, "+ \t"); i >= 0 {
+		v = v[:i]
+	}
+	if len(v) > 0 && len(v) <= 32 {
+		a.s.NCCLVersion = string(v)
+	}
+}
+
+func (a *LogAnalyzer) info(msg []byte) {
+	switch {
+	case bytes.HasPrefix(msg, bNCCLVersion):
+		a.version(msg[len(bNCCLVersion):])
+	case bytes.HasPrefix(msg, bChannel) || bytes.HasPrefix(msg, []byte("via ")):
+		a.channel(msg)
+	case bytes.HasPrefix(msg, bIBUsing):
+		a.ibUsing(msg[len(bIBUsing):])
+	case bytes.HasPrefix(msg, bIBNoDev):
+		a.s.IBNoDevice = true
+	case bytes.HasPrefix(msg, bSockUsing):
+		a.socketUsing(msg[len(bSockUsing):])
+	case bytes.HasPrefix(msg, bUsingNet):
+		a.network(msg[len(bUsingNet):])
+	case bytes.HasPrefix(msg, bAssigned):
+		n := msg[len(bAssigned):]
+		if i := bytes.Index(n, []byte(" to comm")); i >= 0 {
+			a.network(n[:i])
+		}
+	case bytes.HasPrefix(msg, bInitPlug):
+		a.addText(&a.s.Plugins, bytes.TrimSpace(msg[len(bInitPlug):]))
+	case bytes.HasPrefix(msg, bPlugin):
+		a.addText(&a.s.PluginErrors, msg)
+	case bytes.HasPrefix(msg, []byte("plugin/")) && bytes.Contains(msg, bArrow):
+		a.addText(&a.s.PluginErrors, msg)
+	case bytes.HasPrefix(msg, bBootstrap):
+		if a.s.BootstrapInterface == "" {
+			if i := bytes.Index(msg, []byte("Using ")); i >= 0 {
+				a.s.BootstrapInterface = string(ifaceName(msg[i+len("Using "):]))
+			}
+		}
+	case bytes.HasPrefix(msg, []byte("NCCL_")):
+		a.env(msg)
+	case bytes.HasPrefix(msg, []byte("comm ")):
+		if i := bytes.Index(msg, bNRanks); i >= 0 {
+			if n, ok := leadingInt(msg[i+len(bNRanks):]); ok && n > a.s.NRanks {
+				a.s.NRanks = n
+			}
+		}
+	case bytes.HasPrefix(msg, bNET) && bytes.Contains(msg, bGDR):
+		a.gdr(msg)
+	}
+}
+
+// channel counts "Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA".
+func (a *LogAnalyzer) channel(msg []byte) {
+	var via []byte
+	if bytes.HasPrefix(msg, []byte("via ")) {
+		via = msg[len("via "):]
+	} else {
+		i := bytes.Index(msg, bVia)
+		if i < 0 {
+			return // a ring or tree order line: "Channel 00/02 :    0   1"
+		}
+		via = msg[i+len(bVia):]
+	}
+	if bytes.Contains(via, bGDRDMA) {
+		a.s.GDRDMAChannels++
+	}
+	slash := bytes.IndexByte(via, '/')
+	if slash < 0 {
+		if j := bytes.IndexAny(via, " \t"); j >= 0 {
+			via = via[:j]
+		}
+		a.countOther(via)
+		return
+	}
+	switch string(via[:slash]) {
+	case "P2P":
+		a.chP2P++
+		return
+	case "SHM":
+		a.chSHM++
+		return
+	case "NET":
+		name := via[slash+1:]
+		if j := bytes.IndexByte(name, '/'); j >= 0 {
+			name = name[:j]
+		}
+		switch string(name) {
+		case "IB":
+			a.chIB++
+		case "Socket":
+			a.chSocket++
+		default:
+			a.countOther(via[:slash+1+len(name)])
+		}
+		return
+	}
+	a.countOther(via[:slash])
+}
+
+func (a *LogAnalyzer) countOther(key []byte) {
+	if len(key) == 0 || len(key) > 64 {
+		return
+	}
+	p := a.chOther[string(key)]
+	if p == nil {
+		if len(a.chOther) >= 32 {
+			return
+		}
+		p = new(int)
+		a.chOther[string(key)] = p
+	}
+	*p++
+}
+
+// ibUsing parses " [0]mlx5_0:1/RoCE [1]mlx5_1:1/IB/SHARP [RO]; OOB eth0:10.0.0.1<0>".
+func (a *LogAnalyzer) ibUsing(rest []byte) {
+	devs := rest
+	if i := bytes.Index(rest, bOOB); i >= 0 {
+		devs = rest[:i]
+		if a.s.OOBInterface == "" {
+			oob := bytes.TrimSpace(rest[i+len(bOOB):])
+			a.s.OOBInterface = string(ifaceName(oob))
+			if j := bytes.IndexByte(oob, ':'); j >= 0 {
+				addr := oob[j+1:]
+				if k := bytes.LastIndexByte(addr, '<'); k >= 0 {
+					addr = addr[:k]
+				}
+				a.s.OOBAddress = string(addr)
+			}
+		}
+	}
+	for len(devs) > 0 {
+		devs = bytes.TrimLeft(devs, " \t;")
+		if len(devs) == 0 {
+			break
+		}
+		tok := devs
+		if j := bytes.IndexAny(devs, " \t;"); j >= 0 {
+			tok, devs = devs[:j], devs[j:]
+		} else {
+			devs = nil
+		}
+		if bytes.Equal(tok, []byte("[RO]")) {
+			a.s.IBRelaxedOrdering = true
+			continue
+		}
+		a.ibDevice(tok)
+	}
+}
+
+// ibDevice parses "[0]erdma_0:1/RoCE".
+func (a *LogAnalyzer) ibDevice(tok []byte) {
+	if len(tok) < 4 || tok[0] != '[' || len(a.s.IBDevices) >= maxListed {
+		return
+	}
+	end := bytes.IndexByte(tok, ']')
+	if end < 0 {
+		return
+	}
+	idx, ok := leadingInt(tok[1:end])
+	if !ok {
+		return
+	}
+	rest := tok[end+1:]
+	colon := bytes.LastIndexByte(rest, ':')
+	if colon <= 0 {
+		return
+	}
+	name := rest[:colon]
+	portLink := rest[colon+1:]
+	port, _ := leadingInt(portLink)
+	link := ""
+	if j := bytes.IndexByte(portLink, '/'); j >= 0 {
+		link = string(portLink[j+1:])
+	}
+	for _, d := range a.s.IBDevices {
+		if d.Name == string(name) && d.Port == port {
+			return
+		}
+	}
+	a.s.IBDevices = append(a.s.IBDevices, IBDevice{Index: idx, Name: string(name), Port: port, Link: link})
+}
+
+// socketUsing parses " [0]eth0:10.106.68.39<0> [1]eth1:10.0.0.2<0>".
+func (a *LogAnalyzer) socketUsing(rest []byte) {
+	for _, tok := range bytes.Fields(rest) {
+		if len(tok) < 4 || tok[0] != '[' {
+			continue
+		}
+		end := bytes.IndexByte(tok, ']')
+		if end < 0 {
+			continue
+		}
+		if name := ifaceName(tok[end+1:]); len(name) > 0 {
+			a.addText(&a.s.SocketInterfaces, name)
+		}
+	}
+}
+
+// ifaceName returns "eth0" of "eth0:10.0.0.1<0>".
+func ifaceName(s []byte) []byte {
+	s = bytes.TrimSpace(s)
+	if i := bytes.IndexByte(s, ':'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func (a *LogAnalyzer) network(name []byte) {
+	name = bytes.TrimSpace(name)
+	if len(name) == 0 || len(name) > 64 {
+		return
+	}
+	if a.s.Network == "" {
+		a.s.Network = string(name)
+	}
+	a.addText(&a.s.Networks, name)
+}
+
+// gdr parses "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'".
+func (a *LogAnalyzer) gdr(msg []byte) {
+	rest := msg[bytes.Index(msg, bGDR)+len(bGDR):]
+	q := bytes.IndexByte(rest, '\'')
+	if q < 0 {
+		return
+	}
+	name := rest[q+1:]
+	if e := bytes.IndexByte(name, '\''); e >= 0 {
+		name = name[:e]
+	}
+	if len(name) == 0 {
+		return
+	}
+	switch {
+	case bytes.HasPrefix(rest, []byte("Enabled")):
+		a.addText(&a.s.GDR.Enabled, name)
+	case bytes.HasPrefix(rest, []byte("Disabled")):
+		a.addText(&a.s.GDR.Disabled, name)
+	}
+}
+
+// env records "NCCL_IB_HCA set to mlx5_0" and "NCCL_SHM_DISABLE set by environment to 1.".
+func (a *LogAnalyzer) env(msg []byte) {
+	sep := bSetByEnv
+	i := bytes.Index(msg, sep)
+	if i < 0 {
+		sep = bSetTo
+		if i = bytes.Index(msg, sep); i < 0 {
+			return
+		}
+	}
+	key := msg[:i]
+	if bytes.IndexAny(key, " \t") >= 0 || len(key) > 64 {
+		return
+	}
+	val := bytes.TrimSpace(msg[i+len(sep):])
+	val = bytes.TrimSuffix(val, []byte("."))
+	if a.s.Env == nil {
+		a.s.Env = map[string]string{}
+	}
+	if _, ok := a.s.Env[string(key)]; ok || len(a.s.Env) >= maxListed {
+		return
+	}
+	a.s.Env[string(key)] = string(clip(val))
+}
+
+func (a *LogAnalyzer) warning(msg []byte) {
+	msg = bytes.TrimSpace(msg)
+	if bytes.Contains(msg, bCreateQP) {
+		a.s.QPCreateFailures++
+	}
+	if bytes.Contains(msg, bIbv) && (bytes.Contains(msg, bENOMEM1) || bytes.Contains(msg, bENOMEM2)) {
+		a.s.MemlockSuspect = true
+	}
+	if len(a.s.Warnings) < maxWarnings {
+		a.addText(&a.s.Warnings, msg)
+	}
+}
+
+// addText appends s to list unless already there (or the list is full).
+func (a *LogAnalyzer) addText(list *[]string, s []byte) {
+	s = clip(s)
+	if len(*list) >= maxListed {
+		return
+	}
+	// Lists are short: a linear scan avoids building a key per line.
+	for _, have := range *list {
+		if have == string(s) {
+			return
+		}
+	}
+	*list = append(*list, string(s))
+}
+
+func clip(s []byte) []byte {
+	if len(s) > maxTextLen {
+		return s[:maxTextLen]
+	}
+	return s
+}
+
+// leadingInt parses the decimal digits at the start of s.
+func leadingInt(s []byte) (int, bool) {
+	n, i := 0, 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' && i < 9 {
+		n = n*10 + int(s[i]-'0')
+		i++
+	}
+	return n, i > 0
+}
 
 // Summary returns what was seen so far. It may be called more than once.
-func (a *LogAnalyzer) Summary() *LogSummary { return nil }
+func (a *LogAnalyzer) Summary() *LogSummary {
+	s := a.s
+	s.IBDevices = append([]IBDevice{}, a.s.IBDevices...)
+	s.SocketInterfaces = append([]string{}, a.s.SocketInterfaces...)
+	s.GDR.Enabled = append([]string{}, a.s.GDR.Enabled...)
+	s.GDR.Disabled = append([]string{}, a.s.GDR.Disabled...)
+	s.Warnings = append([]string{}, a.s.Warnings...)
+	s.Plugins = append([]string(nil), a.s.Plugins...)
+	s.PluginErrors = append([]string(nil), a.s.PluginErrors...)
+	s.Networks = nil
+	if len(a.s.Networks) > 1 {
+		s.Networks = append([]string(nil), a.s.Networks...)
+	}
+	if a.s.Env != nil {
+		s.Env = make(map[string]string, len(a.s.Env))
+		for k, v := range a.s.Env {
+			s.Env[k] = v
+		}
+	}
+	s.Channels = map[string]int{"NET/IB": a.chIB, "NET/Socket": a.chSocket, "P2P": a.chP2P, "SHM": a.chSHM}
+	for k, v := range a.chOther {
+		s.Channels[k] = *v
+	}
+	if s.Network == "" {
+		switch {
+		case a.chIB > 0:
+			s.Network = "IB"
+		case a.chSocket > 0:
+			s.Network = "Socket"
+		}
+	}
+	return &s
+}
