@@ -9,12 +9,12 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 )
 
-func i64(v int64) *int64 { return &v }
+func wrongN(v int64) *int64 { return &v }
 
 func row(size int64, busbw float64, wrong int64) Row {
 	return Row{Size: size, Count: size / 4, Type: "float", Redop: "sum", Root: -1,
-		OutOfPlace: Measurement{TimeUS: 100, AlgBWGB: busbw / 2, BusBWGB: busbw, Wrong: i64(wrong)},
-		InPlace:    Measurement{TimeUS: 100, AlgBWGB: busbw / 2, BusBWGB: busbw - 0.5, Wrong: i64(0)}}
+		OutOfPlace: Measurement{TimeUS: 100, AlgBWGB: busbw / 2, BusBWGB: busbw, Wrong: wrongN(wrong)},
+		InPlace:    Measurement{TimeUS: 100, AlgBWGB: busbw / 2, BusBWGB: busbw - 0.5, Wrong: wrongN(0)}}
 }
 
 func ibLog() *LogSummary {
@@ -79,7 +79,7 @@ func TestDiagnose(t *testing.T) {
 		{"GDR possible but distance", func(r *TestResult) { r.NCCL.GDRDMAChannels = 0 }, Expectation{},
 			map[string]erdma.Severity{"nccl-gdr": erdma.SeverityWarn}, nil, erdma.SeverityWarn,
 			map[string]string{"nccl-gdr": "NCCL_NET_GDR_LEVEL=SYS"}},
-		{"wrong values", func(r *TestResult) { r.Rows[1].OutOfPlace.Wrong = i64(96); r.OutOfBounds = 4; r.OK = false }, Expectation{},
+		{"wrong values", func(r *TestResult) { r.Rows[1].OutOfPlace.Wrong = wrongN(96); r.OutOfBounds = 4; r.OK = false }, Expectation{},
 			map[string]erdma.Severity{"nccl-wrong": erdma.SeverityFail}, nil, erdma.SeverityFail, map[string]string{"nccl-wrong": "8500"}},
 		{"N/A wrong is not corruption", func(r *TestResult) { r.Rows[1].InPlace.Wrong = nil }, Expectation{},
 			nil, []string{"nccl-wrong"}, erdma.SeverityOK, nil},
