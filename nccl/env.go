@@ -291,7 +291,13 @@ func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode)
 		if g != nil && g.Reason != "" {
 			why = g.Reason
 		}
-		a.warn("NCCL_NET_GDR_LEVEL not decided (" + why + "); on eRDMA GPU hosts with nvidia_peermem loaded it is SYS")
+		if m := peerMemModule(inv); m != "" {
+			a.set("NCCL_NET_GDR_LEVEL", "SYS", fmt.Sprintf("%s is loaded; the GPU<->NIC distance was not measured (%s) "+
+				"and is SYS on eRDMA GPU hosts, where NCCL only uses GPUDirect RDMA when told to", m, why))
+			return
+		}
+		a.warn("NCCL_NET_GDR_LEVEL not decided (" + why + ", nvidia_peermem not loaded); " +
+			"on eRDMA GPU hosts: modprobe nvidia_peermem, then NCCL_NET_GDR_LEVEL=SYS")
 		return
 	}
 	if g.GDRPath == "" {
@@ -313,6 +319,16 @@ func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode)
 	}
 	a.set("NCCL_NET_GDR_LEVEL", "SYS", fmt.Sprintf("%s is ready and the GPU<->NIC distance is SYS (%s): "+
 		"NCCL only uses GPUDirect RDMA at that distance when told to", g.GDRPath, strings.Join(sys, ", ")))
+}
+
+// peerMemModule returns the loaded GPUDirect RDMA module, "" if none.
+func peerMemModule(inv *erdma.Inventory) string {
+	for _, m := range inv.Modules {
+		if m.Loaded && (m.Name == "nvidia_peermem" || m.Name == "nv_peer_mem") {
+			return m.Name
+		}
+	}
+	return ""
 }
 
 // Shell returns the advice as a shell snippet: each variable's reason as a

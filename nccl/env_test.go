@@ -55,6 +55,10 @@ func TestAdviseEnv(t *testing.T) {
 		}, EnvOptions{}, map[string]string{"NCCL_IB_ADDR_RANGE": "192.168.7.0/24"}, nil},
 		{"one NIC, no GPU facts", func(i *erdma.Inventory) { i.Devices = i.Devices[:1]; i.GPU = nil }, EnvOptions{},
 			map[string]string{"NCCL_IB_HCA": "erdma_0", "NCCL_IB_GID_INDEX": "1", "NCCL_NET_GDR_LEVEL": ""}, []string{"NCCL_NET_GDR_LEVEL not decided"}},
+		{"no GPU facts, peermem module loaded", func(i *erdma.Inventory) {
+			i.GPU = &erdma.GPUInfo{Reason: "libnvidia-ml not found"}
+			i.Modules = []erdma.Module{{Name: "nvidia_peermem", Loaded: true}}
+		}, EnvOptions{}, map[string]string{"NCCL_NET_GDR_LEVEL": "SYS"}, nil},
 		{"peermem not loaded", func(i *erdma.Inventory) { i.GPU.GDRPath = "" }, EnvOptions{},
 			map[string]string{"NCCL_NET_GDR_LEVEL": ""}, []string{"modprobe nvidia_peermem"}},
 		{"GPU close to the NIC", func(i *erdma.Inventory) { i.GPU.Nearest = []erdma.GPUNIC{{GPU: 0, Device: "erdma_0", Distance: "PIX"}} }, EnvOptions{},
