@@ -164,7 +164,7 @@ func TestNCCLEnvFromInventoryFile(t *testing.T) {
 	require.Equal(t, ExitWarn, code)
 	var a struct {
 		Vars     []struct{ Name, Value, Reason string } `json:"vars"`
-		Warnings []string                              `json:"warnings"`
+		Warnings []string                               `json:"warnings"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &a))
 	assert.Len(t, a.Vars, 4)
