@@ -9,6 +9,9 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/erdmakit/erdmakit/internal/execx"
@@ -86,6 +89,7 @@ func RunArgv(ctx context.Context, argv []string, opts RunOptions) (*RunResult, e
 	if len(opts.Env) > 0 {
 		cmd.Env = append(os.Environ(), opts.Env...)
 	}
+	sweepOnCancel(cmd)
 	s := newStream(opts)
 	cmd.Stdout = s
 	cmd.Stderr = s
@@ -183,4 +187,97 @@ func (s *stream) flush() {
 	if len(s.buf) > 0 {
 		s.line()
 	}
+}
+
+// sweepOnCancel makes cancelling cmd also end its descendants that left its
+// process group: Open MPI starts each local rank in a process group of its
+// own, so the group signal reaches them only through mpirun. If mpirun is
+// killed before it has ended them, they would be orphaned; the sweep
+// snapshots the process tree when the run is cancelled and signals every
+// process in it too (SIGTERM, then SIGKILL after execx.Grace, checking the
+// start time so that a reused pid is left alone).
+func sweepOnCancel(cmd *exec.Cmd) {
+	groupCancel := cmd.Cancel
+	cmd.Cancel = func() error {
+		tree := descendants(cmd.Process.Pid)
+		err := groupCancel()
+		for _, p := range tree {
+			_ = syscall.Kill(p.pid, syscall.SIGTERM)
+		}
+		if len(tree) > 0 {
+			go func() {
+				time.Sleep(execx.Grace)
+				for _, p := range tree {
+					if st, ok := procStart(p.pid); ok && st == p.start {
+						_ = syscall.Kill(p.pid, syscall.SIGKILL)
+					}
+				}
+			}()
+		}
+		return err
+	}
+}
+
+type procID struct {
+	pid   int
+	start uint64 // field 22 of /proc/<pid>/stat, clock ticks since boot
+}
+
+// descendants lists every process below pid, from /proc.
+func descendants(pid int) []procID {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]procID{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		ppid, start, ok := procStat(p)
+		if ok {
+			children[ppid] = append(children[ppid], procID{pid: p, start: start})
+		}
+	}
+	var out []procID
+	queue := []int{pid}
+	for len(queue) > 0 && len(out) < 1<<16 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c.pid)
+		}
+	}
+	return out
+}
+
+func procStart(pid int) (uint64, bool) {
+	_, start, ok := procStat(pid)
+	return start, ok
+}
+
+// procStat reads the parent pid and start time from /proc/<pid>/stat.
+func procStat(pid int) (ppid int, start uint64, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); ppid is field 4, starttime field 22.
+	if len(f) < 20 {
+		return 0, 0, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	start, err2 := strconv.ParseUint(f[19], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return ppid, start, true
 }

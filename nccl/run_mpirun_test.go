@@ -191,26 +191,30 @@ func TestRunWithMPIRunAsRootRefusalIsClassified(t *testing.T) {
 func TestRunWithMPIRunCancelLeavesNoProcess(t *testing.T) {
 	needMPIRun(t)
 	bin := fakeNCCLTests(t)
-	c := localCommand(bin, 3)
-	c.Env = []Var{{Name: "FAKE_NCCL_HANG", Value: "1"}}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	hanging := 0
-	start := time.Now()
-	res, err := Run(ctx, c, RunOptions{OnLine: func(l string) {
-		if strings.Contains(l, " hanging") {
-			if hanging++; hanging == 3 {
-				require.Len(t, helperProcesses(t, bin), 3, "all ranks started")
-				cancel()
-			}
-		}
-	}})
-	require.ErrorIs(t, err, ErrCancelled)
-	require.ErrorIs(t, err, context.Canceled)
-	assert.True(t, res.Cancelled)
-	assert.Less(t, time.Since(start), time.Minute)
-	assert.Equal(t, 3, hanging)
-	assert.Empty(t, helperProcesses(t, bin), "ranks left behind after cancel")
+	for _, hang := range []string{"1", "ignore-term"} {
+		t.Run("FAKE_NCCL_HANG="+hang, func(t *testing.T) {
+			c := localCommand(bin, 3)
+			c.Env = []Var{{Name: "FAKE_NCCL_HANG", Value: hang}}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			hanging := 0
+			start := time.Now()
+			res, err := Run(ctx, c, RunOptions{OnLine: func(l string) {
+				if strings.Contains(l, " hanging") {
+					if hanging++; hanging == 3 {
+						assert.Len(t, helperProcesses(t, bin), 3, "all ranks started")
+						cancel()
+					}
+				}
+			}})
+			require.ErrorIs(t, err, ErrCancelled)
+			require.ErrorIs(t, err, context.Canceled)
+			assert.True(t, res.Cancelled)
+			assert.Less(t, time.Since(start), time.Minute)
+			assert.Equal(t, 3, hanging)
+			assert.Empty(t, helperProcesses(t, bin), "ranks left behind after cancel")
+		})
+	}
 }
 
 // helperProcesses lists the pids whose executable is bin.

@@ -11,7 +11,8 @@
 //	FAKE_NCCL_ROW_DELAY  pause before each table row (Go duration, default 0)
 //	FAKE_NCCL_FAIL_RANK  this rank prints a "Test NCCL failure" and exits ...
 //	FAKE_NCCL_FAIL_CODE  ... with this code (default 3)
-//	FAKE_NCCL_HANG       "1": every rank hangs after its first lines
+//	FAKE_NCCL_HANG       "1": every rank hangs after its first lines;
+//	                     "ignore-term": the same, ignoring SIGTERM/SIGINT/SIGHUP
 //
 // The rank comes from OMPI_COMM_WORLD_RANK, PMIX_RANK or SLURM_PROCID.
 package main
@@ -20,9 +21,11 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/signal"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -58,7 +61,10 @@ func run() int {
 	fmt.Fprintf(out, "%s:%d:%d [0] NCCL INFO NET/IB : Using [0]erdma_0:1/RoCE [RO]; OOB eth0:10.0.0.%d<0>\n", host, pid, pid, rank+1)
 	flush()
 
-	if os.Getenv("FAKE_NCCL_HANG") == "1" {
+	if h := os.Getenv("FAKE_NCCL_HANG"); h == "1" || h == "ignore-term" {
+		if h == "ignore-term" {
+			signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		}
 		fmt.Fprintf(out, "fakenccltests: rank %d hanging\n", rank)
 		flush()
 		for {
