@@ -109,3 +109,25 @@ func TestParseHosts(t *testing.T) {
 		assert.ErrorIs(t, err, ErrBadCommand, bad)
 	}
 }
+
+func FuzzParseHosts(f *testing.F) {
+	for _, s := range []string{"host1:8,host2:8", "a", "a:1, b:2 ,", ":", "a:-1", "a:99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		hosts, err := ParseHosts(s)
+		if err != nil {
+			assert.ErrorIs(t, err, ErrBadCommand)
+			return
+		}
+		c := DefaultCommand()
+		c.Hosts = hosts
+		if _, err := c.Argv(); err != nil {
+			assert.ErrorIs(t, err, ErrBadCommand)
+		}
+		for _, h := range hosts {
+			assert.NotEmpty(t, h.Name)
+			assert.GreaterOrEqual(t, h.Slots, 0)
+		}
+	})
+}

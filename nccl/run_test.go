@@ -79,3 +79,41 @@ func TestDescendants(t *testing.T) {
 	}
 	assert.Empty(t, descendants(1<<30))
 }
+
+// TestStreamSplitsLines: output arrives in arbitrary chunks; lines are
+// rebuilt, CRs dropped, overlong lines cut, and a last line without a
+// newline still counted.
+func TestStreamSplitsLines(t *testing.T) {
+	var got []string
+	s := newStream(RunOptions{OnLine: func(l string) { got = append(got, l) }})
+	in := "a\r\nbb\n\nccc" + string(make([]byte, maxLine+10)) + "\nlast"
+	for i := 0; i < len(in); i += 7 {
+		_, _ = s.Write([]byte(in[i:min(i+7, len(in))]))
+	}
+	s.flush()
+	require.Len(t, got, 5)
+	assert.Equal(t, []string{"a", "bb", ""}, got[:3])
+	assert.Len(t, got[3], maxLine)
+	assert.Equal(t, "last", got[4])
+	assert.Equal(t, int64(5), s.lines)
+}
+
+func FuzzStream(f *testing.F) {
+	f.Add([]byte("#  Rank  0 Group  0 Pid 1 on h device 0 [0x00] GPU\n     4194304       1048576     float     sum      -1    364.6   11.50   21.57      0    356.6   11.76   22.05      0\n"), 3)
+	f.Add([]byte("mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed).\r\n"), 1)
+	f.Fuzz(func(t *testing.T, b []byte, chunk int) {
+		if chunk <= 0 {
+			chunk = 1
+		}
+		s := newStream(RunOptions{OnRow: func(Row) {}})
+		for i := 0; i < len(b); i += chunk {
+			n, err := s.Write(b[i:min(i+chunk, len(b))])
+			if err != nil || n != min(chunk, len(b)-i) {
+				t.Fatalf("Write = %d, %v", n, err)
+			}
+		}
+		s.flush()
+		_ = s.parser.Result()
+		_ = s.classifier.Failures()
+	})
+}
