@@ -111,12 +111,15 @@ func diagnoseLog(l *LogSummary) []erdma.Finding {
 	switch {
 	case l.Network == "Socket" || (l.Network == "" && sock > 0 && ib == 0):
 		fs = append(fs, socketFallback(l))
-	case l.Network == "IB":
+	case l.Network == "IB" || (l.Network == "" && len(l.IBDevices) > 0 && sock == 0):
 		names := make([]string, len(l.IBDevices))
 		for i, d := range l.IBDevices {
 			names[i] = fmt.Sprintf("%s:%d/%s", d.Name, d.Port, d.Link)
 		}
-		ev := []string{"Using network IB"}
+		ev := []string{}
+		if l.Network == "IB" {
+			ev = append(ev, "Using network IB")
+		}
 		if len(names) > 0 {
 			ev = append(ev, "NET/IB : Using "+strings.Join(names, " "))
 		}

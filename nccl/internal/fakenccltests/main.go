@@ -59,6 +59,11 @@ func run() int {
 	}
 	fmt.Fprintf(out, "%s:%d:%d [0] NCCL INFO Bootstrap : Using eth0:10.0.0.%d<0>\n", host, pid, pid, rank+1)
 	fmt.Fprintf(out, "%s:%d:%d [0] NCCL INFO NET/IB : Using [0]erdma_0:1/RoCE [RO]; OOB eth0:10.0.0.%d<0>\n", host, pid, pid, rank+1)
+	fmt.Fprintf(out, "%s:%d:%d [0] NCCL INFO Using network IB\n", host, pid, pid)
+	if rank == 0 {
+		fmt.Fprintln(out, "NCCL version 2.21.5+cuda12.4")
+	}
+	fmt.Fprintf(out, "%s:%d:%d [0] NCCL INFO Channel 00/0 : %d[0] -> %d[0] [send] via NET/IB/0/GDRDMA\n", host, pid, pid+1, rank, rank+1)
 	flush()
 
 	if h := os.Getenv("FAKE_NCCL_HANG"); h == "1" || h == "ignore-term" {
