@@ -11,5 +11,6 @@ func subcommands(g *globals) []*cobra.Command {
 		newGPUsCmd(g),
 		newTopoCmd(g),
 		newParseCmd(g),
+		newNCCLCmd(g),
 	}
 }

@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/nccl"
+)
+
+// newNCCLCmd: `erdmakit nccl run|env`.
+func newNCCLCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "nccl",
+		Short: "Run nccl-tests over eRDMA (mpirun or srun) and print the NCCL environment a host should use",
+	}
+	c.AddCommand(newNCCLRunCmd(g), newNCCLEnvCmd(g))
+	return c
+}
+
+type ncclRunFlags struct {
+	hosts, hostfile, launcher, binary, socketIfname, logFile, plot string
+	np, perHost                                                    int
+	expect                                                         float64
+	env, launcherArgs                                              []string
+	oversubscribe, noRoot, dryRun                                  bool
+	timeout                                                        time.Duration
+}
+
+func newNCCLRunCmd(g *globals) *cobra.Command {
+	var f ncclRunFlags
+	c := &cobra.Command{
+		Use:   "run [flags] [-- nccl-tests flags]",
+		Short: "Run an nccl-tests binary across hosts, show rows as they finish, and diagnose the result",
+		Long: "Builds the guide's command (mpirun --allow-run-as-root -np 16 -npernode 8 -H host1:8,host2:8 --bind-to none\n" +
+			"-mca btl_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO -x LD_LIBRARY_PATH -x PATH\n" +
+			"./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20) from the flags, runs it, and prints the result\n" +
+			"table and what NCCL really used (NET/IB or sockets, GPUDirect RDMA), #wrong, and bus bandwidth against\n" +
+			"--expect-busbw. Flags after -- replace the test's flags. Exit 0 ok, 1 below expectation (or another\n" +
+			"warning), 2 failed (launcher failure, test failure, socket fallback, #wrong), 3 could not run.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runNCCL(cmd.Context(), g, f, args)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.hosts, "hosts", "", "hosts and ranks per host, as mpirun -H: h1:8,h2:8")
+	fl.StringVar(&f.hostfile, "hostfile", "", "hostfile (mpirun --hostfile, srun --nodelist FILE)")
+	fl.IntVar(&f.np, "np", 0, "total ranks (default: ranks per host x hosts)")
+	fl.IntVar(&f.perHost, "ranks-per-host", 8, "ranks per host (mpirun -npernode, srun --ntasks-per-node)")
+	fl.StringVar(&f.launcher, "launcher", "mpirun", "mpirun or srun")
+	fl.StringVar(&f.binary, "binary", "./build/all_reduce_perf", "nccl-tests binary, the same path on every host")
+	fl.StringVar(&f.socketIfname, "socket-ifname", "eth0", "interface for NCCL bootstrap and MPI TCP traffic (\"\" for none)")
+	fl.StringArrayVarP(&f.env, "env", "x", nil, "NAME=VALUE given to every rank (repeatable); NAME alone forwards it")
+	fl.StringArrayVar(&f.launcherArgs, "launcher-arg", nil, "extra launcher argument, before the binary (repeatable)")
+	fl.BoolVar(&f.oversubscribe, "oversubscribe", false, "mpirun --oversubscribe: more ranks than slots")
+	fl.BoolVar(&f.noRoot, "no-allow-run-as-root", false, "leave out mpirun --allow-run-as-root")
+	fl.Float64Var(&f.expect, "expect-busbw", 0, "expected bus bandwidth at the largest size, GB/s (exit 1 below it)")
+	fl.StringVar(&f.logFile, "log", "", "write the raw launcher output to FILE")
+	fl.StringVar(&f.plot, "plot", "", "write bus bandwidth against size to FILE.svg")
+	fl.DurationVar(&f.timeout, "timeout", 0, "end the run (every rank) after this long; 0 for no limit")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print the command and exit")
+	return c
+}
+
+func ncclCommand(f ncclRunFlags, testArgs []string) (nccl.Command, error) {
+	c := nccl.DefaultCommand()
+	c.Launcher = nccl.Launcher(f.launcher)
+	c.Hosts = nil
+	if f.hosts != "" {
+		h, err := nccl.ParseHosts(f.hosts)
+		if err != nil {
+			return c, err
+		}
+		c.Hosts = h
+	}
+	c.Hostfile = f.hostfile
+	c.NP = f.np
+	c.RanksPerHost = f.perHost
+	c.Binary = f.binary
+	c.SocketIfname = f.socketIfname
+	c.Oversubscribe = f.oversubscribe
+	c.AllowRunAsRoot = !f.noRoot
+	c.LauncherArgs = f.launcherArgs
+	for _, kv := range f.env {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			c.Forward = append(c.Forward, name)
+			continue
+		}
+		c.Env = append(c.Env, nccl.Var{Name: name, Value: value})
+	}
+	if len(testArgs) > 0 {
+		c.TestArgs = testArgs
+	}
+	_, err := c.Argv()
+	return c, err
+}
+
+func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) error {
+	c, err := ncclCommand(f, args)
+	if err != nil {
+		return &exitError{code: ExitUnknown, err: err}
+	}
+	if f.dryRun {
+		fmt.Fprintln(g.stdout, c)
+		if env := c.Environ(); len(env) > 0 {
+			fmt.Fprintln(g.stdout, "# with, in srun's environment:", strings.Join(env, " "))
+		}
+		return nil
+	}
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+	}
+	opts := nccl.RunOptions{}
+	if f.logFile != "" {
+		lf, err := os.Create(f.logFile)
+		if err != nil {
+			return &exitError{code: ExitUnknown, err: fmt.Errorf("raw log: %w", err)}
+		}
+		defer lf.Close()
+		opts.Log = lf
+	}
+	live := !g.json && render.IsTerminal(g.stdout)
+	if live {
+		fmt.Fprintln(g.stdout, "running:", c)
+		header := false
+		opts.OnRow = func(r nccl.Row) {
+			if !header {
+				header = true
+				fmt.Fprintln(g.stdout, nccl.LiveRowHeader)
+			}
+			fmt.Fprintln(g.stdout, nccl.LiveRow(r))
+		}
+	}
+	if g.verbose {
+		opts.OnLine = func(l string) { fmt.Fprintln(g.stderr, l) }
+	}
+	run, err := nccl.Run(ctx, c, opts)
+	if err != nil && !errors.Is(err, nccl.ErrCancelled) {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("%w (install Open MPI or Slurm, or give --launcher)", err)
+		}
+		return &exitError{code: ExitUnknown, err: err}
+	}
+	rep := nccl.NewRunReport(run, nccl.Expectation{BusBWGBs: f.expect})
+	if f.plot != "" {
+		if perr := writePlot(f.plot, rep); perr != nil {
+			fmt.Fprintln(g.stderr, "erdmakit: plot:", perr)
+		}
+	}
+	if g.json {
+		if err := render.JSON(g.stdout, rep); err != nil {
+			return &exitError{code: ExitUnknown, err: err}
+		}
+	} else {
+		printNCCLReport(g, rep, live)
+	}
+	if run.Cancelled {
+		return &exitError{code: ExitUnknown, err: err}
+	}
+	return exitCode(severityExit(rep.Status))
+}
+
+func writePlot(path string, rep *nccl.RunReport) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	title := rep.Collective
+	if rep.Ranks > 0 {
+		title += fmt.Sprintf(", %d ranks on %d hosts", rep.Ranks, rep.Hosts)
+	}
+	if err := nccl.PlotBusBW(f, rep.TestResult, title, rep.ExpectBusBWGBs); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func severityExit(s erdma.Severity) int {
+	switch s {
+	case erdma.SeverityFail:
+		return ExitFail
+	case erdma.SeverityWarn:
+		return ExitWarn
+	}
+	return ExitOK
+}
+
+func printNCCLReport(g *globals, rep *nccl.RunReport, rowsShown bool) {
+	w := g.stdout
+	if !rowsShown && len(rep.Rows) > 0 {
+		_ = nccl.ResultTable(rep.TestResult).Write(w)
+	}
+	if rep.AvgBusBW > 0 {
+		fmt.Fprintf(w, "avg bus bandwidth %.3f GB/s\n", rep.AvgBusBW)
+	}
+	fmt.Fprintln(w)
+	printFindings(g, rep.Findings)
+	fmt.Fprintln(w, "status:", colour(g, string(rep.Status)))
+}
+
+func colour(g *globals, word string) string {
+	if render.ColorWanted(g.stdout) {
+		return render.Severity(word)
+	}
+	return word
+}
+
+// printFindings prints findings as a table, then the evidence and fix of
+// each that is not ok.
+func printFindings(g *globals, fs []erdma.Finding) {
+	t := render.NewTable("STATUS", "CHECK", "SUMMARY")
+	t.Color = render.ColorWanted(g.stdout)
+	t.SeverityColumn = 0
+	for _, f := range fs {
+		t.Add(string(f.Severity), f.ID, f.Summary)
+	}
+	_ = t.Write(g.stdout)
+	for _, f := range fs {
+		if f.Severity != erdma.SeverityWarn && f.Severity != erdma.SeverityFail {
+			continue
+		}
+		fmt.Fprintf(g.stdout, "\n%s:\n", f.ID)
+		for _, e := range f.Evidence {
+			fmt.Fprintln(g.stdout, "  evidence:", e)
+		}
+		if f.Remediation != "" {
+			fmt.Fprintln(g.stdout, "  fix:", f.Remediation)
+		}
+	}
+}
+
+type ncclEnvFlags struct {
+	format, inventory, version, socketIfname, gdr string
+}
+
+func newNCCLEnvCmd(g *globals) *cobra.Command {
+	var f ncclEnvFlags
+	c := &cobra.Command{
+		Use:   "env",
+		Short: "Print the NCCL environment this host should use, derived from its eRDMA inventory",
+		Long: "Derives NCCL_IB_HCA (the eRDMA devices with an ACTIVE port), NCCL_SOCKET_IFNAME, NCCL_IB_GID_INDEX\n" +
+			"(or -1 with NCCL_IB_ADDR_FAMILY/NCCL_IB_ROCE_VERSION_NUM/NCCL_IB_ADDR_RANGE when the NICs disagree) and\n" +
+			"NCCL_NET_GDR_LEVEL=SYS (GPUDirect RDMA ready, GPU<->NIC distance SYS), each with its reason, and warns\n" +
+			"about NCCL versions that crash on eRDMA and a low memlock limit. --format shell (export lines, the\n" +
+			"default), mpirun (-x arguments) or --json. Exit 0, 1 with warnings, 3 when the host cannot be read.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runNCCLEnv(cmd.Context(), g, f)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.format, "format", "shell", "shell (export lines) or mpirun (-x NAME=VALUE)")
+	fl.StringVar(&f.inventory, "inventory", "", "read the inventory from FILE (erdmakit devices --json) instead of the host")
+	fl.StringVar(&f.version, "nccl-version", "", "the NCCL version in use (default: libnccl.so.2.X.Y and nvidia_nccl wheels under --root)")
+	fl.StringVar(&f.socketIfname, "socket-ifname", "", "the bootstrap interface (default: eth0, else the first interface up with IPv4)")
+	fl.StringVar(&f.gdr, "gdr", "auto", "auto, on or off: whether to advise NCCL_NET_GDR_LEVEL=SYS")
+	return c
+}
+
+func runNCCLEnv(ctx context.Context, g *globals, f ncclEnvFlags) error {
+	opts := nccl.EnvOptions{SocketIfname: f.socketIfname}
+	switch f.gdr {
+	case "auto":
+	case "on":
+		opts.GDR = nccl.GDROn
+	case "off":
+		opts.GDR = nccl.GDROff
+	default:
+		return &exitError{code: ExitUnknown, err: fmt.Errorf("--gdr %q: want auto, on or off", f.gdr)}
+	}
+	if f.format != "shell" && f.format != "mpirun" {
+		return &exitError{code: ExitUnknown, err: fmt.Errorf("--format %q: want shell or mpirun", f.format)}
+	}
+	inv, err := ncclInventory(ctx, g, f.inventory)
+	if err != nil {
+		return &exitError{code: ExitUnknown, err: err}
+	}
+	if f.version != "" {
+		opts.NCCL = []nccl.NCCLInstall{{Version: f.version, Path: "--nccl-version"}}
+	} else if fi, err := os.Stat(g.root); err == nil && fi.IsDir() {
+		opts.NCCL = nccl.DetectNCCL(g.root)
+	}
+	a := nccl.AdviseEnv(inv, opts)
+	switch {
+	case g.json:
+		if err := render.JSON(g.stdout, a); err != nil {
+			return &exitError{code: ExitUnknown, err: err}
+		}
+	case f.format == "mpirun":
+		for _, w := range a.Warnings {
+			fmt.Fprintln(g.stderr, "warning:", w)
+		}
+		fmt.Fprintln(g.stdout, nccl.ShellJoin(a.MPIRunArgs()))
+	default:
+		fmt.Fprint(g.stdout, a.Shell())
+	}
+	if len(a.Warnings) > 0 {
+		return exitCode(ExitWarn)
+	}
+	return nil
+}
+
+// ncclInventory reads the inventory from a JSON file (erdmakit devices
+// --json); reading the live host comes with the erdma inventory reader.
+func ncclInventory(ctx context.Context, g *globals, path string) (*erdma.Inventory, error) {
+	if path == "" {
+		return nil, errors.New("reading this host's inventory is not wired yet: pass --inventory FILE (erdmakit devices --json > FILE)")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("inventory: %w", err)
+	}
+	var inv erdma.Inventory
+	if err := json.Unmarshal(b, &inv); err != nil {
+		return nil, fmt.Errorf("inventory %s: not the JSON of erdmakit devices --json: %w", path, err)
+	}
+	return &inv, nil
+}

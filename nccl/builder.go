@@ -1,0 +1,363 @@
+// Package nccl runs nccl-tests over eRDMA and says what NCCL really did:
+// a command builder for mpirun and srun (argv, never a shell line), a runner
+// that streams the output and classifies launcher failures, the NCCL
+// environment a host should use, and a diagnosis of a run's results.
+package nccl
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Launcher is the program that starts the ranks.
+type Launcher string
+
+const (
+	// LauncherMPIRun is Open MPI's mpirun (the guide's launcher).
+	LauncherMPIRun Launcher = "mpirun"
+	// LauncherSrun is Slurm's srun with PMIx.
+	LauncherSrun Launcher = "srun"
+)
+
+// ErrBadCommand is wrapped by every error of Command.Argv.
+var ErrBadCommand = errors.New("invalid nccl-tests command")
+
+// Host is one host of a run and the ranks (Open MPI "slots") it takes.
+type Host struct {
+	Name  string
+	Slots int // 0: the command's RanksPerHost
+}
+
+// ParseHosts reads the -H form "host1:8,host2:8" (":N" optional).
+func ParseHosts(s string) ([]Host, error) {
+	var hosts []Host
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		name, slots, found := strings.Cut(f, ":")
+		h := Host{Name: name}
+		if name == "" {
+			return nil, fmt.Errorf("%w: host %q has no name", ErrBadCommand, f)
+		}
+		if found {
+			n, err := strconv.Atoi(slots)
+			if err != nil || n <= 0 {
+				return nil, fmt.Errorf("%w: host %q: slots must be a positive number", ErrBadCommand, f)
+			}
+			h.Slots = n
+		}
+		hosts = append(hosts, h)
+	}
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("%w: no host in %q", ErrBadCommand, s)
+	}
+	return hosts, nil
+}
+
+// Var is one environment variable given to every rank.
+type Var struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Command describes one nccl-tests run. DefaultCommand is the guide's line;
+// change the fields that differ. Argv turns it into the launcher's argv.
+type Command struct {
+	Launcher Launcher
+	// Program is the launcher's path; "" means Launcher's name on PATH.
+	Program string
+	// Hosts (the -H list) or Hostfile; exactly one of them for mpirun, and
+	// for srun none means "what the allocation has".
+	Hosts    []Host
+	Hostfile string
+	// RanksPerHost is -npernode (mpirun) or --ntasks-per-node (srun).
+	RanksPerHost int
+	// NP is the total number of ranks; 0 means RanksPerHost x len(Hosts)
+	// (omitted with a hostfile).
+	NP int
+	// AllowRunAsRoot adds --allow-run-as-root (mpirun).
+	AllowRunAsRoot bool
+	// Oversubscribe adds --oversubscribe (mpirun): more ranks than slots.
+	Oversubscribe bool
+	// SocketIfname is the interface for Open MPI's TCP traffic
+	// (-mca btl_tcp_if_include) and NCCL's bootstrap (NCCL_SOCKET_IFNAME,
+	// unless Env sets it); "" for neither.
+	SocketIfname string
+	// Env is given to every rank with its value (-x NAME=VALUE).
+	Env []Var
+	// Forward names variables copied from the launcher's environment
+	// (-x NAME), e.g. LD_LIBRARY_PATH and PATH.
+	Forward []string
+	// LauncherArgs are extra launcher arguments, placed before the binary.
+	LauncherArgs []string
+	// Binary is the nccl-tests program: "./build/all_reduce_perf".
+	Binary string
+	// TestArgs are the binary's flags: "-b 4M -e 4M -f 2 -g 1 -t 1 -n 20".
+	TestArgs []string
+}
+
+// DefaultCommand returns the guide's command: 2 hosts x 8 ranks, all_reduce
+// at 4 MiB, NCCL_DEBUG=INFO, bootstrap and MPI traffic on eth0.
+func DefaultCommand() Command {
+	return Command{
+		Launcher:       LauncherMPIRun,
+		Hosts:          []Host{{Name: "host1", Slots: 8}, {Name: "host2", Slots: 8}},
+		RanksPerHost:   8,
+		AllowRunAsRoot: true,
+		SocketIfname:   "eth0",
+		Env:            []Var{{Name: "NCCL_DEBUG", Value: "INFO"}},
+		Forward:        []string{"LD_LIBRARY_PATH", "PATH"},
+		Binary:         "./build/all_reduce_perf",
+		TestArgs:       strings.Fields("-b 4M -e 4M -f 2 -g 1 -t 1 -n 20"),
+	}
+}
+
+// Ranks is the number of ranks the command starts, 0 when it is left to
+// the launcher (a hostfile or a Slurm allocation without NP).
+func (c Command) Ranks() int {
+	if c.NP > 0 {
+		return c.NP
+	}
+	if len(c.Hosts) > 0 && c.RanksPerHost > 0 {
+		return c.RanksPerHost * len(c.Hosts)
+	}
+	return 0
+}
+
+// HostOfRank returns the host rank r runs on when the command fixes it
+// (Hosts with RanksPerHost: ranks fill hosts in order), "" otherwise.
+func (c Command) HostOfRank(r int) string {
+	if c.RanksPerHost <= 0 || r < 0 {
+		return ""
+	}
+	i := r / c.RanksPerHost
+	if i >= len(c.Hosts) {
+		return ""
+	}
+	return c.Hosts[i].Name
+}
+
+// vars is Env with NCCL_SOCKET_IFNAME first when SocketIfname sets it.
+func (c Command) vars() []Var {
+	var out []Var
+	if c.SocketIfname != "" && !c.hasEnv("NCCL_SOCKET_IFNAME") {
+		out = append(out, Var{Name: "NCCL_SOCKET_IFNAME", Value: c.SocketIfname})
+	}
+	return append(out, c.Env...)
+}
+
+func (c Command) hasEnv(name string) bool {
+	for _, v := range c.Env {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (c Command) validate() error {
+	if c.Binary == "" {
+		return fmt.Errorf("%w: no nccl-tests binary", ErrBadCommand)
+	}
+	if c.Hostfile != "" && len(c.Hosts) > 0 {
+		return fmt.Errorf("%w: hosts and a hostfile given; use one", ErrBadCommand)
+	}
+	if c.RanksPerHost < 0 || c.NP < 0 {
+		return fmt.Errorf("%w: negative rank count", ErrBadCommand)
+	}
+	for _, h := range c.Hosts {
+		if h.Name == "" || strings.ContainsAny(h.Name, ", :") {
+			return fmt.Errorf("%w: bad host name %q", ErrBadCommand, h.Name)
+		}
+	}
+	for _, v := range c.vars() {
+		if !validName(v.Name) {
+			return fmt.Errorf("%w: bad variable name %q", ErrBadCommand, v.Name)
+		}
+	}
+	for _, n := range c.Forward {
+		if !validName(n) {
+			return fmt.Errorf("%w: bad variable name %q", ErrBadCommand, n)
+		}
+	}
+	return nil
+}
+
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Argv returns the launcher's argv, argv[0] being the program to exec.
+func (c Command) Argv() ([]string, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	switch c.Launcher {
+	case LauncherMPIRun, "":
+		return c.mpirunArgv()
+	case LauncherSrun:
+		return c.srunArgv()
+	}
+	return nil, fmt.Errorf("%w: unknown launcher %q (mpirun or srun)", ErrBadCommand, c.Launcher)
+}
+
+func (c Command) program(def string) string {
+	if c.Program != "" {
+		return c.Program
+	}
+	return def
+}
+
+func (c Command) mpirunArgv() ([]string, error) {
+	if len(c.Hosts) == 0 && c.Hostfile == "" {
+		return nil, fmt.Errorf("%w: mpirun needs hosts or a hostfile", ErrBadCommand)
+	}
+	a := []string{c.program("mpirun")}
+	if c.AllowRunAsRoot {
+		a = append(a, "--allow-run-as-root")
+	}
+	if n := c.Ranks(); n > 0 {
+		a = append(a, "-np", strconv.Itoa(n))
+	}
+	if c.RanksPerHost > 0 {
+		a = append(a, "-npernode", strconv.Itoa(c.RanksPerHost))
+	}
+	if c.Hostfile != "" {
+		a = append(a, "--hostfile", c.Hostfile)
+	} else {
+		hs := make([]string, len(c.Hosts))
+		for i, h := range c.Hosts {
+			slots := h.Slots
+			if slots == 0 {
+				slots = c.RanksPerHost
+			}
+			hs[i] = h.Name
+			if slots > 0 {
+				hs[i] += ":" + strconv.Itoa(slots)
+			}
+		}
+		a = append(a, "-H", strings.Join(hs, ","))
+	}
+	if c.Oversubscribe {
+		a = append(a, "--oversubscribe")
+	}
+	a = append(a, "--bind-to", "none")
+	if c.SocketIfname != "" {
+		a = append(a, "-mca", "btl_tcp_if_include", c.SocketIfname)
+	}
+	for _, v := range c.vars() {
+		a = append(a, "-x", v.Name+"="+v.Value)
+	}
+	for _, n := range c.Forward {
+		a = append(a, "-x", n)
+	}
+	a = append(a, c.LauncherArgs...)
+	a = append(a, c.Binary)
+	return append(a, c.TestArgs...), nil
+}
+
+func (c Command) srunArgv() ([]string, error) {
+	a := []string{c.program("srun")}
+	if len(c.Hosts) > 0 {
+		a = append(a, "--nodes", strconv.Itoa(len(c.Hosts)))
+	}
+	if c.RanksPerHost > 0 {
+		a = append(a, "--ntasks-per-node", strconv.Itoa(c.RanksPerHost))
+	}
+	if c.NP > 0 {
+		a = append(a, "--ntasks", strconv.Itoa(c.NP))
+	}
+	a = append(a, "--mpi=pmix")
+	if c.Hostfile != "" {
+		// srun reads a node list from a file when the argument holds a '/'.
+		f := c.Hostfile
+		if !strings.Contains(f, "/") {
+			f = "./" + f
+		}
+		a = append(a, "--nodelist", f)
+	} else if len(c.Hosts) > 0 {
+		hs := make([]string, len(c.Hosts))
+		for i, h := range c.Hosts {
+			hs[i] = h.Name
+		}
+		a = append(a, "--nodelist", strings.Join(hs, ","))
+	}
+	export := []string{"ALL"}
+	for _, v := range c.vars() {
+		if strings.Contains(v.Value, ",") {
+			continue // carried by Environ: --export cannot quote a comma
+		}
+		export = append(export, v.Name+"="+v.Value)
+	}
+	a = append(a, "--export="+strings.Join(export, ","))
+	a = append(a, c.LauncherArgs...)
+	a = append(a, c.Binary)
+	return append(a, c.TestArgs...), nil
+}
+
+// Environ returns the variables the launcher process itself must have, as
+// NAME=VALUE: for srun, those whose value holds a comma (--export cannot
+// carry them; --export=ALL passes them on). Nil for mpirun.
+func (c Command) Environ() []string {
+	if c.Launcher != LauncherSrun {
+		return nil
+	}
+	var env []string
+	for _, v := range c.vars() {
+		if strings.Contains(v.Value, ",") {
+			env = append(env, v.Name+"="+v.Value)
+		}
+	}
+	return env
+}
+
+// String is the argv joined with spaces, for display (quoting what a shell
+// would split); an invalid command shows its error.
+func (c Command) String() string {
+	argv, err := c.Argv()
+	if err != nil {
+		return err.Error()
+	}
+	return ShellJoin(argv)
+}
+
+// ShellJoin quotes argv for display as one shell line.
+func ShellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, s := range argv {
+		q[i] = shellQuote(s)
+	}
+	return strings.Join(q, " ")
+}
+
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

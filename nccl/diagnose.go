@@ -1,0 +1,346 @@
+package nccl
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/erdmakit/erdmakit/erdma"
+)
+
+// Expectation is the bus bandwidth a run should reach at its largest size.
+type Expectation struct {
+	// BusBWGBs is the expected bus bandwidth in GB/s (10^9 bytes/s);
+	// 0 derives it from Profile, if any.
+	BusBWGBs float64
+	// Profile is the hosts' instance profile.
+	Profile *erdma.Profile
+}
+
+// profileBusBWShare is the share of the profile's aggregate RDMA write
+// bandwidth (in GB/s) an all_reduce across hosts must reach at a large size
+// before it is called low. The measured eRDMA figures (2 hosts, one NIC,
+// no GDR: busbw 14.7 GB/s for ib_write_bw ~118 Gbit/s = 14.75 GB/s; with
+// GDR 26.6 GB/s) sit at 100-180% of one NIC's rate, so half of the
+// aggregate is a floor a healthy run clears, not a target (inference).
+const profileBusBWShare = 0.5
+
+// minProfileSize is the smallest message size the profile rule judges:
+// below it all_reduce is latency-bound.
+const minProfileSize = 64 << 20
+
+// expected returns the expectation in GB/s for a run over hosts, its
+// source, and false when there is none.
+func (e Expectation) expected(size int64, hosts int) (float64, string, bool) {
+	if e.BusBWGBs > 0 {
+		return e.BusBWGBs, "the expectation given", true
+	}
+	p := e.Profile
+	if p == nil || p.WriteGbps <= 0 || hosts == 1 || size < minProfileSize {
+		return 0, "", false
+	}
+	v := p.WriteGbps / 8 * profileBusBWShare
+	return v, fmt.Sprintf("half the %s profile's RDMA write rate (%.0f Gbit/s = %.1f GB/s; source: %s)",
+		p.Family, p.WriteGbps, p.WriteGbps/8, p.Source), true
+}
+
+// Diagnose turns a run's results into findings: whether NCCL really used
+// eRDMA (NET/IB) or fell back to sockets and why, whether GPUDirect RDMA was
+// on, data corruption (#wrong), memlock failures, crashing NCCL versions,
+// failures the test printed, and bus bandwidth against the expectation at
+// the largest size. It is a pure function; run may be nil (nothing ran).
+func Diagnose(res *TestResult, exp Expectation) []erdma.Finding {
+	var fs []erdma.Finding
+	if res == nil {
+		return []erdma.Finding{{ID: "nccl-no-output", Severity: erdma.SeverityFail,
+			Summary:     "no nccl-tests output to judge",
+			Evidence:    []string{},
+			Remediation: "check that the binary is an nccl-tests program (all_reduce_perf) and that the launcher started it"}}
+	}
+	if len(res.Failures) > 0 {
+		fs = append(fs, erdma.Finding{ID: "nccl-test-failure", Severity: erdma.SeverityFail,
+			Summary:     "nccl-tests reported a failure",
+			Evidence:    firstN(res.Failures, 6),
+			Remediation: "read the NCCL WARN lines before the failure (rerun with NCCL_DEBUG=INFO); run erdmakit doctor on the hosts named"})
+	}
+	if res.NCCL != nil {
+		fs = append(fs, diagnoseLog(res.NCCL)...)
+	}
+	fs = append(fs, diagnoseRows(res)...)
+	fs = append(fs, diagnoseBusBW(res, exp)...)
+	return fs
+}
+
+// DiagnoseRun is Diagnose plus the run's launcher failures.
+func DiagnoseRun(run *RunResult, exp Expectation) []erdma.Finding {
+	if run == nil {
+		return Diagnose(nil, exp)
+	}
+	var fs []erdma.Finding
+	for _, f := range run.Failures {
+		fs = append(fs, f.Finding())
+	}
+	if len(fs) > 0 && (run.Result == nil || len(run.Result.Rows) == 0) {
+		return fs // the launch failed: the missing table says nothing more
+	}
+	return append(fs, Diagnose(run.Result, exp)...)
+}
+
+// Worst returns the most severe severity of fs (ok when fs is empty).
+func Worst(fs []erdma.Finding) erdma.Severity {
+	worst := erdma.SeverityOK
+	rank := map[erdma.Severity]int{erdma.SeverityOK: 0, erdma.SeveritySkip: 0, erdma.SeverityWarn: 1, erdma.SeverityFail: 2}
+	for _, f := range fs {
+		if rank[f.Severity] > rank[worst] {
+			worst = f.Severity
+		}
+	}
+	return worst
+}
+
+func diagnoseLog(l *LogSummary) []erdma.Finding {
+	var fs []erdma.Finding
+	if CrashingNCCL(l.NCCLVersion) {
+		fs = append(fs, erdma.Finding{ID: "nccl-version-crash", Severity: erdma.SeverityFail,
+			Summary:     "NCCL " + l.NCCLVersion + " is known to segfault in ncclNetInit on eRDMA",
+			Evidence:    []string{"NCCL version " + l.NCCLVersion},
+			Remediation: "use NCCL 2.28.3, or 2.29.7 and later"})
+	}
+	ib := l.Channels["NET/IB"]
+	sock := l.Channels["NET/Socket"]
+	switch {
+	case l.Network == "Socket" || (l.Network == "" && sock > 0 && ib == 0):
+		fs = append(fs, socketFallback(l))
+	case l.Network == "IB" || (l.Network == "" && len(l.IBDevices) > 0 && sock == 0):
+		names := make([]string, len(l.IBDevices))
+		for i, d := range l.IBDevices {
+			names[i] = fmt.Sprintf("%s:%d/%s", d.Name, d.Port, d.Link)
+		}
+		ev := []string{}
+		if l.Network == "IB" {
+			ev = append(ev, "Using network IB")
+		}
+		if len(names) > 0 {
+			ev = append(ev, "NET/IB : Using "+strings.Join(names, " "))
+		}
+		if ib > 0 || sock > 0 {
+			ev = append(ev, fmt.Sprintf("channels: NET/IB %d, NET/Socket %d", ib, sock))
+		}
+		fs = append(fs, erdma.Finding{ID: "nccl-network", Severity: erdma.SeverityOK,
+			Summary: "NCCL used RDMA (NET/IB) on " + orNone(strings.Join(names, ", ")), Evidence: ev})
+		fs = append(fs, gdrFinding(l))
+	case l.Network != "":
+		fs = append(fs, erdma.Finding{ID: "nccl-network", Severity: erdma.SeverityWarn,
+			Summary:     "NCCL used the network plugin " + l.Network + ", not its own NET/IB over eRDMA",
+			Evidence:    append([]string{"Using network " + l.Network}, firstN(l.Plugins, 3)...),
+			Remediation: "eRDMA is driven by NCCL's internal IB transport: unset NCCL_NET / NCCL_NET_PLUGIN or remove the plugin unless it is meant"})
+	}
+	if l.MemlockSuspect || l.QPCreateFailures > 0 {
+		ev := []string{}
+		for _, w := range l.Warnings {
+			if strings.Contains(w, "ibv_create_qp") || strings.Contains(w, "-12") || strings.Contains(w, "Cannot allocate memory") {
+				ev = append(ev, w)
+			}
+		}
+		if l.QPCreateFailures > 0 {
+			ev = append(ev, fmt.Sprintf("%d ibv_create_qp failures", l.QPCreateFailures))
+		}
+		fs = append(fs, erdma.Finding{ID: "nccl-memlock", Severity: erdma.SeverityFail,
+			Summary:     "verbs calls failed with ENOMEM: the locked-memory limit is too low",
+			Evidence:    firstN(ev, 6),
+			Remediation: "ulimit -l unlimited on every host (LimitMEMLOCK=infinity for containerd/docker/systemd services, then restart them), and rerun"})
+	}
+	var other []string
+	for _, w := range l.Warnings {
+		if !strings.Contains(w, "ibv_create_qp") {
+			other = append(other, w)
+		}
+	}
+	if len(other) > 0 {
+		fs = append(fs, erdma.Finding{ID: "nccl-warnings", Severity: erdma.SeverityWarn,
+			Summary:  fmt.Sprintf("NCCL printed %d distinct warning(s)", len(other)),
+			Evidence: firstN(other, 6)})
+	}
+	return fs
+}
+
+func socketFallback(l *LogSummary) erdma.Finding {
+	ev := []string{}
+	if l.Network != "" {
+		ev = append(ev, "Using network "+l.Network)
+	}
+	if n := l.Channels["NET/Socket"]; n > 0 {
+		ev = append(ev, fmt.Sprintf("%d channel connections via NET/Socket, %d via NET/IB", n, l.Channels["NET/IB"]))
+	}
+	if len(l.SocketInterfaces) > 0 {
+		ev = append(ev, "NET/Socket : Using "+strings.Join(l.SocketInterfaces, ", "))
+	}
+	var why []string
+	if v, ok := l.Env["NCCL_IB_DISABLE"]; ok && v != "0" {
+		ev = append(ev, "NCCL_IB_DISABLE set to "+v)
+		why = append(why, "NCCL_IB_DISABLE="+v+" turns NET/IB off: unset it")
+	}
+	if l.IBNoDevice {
+		ev = append(ev, "NET/IB : No device found.")
+		if hca, ok := l.Env["NCCL_IB_HCA"]; ok {
+			ev = append(ev, "NCCL_IB_HCA set to "+hca)
+			why = append(why, "NCCL_IB_HCA="+hca+" matches no usable device: set it to the eRDMA devices ibv_devices lists (erdmakit nccl env)")
+		}
+		why = append(why, "libibverbs or the eRDMA provider (liberdma) is missing or not found by NCCL: install rdma-core with the eRDMA provider and check ibv_devinfo on every host",
+			"the eRDMA device has no ACTIVE port: configure its netdev's IPv4 (guide steps 3-4)")
+	}
+	for _, p := range l.PluginErrors {
+		ev = append(ev, p)
+		why = append(why, "a net plugin failed to load; NCCL then uses its internal transports, so this alone does not force sockets unless NCCL_NET names the plugin")
+		break
+	}
+	if len(why) == 0 {
+		why = append(why, "NET/IB found no usable device: check ibv_devinfo (PORT_ACTIVE), NCCL_IB_HCA, and the RDMA libraries on every host")
+	}
+	return erdma.Finding{ID: "nccl-socket-fallback", Severity: erdma.SeverityFail,
+		Summary:     "NCCL fell back to TCP sockets: eRDMA was not used",
+		Evidence:    firstN(ev, 8),
+		Remediation: strings.Join(why, "; ") + "; then rerun with the variables of erdmakit nccl env"}
+}
+
+func gdrFinding(l *LogSummary) erdma.Finding {
+	switch {
+	case l.GDRDMAChannels > 0:
+		return erdma.Finding{ID: "nccl-gdr", Severity: erdma.SeverityOK,
+			Summary:  fmt.Sprintf("GPUDirect RDMA in use (%d channel connections via NET/IB/.../GDRDMA)", l.GDRDMAChannels),
+			Evidence: prefixAll("GPU Direct RDMA Enabled for HCA ", l.GDR.Enabled)}
+	case len(l.GDR.Disabled) > 0:
+		return erdma.Finding{ID: "nccl-gdr", Severity: erdma.SeverityWarn,
+			Summary:     "GPUDirect RDMA disabled: NCCL found no peer-memory support for " + strings.Join(l.GDR.Disabled, ", "),
+			Evidence:    prefixAll("NET/IB : GPU Direct RDMA Disabled for HCA ", l.GDR.Disabled),
+			Remediation: "modprobe nvidia_peermem on every host (again after each reboot; check /sys/module/nvidia_peermem), then rerun with NCCL_NET_GDR_LEVEL=SYS"}
+	case len(l.GDR.Enabled) > 0:
+		return erdma.Finding{ID: "nccl-gdr", Severity: erdma.SeverityWarn,
+			Summary:     "GPUDirect RDMA is possible but no channel used it: the GPU<->NIC distance (SYS on eRDMA hosts) is above NCCL's GDR level",
+			Evidence:    append(prefixAll("GPU Direct RDMA Enabled for HCA ", l.GDR.Enabled), "0 channel connections via .../GDRDMA"),
+			Remediation: "rerun with NCCL_NET_GDR_LEVEL=SYS"}
+	}
+	return erdma.Finding{ID: "nccl-gdr", Severity: erdma.SeveritySkip,
+		Summary: "the log does not say whether GPUDirect RDMA was used (no GDR or GDRDMA lines; NCCL_DEBUG=INFO needed)", Evidence: []string{}}
+}
+
+func diagnoseRows(res *TestResult) []erdma.Finding {
+	if len(res.Rows) == 0 {
+		if len(res.Failures) > 0 {
+			return nil // the failure finding says it
+		}
+		return []erdma.Finding{{ID: "nccl-no-results", Severity: erdma.SeverityFail,
+			Summary:     "the output has no nccl-tests result table",
+			Evidence:    firstN(res.Reasons, 4),
+			Remediation: "check that the run finished (no timeout or cancel) and that the binary is an nccl-tests program"}}
+	}
+	var ev []string
+	for _, r := range res.Rows {
+		o, i := wrong(r.OutOfPlace), wrong(r.InPlace)
+		if o > 0 || i > 0 {
+			ev = append(ev, fmt.Sprintf("size %d: #wrong %d out-of-place, %d in-place", r.Size, o, i))
+		}
+	}
+	if res.OutOfBounds > 0 {
+		ev = append(ev, fmt.Sprintf("# Out of bounds values : %d FAILED", res.OutOfBounds))
+	}
+	if len(ev) == 0 {
+		return nil
+	}
+	return []erdma.Finding{{ID: "nccl-wrong", Severity: erdma.SeverityFail,
+		Summary:  "data corruption: results differ from the expected values",
+		Evidence: firstN(ev, 8),
+		Remediation: "check the MTU of every eRDMA netdev on every host: 8500 with jumbo frames enabled, else 1400 " +
+			"(ip link set dev ethX mtu 8500); a mismatched MTU corrupts NCCL data over eRDMA; then rerun"}}
+}
+
+func wrong(m Measurement) int64 {
+	if m.Wrong == nil {
+		return 0
+	}
+	return *m.Wrong
+}
+
+// LargestRow returns the row with the largest size (nil when none).
+func LargestRow(res *TestResult) *Row {
+	if res == nil || len(res.Rows) == 0 {
+		return nil
+	}
+	best := &res.Rows[0]
+	for i := range res.Rows {
+		if res.Rows[i].Size > best.Size {
+			best = &res.Rows[i]
+		}
+	}
+	return best
+}
+
+// rowBusBW is the better of a row's out-of-place and in-place bus bandwidth.
+func rowBusBW(r Row) float64 {
+	return max(r.OutOfPlace.BusBWGB, r.InPlace.BusBWGB)
+}
+
+func diagnoseBusBW(res *TestResult, exp Expectation) []erdma.Finding {
+	r := LargestRow(res)
+	if r == nil {
+		return nil
+	}
+	want, source, ok := exp.expected(r.Size, res.Hosts)
+	if !ok {
+		return nil
+	}
+	got := rowBusBW(*r)
+	ev := []string{
+		fmt.Sprintf("size %d: busbw %.2f GB/s out-of-place, %.2f GB/s in-place", r.Size, r.OutOfPlace.BusBWGB, r.InPlace.BusBWGB),
+		fmt.Sprintf("expected at least %.2f GB/s: %s", want, source),
+	}
+	if got >= want {
+		return []erdma.Finding{{ID: "nccl-busbw", Severity: erdma.SeverityOK,
+			Summary:  fmt.Sprintf("bus bandwidth %.2f GB/s at %s meets the expected %.2f GB/s", got, sizeText(r.Size), want),
+			Evidence: ev}}
+	}
+	return []erdma.Finding{{ID: "nccl-busbw", Severity: erdma.SeverityWarn,
+		Summary:  fmt.Sprintf("bus bandwidth %.2f GB/s at %s is below the expected %.2f GB/s (%.0f%%)", got, sizeText(r.Size), want, 100*got/want),
+		Evidence: ev,
+		Remediation: "check that NCCL used NET/IB on every eRDMA device (NCCL_IB_HCA), GPUDirect RDMA (NCCL_NET_GDR_LEVEL=SYS, nvidia_peermem), " +
+			"the two ERIs on different network-card channels, and erdmakit perf for each NIC's write bandwidth"}}
+}
+
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func firstN(s []string, n int) []string {
+	out := []string{}
+	for _, x := range s {
+		if len(out) == n {
+			break
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+func prefixAll(p string, s []string) []string {
+	out := make([]string, 0, len(s))
+	for _, x := range s {
+		out = append(out, p+"'"+x+"'")
+	}
+	sort.Strings(out)
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(devices not listed)"
+	}
+	return s
+}

@@ -1,0 +1,147 @@
+package nccl
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/erdma"
+)
+
+func wrongN(v int64) *int64 { return &v }
+
+func row(size int64, busbw float64, wrong int64) Row {
+	return Row{Size: size, Count: size / 4, Type: "float", Redop: "sum", Root: -1,
+		OutOfPlace: Measurement{TimeUS: 100, AlgBWGB: busbw / 2, BusBWGB: busbw, Wrong: wrongN(wrong)},
+		InPlace:    Measurement{TimeUS: 100, AlgBWGB: busbw / 2, BusBWGB: busbw - 0.5, Wrong: wrongN(0)}}
+}
+
+func ibLog() *LogSummary {
+	return &LogSummary{NCCLVersion: "2.21.5", Network: "IB",
+		IBDevices: []IBDevice{{Name: "erdma_0", Port: 1, Link: "RoCE"}},
+		GDR:       GDR{Enabled: []string{"erdma_0"}},
+		Channels:  map[string]int{"NET/IB": 16, "NET/Socket": 0, "P2P": 40, "SHM": 0}, GDRDMAChannels: 16}
+}
+
+func good() *TestResult {
+	return &TestResult{Collective: "all_reduce_perf", Ranks: 16, Hosts: 2, OK: true, FooterSeen: true,
+		Rows: []Row{row(4<<20, 10, 0), row(1<<30, 26.6, 0)}, NCCL: ibLog()}
+}
+
+func ids(fs []erdma.Finding) map[string]erdma.Finding {
+	m := map[string]erdma.Finding{}
+	for _, f := range fs {
+		m[f.ID] = f
+	}
+	return m
+}
+
+func TestDiagnose(t *testing.T) {
+	profile := &erdma.Profile{Family: "ebmgn8is", ERIs: 2, WriteGbps: 240, Source: "test"}
+	tests := []struct {
+		name   string
+		edit   func(*TestResult)
+		exp    Expectation
+		want   map[string]erdma.Severity
+		absent []string
+		worst  erdma.Severity
+		words  map[string]string // id -> word in summary+remediation+evidence
+	}{
+		{"healthy run over eRDMA with GDR", nil, Expectation{BusBWGBs: 20},
+			map[string]erdma.Severity{"nccl-network": erdma.SeverityOK, "nccl-gdr": erdma.SeverityOK, "nccl-busbw": erdma.SeverityOK},
+			[]string{"nccl-wrong", "nccl-socket-fallback"}, erdma.SeverityOK, map[string]string{"nccl-network": "erdma_0:1/RoCE"}},
+		{"below the flag's expectation", nil, Expectation{BusBWGBs: 40},
+			map[string]erdma.Severity{"nccl-busbw": erdma.SeverityWarn}, nil, erdma.SeverityWarn, map[string]string{"nccl-busbw": "66%"}},
+		{"profile rule: 26.6 >= 240/8/2", nil, Expectation{Profile: profile},
+			map[string]erdma.Severity{"nccl-busbw": erdma.SeverityOK}, nil, erdma.SeverityOK, map[string]string{"nccl-busbw": "15.00"}},
+		{"profile rule skips small sizes", func(r *TestResult) { r.Rows = r.Rows[:1] }, Expectation{Profile: profile},
+			nil, []string{"nccl-busbw"}, erdma.SeverityOK, nil},
+		{"profile rule skips one host", func(r *TestResult) { r.Hosts = 1 }, Expectation{Profile: profile},
+			nil, []string{"nccl-busbw"}, erdma.SeverityOK, nil},
+		{"socket fallback, HCA matches nothing", func(r *TestResult) {
+			r.NCCL = &LogSummary{Network: "Socket", IBNoDevice: true, SocketInterfaces: []string{"eth0"},
+				Env:          map[string]string{"NCCL_IB_HCA": "mlx5"},
+				PluginErrors: []string{"NET/Plugin : Plugin load returned 17 : libnccl-net.so: cannot open shared object file"},
+				Channels:     map[string]int{"NET/IB": 0, "NET/Socket": 8}}
+		}, Expectation{},
+			map[string]erdma.Severity{"nccl-socket-fallback": erdma.SeverityFail}, []string{"nccl-network", "nccl-gdr"}, erdma.SeverityFail,
+			map[string]string{"nccl-socket-fallback": "NCCL_IB_HCA=mlx5 matches no usable device"}},
+		{"socket fallback inferred from channels", func(r *TestResult) {
+			r.NCCL = &LogSummary{Channels: map[string]int{"NET/IB": 0, "NET/Socket": 8}}
+		}, Expectation{}, map[string]erdma.Severity{"nccl-socket-fallback": erdma.SeverityFail}, nil, erdma.SeverityFail,
+			map[string]string{"nccl-socket-fallback": "8 channel connections via NET/Socket"}},
+		{"GDR disabled for the HCA", func(r *TestResult) {
+			r.NCCL.GDR = GDR{Disabled: []string{"erdma_0"}}
+			r.NCCL.GDRDMAChannels = 0
+		}, Expectation{}, map[string]erdma.Severity{"nccl-gdr": erdma.SeverityWarn}, nil, erdma.SeverityWarn,
+			map[string]string{"nccl-gdr": "modprobe nvidia_peermem"}},
+		{"GDR possible but distance", func(r *TestResult) { r.NCCL.GDRDMAChannels = 0 }, Expectation{},
+			map[string]erdma.Severity{"nccl-gdr": erdma.SeverityWarn}, nil, erdma.SeverityWarn,
+			map[string]string{"nccl-gdr": "NCCL_NET_GDR_LEVEL=SYS"}},
+		{"wrong values", func(r *TestResult) { r.Rows[1].OutOfPlace.Wrong = wrongN(96); r.OutOfBounds = 4; r.OK = false }, Expectation{},
+			map[string]erdma.Severity{"nccl-wrong": erdma.SeverityFail}, nil, erdma.SeverityFail, map[string]string{"nccl-wrong": "8500"}},
+		{"N/A wrong is not corruption", func(r *TestResult) { r.Rows[1].InPlace.Wrong = nil }, Expectation{},
+			nil, []string{"nccl-wrong"}, erdma.SeverityOK, nil},
+		{"memlock", func(r *TestResult) {
+			r.NCCL.MemlockSuspect = true
+			r.NCCL.QPCreateFailures = 2
+			r.NCCL.Warnings = []string{"Call to ibv_create_qp failed with error Unknown error -12"}
+		}, Expectation{}, map[string]erdma.Severity{"nccl-memlock": erdma.SeverityFail}, []string{"nccl-warnings"}, erdma.SeverityFail,
+			map[string]string{"nccl-memlock": "ulimit -l unlimited"}},
+		{"crashing version", func(r *TestResult) { r.NCCL.NCCLVersion = "2.28.7" }, Expectation{},
+			map[string]erdma.Severity{"nccl-version-crash": erdma.SeverityFail}, nil, erdma.SeverityFail, nil},
+		{"test failure, no table", func(r *TestResult) {
+			r.Rows = nil
+			r.Failures = []string{"Test NCCL failure common.cu:1005 'unhandled system error'"}
+		}, Expectation{BusBWGBs: 10},
+			map[string]erdma.Severity{"nccl-test-failure": erdma.SeverityFail}, []string{"nccl-no-results", "nccl-busbw"}, erdma.SeverityFail, nil},
+		{"no table", func(r *TestResult) { r.Rows = nil; r.NCCL = nil }, Expectation{},
+			map[string]erdma.Severity{"nccl-no-results": erdma.SeverityFail}, nil, erdma.SeverityFail, nil},
+		{"plugin network", func(r *TestResult) { r.NCCL.Network = "AWS Libfabric" }, Expectation{},
+			map[string]erdma.Severity{"nccl-network": erdma.SeverityWarn}, []string{"nccl-gdr"}, erdma.SeverityWarn, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := good()
+			if tt.edit != nil {
+				tt.edit(r)
+			}
+			fs := Diagnose(r, tt.exp)
+			got := ids(fs)
+			for id, sev := range tt.want {
+				require.Contains(t, got, id, "%+v", fs)
+				assert.Equal(t, sev, got[id].Severity, id)
+			}
+			for _, id := range tt.absent {
+				assert.NotContains(t, got, id)
+			}
+			assert.Equal(t, tt.worst, Worst(fs), "%+v", fs)
+			for id, w := range tt.words {
+				f := got[id]
+				all := f.Summary + " " + f.Remediation
+				for _, e := range f.Evidence {
+					all += " " + e
+				}
+				assert.Contains(t, all, w, id)
+			}
+			for _, f := range fs {
+				assert.NotNil(t, f.Evidence, f.ID)
+				if f.Severity == erdma.SeverityWarn || f.Severity == erdma.SeverityFail {
+					if f.ID != "nccl-warnings" {
+						assert.NotEmpty(t, f.Remediation, f.ID)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestDiagnoseRun(t *testing.T) {
+	fs := DiagnoseRun(&RunResult{Failures: []LaunchFailure{{Kind: FailSlots, Summary: "s", Fix: "f", Evidence: []string{"e"}}}}, Expectation{})
+	require.Len(t, fs, 1)
+	assert.Equal(t, "launch-not-enough-slots", fs[0].ID)
+	fs = DiagnoseRun(&RunResult{Result: good()}, Expectation{})
+	assert.Equal(t, erdma.SeverityOK, Worst(fs))
+	assert.Equal(t, "nccl-no-output", DiagnoseRun(nil, Expectation{})[0].ID)
+}

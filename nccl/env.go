@@ -1,0 +1,454 @@
+package nccl
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/erdmakit/erdmakit/erdma"
+)
+
+// EnvVar is one variable of the advised NCCL environment, with why.
+type EnvVar struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Reason string `json:"reason"`
+}
+
+// EnvAdvice is the NCCL environment a host should use. Its JSON names are
+// the public schema of `erdmakit nccl env --json`.
+type EnvAdvice struct {
+	Vars []EnvVar `json:"vars"`
+	// Warnings are problems the environment cannot fix (a crashing NCCL
+	// version, a low memlock limit, an inactive port), each with its fix.
+	Warnings []string `json:"warnings"`
+	// NCCLVersions are the installed NCCL versions that were seen.
+	NCCLVersions []NCCLInstall `json:"nccl_versions,omitempty"`
+}
+
+// GDRMode says whether NCCL_NET_GDR_LEVEL should be advised.
+type GDRMode string
+
+const (
+	// GDRAuto advises GDR when nvidia_peermem (or an equivalent) is ready
+	// and the GPU<->NIC distance is SYS.
+	GDRAuto GDRMode = ""
+	// GDROff never advises GDR.
+	GDROff GDRMode = "off"
+	// GDROn advises NCCL_NET_GDR_LEVEL=SYS whatever the inventory says
+	// (warning when peermem is not ready).
+	GDROn GDRMode = "on"
+)
+
+// EnvOptions tune AdviseEnv.
+type EnvOptions struct {
+	// NCCL lists the installed NCCL versions (DetectNCCL, or a flag).
+	NCCL []NCCLInstall
+	// SocketIfname overrides the choice of the bootstrap interface.
+	SocketIfname string
+	GDR          GDRMode
+}
+
+// crashingNCCL are the NCCL releases known to segfault in
+// ncclNetInit on eRDMA (data-on-ack ray-direct-transport-on-erdma README).
+var crashingNCCL = []string{"2.28.7", "2.28.9"}
+
+// CrashingNCCL reports whether version (e.g. "2.28.9+cuda12.9") is a
+// release known to segfault in ncclNetInit on eRDMA.
+func CrashingNCCL(version string) bool {
+	v, _, _ := strings.Cut(strings.TrimSpace(version), "+")
+	return slices.Contains(crashingNCCL, v)
+}
+
+// AdviseEnv derives the NCCL environment from a host's inventory. It is a
+// pure function: the same inventory and options give the same advice.
+func AdviseEnv(inv *erdma.Inventory, opts EnvOptions) *EnvAdvice {
+	a := &EnvAdvice{Vars: []EnvVar{}, Warnings: []string{}, NCCLVersions: opts.NCCL}
+	if inv == nil {
+		a.warn("no inventory: nothing to derive the NCCL environment from")
+		return a
+	}
+	a.socketIfname(inv, opts.SocketIfname)
+	devs := a.hca(inv)
+	a.gidIndex(inv, devs)
+	a.gdr(inv, devs, opts.GDR)
+	if inv.Memlock != nil && !inv.Memlock.Unlimited {
+		a.warn(fmt.Sprintf("locked-memory limit is %s (soft), not unlimited: NCCL's ibv_create_qp fails with ENOMEM "+
+			"('Unknown error -12'); run ulimit -l unlimited, LimitMEMLOCK=infinity for systemd/containerd services",
+			bytesText(inv.Memlock.Soft)))
+	}
+	for _, n := range opts.NCCL {
+		if CrashingNCCL(n.Version) {
+			a.warn(fmt.Sprintf("NCCL %s (%s) segfaults in ncclNetInit on eRDMA: use 2.28.3 or 2.29.7 and later", n.Version, n.Path))
+		}
+	}
+	return a
+}
+
+func (a *EnvAdvice) set(name, value, reason string) {
+	a.Vars = append(a.Vars, EnvVar{Name: name, Value: value, Reason: reason})
+}
+
+func (a *EnvAdvice) warn(s string) { a.Warnings = append(a.Warnings, s) }
+
+// Get returns the advised value of name and whether it is set.
+func (a *EnvAdvice) Get(name string) (string, bool) {
+	for _, v := range a.Vars {
+		if v.Name == name {
+			return v.Value, true
+		}
+	}
+	return "", false
+}
+
+func (a *EnvAdvice) socketIfname(inv *erdma.Inventory, override string) {
+	if override != "" {
+		a.set("NCCL_SOCKET_IFNAME", override, "given on the command line")
+		return
+	}
+	var best *erdma.Netdev
+	for i := range inv.Netdevs {
+		n := &inv.Netdevs[i]
+		if n.Name == "lo" || len(n.IPv4) == 0 || (n.OperState != "up" && n.OperState != "unknown") {
+			continue
+		}
+		if n.Name == "eth0" {
+			best = n
+			break
+		}
+		if best == nil || n.Name < best.Name {
+			best = n
+		}
+	}
+	if best == nil {
+		a.warn("no interface is up with an IPv4 address: set NCCL_SOCKET_IFNAME to the interface the hosts reach each other on")
+		return
+	}
+	why := "the primary interface"
+	if best.Name != "eth0" {
+		why = "the first interface up with an IPv4 address (no eth0)"
+	}
+	a.set("NCCL_SOCKET_IFNAME", best.Name, fmt.Sprintf("%s (%s): NCCL's bootstrap and out-of-band traffic", why, strings.Join(best.IPv4, ", ")))
+}
+
+// hca picks the eRDMA devices NCCL should use and returns them.
+func (a *EnvAdvice) hca(inv *erdma.Inventory) []erdma.Device {
+	var all, usable []erdma.Device
+	for _, d := range inv.Devices {
+		if !d.ERDMA {
+			continue
+		}
+		all = append(all, d)
+		switch {
+		case d.Transport == erdma.TransportIWARP:
+			a.warn(fmt.Sprintf("%s is in iWARP mode (node_type %q): NCCL's IB transport cannot connect it; "+
+				"load the erdma driver in compat mode (compat_mode=1) on every host", d.Name, d.NodeType))
+		case activePort(d) == nil:
+			a.warn(fmt.Sprintf("%s has no ACTIVE port: configure its netdev %s with an IPv4 address and bring it up "+
+				"(guide steps 3-4), then check ibv_devinfo", d.Name, orUnknown(d.Netdev)))
+		default:
+			usable = append(usable, d)
+		}
+	}
+	if len(all) == 0 {
+		a.warn("no eRDMA device (driver erdma, PCI 1ded:107f) in sys/class/infiniband: NCCL would fall back to sockets; " +
+			"attach an ERI and install the eRDMA driver (guide steps 1-2)")
+		return nil
+	}
+	if len(usable) == 0 {
+		return nil
+	}
+	names := make([]string, len(usable))
+	desc := make([]string, len(usable))
+	for i, d := range usable {
+		names[i] = d.Name
+		desc[i] = fmt.Sprintf("%s (netdev %s)", d.Name, orUnknown(d.Netdev))
+	}
+	a.set("NCCL_IB_HCA", strings.Join(names, ","), "the eRDMA devices with an ACTIVE port: "+strings.Join(desc, ", "))
+	return usable
+}
+
+func activePort(d erdma.Device) *erdma.Port {
+	for i := range d.Ports {
+		if d.Ports[i].StateCode == 4 || strings.EqualFold(d.Ports[i].State, "ACTIVE") {
+			return &d.Ports[i]
+		}
+	}
+	return nil
+}
+
+func (a *EnvAdvice) gidIndex(inv *erdma.Inventory, devs []erdma.Device) {
+	if len(devs) == 0 {
+		return
+	}
+	idx := map[int][]string{}
+	for _, d := range devs {
+		i := activePort(d).RecommendedGIDIndex
+		if i < 0 {
+			a.warn(fmt.Sprintf("%s has no RoCE v2 GID holding its netdev's IPv4 (::ffff:a.b.c.d): "+
+				"give %s an IPv4 address (guide step 3)", d.Name, orUnknown(d.Netdev)))
+			i = -1
+		}
+		idx[i] = append(idx[i], fmt.Sprintf("%s: %d", d.Name, i))
+	}
+	if len(idx) == 1 {
+		for i, who := range idx {
+			if i >= 0 {
+				a.set("NCCL_IB_GID_INDEX", strconv.Itoa(i),
+					"the RoCE v2 GID of the netdev's IPv4 on every eRDMA device ("+strings.Join(who, ", ")+")")
+			}
+		}
+		return
+	}
+	var who []string
+	for _, w := range idx {
+		who = append(who, w...)
+	}
+	sort.Strings(who)
+	reason := "the eRDMA devices use different GID indexes (" + strings.Join(who, ", ") + "): let NCCL pick the GID by address"
+	a.set("NCCL_IB_GID_INDEX", "-1", reason)
+	a.set("NCCL_IB_ADDR_FAMILY", "AF_INET", "with NCCL_IB_GID_INDEX=-1: use the IPv4 GIDs")
+	a.set("NCCL_IB_ROCE_VERSION_NUM", "2", "with NCCL_IB_GID_INDEX=-1: use the RoCE v2 GIDs")
+	prefix, err := coveringPrefix(inv, devs)
+	if err != nil {
+		a.warn("NCCL_IB_ADDR_RANGE not set: " + err.Error())
+		return
+	}
+	a.set("NCCL_IB_ADDR_RANGE", prefix.String(), "the subnet covering the eRDMA netdevs' IPv4 addresses")
+}
+
+// coveringPrefix is the smallest IPv4 prefix that holds every eRDMA
+// netdev's subnet.
+func coveringPrefix(inv *erdma.Inventory, devs []erdma.Device) (netip.Prefix, error) {
+	var nets []netip.Prefix
+	for _, d := range devs {
+		nd := findNetdev(inv, d.Netdev)
+		if nd == nil {
+			return netip.Prefix{}, fmt.Errorf("the netdev of %s is not known", d.Name)
+		}
+		for _, c := range nd.IPv4 {
+			p, err := netip.ParsePrefix(c)
+			if err != nil || !p.Addr().Is4() {
+				return netip.Prefix{}, fmt.Errorf("netdev %s: IPv4 %q is not a CIDR", nd.Name, c)
+			}
+			nets = append(nets, p.Masked())
+		}
+	}
+	if len(nets) == 0 {
+		return netip.Prefix{}, fmt.Errorf("the eRDMA netdevs have no IPv4 address")
+	}
+	bits := nets[0].Bits()
+	first := nets[0].Addr().As4()
+	for _, p := range nets[1:] {
+		bits = min(bits, p.Bits(), commonBits(first, p.Addr().As4()))
+	}
+	return netip.PrefixFrom(nets[0].Addr(), bits).Masked(), nil
+}
+
+func commonBits(a, b [4]byte) int {
+	x := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	y := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	n := 0
+	for d := x ^ y; n < 32 && d&(1<<31) == 0; d <<= 1 {
+		n++
+	}
+	return n
+}
+
+func findNetdev(inv *erdma.Inventory, name string) *erdma.Netdev {
+	if name == "" {
+		return nil
+	}
+	for i := range inv.Netdevs {
+		if inv.Netdevs[i].Name == name {
+			return &inv.Netdevs[i]
+		}
+	}
+	return nil
+}
+
+func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode) {
+	if mode == GDROff || len(devs) == 0 {
+		return
+	}
+	g := inv.GPU
+	if mode == GDROn {
+		reason := "GPUDirect RDMA asked for on the command line"
+		if g == nil || g.GDRPath == "" {
+			a.warn("NCCL_NET_GDR_LEVEL=SYS without nvidia_peermem: NCCL reports 'GPU Direct RDMA Disabled'; modprobe nvidia_peermem")
+		}
+		a.set("NCCL_NET_GDR_LEVEL", "SYS", reason)
+		return
+	}
+	if g == nil || !g.Available {
+		why := "no GPU facts"
+		if g != nil && g.Reason != "" {
+			why = g.Reason
+		}
+		if m := peerMemModule(inv); m != "" {
+			a.set("NCCL_NET_GDR_LEVEL", "SYS", fmt.Sprintf("%s is loaded; the GPU<->NIC distance was not measured (%s) "+
+				"and is SYS on eRDMA GPU hosts, where NCCL only uses GPUDirect RDMA when told to", m, why))
+			return
+		}
+		a.warn("NCCL_NET_GDR_LEVEL not decided (" + why + ", nvidia_peermem not loaded); " +
+			"on eRDMA GPU hosts: modprobe nvidia_peermem, then NCCL_NET_GDR_LEVEL=SYS")
+		return
+	}
+	if g.GDRPath == "" {
+		a.warn("GPUDirect RDMA is not ready (no nvidia_peermem/nv_peer_mem): NCCL copies through host memory; " +
+			"modprobe nvidia_peermem (again after every reboot), then NCCL_NET_GDR_LEVEL=SYS")
+		return
+	}
+	var sys []string
+	for _, n := range g.Nearest {
+		if n.Distance == "SYS" {
+			sys = append(sys, fmt.Sprintf("GPU%d-%s", n.GPU, n.Device))
+		}
+	}
+	if len(sys) == 0 {
+		return // closer than SYS: NCCL's default level already uses GDR
+	}
+	if len(sys) > 4 {
+		sys = append(sys[:4], "...")
+	}
+	a.set("NCCL_NET_GDR_LEVEL", "SYS", fmt.Sprintf("%s is ready and the GPU<->NIC distance is SYS (%s): "+
+		"NCCL only uses GPUDirect RDMA at that distance when told to", g.GDRPath, strings.Join(sys, ", ")))
+}
+
+// peerMemModule returns the loaded GPUDirect RDMA module, "" if none.
+func peerMemModule(inv *erdma.Inventory) string {
+	for _, m := range inv.Modules {
+		if m.Loaded && (m.Name == "nvidia_peermem" || m.Name == "nv_peer_mem") {
+			return m.Name
+		}
+	}
+	return ""
+}
+
+// Shell returns the advice as a shell snippet: each variable's reason as a
+// comment, then "export NAME=VALUE"; warnings as comments at the top.
+func (a *EnvAdvice) Shell() string {
+	var b strings.Builder
+	for _, w := range a.Warnings {
+		b.WriteString("# WARNING: " + w + "\n")
+	}
+	for _, v := range a.Vars {
+		b.WriteString("# " + v.Reason + "\n")
+		b.WriteString("export " + v.Name + "=" + shellQuote(v.Value) + "\n")
+	}
+	return b.String()
+}
+
+// MPIRunArgs returns the advice as mpirun arguments: "-x", "NAME=VALUE", ...
+func (a *EnvAdvice) MPIRunArgs() []string {
+	var out []string
+	for _, v := range a.Vars {
+		out = append(out, "-x", v.Name+"="+v.Value)
+	}
+	return out
+}
+
+// CommandVars returns the advice as Command.Env entries.
+func (a *EnvAdvice) CommandVars() []Var {
+	out := make([]Var, len(a.Vars))
+	for i, v := range a.Vars {
+		out[i] = Var{Name: v.Name, Value: v.Value}
+	}
+	return out
+}
+
+// NCCLInstall is one NCCL library seen on a host.
+type NCCLInstall struct {
+	Version string `json:"version"` // "2.21.5"
+	Path    string `json:"path"`    // relative to the host root
+}
+
+var (
+	ncclSOName    = regexp.MustCompile(`^libnccl\.so\.(\d+\.\d+\.\d+)$`)
+	ncclWheelName = regexp.MustCompile(`^nvidia_nccl_cu\d+-(\d+\.\d+\.\d+)(\.\w+)?\.dist-info$`)
+)
+
+// ncclLibDirs are where NCCL is installed, relative to the host root.
+var ncclLibDirs = []string{
+	"usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib",
+	"usr/local/lib", "usr/local/lib64", "usr/local/cuda/lib64", "usr/local/cuda/lib",
+	"usr/local/cuda/targets/x86_64-linux/lib", "usr/local/nccl/lib", "opt/nccl/lib", "opt/nccl/build/lib",
+}
+
+// ncclWheelGlobs are where pip puts nvidia-nccl-cu12 (PyTorch's NCCL).
+var ncclWheelGlobs = []string{
+	"usr/lib/python3*/site-packages", "usr/lib/python3*/dist-packages",
+	"usr/local/lib/python3*/site-packages", "usr/local/lib/python3*/dist-packages",
+	"usr/lib64/python3*/site-packages", "opt/conda/lib/python3*/site-packages",
+}
+
+// DetectNCCL lists the NCCL libraries under a host root ("/" for this
+// host) by their file names: libnccl.so.2.X.Y in the usual library
+// directories and nvidia_nccl_cu*-X.Y.Z.dist-info wheels. Unreadable
+// directories are skipped; the result is sorted by path.
+func DetectNCCL(root string) []NCCLInstall {
+	var out []NCCLInstall
+	seen := map[string]bool{}
+	add := func(v, p string) {
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			rel = p
+		}
+		if !seen[rel] {
+			seen[rel] = true
+			out = append(out, NCCLInstall{Version: v, Path: rel})
+		}
+	}
+	for _, d := range ncclLibDirs {
+		ents, err := os.ReadDir(filepath.Join(root, d))
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if m := ncclSOName.FindStringSubmatch(e.Name()); m != nil {
+				add(m[1], filepath.Join(root, d, e.Name()))
+			}
+		}
+	}
+	for _, g := range ncclWheelGlobs {
+		dirs, _ := filepath.Glob(filepath.Join(root, g))
+		for _, d := range dirs {
+			ents, err := os.ReadDir(d)
+			if err != nil {
+				continue
+			}
+			for _, e := range ents {
+				if m := ncclWheelName.FindStringSubmatch(e.Name()); m != nil {
+					add(m[1], filepath.Join(d, e.Name()))
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}
+
+func bytesText(n uint64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -1,0 +1,57 @@
+package nccl_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/erdmakit/erdmakit/nccl"
+)
+
+func ExampleClassifyLaunch() {
+	log := `--------------------------------------------------------------------------
+mpirun detected that one or more processes exited with non-zero status, thus causing
+the job to be terminated. The first process to do so was:
+
+  Process name: [[56171,1],6]
+  Exit code:    3
+--------------------------------------------------------------------------`
+	failures, _ := nccl.ClassifyLaunch(strings.NewReader(log))
+	for _, f := range failures {
+		fmt.Println(f.Kind, "|", f.Summary)
+	}
+	// Output:
+	// rank-exited | rank 6 exited with code 3
+}
+
+func ExampleDiagnose() {
+	res, _ := nccl.ParseTests(strings.NewReader(`NCCL INFO NET/IB : No device found.
+NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>
+NCCL INFO Using network Socket
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+     4194304       1048576     float     sum      -1    364.6   11.50   21.57      0    356.6   11.76   22.05      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 21.81
+`))
+	for _, f := range nccl.Diagnose(res, nccl.Expectation{BusBWGBs: 25}) {
+		fmt.Println(f.Severity, f.ID)
+	}
+	// Output:
+	// fail nccl-socket-fallback
+	// warn nccl-busbw
+}
+
+func ExampleRun() {
+	c := nccl.DefaultCommand()
+	c.Hosts, _ = nccl.ParseHosts("gpu-a:8,gpu-b:8")
+	c.TestArgs = []string{"-b", "8", "-e", "8G", "-f", "2", "-g", "1"}
+	run, err := nccl.Run(context.Background(), c, nccl.RunOptions{
+		OnRow: func(r nccl.Row) { fmt.Println(nccl.LiveRow(r)) },
+	})
+	if err != nil {
+		fmt.Println(err) // mpirun missing, or the run was cancelled
+		return
+	}
+	rep := nccl.NewRunReport(run, nccl.Expectation{BusBWGBs: 20})
+	fmt.Println(rep.Status)
+}

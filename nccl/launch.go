@@ -1,0 +1,390 @@
+package nccl
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/erdmakit/erdmakit/erdma"
+)
+
+// FailureKind names a launcher failure; the values are stable (JSON).
+type FailureKind string
+
+const (
+	// FailRunAsRoot: mpirun refused to run as root.
+	FailRunAsRoot FailureKind = "run-as-root"
+	// FailSlots: more ranks than the hosts offer slots.
+	FailSlots FailureKind = "not-enough-slots"
+	// FailDaemons: mpirun could not start its daemons (orted) on a host:
+	// ssh, host keys, orted not on the remote PATH, no route back.
+	FailDaemons FailureKind = "daemons-not-started"
+	// FailExecutable: the nccl-tests binary could not be found or run.
+	FailExecutable FailureKind = "executable-not-found"
+	// FailRankExit: a rank exited with a non-zero status.
+	FailRankExit FailureKind = "rank-exited"
+	// FailRankSignal: a rank was killed by a signal.
+	FailRankSignal FailureKind = "rank-signalled"
+	// FailAllocation: Slurm could not allocate the nodes.
+	FailAllocation FailureKind = "allocation-failed"
+)
+
+// LaunchFailure is one classified launcher failure, with the step that
+// fixes it.
+type LaunchFailure struct {
+	Kind     FailureKind `json:"kind"`
+	Summary  string      `json:"summary"`
+	Evidence []string    `json:"evidence"`
+	Fix      string      `json:"fix"`
+	// Rank, Host, ExitCode and Signal describe a failed rank; Rank is -1
+	// and the others zero where they do not apply or are not known.
+	Rank     int    `json:"rank"`
+	Host     string `json:"host,omitempty"`
+	ExitCode int    `json:"exit_code,omitempty"`
+	Signal   int    `json:"signal,omitempty"`
+}
+
+// Finding returns the failure in the doctor's shape, id "launch-<kind>".
+func (f LaunchFailure) Finding() erdma.Finding {
+	return erdma.Finding{
+		ID:          "launch-" + string(f.Kind),
+		Severity:    erdma.SeverityFail,
+		Summary:     f.Summary,
+		Evidence:    f.Evidence,
+		Remediation: f.Fix,
+	}
+}
+
+// maxEvidence bounds the evidence kept per failure, so that a runaway log
+// cannot grow the classifier.
+const maxEvidence = 8
+
+// LaunchClassifier recognises launcher failures in mpirun or srun output
+// fed to it line by line. Its memory is bounded whatever the log size.
+// The zero value is ready to use.
+type LaunchClassifier struct {
+	// HostOfRank, when set, names the host of a rank the log does not name
+	// (Command.HostOfRank).
+	HostOfRank func(rank int) string
+
+	failures  []LaunchFailure
+	rankHosts map[int]string
+	block     FailureKind // inside an Open MPI help block of this kind
+	pending   *LaunchFailure
+	sshLines  []string
+}
+
+// Line feeds one line of output (without its newline).
+func (c *LaunchClassifier) Line(line string) {
+	s := strings.TrimSpace(line)
+	if len(s) > 400 {
+		s = s[:400]
+	}
+	switch {
+	case s == "":
+		return
+	case strings.HasPrefix(s, "#") && strings.Contains(s, "Rank") && strings.Contains(s, " on "):
+		c.rankHost(s)
+	case strings.Contains(s, "mpirun has detected an attempt to run as root"):
+		c.add(LaunchFailure{Kind: FailRunAsRoot, Rank: -1,
+			Summary:  "mpirun refused to run as root",
+			Evidence: []string{s},
+			Fix:      "add --allow-run-as-root to the mpirun line (erdmakit nccl run does by default), or export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"})
+	case strings.HasPrefix(s, "There are not enough slots available in the system"):
+		f := LaunchFailure{Kind: FailSlots, Rank: -1,
+			Summary:  "not enough slots for the ranks requested",
+			Evidence: []string{s},
+			Fix:      "give each host its slot count in -H (host1:8,host2:8) or slots=N in the hostfile, lower -np, or add --oversubscribe"}
+		if n := lastInt(s); n > 0 {
+			f.Summary = fmt.Sprintf("not enough slots for the %d ranks requested", n)
+		}
+		c.add(f)
+		c.block = FailSlots
+	case strings.HasPrefix(s, "ORTE was unable to reliably start one or more daemons") ||
+		strings.HasPrefix(s, "PRTE has lost communication with a remote daemon") ||
+		strings.Contains(s, "daemon did not report back when launched"):
+		c.daemons(s)
+	case isSSHError(s):
+		c.sshLines = appendBounded(c.sshLines, s)
+		c.daemons(s)
+	case strings.HasPrefix(s, "mpirun was unable to launch the specified application") ||
+		strings.HasPrefix(s, "mpirun was unable to find the specified executable"):
+		c.add(LaunchFailure{Kind: FailExecutable, Rank: -1,
+			Summary:  "mpirun could not find or execute the nccl-tests binary",
+			Evidence: []string{s},
+			Fix:      "build nccl-tests (make MPI=1) at the same path on every host, or pass --binary with an absolute path that exists on all hosts"})
+		c.block = FailExecutable
+	case strings.HasPrefix(s, "mpirun detected that one or more processes exited with non-zero status"):
+		c.pending = &LaunchFailure{Kind: FailRankExit, Rank: -1, Summary: "a rank exited with a non-zero status", Evidence: []string{s}}
+	case strings.HasPrefix(s, "mpirun noticed that process rank "):
+		c.signalled(s)
+	case strings.HasPrefix(s, "srun: error:"):
+		c.srunError(s)
+	case c.block == FailExecutable && (strings.HasPrefix(s, "Executable:") || strings.HasPrefix(s, "Node:")):
+		c.evidence(FailExecutable, s)
+		if v, ok := strings.CutPrefix(s, "Executable:"); ok {
+			c.last(FailExecutable).Summary = "mpirun could not find or execute " + strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(s, "Node:"); ok {
+			c.last(FailExecutable).Host = strings.TrimSpace(v)
+		}
+	case c.pending != nil && strings.HasPrefix(s, "Process name:"):
+		c.pending.Evidence = appendBounded(c.pending.Evidence, s)
+		c.pending.Rank = processNameRank(s)
+	case c.pending != nil && strings.HasPrefix(s, "Exit code:"):
+		c.pending.Evidence = appendBounded(c.pending.Evidence, s)
+		c.pending.ExitCode, _ = strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(s, "Exit code:")))
+		c.finishRank(*c.pending)
+		c.pending = nil
+	case strings.HasPrefix(s, "-----"):
+		c.block = ""
+	}
+}
+
+// Failures returns what was recognised so far, in order of appearance.
+func (c *LaunchClassifier) Failures() []LaunchFailure {
+	out := append([]LaunchFailure(nil), c.failures...)
+	if c.pending != nil { // a truncated rank block: report what is known
+		p := *c.pending
+		p = c.completeRank(p)
+		out = append(out, p)
+	}
+	for i := range out {
+		if out[i].Rank >= 0 && out[i].Host == "" {
+			out[i].Host = c.hostOf(out[i].Rank)
+		}
+	}
+	return out
+}
+
+// ClassifyLaunch reads a whole launcher log and returns its failures.
+func ClassifyLaunch(r io.Reader) ([]LaunchFailure, error) {
+	var c LaunchClassifier
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		c.Line(sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		return c.Failures(), fmt.Errorf("reading launcher output: %w", err)
+	}
+	return c.Failures(), nil
+}
+
+func (c *LaunchClassifier) add(f LaunchFailure) {
+	for i := range c.failures {
+		if c.failures[i].Kind == f.Kind && f.Kind != FailRankExit && f.Kind != FailRankSignal {
+			c.failures[i].Evidence = appendBounded(c.failures[i].Evidence, f.Evidence...)
+			return
+		}
+	}
+	c.failures = append(c.failures, f)
+}
+
+func (c *LaunchClassifier) last(k FailureKind) *LaunchFailure {
+	for i := len(c.failures) - 1; i >= 0; i-- {
+		if c.failures[i].Kind == k {
+			return &c.failures[i]
+		}
+	}
+	return &LaunchFailure{}
+}
+
+func (c *LaunchClassifier) evidence(k FailureKind, s string) {
+	f := c.last(k)
+	f.Evidence = appendBounded(f.Evidence, s)
+}
+
+func (c *LaunchClassifier) daemons(s string) {
+	fix := "check from this host, for every host of the run: passwordless ssh (ssh HOST true must not prompt), " +
+		"known host keys (ssh-keyscan HOST >> ~/.ssh/known_hosts), the same Open MPI on the remote PATH " +
+		"(ssh HOST which orted) or mpirun --prefix, and a route back to this host on the -mca btl_tcp_if_include interface"
+	switch {
+	case strings.Contains(s, "Could not resolve hostname"):
+		fix = "a host name does not resolve: fix the -H list or hostfile, or /etc/hosts; then " + fix
+	case strings.Contains(s, "Host key verification failed"):
+		fix = "the remote host key is unknown: ssh-keyscan HOST >> ~/.ssh/known_hosts on this host; then " + fix
+	case strings.Contains(s, "Permission denied"):
+		fix = "ssh asks for a password: copy this host's public key to the remote (ssh-copy-id HOST); then " + fix
+	case strings.Contains(s, "orted: command not found") || strings.Contains(s, "orted: No such file"):
+		fix = "orted is not on the remote PATH: install the same Open MPI there or pass mpirun --prefix <dir>; then " + fix
+	}
+	for i := range c.failures {
+		if c.failures[i].Kind == FailDaemons {
+			c.failures[i].Evidence = appendBounded(c.failures[i].Evidence, s)
+			if isSSHError(s) {
+				c.failures[i].Fix = fix
+			}
+			return
+		}
+	}
+	c.failures = append(c.failures, LaunchFailure{Kind: FailDaemons, Rank: -1,
+		Summary: "mpirun could not start its daemons on every host", Evidence: []string{s}, Fix: fix})
+}
+
+func isSSHError(s string) bool {
+	return strings.HasPrefix(s, "ssh:") ||
+		strings.Contains(s, "Host key verification failed") ||
+		strings.Contains(s, "Permission denied (publickey") ||
+		strings.Contains(s, "orted: command not found") ||
+		strings.Contains(s, "orted: No such file")
+}
+
+// signalled reads "mpirun noticed that process rank 1 with PID 0 on node vm
+// exited on signal 9 (Killed)."
+func (c *LaunchClassifier) signalled(s string) {
+	f := LaunchFailure{Kind: FailRankSignal, Rank: -1, Summary: "a rank was killed by a signal", Evidence: []string{s}}
+	rest := strings.TrimPrefix(s, "mpirun noticed that process rank ")
+	if n, err := strconv.Atoi(firstField(rest)); err == nil {
+		f.Rank = n
+	}
+	if _, after, ok := strings.Cut(rest, " on node "); ok {
+		f.Host = firstField(after)
+	}
+	if _, after, ok := strings.Cut(rest, "signal "); ok {
+		f.Signal, _ = strconv.Atoi(firstField(after))
+	}
+	c.finishRank(f)
+}
+
+// srunError reads "srun: error: node1: task 3: Exited with exit code 1" and
+// "srun: error: Unable to allocate resources: ...".
+func (c *LaunchClassifier) srunError(s string) {
+	rest := strings.TrimSpace(strings.TrimPrefix(s, "srun: error:"))
+	if strings.HasPrefix(rest, "Unable to allocate resources") {
+		c.add(LaunchFailure{Kind: FailAllocation, Rank: -1, Summary: "Slurm could not allocate the nodes",
+			Evidence: []string{s},
+			Fix:      "check the partition, node names (--nodelist) and node counts against sinfo, or run inside an allocation (salloc)"})
+		return
+	}
+	parts := strings.SplitN(rest, ": ", 3)
+	if len(parts) < 3 || !strings.HasPrefix(parts[1], "task") {
+		return
+	}
+	f := LaunchFailure{Kind: FailRankExit, Rank: -1, Host: parts[0], Evidence: []string{s}}
+	task := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(parts[1], "tasks"), "task"))
+	first, _, _ := strings.Cut(task, "-")
+	first, _, _ = strings.Cut(first, ",")
+	if n, err := strconv.Atoi(first); err == nil {
+		f.Rank = n
+	}
+	switch {
+	case strings.Contains(parts[2], "Exited with exit code"):
+		f.ExitCode = lastInt(parts[2])
+	case strings.Contains(parts[2], "Killed") || strings.Contains(parts[2], "signal"):
+		f.Kind = FailRankSignal
+		f.Signal = lastInt(parts[2])
+	default:
+		return
+	}
+	c.finishRank(f)
+}
+
+func (c *LaunchClassifier) completeRank(f LaunchFailure) LaunchFailure {
+	if f.Host == "" && f.Rank >= 0 {
+		f.Host = c.hostOf(f.Rank)
+	}
+	where := "rank ?"
+	if f.Rank >= 0 {
+		where = "rank " + strconv.Itoa(f.Rank)
+	}
+	if f.Host != "" {
+		where += " on " + f.Host
+	}
+	if f.Kind == FailRankSignal {
+		f.Summary = where + " was killed"
+		if f.Signal > 0 {
+			f.Summary += " by signal " + strconv.Itoa(f.Signal)
+		}
+	} else {
+		f.Summary = where + " exited with code " + strconv.Itoa(f.ExitCode)
+	}
+	f.Fix = "read that rank's output above its exit (Test NCCL failure / Test CUDA failure lines, NCCL WARN); " +
+		"rerun with NCCL_DEBUG=INFO and check that host with erdmakit doctor"
+	return f
+}
+
+func (c *LaunchClassifier) finishRank(f LaunchFailure) {
+	c.failures = append(c.failures, c.completeRank(f))
+}
+
+func (c *LaunchClassifier) hostOf(rank int) string {
+	if h := c.rankHosts[rank]; h != "" {
+		return h
+	}
+	if c.HostOfRank != nil {
+		return c.HostOfRank(rank)
+	}
+	return ""
+}
+
+// rankHost reads nccl-tests' "#  Rank  6 Group  0 Pid   6905 on host device  6 ..."
+// (and NCCL 1.x "#   Rank  0 on node03 device 0").
+func (c *LaunchClassifier) rankHost(s string) {
+	f := strings.Fields(strings.TrimPrefix(s, "#"))
+	if len(f) < 4 || f[0] != "Rank" {
+		return
+	}
+	rank, err := strconv.Atoi(f[1])
+	if err != nil || rank < 0 {
+		return
+	}
+	for i := 2; i+1 < len(f); i++ {
+		if f[i] == "on" {
+			if c.rankHosts == nil {
+				c.rankHosts = make(map[int]string)
+			}
+			if len(c.rankHosts) < 1<<16 {
+				c.rankHosts[rank] = f[i+1]
+			}
+			return
+		}
+	}
+}
+
+// processNameRank reads "Process name: [[56171,1],6]" -> 6.
+func processNameRank(s string) int {
+	i := strings.LastIndex(s, ",")
+	if i < 0 {
+		return -1
+	}
+	rest := s[i+1:]
+	if k := strings.IndexByte(rest, ']'); k >= 0 {
+		rest = rest[:k]
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(rest))
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+func firstField(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	return strings.TrimRight(f[0], ".,;:)")
+}
+
+// lastInt returns the last whole number in s, 0 if none.
+func lastInt(s string) int {
+	f := strings.FieldsFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	if len(f) == 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[len(f)-1])
+	return n
+}
+
+func appendBounded(dst []string, s ...string) []string {
+	for _, x := range s {
+		if len(dst) >= maxEvidence {
+			return dst
+		}
+		dst = append(dst, x)
+	}
+	return dst
+}

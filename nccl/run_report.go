@@ -1,0 +1,108 @@
+package nccl
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/render"
+)
+
+// RunReport is the public schema of `erdmakit nccl run --json`: the
+// parsers' TestResult (its fields at the top level) plus how the run went
+// and the diagnosis.
+type RunReport struct {
+	*TestResult
+	Argv []string `json:"argv"`
+	// LauncherExitCode is mpirun's or srun's exit status (-1: killed or
+	// not started).
+	LauncherExitCode int             `json:"launcher_exit_code"`
+	DurationS        float64         `json:"duration_s"`
+	Cancelled        bool            `json:"cancelled,omitempty"`
+	LaunchFailures   []LaunchFailure `json:"launch_failures"`
+	// ExpectBusBWGBs is the expectation the busbw finding used (0: none).
+	ExpectBusBWGBs float64         `json:"expect_busbw_gbs,omitempty"`
+	Findings       []erdma.Finding `json:"findings"`
+	// Status is the worst finding: ok, warn (e.g. below expectation) or fail.
+	Status erdma.Severity `json:"status"`
+}
+
+// NewRunReport diagnoses run and returns the report.
+func NewRunReport(run *RunResult, exp Expectation) *RunReport {
+	rep := &RunReport{LauncherExitCode: -1, LaunchFailures: []LaunchFailure{}}
+	if run != nil {
+		rep.TestResult = run.Result
+		rep.Argv = run.Argv
+		rep.LauncherExitCode = run.ExitCode
+		rep.DurationS = run.Duration.Seconds()
+		rep.Cancelled = run.Cancelled
+		if run.Failures != nil {
+			rep.LaunchFailures = run.Failures
+		}
+	}
+	if rep.TestResult == nil {
+		rep.TestResult = &TestResult{Rows: []Row{}, Failures: []string{}}
+	}
+	if r := LargestRow(rep.TestResult); r != nil {
+		if v, _, ok := exp.expected(r.Size, rep.Hosts); ok {
+			rep.ExpectBusBWGBs = v
+		}
+	}
+	rep.Findings = DiagnoseRun(run, exp)
+	if rep.Findings == nil {
+		rep.Findings = []erdma.Finding{}
+	}
+	if run != nil && run.ExitCode != 0 && len(run.Failures) == 0 && !run.Cancelled {
+		rep.Findings = append(rep.Findings, erdma.Finding{ID: "launch-exit-status", Severity: erdma.SeverityFail,
+			Summary:     fmt.Sprintf("the launcher exited with status %d", run.ExitCode),
+			Evidence:    []string{ShellJoin(run.Argv)},
+			Remediation: "read the launcher's output (--log FILE keeps it; -v shows it live)"})
+	}
+	rep.Status = Worst(rep.Findings)
+	return rep
+}
+
+// ResultTable returns the result rows as a table for people.
+func ResultTable(res *TestResult) *render.Table {
+	t := render.NewTable("SIZE", "COUNT", "TYPE", "REDOP", "ROOT",
+		"TIME(us)", "ALGBW", "BUSBW", "#WRONG", "IP TIME(us)", "IP ALGBW", "IP BUSBW", "IP #WRONG")
+	if res == nil {
+		return t
+	}
+	for _, r := range res.Rows {
+		t.Add(RowCells(r)...)
+	}
+	return t
+}
+
+// RowCells formats a row's cells as ResultTable prints them (GB/s with two
+// decimals, #wrong "N/A" where the log said so).
+func RowCells(r Row) []string {
+	m := func(x Measurement) []string {
+		w := "N/A"
+		if x.Wrong != nil {
+			w = strconv.FormatInt(*x.Wrong, 10)
+		}
+		return []string{strconv.FormatFloat(x.TimeUS, 'f', -1, 64), fmt.Sprintf("%.2f", x.AlgBWGB), fmt.Sprintf("%.2f", x.BusBWGB), w}
+	}
+	root := ""
+	if r.Root >= 0 {
+		root = strconv.Itoa(r.Root)
+	}
+	cells := []string{sizeLabel(r.Size), strconv.FormatInt(r.Count, 10), r.Type, r.Redop, root}
+	cells = append(cells, m(r.OutOfPlace)...)
+	return append(cells, m(r.InPlace)...)
+}
+
+// LiveRowHeader and LiveRow print rows one at a time, as they arrive, in
+// fixed-width columns.
+const LiveRowHeader = "        SIZE   TIME(us)    ALGBW    BUSBW  #WRONG   (out-of-place; GB/s)"
+
+// LiveRow formats one row for LiveRowHeader's columns.
+func LiveRow(r Row) string {
+	w := "N/A"
+	if r.OutOfPlace.Wrong != nil {
+		w = strconv.FormatInt(*r.OutOfPlace.Wrong, 10)
+	}
+	return fmt.Sprintf("%12s %10.1f %8.2f %8.2f %7s", sizeLabel(r.Size), r.OutOfPlace.TimeUS, r.OutOfPlace.AlgBWGB, r.OutOfPlace.BusBWGB, w)
+}

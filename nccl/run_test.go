@@ -1,0 +1,119 @@
+package nccl
+
+import (
+	"context"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRunCancelSweepsRanksInOtherGroups: a rank that left the launcher's
+// process group (as Open MPI's local ranks do) and a launcher that dies
+// without ending it must still leave nothing behind after cancel.
+func TestRunCancelSweepsRanksInOtherGroups(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid (util-linux) not installed")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var rank int
+	// The "launcher" starts a "rank" in a new session (its own process
+	// group), prints its pid, then is killed at once by SIGTERM.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := RunArgv(ctx, []string{"sh", "-c", "setsid sleep 300 & sleep 0.5; echo $!; wait"}, RunOptions{OnLine: func(l string) {
+			if n, err := strconv.Atoi(l); err == nil {
+				rank = n
+				cancel()
+			}
+		}})
+		assert.ErrorIs(t, err, ErrCancelled)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("run did not end after cancel")
+	}
+	require.NotZero(t, rank)
+	t.Cleanup(func() { _ = syscall.Kill(rank, syscall.SIGKILL) })
+	// The sweep SIGTERMs at once; give the kernel a moment.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, ok := procStart(rank); !ok || isZombie(rank) {
+			t.Logf("rank %d gone after %v", rank, time.Since(deadline.Add(-5*time.Second)))
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("rank %d in its own session survived the cancel", rank)
+}
+
+func isZombie(pid int) bool {
+	_, _, ok := procStat(pid)
+	if !ok {
+		return true
+	}
+	b, err := exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(pid)).Output()
+	return err == nil && len(b) > 0 && b[0] == 'Z'
+}
+
+func TestDescendants(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 30 & sleep 30 & wait")
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var d []procID
+	for i := 0; i < 100 && len(d) < 2; i++ {
+		time.Sleep(20 * time.Millisecond)
+		d = descendants(cmd.Process.Pid)
+	}
+	require.Len(t, d, 2)
+	for _, p := range d {
+		st, ok := procStart(p.pid)
+		assert.True(t, ok)
+		assert.Equal(t, p.start, st)
+	}
+	assert.Empty(t, descendants(1<<30))
+}
+
+// TestStreamSplitsLines: output arrives in arbitrary chunks; lines are
+// rebuilt, CRs dropped, overlong lines cut, and a last line without a
+// newline still counted.
+func TestStreamSplitsLines(t *testing.T) {
+	var got []string
+	s := newStream(RunOptions{OnLine: func(l string) { got = append(got, l) }})
+	in := "a\r\nbb\n\nccc" + string(make([]byte, maxLine+10)) + "\nlast"
+	for i := 0; i < len(in); i += 7 {
+		_, _ = s.Write([]byte(in[i:min(i+7, len(in))]))
+	}
+	s.flush()
+	require.Len(t, got, 5)
+	assert.Equal(t, []string{"a", "bb", ""}, got[:3])
+	assert.Len(t, got[3], maxLine)
+	assert.Equal(t, "last", got[4])
+	assert.Equal(t, int64(5), s.lines)
+}
+
+func FuzzStream(f *testing.F) {
+	f.Add([]byte("#  Rank  0 Group  0 Pid 1 on h device 0 [0x00] GPU\n     4194304       1048576     float     sum      -1    364.6   11.50   21.57      0    356.6   11.76   22.05      0\n"), 3)
+	f.Add([]byte("mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed).\r\n"), 1)
+	f.Fuzz(func(t *testing.T, b []byte, chunk int) {
+		if chunk <= 0 {
+			chunk = 1
+		}
+		s := newStream(RunOptions{OnRow: func(Row) {}})
+		for i := 0; i < len(b); i += chunk {
+			n, err := s.Write(b[i:min(i+chunk, len(b))])
+			if err != nil || n != min(chunk, len(b)-i) {
+				t.Fatalf("Write = %d, %v", n, err)
+			}
+		}
+		s.flush()
+		_ = s.parser.Result()
+		_ = s.classifier.Failures()
+	})
+}
