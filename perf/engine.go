@@ -173,6 +173,14 @@ func (m Measure) Mpps() float64 {
 	return float64(m.Messages) / m.Elapsed.Seconds() / 1e6
 }
 
+// snapSlack is how long the poll before a snapshot may take for the
+// snapshot to count as exact.
+const snapSlack = 100 * time.Microsecond
+
+// snapGiveUp: on a host too busy for an exact snapshot, take an inexact one
+// this long after the boundary.
+const snapGiveUp = 50 * time.Millisecond
+
 // drainTimeout bounds waiting for the outstanding writes at the end.
 const drainTimeout = 5 * time.Second
 
@@ -274,28 +282,41 @@ func writeLoop(ctx context.Context, s Session, device string, cfg Config, st *lo
 				}
 			}
 		}
-		n, err := s.Poll(st.comps)
-		if err != nil {
-			return m, fmt.Errorf("%s: polling the completion queue: %w", device, err)
-		}
-		for _, c := range st.comps[:n] {
-			if c.Status != 0 {
-				return m, &CompletionError{Device: device, QP: int(c.QP), Status: int(c.Status)}
+		// Take every completion that is ready (not only one batch), so that
+		// the counts at the phase boundaries below are exact; polled is
+		// when that began.
+		polled := time.Now()
+		for {
+			n, err := s.Poll(st.comps)
+			if err != nil {
+				return m, fmt.Errorf("%s: polling the completion queue: %w", device, err)
 			}
-			w := int(c.Writes)
-			if int(c.QP) < 0 || int(c.QP) >= qps || w <= 0 || w > st.outstanding[c.QP] {
-				return m, fmt.Errorf("%s: completion for qp %d covering %d writes does not match what was posted", device, c.QP, w)
+			for _, c := range st.comps[:n] {
+				if c.Status != 0 {
+					return m, &CompletionError{Device: device, QP: int(c.QP), Status: int(c.Status)}
+				}
+				w := int(c.Writes)
+				if int(c.QP) < 0 || int(c.QP) >= qps || w <= 0 || w > st.outstanding[c.QP] {
+					return m, fmt.Errorf("%s: completion for qp %d covering %d writes does not match what was posted", device, c.QP, w)
+				}
+				st.outstanding[c.QP] -= w
+				inFlight -= w
+				completed += uint64(w)
 			}
-			st.outstanding[c.QP] -= w
-			inFlight -= w
-			completed += uint64(w)
+			if n < len(st.comps) {
+				break
+			}
 		}
 		now := time.Now()
-		if !measuring && !now.Before(warmEnd) {
+		// A snapshot (phase boundary, peak window) pairs a count with a
+		// time: only take one when the poll above was not interrupted
+		// (a descheduled thread would pair an old count with a late time).
+		exact := now.Sub(polled) < snapSlack
+		if !measuring && !now.Before(warmEnd) && (exact || now.Sub(warmEnd) > snapGiveUp) {
 			measuring, measStart, measFrom = true, now, completed
 			winStart, winFrom = now, completed
 		}
-		if measuring && !measured {
+		if measuring && !measured && exact {
 			if d := now.Sub(winStart); d >= cfg.PeakWindow {
 				if g := gbps(completed-winFrom, size, d); g > m.PeakGbps {
 					m.PeakGbps = g
@@ -316,7 +337,7 @@ func writeLoop(ctx context.Context, s Session, device string, cfg Config, st *lo
 				break
 			}
 		} else {
-			if measuring && !measured && !now.Before(measEnd) {
+			if measuring && !measured && !now.Before(measEnd) && (exact || now.Sub(measEnd) > snapGiveUp) {
 				measured = true
 				m.Messages = completed - measFrom
 				m.Elapsed = now.Sub(measStart)

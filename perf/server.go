@@ -106,7 +106,7 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) error {
 	for first := true; ; first = false {
 		m, err := c.recv(c.step)
 		if err != nil {
-			if !first && errors.Is(err, io.EOF) {
+			if ctx.Err() != nil || (!first && errors.Is(err, io.EOF)) {
 				return nil
 			}
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
