@@ -24,7 +24,9 @@ type Config struct {
 	// CQMod signals one write in CQMod (-Q; default 100, and 1 above 8 KiB
 	// as perftest does unless set).
 	CQMod int
-	// PostList posts this many writes per post call (-l; default 1).
+	// PostList posts lists of this many writes (-l). 0, the default, posts
+	// every free send-queue slot as one list, in whole CQ moderation units
+	// (perftest posts one write per call unless -l is given).
 	PostList int
 	// Inline is the max inline size in bytes (-I; default 0).
 	Inline int
@@ -85,9 +87,6 @@ func (c Config) withDefaults(size int) Config {
 		}
 	}
 	c.CQMod = min(c.CQMod, c.TxDepth)
-	if c.PostList == 0 {
-		c.PostList = 1
-	}
 	c.PostList = min(c.PostList, c.TxDepth)
 	if c.StepTimeout == 0 {
 		c.StepTimeout = DefaultStepTimeout
@@ -191,7 +190,6 @@ var ErrDrain = errors.New("outstanding writes did not complete")
 // so that the loop itself allocates nothing.
 type loopState struct {
 	outstanding []int // writes posted and not yet completed
-	unsignaled  []int // writes posted since the last signalled one
 	remaining   []int // iterations mode: writes still to post
 	comps       []Completion
 }
@@ -199,7 +197,6 @@ type loopState struct {
 func newLoopState(qps int) *loopState {
 	return &loopState{
 		outstanding: make([]int, qps),
-		unsignaled:  make([]int, qps),
 		remaining:   make([]int, qps),
 		comps:       make([]Completion, 64),
 	}
@@ -243,7 +240,7 @@ func writeLoop(ctx context.Context, s Session, device string, cfg Config, st *lo
 		spins      int
 	)
 	for i := range qps {
-		st.outstanding[i], st.unsignaled[i] = 0, 0
+		st.outstanding[i] = 0
 		st.remaining[i] = cfg.Iterations
 	}
 	for {
@@ -251,27 +248,19 @@ func writeLoop(ctx context.Context, s Session, device string, cfg Config, st *lo
 			for qp := 0; qp < qps; qp++ {
 				for {
 					free := depth - st.outstanding[qp]
-					n := min(batch, free)
-					if iterMode {
-						n = min(n, st.remaining[qp])
+					n := batch
+					if n == 0 { // auto: every free slot, in whole moderation units
+						n = free / mod * mod
 					}
-					if n <= 0 {
+					last := false // the tail of iterations mode, may be short
+					if rem := st.remaining[qp]; iterMode && (rem <= n || rem < mod) {
+						n, last = rem, true
+					}
+					if n <= 0 || n > free || (n < mod && !last) {
 						break
 					}
-					st.unsignaled[qp] += n
-					sig := 0
-					last := iterMode && st.remaining[qp] == n
-					// Signal every mod writes, before the queue fills (or
-					// nothing would ever complete), and at the very end.
-					if st.unsignaled[qp] >= mod || st.outstanding[qp]+n+batch > depth || last {
-						sig = st.unsignaled[qp]
-					}
-					if err := s.PostWrites(qp, n, size, sig); err != nil {
-						st.unsignaled[qp] -= n
+					if err := s.PostWrites(qp, n, size, mod); err != nil {
 						return m, fmt.Errorf("%s: posting %d writes on qp %d: %w", device, n, qp, err)
-					}
-					if sig > 0 {
-						st.unsignaled[qp] = 0
 					}
 					st.outstanding[qp] += n
 					inFlight += n

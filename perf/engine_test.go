@@ -20,8 +20,8 @@ func TestLoopbackMeasuresTheEmulatedRate(t *testing.T) {
 		// busy to run the loop for a while does not starve the emulated wire.
 		{"duration mode 64KiB 4 QPs", 1, Config{Size: 65536, QPs: 4, Duration: 400 * time.Millisecond,
 			Warmup: 100 * time.Millisecond, Cooldown: 100 * time.Millisecond}},
-		{"duration mode 4KiB post list 8 cq mod 16", 0.5, Config{Size: 4096, QPs: 2, Duration: 400 * time.Millisecond,
-			Warmup: 50 * time.Millisecond, Cooldown: 50 * time.Millisecond, PostList: 8, CQMod: 16, TxDepth: 2048}},
+		{"duration mode 4KiB post list 64 cq mod 16", 0.5, Config{Size: 4096, QPs: 2, Duration: 400 * time.Millisecond,
+			Warmup: 50 * time.Millisecond, Cooldown: 50 * time.Millisecond, PostList: 64, CQMod: 16, TxDepth: 2048}},
 		{"iterations mode 64KiB 1 QP", 1, Config{Size: 65536, QPs: 1, Iterations: 2000, TxDepth: 512}},
 	}
 	for _, tc := range tests {
@@ -173,7 +173,7 @@ func BenchmarkWriteLoopFake(b *testing.B) {
 		name     string
 		postList int
 		cqMod    int
-	}{{"list1_mod1", 1, 1}, {"list1_mod100", 1, 100}, {"list16_mod16", 16, 16}} {
+	}{{"auto_mod1", 0, 1}, {"auto_mod100", 0, 100}, {"list1_mod1", 1, 1}, {"list16_mod16", 16, 16}} {
 		b.Run(bc.name, func(b *testing.B) {
 			link := NewFakeLink("fake0", 1e6)
 			cfg := Config{Size: 4096, QPs: 4, Iterations: max(b.N/4, 1), PostList: bc.postList, CQMod: bc.cqMod}.withDefaults(4096)

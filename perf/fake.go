@@ -117,7 +117,7 @@ func (s *fakeSession) Connect(ctx context.Context, remote []Endpoint) error {
 	return nil
 }
 
-func (s *fakeSession) PostWrites(qp, n, size, signal int) error {
+func (s *fakeSession) PostWrites(qp, n, size, every int) error {
 	switch {
 	case s.closed:
 		return errFakeClosed
@@ -127,30 +127,40 @@ func (s *fakeSession) PostWrites(qp, n, size, signal int) error {
 		return errors.New("fake: post before connect")
 	case qp < 0 || qp >= len(s.local):
 		return fmt.Errorf("fake: qp %d of %d", qp, len(s.local))
+	case n <= 0 || n > s.cfg.TxDepth:
+		return fmt.Errorf("fake: list of %d writes (send queue depth %d)", n, s.cfg.TxDepth)
 	case size > s.cfg.BufSize:
 		return fmt.Errorf("fake: write of %d bytes into a %d-byte buffer", size, s.cfg.BufSize)
 	}
+	every = max(every, 1)
 	l := s.link
 	l.mu.Lock()
 	now := int64(time.Since(l.base))
 	start := max(now, l.wireFree)
 	l.wireFree = start + int64(float64(n*size)*l.nsPerB)
-	done := l.wireFree
-	fail := l.FailAfter > 0 && l.written < l.FailAfter && l.written+uint64(n) >= l.FailAfter
+	failAt := -1
+	if l.FailAfter > 0 && l.written < l.FailAfter && l.written+uint64(n) >= l.FailAfter {
+		failAt = int(l.FailAfter - l.written - 1)
+	}
 	l.written += uint64(n)
 	l.mu.Unlock()
-	if signal > 0 || fail {
+	prev := -1
+	for i := 0; i < n; i++ {
+		if (i+1)%every != 0 && i != n-1 && i != failAt {
+			continue
+		}
 		next := (s.tail + 1) % len(s.ring)
 		if next == s.head {
 			return fmt.Errorf("fake: send queue overrun on qp %d", qp)
 		}
-		c := Completion{QP: int32(qp), Writes: int32(signal)}
-		if fail {
+		c := Completion{QP: int32(qp), Writes: int32(i - prev)}
+		if i == failAt {
 			c.Status = 12 // IBV_WC_RETRY_EXC_ERR
-			c.Writes = int32(n)
 		}
+		done := start + int64(float64((i+1)*size)*l.nsPerB)
 		s.ring[s.tail] = fakeCompletion{done: done, c: c, size: size}
 		s.tail = next
+		prev = i
 	}
 	return nil
 }

@@ -50,10 +50,11 @@ type Session interface {
 	// Connect brings the QPs to RTS against the peer's endpoints.
 	Connect(ctx context.Context, remote []Endpoint) error
 	// PostWrites posts n RDMA writes of size bytes on queue pair qp into the
-	// peer's buffer, as one post list. When signal > 0 the last write is
-	// signalled and its completion reports Writes == signal (the number of
-	// writes on this QP it stands for, CQ moderation); otherwise none is.
-	PostWrites(qp, n, size, signal int) error
+	// peer's buffer, as one post list. Every every-th write and the last are
+	// signalled (CQ moderation); the completion of a signalled write reports
+	// how many writes on its QP it stands for (those since the previous
+	// signalled one).
+	PostWrites(qp, n, size, every int) error
 	// Poll stores up to len(c) completions in c and returns how many; it
 	// does not block.
 	Poll(c []Completion) (int, error)
