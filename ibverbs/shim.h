@@ -1,0 +1,123 @@
+// The C side of package ibverbs: libibverbs and librdmacm opened with
+// dlopen, every exported function called through a dlsym pointer. The
+// headers give the types and the inline dispatchers (ibv_post_send,
+// ibv_poll_cq go through context->ops); no libibverbs or librdmacm symbol is
+// referenced, so neither library is linked.
+#ifndef ERDMAKIT_SHIM_H
+#define ERDMAKIT_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+typedef struct ek_lib ek_lib;
+
+// ek_load results.
+enum { EK_LOAD_OK = 0, EK_LOAD_NOLIB = 1, EK_LOAD_NOSYM = 2 };
+
+int ek_load(const char *verbs, const char *cm, ek_lib **out, char *err, int errlen);
+int ek_cm_loaded(ek_lib *lib, char *err, int errlen);
+int ek_has_gid_ex(ek_lib *lib);
+
+typedef struct {
+	char name[IBV_SYSFS_NAME_MAX];
+	uint64_t guid;
+	int node_type;
+	int transport;
+} ek_devinfo;
+
+int ek_devices(ek_lib *lib, ek_devinfo *out, int max, int *n);
+int ek_open(ek_lib *lib, const char *name, struct ibv_context **out, ek_devinfo *info);
+int ek_close_device(ek_lib *lib, struct ibv_context *ctx);
+int ek_query_device(ek_lib *lib, struct ibv_context *ctx, struct ibv_device_attr *attr);
+int ek_query_port(ek_lib *lib, struct ibv_context *ctx, int port, struct ibv_port_attr *attr);
+int ek_query_gid(ek_lib *lib, struct ibv_context *ctx, int port, int index, uint8_t *gid);
+int ek_query_gid_ex(ek_lib *lib, struct ibv_context *ctx, int port, int index, struct ibv_gid_entry *e);
+const char *ek_wc_status_str(ek_lib *lib, int status);
+
+int ek_buf_alloc(size_t size, void **out);
+void ek_buf_free(void *p);
+
+int ek_alloc_pd(ek_lib *lib, struct ibv_context *ctx, struct ibv_pd **out);
+int ek_dealloc_pd(ek_lib *lib, struct ibv_pd *pd);
+int ek_reg_mr(ek_lib *lib, struct ibv_pd *pd, void *addr, size_t len, int access, struct ibv_mr **out);
+int ek_dereg_mr(ek_lib *lib, struct ibv_mr *mr);
+int ek_create_cq(ek_lib *lib, struct ibv_context *ctx, int cqe, struct ibv_cq **out);
+int ek_destroy_cq(ek_lib *lib, struct ibv_cq *cq);
+
+typedef struct {
+	int max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline;
+} ek_qp_caps;
+
+typedef struct ek_qp {
+	ek_lib *lib;
+	struct ibv_qp *qp;
+	struct rdma_cm_id *cmid; // set when rdma_create_qp made the QP
+	struct ibv_send_wr *wrs;
+	struct ibv_sge *sges;
+	int cap;
+	ek_qp_caps caps; // as granted
+} ek_qp;
+
+int ek_create_qp(ek_lib *lib, struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, ek_qp_caps *caps, ek_qp **out);
+int ek_destroy_qp(ek_qp *q);
+
+typedef struct {
+	int port, access, pkey_index;
+	uint32_t dest_qpn, rq_psn, sq_psn;
+	uint8_t dgid[16];
+	uint16_t dlid;
+	int is_global, sgid_index, hop_limit;
+	int mtu;
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer, max_rd_atomic, max_dest_rd_atomic;
+} ek_conn;
+
+// ek_connect stages, reported in *stage on failure.
+enum { EK_STAGE_INIT = 1, EK_STAGE_RTR = 2, EK_STAGE_RTS = 3 };
+
+int ek_modify_init(ek_qp *q, ek_conn *c);
+int ek_connect(ek_qp *q, ek_conn *c, int *stage);
+int ek_qp_state(ek_qp *q, int *state);
+
+int ek_post_writes(ek_qp *q, uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+		   uint32_t size, int n, int every, uint64_t wrid, int inl, int *posted);
+int ek_post_send(ek_qp *q, uint64_t laddr, uint32_t lkey, uint32_t size, uint64_t wrid);
+int ek_post_recv(ek_qp *q, uint64_t laddr, uint32_t lkey, uint32_t size, uint64_t wrid);
+
+typedef struct {
+	uint64_t wr_id;
+	uint32_t status, opcode, vendor_err, byte_len, qp_num, src_qp, imm_data, wc_flags;
+} ek_wc;
+
+int ek_poll(struct ibv_cq *cq, ek_wc *out, int max);
+
+// rdma_cm.
+typedef struct {
+	int event;  // enum rdma_cm_event_type
+	int status; // event status (negative errno or reject reason)
+	struct rdma_cm_id *id;
+	struct rdma_cm_id *listen_id;
+	int private_len;
+	uint8_t private_data[256];
+} ek_cm_event;
+
+int ek_cm_channel(ek_lib *lib, struct rdma_event_channel **out);
+void ek_cm_destroy_channel(ek_lib *lib, struct rdma_event_channel *ch);
+int ek_cm_create_id(ek_lib *lib, struct rdma_event_channel *ch, struct rdma_cm_id **out);
+int ek_cm_destroy_id(ek_lib *lib, struct rdma_cm_id *id);
+int ek_cm_migrate(ek_lib *lib, struct rdma_cm_id *id, struct rdma_event_channel *ch);
+int ek_cm_bind_listen(ek_lib *lib, struct rdma_cm_id *id, const uint8_t *ip, int iplen, int port, int backlog, int *bound_port);
+int ek_cm_resolve_addr(ek_lib *lib, struct rdma_cm_id *id, const uint8_t *ip, int iplen, int port, int timeout_ms);
+int ek_cm_resolve_route(ek_lib *lib, struct rdma_cm_id *id, int timeout_ms);
+int ek_cm_wait(ek_lib *lib, struct rdma_event_channel *ch, int timeout_ms, ek_cm_event *ev);
+int ek_cm_create_qp(ek_lib *lib, struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, ek_qp_caps *caps, ek_qp **out);
+int ek_cm_connect(ek_lib *lib, struct rdma_cm_id *id, const void *pd, int pdlen, int retry, int rnr, int rd);
+int ek_cm_accept(ek_lib *lib, struct rdma_cm_id *id, const void *pd, int pdlen, int rnr, int rd);
+int ek_cm_reject(ek_lib *lib, struct rdma_cm_id *id);
+int ek_cm_disconnect(ek_lib *lib, struct rdma_cm_id *id);
+const char *ek_cm_event_str(ek_lib *lib, int event);
+struct ibv_context *ek_cm_verbs(struct rdma_cm_id *id);
+const char *ek_cm_dev_name(struct rdma_cm_id *id);
+
+#endif

@@ -1,0 +1,84 @@
+package ibverbs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// sysfsGIDEntry reads one GID table entry and its type from
+// <root>/sys/class/infiniband/<dev>/ports/<port>/{gids,gid_attrs/types}/<index>,
+// the fallback where libibverbs lacks ibv_query_gid_ex (rdma-core < 32). An
+// unpopulated entry (all zeros) returns ok == false. A missing types file
+// means an IB port (type IB).
+func sysfsGIDEntry(root, dev string, port, index int) (e GIDEntry, ok bool, err error) {
+	dir := filepath.Join(root, "sys/class/infiniband", dev, "ports", strconv.Itoa(port))
+	name := filepath.Join(dir, "gids", strconv.Itoa(index))
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return GIDEntry{}, false, fmt.Errorf("gid %s/%d/%d: %w", dev, port, index, err)
+	}
+	g, err := ParseGID(string(b))
+	if err != nil {
+		return GIDEntry{}, false, fmt.Errorf("%s: %w", name, err)
+	}
+	if g.IsZero() {
+		return GIDEntry{}, false, nil
+	}
+	e = GIDEntry{Index: index, GID: g, Type: GIDTypeIB}
+	tname := filepath.Join(dir, "gid_attrs/types", strconv.Itoa(index))
+	t, err := os.ReadFile(tname)
+	switch {
+	case err == nil:
+		e.Type, err = parseSysfsGIDType(string(t))
+		if err != nil {
+			return GIDEntry{}, false, fmt.Errorf("%s: %w", tname, err)
+		}
+	case os.IsNotExist(err):
+	default:
+		// The kernel answers EINVAL for types of an entry being
+		// replaced; treat the type as unknown IB rather than fail.
+	}
+	return e, true, nil
+}
+
+// parseSysfsGIDType maps gid_attrs/types text to a GIDType.
+func parseSysfsGIDType(s string) (GIDType, error) {
+	switch strings.TrimSpace(s) {
+	case "IB/RoCE v1", "IB", "RoCE v1":
+		if strings.Contains(s, "RoCE") && !strings.Contains(s, "IB") {
+			return GIDTypeRoCEv1, nil
+		}
+		return GIDTypeIB, nil
+	case "RoCE v2":
+		return GIDTypeRoCEv2, nil
+	}
+	return 0, fmt.Errorf("unknown gid type %q", strings.TrimSpace(s))
+}
+
+// pickGID chooses a source GID index the way the eRDMA guide and NCCL do:
+// the RoCE v2 entry holding an IPv4-mapped address, else the first RoCE v2
+// entry, else the first populated entry; -1 when the table is empty.
+func pickGID(entries []GIDEntry) int {
+	first, v2 := -1, -1
+	for _, e := range entries {
+		if first < 0 {
+			first = e.Index
+		}
+		if e.Type != GIDTypeRoCEv2 {
+			continue
+		}
+		if _, ok := e.GID.IPv4(); ok {
+			return e.Index
+		}
+		if v2 < 0 {
+			v2 = e.Index
+		}
+	}
+	if v2 >= 0 {
+		return v2
+	}
+	return first
+}
