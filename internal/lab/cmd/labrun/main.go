@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	verbose := fs.Bool("v", false, "echo the guests' consoles and print every test's output")
 	jsonOut := fs.Bool("json", false, "print the summary as JSON")
 	root := fs.String("C", ".", "module root (the checkout)")
+	record := fs.String("record", "", "record the guest's rxe host tree into this dir (replaced) instead of testing")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -85,6 +86,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "labrun: FAIL: %v\n", err)
 		return 2
+	}
+	if *record != "" {
+		dst, err := filepath.Abs(*record)
+		if err == nil {
+			err = lab.RecordHost(ctx, o, dst)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "labrun: record:", err)
+			return 2
+		}
+		fmt.Fprintln(stderr, "labrun: recorded", dst)
+		return 0
 	}
 	if *shell != "" || *shell2 != "" {
 		cmd, pair := *shell, false
