@@ -48,7 +48,8 @@ func TestLoopbackMeasuresTheEmulatedRate(t *testing.T) {
 				assert.Equal(t, uint64(tc.cfg.Iterations*tc.cfg.QPs), r.Messages)
 				assert.Equal(t, r.Bytes, r.TotalBytes)
 			} else {
-				assert.InDelta(t, tc.cfg.Duration.Seconds(), r.DurationS, 0.02)
+				// A busy host may move the phase boundaries by up to snapGiveUp.
+				assert.InDelta(t, tc.cfg.Duration.Seconds(), r.DurationS, 2*snapGiveUp.Seconds())
 				assert.Greater(t, r.TotalBytes, r.Bytes, "the margins moved bytes too")
 			}
 			// The counters moved by exactly what was written.
@@ -56,8 +57,8 @@ func TestLoopbackMeasuresTheEmulatedRate(t *testing.T) {
 			assert.True(t, r.TX.OK)
 			assert.Equal(t, "tx_bytes_cnt", r.TX.Counter)
 			assert.Equal(t, r.TotalBytes, r.TX.Delta)
-			require.NotNil(t, r.RX)
-			assert.Equal(t, r.TotalBytes, r.RX.Delta)
+			assert.Nil(t, r.RX, "the fake link has no receive counters")
+			assert.Equal(t, r.TotalBytes, r.ServerCounters["tx_bytes_cnt"], "loopback: the server's device is the client's")
 			assert.Equal(t, 0, link.OpenSessions())
 		})
 	}
@@ -193,4 +194,34 @@ func BenchmarkWriteLoopFake(b *testing.B) {
 			}
 		})
 	}
+}
+
+func TestCounterProofs(t *testing.T) {
+	tests := []struct {
+		name  string
+		delta map[string]uint64
+		rx    bool
+		want  *CounterProof
+	}{
+		{"erdma out-of-tree bytes", map[string]uint64{"hw_tx_bytes_cnt": 1000, "hw_tx_packets_cnt": 3}, false,
+			&CounterProof{Counter: "hw_tx_bytes_cnt", Unit: "bytes", Delta: 1000, Want: 1000, OK: true}},
+		{"erdma upstream bytes, short", map[string]uint64{"tx_bytes_cnt": 999}, false,
+			&CounterProof{Counter: "tx_bytes_cnt", Unit: "bytes", Delta: 999, Want: 1000, OK: false}},
+		{"erdma receive", map[string]uint64{"hw_rx_bytes_cnt": 4000}, true,
+			&CounterProof{Counter: "hw_rx_bytes_cnt", Unit: "bytes", Delta: 4000, Want: 1000, OK: true}},
+		{"rxe packets", map[string]uint64{"rcvd_pkts": 10, "sent_pkts": 10}, true,
+			&CounterProof{Counter: "rcvd_pkts", Unit: "packets", Delta: 10, Want: 4, OK: true}},
+		{"no counters", nil, false, nil},
+		{"unrelated counters", map[string]uint64{"link_downed": 0}, true, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := proveTX(tc.delta, 1000, 4)
+			if tc.rx {
+				got = proveRX(tc.delta, 1000, 4)
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+	assert.Equal(t, map[string]uint64{"a": 5}, CounterDelta(map[string]uint64{"a": 1, "b": 9}, map[string]uint64{"a": 6, "b": 2}))
 }

@@ -11,9 +11,9 @@ import (
 // FakeLink is an in-process emulated RDMA device: one wire of a known rate
 // shared by all its queue pairs. A write completes when the wire has carried
 // its bytes (writes queue behind each other), so a loop that keeps the wire
-// busy measures exactly Gbps. Writes go nowhere; its counters (tx_bytes_cnt,
-// rx_bytes_cnt, tx_pkts_cnt) move by what crossed the wire, both directions
-// on the one link, as on a device tested in loopback.
+// busy measures exactly Gbps. Writes go nowhere; its transmit counters
+// (tx_bytes_cnt, tx_pkts_cnt) move by what crossed the wire. It has no
+// receive counters: a fake server cannot see what another fake link sent.
 //
 // FakeLink is safe for concurrent use. Use NewFakeLink.
 type FakeLink struct {
@@ -58,7 +58,7 @@ func (l *FakeLink) OpenSessions() int {
 func (l *FakeLink) Counters() (map[string]uint64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return map[string]uint64{"tx_bytes_cnt": l.txBytes, "rx_bytes_cnt": l.txBytes, "tx_pkts_cnt": l.txPkts}, nil
+	return map[string]uint64{"tx_bytes_cnt": l.txBytes, "tx_pkts_cnt": l.txPkts}, nil
 }
 
 // Open implements Link.

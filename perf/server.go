@@ -126,6 +126,9 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) error {
 			s.OnTest(t)
 		}
 		if t.Err != nil {
+			if ctx.Err() != nil { // the server is shutting down
+				return nil
+			}
 			var pe *PeerError
 			if !errors.As(t.Err, &pe) {
 				_ = c.send(&PeerError{Message: t.Err.Error()})
