@@ -9,5 +9,6 @@ func subcommands(g *globals) []*cobra.Command {
 		newDevicesCmd(g),
 		newParseCmd(g),
 		newBwCmd(g),
+		newPerftestCmd(g),
 	}
 }
