@@ -25,8 +25,8 @@ type Config struct {
 	// as perftest does unless set).
 	CQMod int
 	// PostList posts lists of this many writes (-l). 0, the default, posts
-	// every free send-queue slot as one list, in whole CQ moderation units
-	// (perftest posts one write per call unless -l is given).
+	// the free send-queue slots as one list once there are enough of them
+	// (see lowWaterMark; perftest posts one write per call unless -l).
 	PostList int
 	// Inline is the max inline size in bytes (-I; default 0).
 	Inline int
@@ -219,6 +219,7 @@ func writeLoop(ctx context.Context, s Session, device string, cfg Config, st *lo
 		qps        = cfg.QPs
 		depth      = cfg.TxDepth
 		batch      = cfg.PostList
+		lowWater   = lowWaterMark(cfg)
 		mod        = cfg.CQMod
 		iterMode   = cfg.Iterations > 0
 		posting    = true
@@ -249,14 +250,14 @@ func writeLoop(ctx context.Context, s Session, device string, cfg Config, st *lo
 				for {
 					free := depth - st.outstanding[qp]
 					n := batch
-					if n == 0 { // auto: every free slot, in whole moderation units
-						n = free / mod * mod
+					if n == 0 { // auto: every free slot as one list
+						n = free
 					}
 					last := false // the tail of iterations mode, may be short
-					if rem := st.remaining[qp]; iterMode && (rem <= n || rem < mod) {
+					if rem := st.remaining[qp]; iterMode && rem <= n {
 						n, last = rem, true
 					}
-					if n <= 0 || n > free || (n < mod && !last) {
+					if n <= 0 || n > free || (n < lowWater && !last) {
 						break
 					}
 					if err := s.PostWrites(qp, n, size, mod); err != nil {
@@ -358,6 +359,17 @@ func writeLoop(ctx context.Context, s Session, device string, cfg Config, st *lo
 		m.PeakGbps = avg
 	}
 	return m, nil
+}
+
+// lowWaterMark is the fewest free send-queue slots worth a post list in
+// auto mode: a quarter of the queue or one moderation unit, whichever is
+// less, so that the queue never drains while the loop waits to fill a whole
+// unit (perftest posts one write at a time for the same reason).
+func lowWaterMark(cfg Config) int {
+	if cfg.PostList > 0 {
+		return cfg.PostList
+	}
+	return max(1, min(cfg.CQMod, cfg.TxDepth/4))
 }
 
 func allZero(v []int) bool {
