@@ -35,8 +35,12 @@ LAB_FLAGS ?=
 lab: deps
 	$(GO) run ./internal/lab/cmd/labrun $(LAB_FLAGS)
 
+# Go benchmarks, then the side-by-side figure in the lab: erdmakit's write
+# loop against ib_write_bw on the lab's rxe0 (perf/internal/bwbench).
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) build -o bin/bwbench ./perf/internal/bwbench
+	$(GO) run ./internal/lab/cmd/labrun -timeout 8m -shell "$(CURDIR)/bin/bwbench -reps 3 -duration 3s"
 
 clean:
 	rm -rf bin

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"testing"
@@ -12,12 +11,6 @@ import (
 )
 
 func hostDir(name string) string { return filepath.Join("..", "..", "testdata", "hosts", name) }
-
-func runCLI(args ...string) (int, string, string) {
-	var out, errb bytes.Buffer
-	code := run(args, &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 func TestDevicesTable(t *testing.T) {
 	code, out, stderr := runCLI("devices", "--root", hostDir("ebmgn8is-healthy"))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -155,7 +156,13 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 	}
 	rep := nccl.NewRunReport(run, nccl.Expectation{BusBWGBs: f.expect})
 	if f.plot != "" {
-		if perr := writePlot(f.plot, rep); perr != nil {
+		if perr := writeSVG(f.plot, func(w io.Writer) error {
+			title := rep.Collective
+			if rep.Ranks > 0 {
+				title += fmt.Sprintf(", %d ranks on %d hosts", rep.Ranks, rep.Hosts)
+			}
+			return nccl.PlotBusBW(w, rep.TestResult, title, rep.ExpectBusBWGBs)
+		}); perr != nil {
 			fmt.Fprintln(g.stderr, "erdmakit: plot:", perr)
 		}
 	}
@@ -170,32 +177,6 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		return &exitError{code: ExitUnknown, err: err}
 	}
 	return exitCode(severityExit(rep.Status))
-}
-
-func writePlot(path string, rep *nccl.RunReport) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	title := rep.Collective
-	if rep.Ranks > 0 {
-		title += fmt.Sprintf(", %d ranks on %d hosts", rep.Ranks, rep.Hosts)
-	}
-	if err := nccl.PlotBusBW(f, rep.TestResult, title, rep.ExpectBusBWGBs); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func severityExit(s erdma.Severity) int {
-	switch s {
-	case erdma.SeverityFail:
-		return ExitFail
-	case erdma.SeverityWarn:
-		return ExitWarn
-	}
-	return ExitOK
 }
 
 func printNCCLReport(g *globals, rep *nccl.RunReport, rowsShown bool) {

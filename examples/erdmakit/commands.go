@@ -12,5 +12,7 @@ func subcommands(g *globals) []*cobra.Command {
 		newTopoCmd(g),
 		newParseCmd(g),
 		newNCCLCmd(g),
+		newBwCmd(g),
+		newPerftestCmd(g),
 	}
 }

@@ -1,5 +1,7 @@
 package main
 
+import "github.com/erdmakit/erdmakit/erdma"
+
 // Exit codes follow the Nagios convention so that health checkers can use
 // them directly. Every subcommand returns its code through exitError.
 const (
@@ -31,4 +33,15 @@ func exitCode(code int) error {
 		return nil
 	}
 	return &exitError{code: code}
+}
+
+// severityExit maps a doctor-style severity to the exit code.
+func severityExit(s erdma.Severity) int {
+	switch s {
+	case erdma.SeverityFail:
+		return ExitFail
+	case erdma.SeverityWarn:
+		return ExitWarn
+	}
+	return ExitOK
 }

@@ -1,0 +1,390 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/perf"
+)
+
+// bwFlags are the perftest-like knobs of `bw`.
+type bwFlags struct {
+	devices      []string
+	serverDevice string
+	size         string
+	all          bool
+	sizes        string
+	iters        int
+	duration     time.Duration
+	warmup       time.Duration
+	cooldown     time.Duration
+	qps          int
+	txDepth      int
+	cqMod        int
+	postList     int
+	inline       int
+	port         int
+	ibPort       int
+	gidIndex     int
+	conn         string
+	expect       float64
+	plot         string
+	stepTimeout  time.Duration
+	emulate      float64
+	progress     bool
+}
+
+func (f *bwFlags) add(c *cobra.Command, client bool) {
+	fl := c.Flags()
+	fl.StringArrayVarP(&f.devices, "device", "d", nil, "RDMA device (repeatable; default: every eRDMA device)")
+	fl.IntVarP(&f.port, "port", "p", perf.DefaultPort, "TCP port of the out-of-band exchange (avoids 30608-30623, held by eRDMA)")
+	fl.IntVarP(&f.ibPort, "ib-port", "i", 1, "device port")
+	fl.IntVarP(&f.gidIndex, "gid-index", "x", -1, "source GID index (default: the RoCE v2 entry of the netdev's IPv4)")
+	fl.DurationVar(&f.stepTimeout, "step-timeout", perf.DefaultStepTimeout, "bound on each out-of-band message")
+	fl.Float64Var(&f.emulate, "emulate-gbps", 0, "use an emulated device of this rate instead of RDMA (checks the protocol and the CLI)")
+	if !client {
+		return
+	}
+	fl.StringVar(&f.serverDevice, "server-device", "", "the server's device (default: the server's first; loopback: the same device)")
+	fl.StringVarP(&f.size, "size", "s", "65536", "bytes per RDMA write (suffixes K, M)")
+	fl.BoolVarP(&f.all, "all", "a", false, "sweep sizes 2 B .. 8 MiB, powers of two")
+	fl.StringVar(&f.sizes, "sizes", "", "sweep these sizes, comma-separated (4K,64K,1M)")
+	fl.IntVarP(&f.iters, "iters", "n", 0, "iterations per QP (default 5000 unless -D)")
+	fl.DurationVarP(&f.duration, "duration", "D", 0, "measure for this long instead of -n (perftest -D, in Go duration form: 10s)")
+	fl.DurationVar(&f.warmup, "warmup", perf.DefaultMargin, "unmeasured time before the measured phase (-D only)")
+	fl.DurationVar(&f.cooldown, "cooldown", perf.DefaultMargin, "unmeasured time after the measured phase (-D only)")
+	fl.IntVarP(&f.qps, "qps", "q", 1, "queue pairs per device (the eRDMA guide uses 16)")
+	fl.IntVarP(&f.txDepth, "tx-depth", "t", perf.DefaultTxDepth, "send queue depth per QP")
+	fl.IntVarP(&f.cqMod, "cq-mod", "Q", 0, "signal one write in this many (default 100, 1 above 8 KiB)")
+	fl.IntVarP(&f.postList, "post-list", "l", 0, "writes per post list (default: every free slot)")
+	fl.IntVarP(&f.inline, "inline", "I", 0, "max inline size in bytes")
+	fl.StringVar(&f.conn, "conn", "auto", "connection method: auto (by the device's transport), oob or rdma_cm")
+	fl.Float64Var(&f.expect, "expect-gbps", 0, "warn (exit 1) when the total at the largest size is below this")
+	fl.StringVar(&f.plot, "plot", "", "draw Gbit/s against message size into this SVG file")
+	fl.BoolVar(&f.progress, "progress", false, "print progress to stderr even when it is not a terminal")
+}
+
+func (f *bwFlags) config(g *globals) (perf.Config, []int, error) {
+	method, err := perf.ParseConnectMethod(f.conn)
+	if err != nil {
+		return perf.Config{}, nil, err
+	}
+	cfg := perf.Config{QPs: f.qps, Iterations: f.iters, Duration: f.duration, TxDepth: f.txDepth,
+		CQMod: f.cqMod, PostList: f.postList, Inline: f.inline, Method: method, StepTimeout: f.stepTimeout,
+		Warmup: f.warmup, Cooldown: f.cooldown}
+	if cfg.Warmup == 0 {
+		cfg.Warmup = -1
+	}
+	if cfg.Cooldown == 0 {
+		cfg.Cooldown = -1
+	}
+	var sizes []int
+	switch {
+	case f.all:
+		sizes = perf.Sweep()
+	case f.sizes != "":
+		for _, s := range strings.Split(f.sizes, ",") {
+			n, err := parseSize(s)
+			if err != nil {
+				return cfg, nil, err
+			}
+			sizes = append(sizes, n)
+		}
+	default:
+		n, err := parseSize(f.size)
+		if err != nil {
+			return cfg, nil, err
+		}
+		cfg.Size = n
+		sizes = []int{n}
+	}
+	if cfg.Size == 0 {
+		cfg.Size = sizes[0]
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, nil, err
+	}
+	if f.progress || render.IsTerminal(g.stderr) {
+		var mu sync.Mutex
+		cfg.Progress = func(p perf.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(g.stderr, "%-10s %8s  %6.1fs  %9.3f Gbit/s\n", p.Device, sizeText(p.Size), p.Elapsed.Seconds(), p.Gbps)
+		}
+	}
+	return cfg, sizes, nil
+}
+
+// parseSize reads 65536, 64K, 64KiB, 1M.
+func parseSize(s string) (int, error) {
+	t := strings.TrimSpace(strings.ToUpper(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	mult := 1
+	switch {
+	case strings.HasSuffix(t, "K"):
+		mult, t = 1<<10, strings.TrimSuffix(t, "K")
+	case strings.HasSuffix(t, "M"):
+		mult, t = 1<<20, strings.TrimSuffix(t, "M")
+	case strings.HasSuffix(t, "G"):
+		mult, t = 1<<30, strings.TrimSuffix(t, "G")
+	}
+	n, err := strconv.Atoi(t)
+	if err != nil || n <= 0 || n > perf.MaxSize/mult {
+		return 0, fmt.Errorf("size %q: want a byte count like 65536, 64K or 1M (at most 1G)", s)
+	}
+	return n * mult, nil
+}
+
+func sizeText(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// openLinks opens the devices (or emulated ones); close closes them.
+func (f *bwFlags) openLinks(g *globals) (links []perf.Link, closeAll func(), err error) {
+	names := f.devices
+	if len(names) == 0 {
+		if f.emulate > 0 {
+			names = []string{"emulated0"}
+		} else if names, err = perf.DefaultDevices(g.root); err != nil {
+			return nil, nil, err
+		}
+	}
+	var closers []io.Closer
+	closeAll = func() {
+		for _, c := range closers {
+			if err := c.Close(); err != nil {
+				slog.Warn("closing device", "err", err)
+			}
+		}
+	}
+	for _, n := range names {
+		if f.emulate > 0 {
+			links = append(links, perf.NewFakeLink(n, f.emulate))
+			continue
+		}
+		l, err := perf.OpenVerbsLink(n, perf.VerbsOptions{Root: g.root, IBPort: f.ibPort, GIDIndex: f.gidIndex})
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		closers = append(closers, l)
+		links = append(links, l)
+	}
+	return links, closeAll, nil
+}
+
+func newBwCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "bw",
+		Short: "Measure RDMA write bandwidth natively (ib_write_bw's test, with device-counter proof)",
+		Long: `bw measures RDMA WRITE bandwidth like perftest's ib_write_bw, without perftest:
+'bw serve' on one host, 'bw run HOST' on the other, or 'bw loopback' for every
+eRDMA device of this host in parallel. Exit: 0 ok, 1 below --expect-gbps,
+2 a test failed (or device counters did not move), 3 bad usage.`,
+	}
+	c.AddCommand(newBwServeCmd(g), newBwRunCmd(g), newBwLoopbackCmd(g))
+	return c
+}
+
+func newBwServeCmd(g *globals) *cobra.Command {
+	f := &bwFlags{}
+	var bind string
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve bw tests on this host's devices until interrupted",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			links, closeAll, err := f.openLinks(g)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			addr := net.JoinHostPort(bind, strconv.Itoa(f.port))
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("bw serve: %w", err)
+			}
+			names := make([]string, len(links))
+			for i, l := range links {
+				names[i] = l.Device()
+			}
+			fmt.Fprintf(g.stderr, "bw: serving %s on %s\n", strings.Join(names, ", "), ln.Addr())
+			log := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			srv := &perf.Server{Links: links, StepTimeout: f.stepTimeout, Logger: log}
+			return srv.Serve(cmd.Context(), ln)
+		},
+	}
+	f.add(c, false)
+	c.Flags().StringVar(&bind, "bind", "", "address to listen on (default: every address)")
+	return c
+}
+
+func newBwRunCmd(g *globals) *cobra.Command {
+	f := &bwFlags{}
+	c := &cobra.Command{
+		Use:   "run HOST[:PORT]",
+		Short: "Write into a `bw serve` host from this host's devices",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, sizes, err := f.config(g)
+			if err != nil {
+				return err
+			}
+			addr := args[0]
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				addr = net.JoinHostPort(addr, strconv.Itoa(f.port))
+			}
+			links, closeAll, err := f.openLinks(g)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			results, errs := runClients(cmd.Context(), links, addr, f.serverDevice, cfg, sizes)
+			return f.report(g, results, errs)
+		},
+	}
+	f.add(c, true)
+	return c
+}
+
+// runClients runs one client per link in parallel against addr.
+func runClients(ctx context.Context, links []perf.Link, addr, serverDev string, cfg perf.Config, sizes []int) ([]perf.Result, []error) {
+	var (
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		results []perf.Result
+		errs    []error
+	)
+	for _, l := range links {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &perf.Client{Link: l, Addr: addr, ServerDevice: serverDev, Config: cfg}
+			rs, err := c.Run(ctx, sizes)
+			mu.Lock()
+			defer mu.Unlock()
+			results = append(results, rs...)
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return results, errs
+}
+
+func newBwLoopbackCmd(g *globals) *cobra.Command {
+	f := &bwFlags{}
+	c := &cobra.Command{
+		Use:   "loopback",
+		Short: "Server and client on this host: every device writes into itself, in parallel",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, sizes, err := f.config(g)
+			if err != nil {
+				return err
+			}
+			links, closeAll, err := f.openLinks(g)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			results, errs := perf.Loopback(cmd.Context(), links, cfg, sizes)
+			return f.report(g, results, errs)
+		},
+	}
+	f.add(c, true)
+	return c
+}
+
+// report prints the results and returns the exit code.
+func (f *bwFlags) report(g *globals, results []perf.Result, errs []error) error {
+	rep := perf.NewReport(results, errs, f.expect)
+	if f.plot != "" && len(results) > 0 {
+		if err := writeSVG(f.plot, func(w io.Writer) error {
+			return perf.PlotSVG(w, "erdmakit bw: RDMA write bandwidth", results)
+		}); err != nil {
+			rep.Errors = append(rep.Errors, err.Error())
+		}
+	}
+	if g.json {
+		if err := render.JSON(g.stdout, rep); err != nil {
+			return err
+		}
+	} else if err := writeBwTable(g, rep); err != nil {
+		return err
+	}
+	switch rep.Status {
+	case "fail":
+		return exitCode(ExitFail)
+	case "warn":
+		return exitCode(ExitWarn)
+	}
+	return nil
+}
+
+func writeBwTable(g *globals, rep *perf.Report) error {
+	t := render.NewTable("DEVICE", "SERVER", "QPS", "SIZE", "MESSAGES", "SECONDS", "AVG_GBPS", "PEAK_GBPS", "MPPS", "COUNTER_PROOF")
+	for _, r := range rep.Results {
+		t.Add(r.Device, r.ServerDevice, strconv.Itoa(r.QPs), sizeText(r.Size), strconv.FormatUint(r.Messages, 10),
+			fmt.Sprintf("%.3f", r.DurationS), fmt.Sprintf("%.3f", r.AvgGbps), fmt.Sprintf("%.3f", r.PeakGbps),
+			fmt.Sprintf("%.4f", r.Mpps), proofText(r.TX))
+	}
+	if err := t.Write(g.stdout); err != nil {
+		return err
+	}
+	devs := map[string]bool{}
+	for _, r := range rep.Results {
+		devs[r.Device] = true
+	}
+	if len(devs) > 1 {
+		tt := render.NewTable("TOTAL", "DEVICES", "AVG_GBPS", "MPPS")
+		for _, x := range rep.Totals {
+			tt.Add(sizeText(x.Size), strconv.Itoa(x.Devices), fmt.Sprintf("%.3f", x.AvgGbps), fmt.Sprintf("%.4f", x.Mpps))
+		}
+		fmt.Fprintln(g.stdout)
+		if err := tt.Write(g.stdout); err != nil {
+			return err
+		}
+	}
+	for _, e := range rep.Errors {
+		fmt.Fprintln(g.stderr, "error:", e)
+	}
+	status := rep.Status
+	if render.ColorWanted(g.stdout) {
+		status = render.Severity(status)
+	}
+	line := "status: " + status
+	if rep.ExpectGbps > 0 {
+		line += fmt.Sprintf(" (expected at least %.1f Gbit/s in total)", rep.ExpectGbps)
+	}
+	_, err := fmt.Fprintln(g.stdout, line)
+	return err
+}
+
+func proofText(p *perf.CounterProof) string {
+	if p == nil {
+		return "no counters"
+	}
+	word := "ok"
+	if !p.OK {
+		word = "SHORT"
+	}
+	return fmt.Sprintf("%s +%d %s (>= %d) %s", p.Counter, p.Delta, p.Unit, p.Want, word)
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/perf"
+	"github.com/erdmakit/erdmakit/perf/perftest"
+)
+
+// perftestReport is the public schema of `perftest --json`.
+type perftestReport struct {
+	// Status: ok, warn (total below expect_gbps), fail (a pair failed).
+	Status     string         `json:"status"`
+	ExpectGbps float64        `json:"expect_gbps,omitempty"`
+	TotalGbps  float64        `json:"total_gbps"` // sum of the clients' average at the largest size
+	Runs       []perftest.Run `json:"runs"`
+}
+
+func newPerftestCmd(g *globals) *cobra.Command {
+	var (
+		o      = perftest.Options{}
+		serve  bool
+		expect float64
+		size   string
+	)
+	c := &cobra.Command{
+		Use:   "perftest [SERVER]",
+		Short: "Run ib_write_bw server and client pairs, one per device in parallel, and report like bw",
+		Long: `perftest runs the eRDMA guide's bandwidth recipe with Debian/OFED perftest:
+ib_write_bw -d DEV -F -q 16 --report_gbits -p PORT, one server and one client
+per device, each device on its own port (18515, 18516, ...). Without SERVER
+both run on this host (loopback); with SERVER only the clients run here,
+against 'erdmakit perftest --serve' (or ib_write_bw servers) there.
+Exit: 0 ok, 1 below --expect-gbps, 2 a pair failed, 3 bad usage.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if serve {
+					return fmt.Errorf("--serve takes no SERVER")
+				}
+				o.Server = args[0]
+			}
+			if size != "" {
+				n, err := parseSize(size)
+				if err != nil {
+					return err
+				}
+				o.Size = n
+			}
+			if len(o.Devices) == 0 {
+				devs, err := perf.DefaultDevices(g.root)
+				if err != nil {
+					return err
+				}
+				o.Devices = devs
+			}
+			o.Root = g.root
+			var runs []perftest.Run
+			if serve {
+				fmt.Fprintf(g.stderr, "perftest: ib_write_bw servers for %v from port %d\n", o.Devices, max(o.Port, perftest.DefaultPort))
+				runs = perftest.ServeWriteBW(cmd.Context(), o)
+			} else {
+				runs = perftest.RunWriteBW(cmd.Context(), o)
+			}
+			rep := judgePerftest(runs, expect, serve)
+			if g.json {
+				if err := render.JSON(g.stdout, rep); err != nil {
+					return err
+				}
+			} else if err := writePerftestTable(g, rep, serve); err != nil {
+				return err
+			}
+			switch rep.Status {
+			case "fail":
+				return exitCode(ExitFail)
+			case "warn":
+				return exitCode(ExitWarn)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVarP(&o.Devices, "device", "d", nil, "RDMA device (repeatable; default: every eRDMA device)")
+	f.IntVarP(&o.Port, "port", "p", perftest.DefaultPort, "first device's port; the next devices use the next ports")
+	f.IntVarP(&o.QPs, "qps", "q", 16, "queue pairs per device (-q)")
+	f.StringVarP(&size, "size", "s", "", "bytes per write (-s; default perftest's 65536)")
+	f.BoolVarP(&o.All, "all", "a", false, "all sizes 2 B .. 8 MiB (-a)")
+	f.IntVarP(&o.Iterations, "iters", "n", 0, "iterations (-n)")
+	f.DurationVarP(&o.Duration, "duration", "D", 0, "run for this long (-D, whole seconds)")
+	f.IntVarP(&o.GIDIndex, "gid-index", "x", -1, "GID index (-x; default perftest's choice)")
+	f.BoolVarP(&o.RDMACM, "rdma-cm", "R", false, "connect with rdma_cm (-R; iWARP-mode eRDMA needs it)")
+	f.StringVar(&o.Binary, "binary", "ib_write_bw", "the ib_write_bw program")
+	f.StringVar(&o.LoopbackAddr, "loopback-addr", "", "address loopback clients connect to (default 127.0.0.1, or the device's IPv4 with -R)")
+	f.DurationVar(&o.Timeout, "timeout", 0, "bound on each pair (default: -D + 60s, or 120s)")
+	f.BoolVar(&serve, "serve", false, "run only the servers (for clients on another host)")
+	f.Float64Var(&expect, "expect-gbps", 0, "warn (exit 1) when the total is below this")
+	f.StringArrayVar(&o.Extra, "extra", nil, "extra ib_write_bw argument for both sides (repeatable)")
+	return c
+}
+
+// judgePerftest adds up the runs and decides the status.
+func judgePerftest(runs []perftest.Run, expect float64, serve bool) *perftestReport {
+	rep := &perftestReport{Status: "ok", ExpectGbps: expect, Runs: runs}
+	for _, r := range runs {
+		side := r.Client
+		if serve {
+			side = r.Server
+		}
+		if r.Error != "" || side == nil || !side.OK() {
+			rep.Status = "fail"
+			continue
+		}
+		if n := len(side.Results); n > 0 {
+			rep.TotalGbps += side.Results[n-1].BWAvgGbps
+		}
+	}
+	if rep.Status == "ok" && expect > 0 && rep.TotalGbps < expect {
+		rep.Status = "warn"
+	}
+	return rep
+}
+
+func writePerftestTable(g *globals, rep *perftestReport, serve bool) error {
+	t := render.NewTable("DEVICE", "PORT", "SIZE", "ITERATIONS", "AVG_GBPS", "PEAK_GBPS", "MPPS", "ATTEMPTS")
+	for _, r := range rep.Runs {
+		side := r.Client
+		if serve {
+			side = r.Server
+		}
+		if side == nil || len(side.Results) == 0 {
+			t.Add(r.Device, strconv.Itoa(r.Port), "-", "-", "-", "-", "-", strconv.Itoa(r.Attempts))
+			continue
+		}
+		for _, x := range side.Results {
+			t.Add(r.Device, strconv.Itoa(r.Port), sizeText(int(x.Bytes)), strconv.FormatInt(x.Iterations, 10),
+				fmt.Sprintf("%.3f", x.BWAvgGbps), fmt.Sprintf("%.3f", x.BWPeakGbps), fmt.Sprintf("%.4f", x.MsgRateMpps), strconv.Itoa(r.Attempts))
+		}
+	}
+	if err := t.Write(g.stdout); err != nil {
+		return err
+	}
+	for _, r := range rep.Runs {
+		if r.Error != "" {
+			fmt.Fprintf(g.stderr, "error: %s: %s\n", r.Device, r.Error)
+		}
+		for _, side := range []*perftest.Report{r.Client, r.Server} {
+			if side != nil {
+				for _, e := range side.Errors {
+					fmt.Fprintf(g.stderr, "error: %s: ib_write_bw: %s\n", r.Device, e)
+				}
+			}
+		}
+	}
+	status := rep.Status
+	if render.ColorWanted(g.stdout) {
+		status = render.Severity(status)
+	}
+	_, err := fmt.Fprintf(g.stdout, "status: %s (total %.3f Gbit/s)\n", status, rep.TotalGbps)
+	return err
+}

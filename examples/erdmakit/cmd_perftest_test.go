@@ -1,0 +1,51 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The stand-in ib_write_bw of package perftest's tests prints recorded logs.
+func fakePerftest(t *testing.T, mode string) string {
+	t.Helper()
+	bin, err := filepath.Abs("../../perf/perftest/testdata/fake_ib_write_bw")
+	require.NoError(t, err)
+	t.Setenv("FAKE_PERFTEST_MODE", mode)
+	t.Setenv("FAKE_PERFTEST_STATE", filepath.Join(t.TempDir(), "state"))
+	return bin
+}
+
+func TestPerftestCommand(t *testing.T) {
+	tests := []struct {
+		name string
+		mode string
+		args []string
+		code int
+		runs int
+	}{
+		{"two devices in parallel", "ok", []string{"-d", "rxe0", "-d", "rxe1"}, ExitOK, 2},
+		{"below expectation", "ok", []string{"-d", "rxe0", "--expect-gbps", "10"}, ExitWarn, 1},
+		{"client fails", "fail", []string{"-d", "rxe0"}, ExitFail, 1},
+		{"bad size", "ok", []string{"-d", "rxe0", "-s", "huge"}, ExitUnknown, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := fakePerftest(t, tc.mode)
+			code, out, stderr := runCLI(append([]string{"perftest", "--json", "--binary", bin}, tc.args...)...)
+			require.Equal(t, tc.code, code, "stderr: %s", stderr)
+			if code == ExitUnknown {
+				return
+			}
+			var rep perftestReport
+			require.NoError(t, json.Unmarshal([]byte(out), &rep))
+			assert.Len(t, rep.Runs, tc.runs)
+			if code == ExitOK {
+				assert.InDelta(t, 0.58*float64(len(rep.Runs)), rep.TotalGbps, 1e-9)
+			}
+		})
+	}
+}

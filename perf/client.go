@@ -1,0 +1,297 @@
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+)
+
+// Result is one device's test at one message size: the public schema of a
+// `bw --json` result.
+type Result struct {
+	Device       string `json:"device"`
+	ServerDevice string `json:"server_device"`
+	Method       string `json:"method"` // "oob" | "rdma_cm"
+	QPs          int    `json:"qps"`
+	Size         int    `json:"size"` // bytes per write
+	// Messages and Bytes are the writes completed in the measured phase,
+	// DurationS its length in seconds.
+	Messages  uint64  `json:"messages"`
+	Bytes     uint64  `json:"bytes"`
+	DurationS float64 `json:"duration_s"`
+	AvgGbps   float64 `json:"bw_avg_gbps"`  // Bytes*8/DurationS/1e9
+	PeakGbps  float64 `json:"bw_peak_gbps"` // best PeakWindow
+	Mpps      float64 `json:"msg_rate_mpps"`
+	// TotalBytes/TotalMessages include the warm-up and cool-down margins:
+	// what the device counters are compared with.
+	TotalBytes    uint64 `json:"total_bytes"`
+	TotalMessages uint64 `json:"total_messages"`
+	// TX and RX prove the traffic went over RDMA: the client device's
+	// transmit counter and the server device's receive counter against
+	// TotalBytes (or TotalMessages for packet counters). Absent where the
+	// device has no counters.
+	TX *CounterProof `json:"tx_proof,omitempty"`
+	RX *CounterProof `json:"rx_proof,omitempty"`
+	// Counters and ServerCounters are the raw deltas (name -> delta).
+	Counters       map[string]uint64 `json:"counters,omitempty"`
+	ServerCounters map[string]uint64 `json:"server_counters,omitempty"`
+}
+
+func newResult(dev string, acc *Accept, method ConnectMethod, cfg Config, m Measure) Result {
+	return Result{
+		Device: dev, ServerDevice: acc.Device, Method: method.String(), QPs: cfg.QPs, Size: cfg.Size,
+		Messages: m.Messages, Bytes: m.Bytes, DurationS: m.Elapsed.Seconds(),
+		AvgGbps: m.AvgGbps(), PeakGbps: m.PeakGbps, Mpps: m.Mpps(),
+		TotalBytes: m.TotalBytes, TotalMessages: m.TotalMessages,
+	}
+}
+
+// Client is the active side: it connects to a Server and runs tests from
+// one local device.
+type Client struct {
+	Link Link
+	// Addr is the server's out-of-band address, "host:port".
+	Addr string
+	// ServerDevice is the server device to test against; "" for its first.
+	ServerDevice string
+	Config       Config
+}
+
+// Run connects to the server and runs one test per size (Config.Size when
+// sizes is empty), in order, on one out-of-band connection. It returns the
+// results of the tests that finished and the first error.
+func (c *Client) Run(ctx context.Context, sizes []int) ([]Result, error) {
+	if err := c.Config.Validate(); err != nil {
+		return nil, err
+	}
+	if len(sizes) == 0 {
+		sizes = []int{c.Config.Size}
+	}
+	step := c.Config.withDefaults(0).StepTimeout
+	d := net.Dialer{Timeout: step}
+	nc, err := d.DialContext(ctx, "tcp", c.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: connecting to the bw server: %w", c.Link.Device(), err)
+	}
+	defer nc.Close()
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	defer stop()
+	oc := &conn{c: nc, step: step}
+	var out []Result
+	for _, size := range sizes {
+		r, err := c.test(ctx, oc, c.Config.withDefaults(size))
+		if err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+			}
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, err error) {
+	l := c.Link
+	dev := l.Device()
+	fail := func(err error) error {
+		var pe *PeerError
+		if !errors.As(err, &pe) && !errors.Is(err, net.ErrClosed) {
+			_ = oc.send(&PeerError{Message: err.Error()})
+		}
+		return fmt.Errorf("%s size %d: %w", dev, cfg.Size, err)
+	}
+	method := resolveMethod(cfg.Method, l.Transport())
+	h := &Hello{Device: c.ServerDevice, ClientDevice: dev, Transport: l.Transport(), Method: method,
+		QPs: uint32(cfg.QPs), Size: uint64(cfg.Size), Iterations: uint64(cfg.Iterations),
+		Duration: cfg.Duration, Warmup: cfg.Warmup, Cooldown: cfg.Cooldown, Limit: cfg.limit()}
+	if err := oc.send(h); err != nil {
+		return res, fail(err)
+	}
+	acc, err := expect[*Accept](oc, oc.step, "accept")
+	if err != nil {
+		return res, fail(err)
+	}
+	sess, err := l.Open(ctx, OpenConfig{QPs: cfg.QPs, TxDepth: cfg.TxDepth, MaxInline: cfg.Inline,
+		BufSize: cfg.Size, Method: method, CMAddr: acc.CMAddr})
+	if err != nil {
+		return res, fail(fmt.Errorf("opening %d QPs: %w", cfg.QPs, err))
+	}
+	defer func() {
+		if cerr := sess.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("%s: closing: %w", dev, cerr)
+		}
+	}()
+	local := Endpoints(sess.Local())
+	if err := oc.send(&local); err != nil {
+		return res, fail(err)
+	}
+	remote, err := expect[*Endpoints](oc, oc.step, "the server's endpoints")
+	if err != nil {
+		return res, fail(err)
+	}
+	if len(*remote) != cfg.QPs {
+		return res, fail(fmt.Errorf("server sent %d endpoints for %d QPs: %w", len(*remote), cfg.QPs, ErrProtocol))
+	}
+	cctx, cancel := context.WithTimeout(ctx, oc.step)
+	err = sess.Connect(cctx, *remote)
+	cancel()
+	if err != nil {
+		return res, fail(fmt.Errorf("connecting QPs: %w", err))
+	}
+	before, _ := l.Counters()
+	if err := oc.send(&Start{}); err != nil {
+		return res, fail(err)
+	}
+	if _, err := expect[*Start](oc, oc.step, "the server's start"); err != nil {
+		return res, fail(err)
+	}
+	m, err := WriteLoop(ctx, sess, dev, cfg)
+	if err != nil {
+		return res, fail(err)
+	}
+	after, _ := l.Counters()
+	delta := CounterDelta(before, after)
+	if err := oc.send(&Done{Bytes: m.Bytes, Messages: m.Messages, Elapsed: m.Elapsed, Counters: delta}); err != nil {
+		return res, fail(err)
+	}
+	sd, err := expect[*Done](oc, oc.step, "the server's done")
+	if err != nil {
+		return res, fail(err)
+	}
+	res = newResult(dev, acc, method, cfg, m)
+	res.Counters = delta
+	res.ServerCounters = sd.Counters
+	res.TX = proveTX(delta, m.TotalBytes, m.TotalMessages)
+	res.RX = proveRX(sd.Counters, m.TotalBytes, m.TotalMessages)
+	return res, nil
+}
+
+// Total is every device's result at one size added up (they ran at the
+// same time).
+type Total struct {
+	Size     int     `json:"size"`
+	Devices  int     `json:"devices"`
+	Bytes    uint64  `json:"bytes"`
+	AvgGbps  float64 `json:"bw_avg_gbps"`
+	PeakGbps float64 `json:"bw_peak_gbps"`
+	Mpps     float64 `json:"msg_rate_mpps"`
+}
+
+// Report is a whole `bw` run: the public schema of `bw --json`.
+type Report struct {
+	// Status is "ok", "warn" (below ExpectGbps) or "fail" (an error, or a
+	// counter that did not move by what was written).
+	Status     string   `json:"status"`
+	ExpectGbps float64  `json:"expect_gbps,omitempty"`
+	Results    []Result `json:"results"`
+	Totals     []Total  `json:"totals"`
+	Errors     []string `json:"errors,omitempty"`
+}
+
+// NewReport adds up results per size and judges them against expectGbps
+// (the aggregate at the largest size; 0 for no threshold).
+func NewReport(results []Result, errs []error, expectGbps float64) *Report {
+	r := &Report{Results: results, ExpectGbps: expectGbps, Status: "ok"}
+	if r.Results == nil {
+		r.Results = []Result{}
+	}
+	bySize := map[int]*Total{}
+	for _, res := range results {
+		t := bySize[res.Size]
+		if t == nil {
+			t = &Total{Size: res.Size}
+			bySize[res.Size] = t
+		}
+		t.Devices++
+		t.Bytes += res.Bytes
+		t.AvgGbps += res.AvgGbps
+		t.PeakGbps += res.PeakGbps
+		t.Mpps += res.Mpps
+		if (res.TX != nil && !res.TX.OK) || (res.RX != nil && !res.RX.OK) {
+			r.Status = "fail"
+			r.Errors = append(r.Errors, fmt.Sprintf("%s size %d: device counters moved less than the bytes written", res.Device, res.Size))
+		}
+	}
+	r.Totals = make([]Total, 0, len(bySize))
+	for _, t := range bySize {
+		r.Totals = append(r.Totals, *t)
+	}
+	sort.Slice(r.Totals, func(i, j int) bool { return r.Totals[i].Size < r.Totals[j].Size })
+	for _, e := range errs {
+		if e != nil {
+			r.Status = "fail"
+			r.Errors = append(r.Errors, e.Error())
+		}
+	}
+	if r.Status == "ok" && expectGbps > 0 {
+		if len(r.Totals) == 0 || r.Totals[len(r.Totals)-1].AvgGbps < expectGbps {
+			r.Status = "warn"
+		}
+	}
+	return r
+}
+
+// Loopback runs a server and one client per link on this host, the clients
+// in parallel (each device writes into itself, as the field's per-NIC health
+// checks do), one test per size. It returns every result and every error.
+func Loopback(ctx context.Context, links []Link, cfg Config, sizes []int) ([]Result, []error) {
+	if len(links) == 0 {
+		return nil, []error{errors.New("bw loopback: no devices")}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, []error{err}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, []error{fmt.Errorf("bw loopback: %w", err)}
+	}
+	sctx, stop := context.WithCancel(ctx)
+	srv := &Server{Links: links, StepTimeout: cfg.StepTimeout}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(sctx, ln) }()
+	var (
+		mu      sync.Mutex
+		results []Result
+		errs    []error
+		wg      sync.WaitGroup
+	)
+	for _, l := range links {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &Client{Link: l, Addr: ln.Addr().String(), ServerDevice: l.Device(), Config: cfg}
+			rs, err := c.Run(ctx, sizes)
+			mu.Lock()
+			defer mu.Unlock()
+			results = append(results, rs...)
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}()
+	}
+	wg.Wait()
+	stop()
+	if err := <-served; err != nil {
+		errs = append(errs, err)
+	}
+	sort.SliceStable(results, func(i, j int) bool {
+		if results[i].Size != results[j].Size {
+			return results[i].Size < results[j].Size
+		}
+		return results[i].Device < results[j].Device
+	})
+	return results, errs
+}
+
+// Sweep returns perftest -a's sizes: 2 B to 8 MiB, powers of two.
+func Sweep() []int {
+	var s []int
+	for n := 2; n <= 8<<20; n <<= 1 {
+		s = append(s, n)
+	}
+	return s
+}

@@ -1,0 +1,107 @@
+package perf
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ReadCounters reads sys/class/infiniband/<dev>/ports/<port>/hw_counters
+// under root as name -> value. A device without hw_counters (older eRDMA
+// drivers, some providers) gives nil and no error; a counter file that does
+// not hold a number is an error naming it.
+func ReadCounters(root, dev string, port int) (map[string]uint64, error) {
+	dir := filepath.Join(root, "sys/class/infiniband", dev, "ports", strconv.Itoa(port), "hw_counters")
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading counters: %w", err)
+	}
+	out := make(map[string]uint64, len(ents))
+	for _, e := range ents {
+		if e.IsDir() || e.Name() == "lifespan" {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading counter: %w", err)
+		}
+		v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("counter %s: %q is not a count", p, strings.TrimSpace(string(b)))
+		}
+		out[e.Name()] = v
+	}
+	return out, nil
+}
+
+// CounterDelta returns after - before for every counter in both (a counter
+// that went backwards, a reset, is left out).
+func CounterDelta(before, after map[string]uint64) map[string]uint64 {
+	if before == nil || after == nil {
+		return nil
+	}
+	d := make(map[string]uint64, len(after))
+	for k, a := range after {
+		if b, ok := before[k]; ok && a >= b {
+			d[k] = a - b
+		}
+	}
+	return d
+}
+
+// Byte and packet counters, as the drivers spell them: eRDMA out-of-tree
+// (hw_ prefix), upstream eRDMA (no prefix), rxe (packets only).
+var (
+	txByteCounters = []string{"hw_tx_bytes_cnt", "tx_bytes_cnt", "tx_bytes"}
+	rxByteCounters = []string{"hw_rx_bytes_cnt", "rx_bytes_cnt", "rx_bytes"}
+	txPktCounters  = []string{"hw_tx_packets_cnt", "tx_packets_cnt", "tx_pkts_cnt", "sent_pkts"}
+	rxPktCounters  = []string{"hw_rx_packets_cnt", "rx_packets_cnt", "rx_pkts_cnt", "rcvd_pkts"}
+)
+
+// CounterProof says whether a device counter moved by at least what the
+// test wrote: the evidence that the traffic went over RDMA.
+type CounterProof struct {
+	// Counter is the counter used ("hw_tx_bytes_cnt", "sent_pkts").
+	Counter string `json:"counter"`
+	// Unit is "bytes" or "packets".
+	Unit string `json:"unit"`
+	// Delta is the counter's change over the test; Want the least it must be
+	// (the bytes written, or one packet per write).
+	Delta uint64 `json:"delta"`
+	Want  uint64 `json:"want"`
+	OK    bool   `json:"ok"`
+}
+
+// proveTX checks a transmit-side delta against the writes of a test: a
+// byte counter must move by at least bytes, a packet counter by at least
+// one per message. nil when the device has neither.
+func proveTX(delta map[string]uint64, bytes, msgs uint64) *CounterProof {
+	return prove(delta, txByteCounters, txPktCounters, bytes, msgs)
+}
+
+// proveRX is proveTX for the receiving side.
+func proveRX(delta map[string]uint64, bytes, msgs uint64) *CounterProof {
+	return prove(delta, rxByteCounters, rxPktCounters, bytes, msgs)
+}
+
+func prove(delta map[string]uint64, byteNames, pktNames []string, bytes, msgs uint64) *CounterProof {
+	for _, n := range byteNames {
+		if v, ok := delta[n]; ok {
+			return &CounterProof{Counter: n, Unit: "bytes", Delta: v, Want: bytes, OK: v >= bytes}
+		}
+	}
+	for _, n := range pktNames {
+		if v, ok := delta[n]; ok {
+			return &CounterProof{Counter: n, Unit: "packets", Delta: v, Want: msgs, OK: v >= msgs}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,205 @@
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// FakeLink is an in-process emulated RDMA device: one wire of a known rate
+// shared by all its queue pairs. A write completes when the wire has carried
+// its bytes (writes queue behind each other), so a loop that keeps the wire
+// busy measures exactly Gbps. Writes go nowhere; its transmit counters
+// (tx_bytes_cnt, tx_pkts_cnt) move by what crossed the wire. It has no
+// receive counters: a fake server cannot see what another fake link sent.
+//
+// FakeLink is safe for concurrent use. Use NewFakeLink.
+type FakeLink struct {
+	name string
+	gbps float64
+	// FailAfter, when > 0, makes the write that brings the link's total to
+	// FailAfter complete with an error status (to test failure handling).
+	FailAfter uint64
+
+	mu       sync.Mutex
+	base     time.Time
+	wireFree int64 // ns since base when the wire is next free
+	nsPerB   float64
+	txBytes  uint64
+	txPkts   uint64
+	written  uint64
+	open     int
+	nextQPN  uint32
+}
+
+// NewFakeLink returns a fake device called name whose wire carries gbps
+// Gbit/s (10^9 bit/s).
+func NewFakeLink(name string, gbps float64) *FakeLink {
+	return &FakeLink{name: name, gbps: gbps, base: time.Now(), nsPerB: 8 / gbps, nextQPN: 0x100}
+}
+
+// Device implements Link.
+func (l *FakeLink) Device() string { return l.name }
+
+// Transport implements Link: "fake", connected like RoCE (out of band).
+func (l *FakeLink) Transport() string { return "fake" }
+
+// OpenSessions is how many sessions are open: 0 after every test, failed or
+// not, proves that everything was released.
+func (l *FakeLink) OpenSessions() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open
+}
+
+// Counters implements Link.
+func (l *FakeLink) Counters() (map[string]uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return map[string]uint64{"tx_bytes_cnt": l.txBytes, "tx_pkts_cnt": l.txPkts}, nil
+}
+
+// Open implements Link.
+func (l *FakeLink) Open(ctx context.Context, cfg OpenConfig) (Session, error) {
+	if cfg.QPs <= 0 || cfg.BufSize <= 0 || (!cfg.Server && cfg.TxDepth <= 0) {
+		return nil, fmt.Errorf("fake %s: open: qps %d, buffer %d, depth %d", l.name, cfg.QPs, cfg.BufSize, cfg.TxDepth)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := &fakeSession{link: l, cfg: cfg, local: make([]Endpoint, cfg.QPs)}
+	for i := range s.local {
+		l.nextQPN++
+		s.local[i] = Endpoint{QPN: l.nextQPN, PSN: l.nextQPN * 7 & 0xffffff, MTU: 5, Addr: 0x7f0000000000, RKey: 0x1000 + l.nextQPN}
+	}
+	if !cfg.Server {
+		s.ring = make([]fakeCompletion, cfg.QPs*cfg.TxDepth+1)
+	}
+	l.open++
+	return s, nil
+}
+
+type fakeCompletion struct {
+	done int64 // ns since base
+	c    Completion
+	size int
+}
+
+type fakeSession struct {
+	link       *FakeLink
+	cfg        OpenConfig
+	local      []Endpoint
+	remote     []Endpoint
+	ring       []fakeCompletion
+	head, tail int
+	closed     bool
+}
+
+var errFakeClosed = errors.New("fake session closed")
+
+func (s *fakeSession) Local() []Endpoint { return s.local }
+func (s *fakeSession) CMAddr() string    { return "" }
+
+func (s *fakeSession) Connect(ctx context.Context, remote []Endpoint) error {
+	if s.closed {
+		return errFakeClosed
+	}
+	if len(remote) != len(s.local) {
+		return fmt.Errorf("fake %s: %d remote endpoints for %d QPs", s.link.name, len(remote), len(s.local))
+	}
+	for i, e := range remote {
+		if e.QPN == 0 || e.RKey == 0 {
+			return fmt.Errorf("fake %s: remote endpoint %d has QPN %#x rkey %#x", s.link.name, i, e.QPN, e.RKey)
+		}
+	}
+	s.remote = remote
+	return nil
+}
+
+func (s *fakeSession) PostWrites(qp, n, size, every int) error {
+	switch {
+	case s.closed:
+		return errFakeClosed
+	case s.cfg.Server:
+		return errors.New("fake: the server side does not post")
+	case s.remote == nil:
+		return errors.New("fake: post before connect")
+	case qp < 0 || qp >= len(s.local):
+		return fmt.Errorf("fake: qp %d of %d", qp, len(s.local))
+	case n <= 0 || n > s.cfg.TxDepth:
+		return fmt.Errorf("fake: list of %d writes (send queue depth %d)", n, s.cfg.TxDepth)
+	case size > s.cfg.BufSize:
+		return fmt.Errorf("fake: write of %d bytes into a %d-byte buffer", size, s.cfg.BufSize)
+	}
+	every = max(every, 1)
+	l := s.link
+	l.mu.Lock()
+	now := int64(time.Since(l.base))
+	start := max(now, l.wireFree)
+	l.wireFree = start + int64(float64(n*size)*l.nsPerB)
+	failAt := -1
+	if l.FailAfter > 0 && l.written < l.FailAfter && l.written+uint64(n) >= l.FailAfter {
+		failAt = int(l.FailAfter - l.written - 1)
+	}
+	l.written += uint64(n)
+	l.mu.Unlock()
+	prev := -1
+	for i := 0; i < n; i++ {
+		if (i+1)%every != 0 && i != n-1 && i != failAt {
+			continue
+		}
+		next := (s.tail + 1) % len(s.ring)
+		if next == s.head {
+			return fmt.Errorf("fake: send queue overrun on qp %d", qp)
+		}
+		c := Completion{QP: int32(qp), Writes: int32(i - prev)}
+		if i == failAt {
+			c.Status = 12 // IBV_WC_RETRY_EXC_ERR
+		}
+		done := start + int64(float64((i+1)*size)*l.nsPerB)
+		s.ring[s.tail] = fakeCompletion{done: done, c: c, size: size}
+		s.tail = next
+		prev = i
+	}
+	return nil
+}
+
+func (s *fakeSession) Poll(c []Completion) (int, error) {
+	if s.closed {
+		return 0, errFakeClosed
+	}
+	if s.head == s.tail {
+		return 0, nil
+	}
+	l := s.link
+	now := int64(time.Since(l.base))
+	n := 0
+	var bytes, pkts uint64
+	for n < len(c) && s.head != s.tail && s.ring[s.head].done <= now {
+		fc := s.ring[s.head]
+		c[n] = fc.c
+		n++
+		bytes += uint64(fc.c.Writes) * uint64(fc.size)
+		pkts += uint64(fc.c.Writes)
+		s.head = (s.head + 1) % len(s.ring)
+	}
+	if n > 0 {
+		l.mu.Lock()
+		l.txBytes += bytes
+		l.txPkts += pkts
+		l.mu.Unlock()
+	}
+	return n, nil
+}
+
+func (s *fakeSession) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.link.mu.Lock()
+	s.link.open--
+	s.link.mu.Unlock()
+	return nil
+}

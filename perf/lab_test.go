@@ -1,0 +1,82 @@
+//go:build lab && linux && cgo
+
+package perf
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/internal/lab/labtest"
+)
+
+// Lab tests: `bw loopback` on Soft-RoCE (rxe0) under qemu; see internal/lab.
+
+func openLabLink(t *testing.T) *VerbsLink {
+	t.Helper()
+	labtest.Require(t)
+	l, err := OpenVerbsLink(labtest.Device(), VerbsOptions{GIDIndex: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, l.Close()) })
+	return l
+}
+
+func TestLabBwLoopbackMatchesCounters(t *testing.T) {
+	l := openLabLink(t)
+	ctx := labtest.Deadline(t)
+	before, err := labtest.ResourcesOf(ctx, l.Device())
+	require.NoError(t, err)
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"iterations 64KiB 2 QPs", Config{Size: 65536, QPs: 2, Iterations: 300}},
+		{"duration 4KiB 4 QPs", Config{Size: 4096, QPs: 4, Duration: time.Second, Warmup: 300 * time.Millisecond, Cooldown: 300 * time.Millisecond}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			results, errs := Loopback(ctx, []Link{l}, tc.cfg, nil)
+			require.Empty(t, errs)
+			require.Len(t, results, 1)
+			r := results[0]
+			t.Logf("%s: %d msgs %.3f Gbit/s %.4f Mpps tx %+v rx %+v", tc.name, r.Messages, r.AvgGbps, r.Mpps, r.TX, r.RX)
+			assert.Greater(t, r.AvgGbps, 0.0)
+			assert.Equal(t, "oob", r.Method)
+			if tc.cfg.Iterations > 0 {
+				assert.Equal(t, uint64(tc.cfg.Iterations*tc.cfg.QPs), r.Messages)
+			}
+			// rxe counts packets (sent_pkts, rcvd_pkts): at least one per write,
+			// and a 64 KiB write is several MTU-sized packets.
+			require.NotNil(t, r.TX, "rxe0 has hw_counters")
+			assert.True(t, r.TX.OK, "%+v", r.TX)
+			require.NotNil(t, r.RX)
+			assert.True(t, r.RX.OK, "%+v", r.RX)
+		})
+	}
+	after, err := labtest.ResourcesOf(ctx, l.Device())
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "every QP, CQ, MR and PD of the tests was released")
+}
+
+func TestLabBwFailedTestReleasesResources(t *testing.T) {
+	l := openLabLink(t)
+	ctx := labtest.Deadline(t)
+	before, err := labtest.ResourcesOf(ctx, l.Device())
+	require.NoError(t, err)
+	// The client vanishes mid-test: the server must clean up and go on.
+	cctx, cancel := context.WithCancel(ctx)
+	cfg := Config{Size: 65536, QPs: 4, Duration: 10 * time.Second, Warmup: -1, Cooldown: -1,
+		ProgressInterval: 200 * time.Millisecond, Progress: func(Progress) { cancel() }}
+	_, errs := Loopback(cctx, []Link{l}, cfg, nil)
+	require.NotEmpty(t, errs)
+	results, errs := Loopback(ctx, []Link{l}, Config{Size: 4096, QPs: 1, Iterations: 100}, nil)
+	require.Empty(t, errs)
+	require.Len(t, results, 1)
+	assert.Eventually(t, func() bool {
+		after, err := labtest.ResourcesOf(ctx, l.Device())
+		return err == nil && assert.ObjectsAreEqual(before, after)
+	}, 5*time.Second, 100*time.Millisecond)
+}

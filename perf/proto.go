@@ -1,0 +1,559 @@
+package perf
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"sort"
+	"time"
+)
+
+// The out-of-band protocol (ours, not perftest's) carries everything two
+// erdmakit peers must agree on around an RDMA write test. Every message is
+// one frame:
+//
+//	offset 0  magic "EKBW"
+//	offset 4  protocol version, uint16 big endian
+//	offset 6  message type, uint8
+//	offset 7  reserved, 0
+//	offset 8  payload length, uint32 big endian, at most MaxPayload
+//	offset 12 payload
+//
+// A test is: client Hello, server Accept (or Error); client Endpoints,
+// server Endpoints; both connect their queue pairs; client Start, server
+// Start (after it read its counters); the client writes; client Done,
+// server Done (with the counter deltas). A client may then send another
+// Hello on the same connection (the next size of a sweep) or close it.
+
+// ProtocolVersion is the version this package speaks. A peer with another
+// version gets an Error naming both.
+const ProtocolVersion = 1
+
+// DefaultPort is the TCP port `erdmakit bw serve` listens on. perftest uses
+// 18515 (and a second device the next ports up), so we take 18600 to let both
+// run side by side; it is far from 30608-30623, which the eRDMA driver binds
+// in every network namespace in compat mode (reserve_ports_base 0x7790).
+const DefaultPort = 18600
+
+// MaxPayload bounds one frame's payload: a hostile or broken peer cannot make
+// us allocate more than this per message.
+const MaxPayload = 64 << 10
+
+// MaxQPs bounds the queue pairs of one test (and so an Endpoints message).
+const MaxQPs = 1024
+
+const (
+	frameHeader = 12
+	maxString   = 255
+	maxCounters = 512
+)
+
+var frameMagic = [4]byte{'E', 'K', 'B', 'W'}
+
+// MsgType is the type byte of a frame.
+type MsgType uint8
+
+// The message types.
+const (
+	MsgHello     MsgType = 1
+	MsgAccept    MsgType = 2
+	MsgEndpoints MsgType = 3
+	MsgStart     MsgType = 4
+	MsgDone      MsgType = 5
+	MsgError     MsgType = 6
+)
+
+func (t MsgType) String() string {
+	switch t {
+	case MsgHello:
+		return "hello"
+	case MsgAccept:
+		return "accept"
+	case MsgEndpoints:
+		return "endpoints"
+	case MsgStart:
+		return "start"
+	case MsgDone:
+		return "done"
+	case MsgError:
+		return "error"
+	}
+	return fmt.Sprintf("type %d", uint8(t))
+}
+
+// Errors of the out-of-band protocol, comparable with errors.Is.
+var (
+	// ErrProtocol: the peer sent something that is not our protocol (bad
+	// magic, malformed payload, a message out of order).
+	ErrProtocol = errors.New("bw protocol error")
+	// ErrVersion: the peer speaks another protocol version.
+	ErrVersion = errors.New("bw protocol version mismatch")
+	// ErrFrameTooLarge: a frame announced a payload above MaxPayload.
+	ErrFrameTooLarge = errors.New("bw frame too large")
+	// ErrPeer: the peer reported an error (the message says which).
+	ErrPeer = errors.New("bw peer error")
+)
+
+// ConnectMethod is how the queue pairs are connected.
+type ConnectMethod uint8
+
+const (
+	// MethodAuto picks by the device's transport: rdma_cm for iWARP, the
+	// out-of-band exchange otherwise.
+	MethodAuto ConnectMethod = 0
+	// MethodOOB exchanges QPN/PSN/GID over our TCP connection and moves the
+	// QPs to RTS with modify_qp (eRDMA compat mode, RoCE, IB).
+	MethodOOB ConnectMethod = 1
+	// MethodRDMACM connects through librdmacm (eRDMA iWARP mode).
+	MethodRDMACM ConnectMethod = 2
+)
+
+func (m ConnectMethod) String() string {
+	switch m {
+	case MethodAuto:
+		return "auto"
+	case MethodOOB:
+		return "oob"
+	case MethodRDMACM:
+		return "rdma_cm"
+	}
+	return fmt.Sprintf("method %d", uint8(m))
+}
+
+// ParseConnectMethod reads "auto", "oob" or "rdma_cm".
+func ParseConnectMethod(s string) (ConnectMethod, error) {
+	switch s {
+	case "", "auto":
+		return MethodAuto, nil
+	case "oob":
+		return MethodOOB, nil
+	case "rdma_cm", "rdmacm", "cm":
+		return MethodRDMACM, nil
+	}
+	return 0, fmt.Errorf("connection method %q: want auto, oob or rdma_cm", s)
+}
+
+// MarshalText makes a ConnectMethod print as its name in JSON.
+func (m ConnectMethod) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// Hello opens a test: what the client wants.
+type Hello struct {
+	// Device is the server device to use; "" means the server's first.
+	Device string
+	// ClientDevice and Transport describe the client's side, for the
+	// server's log and its check that both sides are in the same mode.
+	ClientDevice string
+	Transport    string
+	Method       ConnectMethod
+	QPs          uint32
+	Size         uint64 // bytes per RDMA write
+	Iterations   uint64 // per QP; 0 in duration mode
+	Duration     time.Duration
+	Warmup       time.Duration
+	Cooldown     time.Duration
+	// Limit is the longest the client expects the write phase to take; the
+	// server waits that long (capped by its own maximum) for Done.
+	Limit time.Duration
+}
+
+// Accept is the server's answer to Hello.
+type Accept struct {
+	Device    string
+	Transport string
+	// CMAddr is where rdma_cm connections are accepted ("10.0.0.1:18601");
+	// "" for the out-of-band method.
+	CMAddr string
+}
+
+// Endpoint is one queue pair as its peer must know it.
+type Endpoint struct {
+	QPN  uint32
+	PSN  uint32
+	GID  [16]byte
+	LID  uint16
+	MTU  uint8 // ibv_mtu enum: 1=256 .. 5=4096
+	Addr uint64
+	RKey uint32
+}
+
+// Done ends a test. The client sends what it wrote; the server answers with
+// its device's counter deltas over the test.
+type Done struct {
+	Bytes    uint64
+	Messages uint64
+	Elapsed  time.Duration
+	// Counters are deltas of the sender's device hw_counters (name ->
+	// delta); empty where the device has none.
+	Counters map[string]uint64
+}
+
+// PeerError is an Error message: the peer's reason for ending the test.
+type PeerError struct{ Message string }
+
+func (e *PeerError) Error() string { return "peer: " + e.Message }
+
+// Is makes errors.Is(err, ErrPeer) true.
+func (e *PeerError) Is(target error) bool { return target == ErrPeer }
+
+// Message is one of *Hello, *Accept, []Endpoint (as *Endpoints), *Start,
+// *Done, *PeerError.
+type Message interface{ msgType() MsgType }
+
+// Endpoints is the list of a side's queue pairs.
+type Endpoints []Endpoint
+
+// Start asks for (client) or acknowledges (server) the start of writing.
+type Start struct{}
+
+func (*Hello) msgType() MsgType     { return MsgHello }
+func (*Accept) msgType() MsgType    { return MsgAccept }
+func (*Endpoints) msgType() MsgType { return MsgEndpoints }
+func (*Start) msgType() MsgType     { return MsgStart }
+func (*Done) msgType() MsgType      { return MsgDone }
+func (*PeerError) msgType() MsgType { return MsgError }
+
+// AppendFrame appends m's frame to b.
+func AppendFrame(b []byte, m Message) ([]byte, error) {
+	start := len(b)
+	b = append(b, frameMagic[:]...)
+	b = binary.BigEndian.AppendUint16(b, ProtocolVersion)
+	b = append(b, byte(m.msgType()), 0, 0, 0, 0, 0)
+	var err error
+	switch m := m.(type) {
+	case *Hello:
+		b, err = appendString(b, m.Device)
+		if err == nil {
+			b, err = appendString(b, m.ClientDevice)
+		}
+		if err == nil {
+			b, err = appendString(b, m.Transport)
+		}
+		b = append(b, byte(m.Method))
+		b = binary.BigEndian.AppendUint32(b, m.QPs)
+		b = binary.BigEndian.AppendUint64(b, m.Size)
+		b = binary.BigEndian.AppendUint64(b, m.Iterations)
+		for _, d := range []time.Duration{m.Duration, m.Warmup, m.Cooldown, m.Limit} {
+			b = binary.BigEndian.AppendUint64(b, uint64(d))
+		}
+	case *Accept:
+		b, err = appendString(b, m.Device)
+		if err == nil {
+			b, err = appendString(b, m.Transport)
+		}
+		if err == nil {
+			b, err = appendString(b, m.CMAddr)
+		}
+	case *Endpoints:
+		if len(*m) > MaxQPs {
+			return b[:start], fmt.Errorf("%d endpoints: at most %d: %w", len(*m), MaxQPs, ErrProtocol)
+		}
+		b = binary.BigEndian.AppendUint32(b, uint32(len(*m)))
+		for _, e := range *m {
+			b = binary.BigEndian.AppendUint32(b, e.QPN)
+			b = binary.BigEndian.AppendUint32(b, e.PSN)
+			b = append(b, e.GID[:]...)
+			b = binary.BigEndian.AppendUint16(b, e.LID)
+			b = append(b, e.MTU)
+			b = binary.BigEndian.AppendUint64(b, e.Addr)
+			b = binary.BigEndian.AppendUint32(b, e.RKey)
+		}
+	case *Start:
+	case *Done:
+		b = binary.BigEndian.AppendUint64(b, m.Bytes)
+		b = binary.BigEndian.AppendUint64(b, m.Messages)
+		b = binary.BigEndian.AppendUint64(b, uint64(m.Elapsed))
+		if len(m.Counters) > maxCounters {
+			return b[:start], fmt.Errorf("%d counters: at most %d: %w", len(m.Counters), maxCounters, ErrProtocol)
+		}
+		names := make([]string, 0, len(m.Counters))
+		for k := range m.Counters {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(names)))
+		for _, k := range names {
+			if b, err = appendString(b, k); err != nil {
+				break
+			}
+			b = binary.BigEndian.AppendUint64(b, m.Counters[k])
+		}
+	case *PeerError:
+		msg := m.Message
+		if len(msg) > 4096 {
+			msg = msg[:4096]
+		}
+		b = binary.BigEndian.AppendUint16(b, uint16(len(msg)))
+		b = append(b, msg...)
+	default:
+		return b[:start], fmt.Errorf("cannot encode %T: %w", m, ErrProtocol)
+	}
+	if err != nil {
+		return b[:start], err
+	}
+	n := len(b) - start - frameHeader
+	if n > MaxPayload {
+		return b[:start], fmt.Errorf("%s payload of %d bytes: %w", m.msgType(), n, ErrFrameTooLarge)
+	}
+	binary.BigEndian.PutUint32(b[start+8:], uint32(n))
+	return b, nil
+}
+
+func appendString(b []byte, s string) ([]byte, error) {
+	if len(s) > maxString {
+		return b, fmt.Errorf("string of %d bytes (at most %d): %w", len(s), maxString, ErrProtocol)
+	}
+	b = append(b, byte(len(s)))
+	return append(b, s...), nil
+}
+
+// ReadFrame reads one frame from r and decodes it. The caller bounds the
+// time (a deadline on the connection); the size is bounded by MaxPayload.
+func ReadFrame(r io.Reader) (Message, error) {
+	var h [frameHeader]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("frame header cut short: %w", err)
+		}
+		return nil, err
+	}
+	if [4]byte(h[:4]) != frameMagic {
+		return nil, fmt.Errorf("bad magic %q (not an erdmakit bw peer?): %w", h[:4], ErrProtocol)
+	}
+	if v := binary.BigEndian.Uint16(h[4:]); v != ProtocolVersion {
+		return nil, fmt.Errorf("peer speaks protocol version %d, this side %d: %w", v, ProtocolVersion, ErrVersion)
+	}
+	n := binary.BigEndian.Uint32(h[8:])
+	if n > MaxPayload {
+		return nil, fmt.Errorf("frame announces %d bytes (at most %d): %w", n, MaxPayload, ErrFrameTooLarge)
+	}
+	p := make([]byte, n)
+	if got, err := io.ReadFull(r, p); err != nil {
+		return nil, fmt.Errorf("%s payload cut short after %d of %d bytes: %w", MsgType(h[6]), got, n, err)
+	}
+	return DecodePayload(MsgType(h[6]), p)
+}
+
+// DecodePayload decodes the payload of a frame of type t.
+func DecodePayload(t MsgType, p []byte) (Message, error) {
+	d := decoder{p: p}
+	var m Message
+	switch t {
+	case MsgHello:
+		h := &Hello{}
+		h.Device = d.str()
+		h.ClientDevice = d.str()
+		h.Transport = d.str()
+		h.Method = ConnectMethod(d.u8())
+		h.QPs = d.u32()
+		h.Size = d.u64()
+		h.Iterations = d.u64()
+		h.Duration = d.dur()
+		h.Warmup = d.dur()
+		h.Cooldown = d.dur()
+		h.Limit = d.dur()
+		if d.err == nil {
+			d.err = h.validate()
+		}
+		m = h
+	case MsgAccept:
+		a := &Accept{}
+		a.Device = d.str()
+		a.Transport = d.str()
+		a.CMAddr = d.str()
+		m = a
+	case MsgEndpoints:
+		n := d.u32()
+		if d.err == nil && n > MaxQPs {
+			d.err = fmt.Errorf("%d endpoints (at most %d)", n, MaxQPs)
+		}
+		const size = 4 + 4 + 16 + 2 + 1 + 8 + 4
+		if d.err == nil && int(n)*size > len(d.p) {
+			d.err = fmt.Errorf("%d endpoints announced, %d bytes left", n, len(d.p))
+		}
+		var es Endpoints
+		if d.err == nil {
+			es = make(Endpoints, n)
+		}
+		for i := range es {
+			e := &es[i]
+			e.QPN = d.u32()
+			e.PSN = d.u32()
+			copy(e.GID[:], d.bytes(16))
+			e.LID = d.u16()
+			e.MTU = d.u8()
+			e.Addr = d.u64()
+			e.RKey = d.u32()
+		}
+		m = &es
+	case MsgStart:
+		m = &Start{}
+	case MsgDone:
+		dn := &Done{}
+		dn.Bytes = d.u64()
+		dn.Messages = d.u64()
+		dn.Elapsed = d.dur()
+		n := int(d.u16())
+		if d.err == nil && n > maxCounters {
+			d.err = fmt.Errorf("%d counters (at most %d)", n, maxCounters)
+		}
+		if d.err == nil && n > 0 {
+			dn.Counters = make(map[string]uint64, min(n, len(d.p)/9+1))
+			for i := 0; i < n && d.err == nil; i++ {
+				k := d.str()
+				dn.Counters[k] = d.u64()
+			}
+		}
+		m = dn
+	case MsgError:
+		n := int(d.u16())
+		m = &PeerError{Message: string(d.bytes(n))}
+	default:
+		return nil, fmt.Errorf("unknown message %s: %w", t, ErrProtocol)
+	}
+	if d.err == nil && len(d.p) != 0 {
+		d.err = fmt.Errorf("%d trailing bytes", len(d.p))
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("decoding %s: %w: %w", t, d.err, ErrProtocol)
+	}
+	return m, nil
+}
+
+// validate bounds what a Hello may ask for.
+func (h *Hello) validate() error {
+	switch {
+	case h.QPs == 0 || h.QPs > MaxQPs:
+		return fmt.Errorf("qps %d: want 1..%d", h.QPs, MaxQPs)
+	case h.Size == 0 || h.Size > MaxSize:
+		return fmt.Errorf("size %d: want 1..%d", h.Size, MaxSize)
+	case h.Iterations == 0 && h.Duration <= 0:
+		return errors.New("neither iterations nor a duration")
+	case h.Duration < 0 || h.Warmup < 0 || h.Cooldown < 0 || h.Limit < 0:
+		return errors.New("negative duration")
+	case h.Method > MethodRDMACM:
+		return fmt.Errorf("unknown connection method %d", h.Method)
+	}
+	return nil
+}
+
+// MaxSize is the largest message size a test may use (perftest's -a goes to
+// 8 MiB; we allow up to 1 GiB for a single size).
+const MaxSize = 1 << 30
+
+type decoder struct {
+	p   []byte
+	err error
+}
+
+func (d *decoder) bytes(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n > len(d.p) {
+		d.err = fmt.Errorf("payload cut short: want %d bytes, %d left", n, len(d.p))
+		return nil
+	}
+	b := d.p[:n]
+	d.p = d.p[n:]
+	return b
+}
+
+func (d *decoder) u8() uint8 {
+	if b := d.bytes(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
+
+func (d *decoder) u16() uint16 {
+	if b := d.bytes(2); b != nil {
+		return binary.BigEndian.Uint16(b)
+	}
+	return 0
+}
+
+func (d *decoder) u32() uint32 {
+	if b := d.bytes(4); b != nil {
+		return binary.BigEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (d *decoder) u64() uint64 {
+	if b := d.bytes(8); b != nil {
+		return binary.BigEndian.Uint64(b)
+	}
+	return 0
+}
+
+func (d *decoder) dur() time.Duration {
+	v := d.u64()
+	if v > math.MaxInt64 {
+		if d.err == nil {
+			d.err = fmt.Errorf("duration %d out of range", v)
+		}
+		return 0
+	}
+	return time.Duration(v)
+}
+
+func (d *decoder) str() string {
+	n := int(d.u8())
+	return string(d.bytes(n))
+}
+
+// conn is one side of the out-of-band connection: every read and write has
+// its own deadline.
+type conn struct {
+	c       net.Conn
+	step    time.Duration // deadline of one message
+	scratch []byte
+}
+
+func (c *conn) send(m Message) error {
+	b, err := AppendFrame(c.scratch[:0], m)
+	if err != nil {
+		return err
+	}
+	c.scratch = b
+	if err := c.c.SetWriteDeadline(time.Now().Add(c.step)); err != nil {
+		return err
+	}
+	if _, err := c.c.Write(b); err != nil {
+		return fmt.Errorf("sending %s: %w", m.msgType(), err)
+	}
+	return nil
+}
+
+// recv reads the next message within wait; an Error message becomes a
+// *PeerError.
+func (c *conn) recv(wait time.Duration) (Message, error) {
+	if err := c.c.SetReadDeadline(time.Now().Add(wait)); err != nil {
+		return nil, err
+	}
+	m, err := ReadFrame(c.c)
+	if err != nil {
+		return nil, err
+	}
+	if pe, ok := m.(*PeerError); ok {
+		return nil, pe
+	}
+	return m, nil
+}
+
+// expect reads the next message and requires its type.
+func expect[T Message](c *conn, wait time.Duration, what string) (T, error) {
+	var zero T
+	m, err := c.recv(wait)
+	if err != nil {
+		return zero, fmt.Errorf("waiting for %s: %w", what, err)
+	}
+	t, ok := m.(T)
+	if !ok {
+		return zero, fmt.Errorf("waiting for %s, got %s: %w", what, m.msgType(), ErrProtocol)
+	}
+	return t, nil
+}

@@ -1,0 +1,227 @@
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+)
+
+// Server is the passive side of `erdmakit bw`: it accepts out-of-band
+// connections, opens queue pairs and a buffer on the requested device for
+// each test, and reports its device's counter deltas. A client that speaks
+// garbage, stalls or disappears only ends its own connection: every message
+// has a deadline, every test's resources are closed, and the server goes on.
+type Server struct {
+	// Links are the devices this server offers; a Hello names one, or gets
+	// the first.
+	Links []Link
+	// StepTimeout bounds every message (default 10 s).
+	StepTimeout time.Duration
+	// MaxTest caps how long a test's write phase may take (default 1 h).
+	MaxTest time.Duration
+	// Logger receives one line per test and per failed connection (default:
+	// slog.Default()).
+	Logger *slog.Logger
+	// OnTest, when set, is called after every test, failed or not.
+	OnTest func(ServerTest)
+}
+
+// ServerTest is one test as the server saw it.
+type ServerTest struct {
+	Peer   string
+	Device string
+	Hello  Hello
+	// Client is what the client reported; Counters the server device's
+	// counter deltas over the write phase.
+	Client   Done
+	Counters map[string]uint64
+	Err      error
+}
+
+func (s *Server) step() time.Duration {
+	if s.StepTimeout > 0 {
+		return s.StepTimeout
+	}
+	return DefaultStepTimeout
+}
+
+func (s *Server) log() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+// Serve accepts connections on ln until ctx is cancelled (then it closes
+// ln, ends every connection and returns nil) or ln fails.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if len(s.Links) == 0 {
+		return errors.New("bw server: no devices")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("bw server: accept: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.ServeConn(ctx, c); err != nil {
+				s.log().Warn("bw client failed", "peer", c.RemoteAddr().String(), "err", err)
+			}
+		}()
+	}
+}
+
+// ServeConn runs the tests one client connection asks for, then closes it.
+// It returns nil when the client closed the connection between tests.
+func (s *Server) ServeConn(ctx context.Context, nc net.Conn) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		<-ctx.Done()
+		nc.Close()
+	}()
+	c := &conn{c: nc, step: s.step()}
+	for first := true; ; first = false {
+		m, err := c.recv(c.step)
+		if err != nil {
+			if ctx.Err() != nil || (!first && errors.Is(err, io.EOF)) {
+				return nil
+			}
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				_ = c.send(&PeerError{Message: err.Error()})
+			}
+			return fmt.Errorf("waiting for hello: %w", err)
+		}
+		h, ok := m.(*Hello)
+		if !ok {
+			err := fmt.Errorf("expected hello, got %s: %w", m.msgType(), ErrProtocol)
+			_ = c.send(&PeerError{Message: err.Error()})
+			return err
+		}
+		t := ServerTest{Peer: nc.RemoteAddr().String(), Hello: *h}
+		t.Err = s.test(ctx, c, h, &t)
+		if s.OnTest != nil {
+			s.OnTest(t)
+		}
+		if t.Err != nil {
+			if ctx.Err() != nil { // the server is shutting down
+				return nil
+			}
+			var pe *PeerError
+			if !errors.As(t.Err, &pe) {
+				_ = c.send(&PeerError{Message: t.Err.Error()})
+			}
+			return t.Err
+		}
+		s.log().Info("bw test", "peer", t.Peer, "device", t.Device, "size", h.Size, "qps", h.QPs,
+			"client_bytes", t.Client.Bytes, "client_gbps", gbps(t.Client.Messages, int(h.Size), t.Client.Elapsed))
+	}
+}
+
+func (s *Server) link(name string) (Link, error) {
+	if name == "" {
+		return s.Links[0], nil
+	}
+	for _, l := range s.Links {
+		if l.Device() == name {
+			return l, nil
+		}
+	}
+	names := make([]string, len(s.Links))
+	for i, l := range s.Links {
+		names[i] = l.Device()
+	}
+	return nil, fmt.Errorf("device %q is not served here (serving %v)", name, names)
+}
+
+func (s *Server) test(ctx context.Context, c *conn, h *Hello, t *ServerTest) error {
+	l, err := s.link(h.Device)
+	if err != nil {
+		return err
+	}
+	t.Device = l.Device()
+	method := resolveMethod(h.Method, l.Transport())
+	if l.Transport() == "iwarp" && method != MethodRDMACM {
+		return fmt.Errorf("%s is iWARP (rdma_cm only) but the client asked for %s: both peers must be in the same mode", l.Device(), h.Method)
+	}
+	sess, err := l.Open(ctx, OpenConfig{QPs: int(h.QPs), BufSize: int(h.Size), Method: method, Server: true})
+	if err != nil {
+		return fmt.Errorf("%s: opening %d QPs: %w", l.Device(), h.QPs, err)
+	}
+	defer sess.Close()
+	if err := c.send(&Accept{Device: l.Device(), Transport: l.Transport(), CMAddr: sess.CMAddr()}); err != nil {
+		return err
+	}
+	remote, err := expect[*Endpoints](c, c.step, "the client's endpoints")
+	if err != nil {
+		return err
+	}
+	if len(*remote) != int(h.QPs) {
+		return fmt.Errorf("client sent %d endpoints for %d QPs: %w", len(*remote), h.QPs, ErrProtocol)
+	}
+	local := Endpoints(sess.Local())
+	if err := c.send(&local); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.step)
+	err = sess.Connect(cctx, *remote)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%s: connecting QPs: %w", l.Device(), err)
+	}
+	if _, err := expect[*Start](c, c.step, "start"); err != nil {
+		return err
+	}
+	before, cerr := l.Counters()
+	if cerr != nil {
+		s.log().Warn("bw server: counters", "device", l.Device(), "err", cerr)
+	}
+	if err := c.send(&Start{}); err != nil {
+		return err
+	}
+	maxTest := s.MaxTest
+	if maxTest <= 0 {
+		maxTest = time.Hour
+	}
+	wait := min(h.Limit, maxTest)
+	if wait <= 0 {
+		wait = maxTest
+	}
+	done, err := expect[*Done](c, wait+c.step, "the client's done")
+	if err != nil {
+		return err
+	}
+	t.Client = *done
+	after, aerr := l.Counters()
+	if aerr != nil {
+		s.log().Warn("bw server: counters", "device", l.Device(), "err", aerr)
+	}
+	t.Counters = CounterDelta(before, after)
+	reply := &Done{Counters: t.Counters}
+	if p := proveRX(t.Counters, 0, 0); p != nil && p.Unit == "bytes" {
+		reply.Bytes = p.Delta
+	}
+	return c.send(reply)
+}
