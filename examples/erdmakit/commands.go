@@ -9,5 +9,7 @@ func subcommands(g *globals) []*cobra.Command {
 		newDevicesCmd(g),
 		newRecordCmd(g),
 		newParseCmd(g),
+		newStatCmd(g),
+		newExporterCmd(g),
 	}
 }
