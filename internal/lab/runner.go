@@ -1,0 +1,428 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/erdmakit/erdmakit/internal/execx"
+)
+
+// The lab network: one /24, role a (and the single VM) is .1, role b is .2.
+const (
+	IPA    = "10.0.9.1"
+	IPB    = "10.0.9.2"
+	MACA   = "52:54:00:00:09:01"
+	MACB   = "52:54:00:00:09:02"
+	Device = "rxe0"
+	Netdev = "eth0"
+)
+
+// Options configure a lab run.
+type Options struct {
+	ModuleRoot string        // the checkout (holds go.mod)
+	Packages   []string      // dirs relative to ModuleRoot ("./ibverbs" or "ibverbs"); empty: every suite found
+	Run        string        // -test.run for single-VM tests; "" means ^TestLab
+	Bench      string        // -test.bench; "" runs no benchmarks
+	Timeout    time.Duration // per test binary in the guest; 0 means 240 s
+	WorkDir    string        // host dir for binaries, scripts and logs; "" makes a temp dir
+	Kernel     string        // kernel version; "" picks the installed one
+	Qemu       string        // qemu binary; "" is qemu-system-x86_64
+	Console    io.Writer     // every guest console line (nil: none)
+	Progress   io.Writer     // one line per boot and per package (nil: none)
+	Strict     bool          // skips count as failures (CI)
+	CI         string        // passed to the guest's CI variable
+}
+
+func (o *Options) timeout() time.Duration {
+	if o.Timeout <= 0 {
+		return 240 * time.Second
+	}
+	return o.Timeout
+}
+
+func (o *Options) progress(format string, args ...any) {
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, "lab: "+format+"\n", args...)
+	}
+}
+
+// Env is what a run boots with: the kernel, the initramfs and the work dir.
+type Env struct {
+	Kernel    Kernel
+	Initramfs string
+	WorkDir   string
+	Qemu      string
+}
+
+// Prepare checks that the lab can start here (qemu, kernel, modules,
+// busybox) and builds the initramfs in the work dir. Every failure wraps
+// ErrUnavailable.
+func Prepare(ctx context.Context, o *Options) (*Env, error) {
+	qemu := o.Qemu
+	if qemu == "" {
+		qemu = "qemu-system-x86_64"
+	}
+	if _, err := lookPath(qemu); err != nil {
+		return nil, fmt.Errorf("%w: %s not found (install qemu-system-x86)", ErrUnavailable, qemu)
+	}
+	k, err := FindKernel("/", o.Kernel)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range []string{"/tmp", "/run", "/var/tmp"} {
+		if o.ModuleRoot == p || strings.HasPrefix(o.ModuleRoot, p+"/") {
+			return nil, fmt.Errorf("%w: the checkout %s is under %s, which the guest replaces with a tmpfs: move it", ErrUnavailable, o.ModuleRoot, p)
+		}
+	}
+	work := o.WorkDir
+	if work == "" {
+		if work, err = os.MkdirTemp("", "erdmakit-lab-"); err != nil {
+			return nil, fmt.Errorf("lab work dir: %w", err)
+		}
+	} else if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, fmt.Errorf("lab work dir: %w", err)
+	}
+	for _, d := range []string{"bin", "out"} {
+		if err := os.MkdirAll(filepath.Join(work, d), 0o777); err != nil {
+			return nil, fmt.Errorf("lab work dir: %w", err)
+		}
+	}
+	ir := filepath.Join(work, "initramfs.cpio")
+	if err := BuildInitramfs(ctx, k, ir); err != nil {
+		return nil, err
+	}
+	return &Env{Kernel: k, Initramfs: ir, WorkDir: work, Qemu: qemu}, nil
+}
+
+func lookPath(p string) (string, error) {
+	if strings.Contains(p, "/") {
+		_, err := os.Stat(p)
+		return p, err
+	}
+	return execLookPath(p)
+}
+
+// SuiteRun is one test binary's run in one VM.
+type SuiteRun struct {
+	Suite    string        `json:"package"`
+	Role     string        `json:"role"`
+	ExitCode int           `json:"exit_code"` // -1: never ran or never ended (VM died)
+	Elapsed  time.Duration `json:"elapsed_ns"`
+	Log      string        `json:"log"` // host path of its -test.v output
+	Output   *TestOutput   `json:"output"`
+	Err      string        `json:"error,omitempty"`
+}
+
+// Failed reports whether the run counts as a failure.
+func (r SuiteRun) Failed(strict bool) bool {
+	return r.ExitCode != 0 || r.Err != "" || r.Output == nil || r.Output.Failed(strict) ||
+		(strict && len(r.Output.Tests) == 0)
+}
+
+// Summary is a whole lab run.
+type Summary struct {
+	Runs     []SuiteRun               `json:"runs"`
+	Boots    map[string]time.Duration `json:"boot_ns"` // role -> qemu start to READY
+	VMTime   map[string]time.Duration `json:"vm_ns"`   // role -> qemu start to exit
+	BuildDur time.Duration            `json:"build_ns"`
+	Total    time.Duration            `json:"total_ns"`
+	WorkDir  string                   `json:"work_dir"`
+}
+
+// Failed reports whether any suite run failed.
+func (s *Summary) Failed(strict bool) bool {
+	for _, r := range s.Runs {
+		if r.Failed(strict) {
+			return true
+		}
+	}
+	return false
+}
+
+// SelectSuites filters suites by dir names ("./ibverbs", "ibverbs"). A name
+// without lab tests is an error.
+func SelectSuites(all []Suite, names []string) ([]Suite, error) {
+	if len(names) == 0 {
+		return all, nil
+	}
+	var out []Suite
+	for _, n := range names {
+		n = strings.TrimSuffix(strings.TrimPrefix(filepath.ToSlash(n), "./"), "/")
+		found := false
+		for _, s := range all {
+			if s.Dir == n {
+				out = append(out, s)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("package %s has no lab tests (files tagged `lab` with func TestLab...)", n)
+		}
+	}
+	return out, nil
+}
+
+// BuildSuites compiles each suite's test binary with the lab tag into
+// bindir/<id>.test on the host.
+func BuildSuites(ctx context.Context, root, bindir string, suites []Suite) error {
+	for _, s := range suites {
+		out := filepath.Join(bindir, s.ID()+".test")
+		cmd := execx.Command(ctx, "go", "test", "-c", "-tags", "lab", "-o", out, "./"+s.Dir)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build lab tests of ./%s: %w\n%s", s.Dir, err, strings.TrimSpace(string(b)))
+		}
+	}
+	return nil
+}
+
+// Run builds and runs the lab tests: every single-VM suite in one VM, then
+// every two-VM suite in a pair of VMs. The error is about the lab itself
+// (it could not build or boot); test failures are in the Summary.
+func Run(ctx context.Context, o Options) (*Summary, error) {
+	start := time.Now()
+	all, err := Discover(o.ModuleRoot)
+	if err != nil {
+		return nil, err
+	}
+	suites, err := SelectSuites(all, o.Packages)
+	if err != nil {
+		return nil, err
+	}
+	if len(suites) == 0 {
+		return nil, fmt.Errorf("no lab tests under %s", o.ModuleRoot)
+	}
+	env, err := Prepare(ctx, &o)
+	if err != nil {
+		return nil, err
+	}
+	sum := &Summary{Boots: map[string]time.Duration{}, VMTime: map[string]time.Duration{}, WorkDir: env.WorkDir}
+	o.progress("building %d test binaries", len(suites))
+	b0 := time.Now()
+	if err := BuildSuites(ctx, o.ModuleRoot, filepath.Join(env.WorkDir, "bin"), suites); err != nil {
+		return nil, err
+	}
+	sum.BuildDur = time.Since(b0)
+
+	var single, pair []Suite
+	for _, s := range suites {
+		if s.Single {
+			single = append(single, s)
+		}
+		if s.Pair {
+			pair = append(pair, s)
+		}
+	}
+	run := o.Run
+	if run == "" {
+		run = "^TestLab"
+	}
+	if len(single) > 0 {
+		steps := o.testSteps(env, RoleSingleName, single, []string{"-test.run", run, "-test.skip", "^TestLab2Host"}, o.Bench)
+		boots, err := o.boot(ctx, env, []Guest{o.guest(RoleSingleName, IPA, "")}, [][]Step{steps})
+		o.collect(sum, boots, env, RoleSingleName, single)
+		if err != nil {
+			return sum, err
+		}
+	}
+	if len(pair) > 0 {
+		run2 := "^TestLab2Host"
+		if o.Run != "" {
+			run2 = o.Run
+		}
+		args := []string{"-test.run", run2}
+		sa := o.testSteps(env, "a", pair, args, "")
+		sb := o.testSteps(env, "b", pair, args, "")
+		boots, err := o.boot(ctx, env, []Guest{o.guest("a", IPA, IPB), o.guest("b", IPB, IPA)}, [][]Step{sa, sb})
+		o.collect(sum, boots, env, "a", pair)
+		o.collect(sum, boots, env, "b", pair)
+		if err != nil {
+			return sum, err
+		}
+	}
+	sum.Total = time.Since(start)
+	return sum, nil
+}
+
+// RoleSingleName is the role of the one-VM run.
+const RoleSingleName = "single"
+
+func (o *Options) guest(role, ip, peer string) Guest {
+	return Guest{Role: role, IP: ip, Peer: peer, Device: Device, Netdev: Netdev, CI: o.CI}
+}
+
+func (o *Options) testSteps(env *Env, role string, suites []Suite, args []string, bench string) []Step {
+	var steps []Step
+	t := o.timeout()
+	for _, s := range suites {
+		argv := []string{GuestLab + "/bin/" + s.ID() + ".test", "-test.v", "-test.timeout", fmt.Sprintf("%ds", int((t - 10*time.Second).Seconds()))}
+		argv = append(argv, args...)
+		if bench != "" && s.Bench {
+			argv = append(argv, "-test.bench", bench, "-test.benchmem")
+		}
+		steps = append(steps, Step{
+			ID:      s.ID(),
+			Dir:     filepath.Join(o.ModuleRoot, s.Dir),
+			Argv:    argv,
+			Log:     GuestLab + "/out/" + role + "/" + s.ID() + ".log",
+			OutDir:  GuestLab + "/out/" + role + "/" + s.ID(),
+			Timeout: t,
+		})
+	}
+	return steps
+}
+
+// boot runs one VM per guest (two: joined by a socket netdev), each with its
+// steps, and waits for all of them.
+func (o *Options) boot(ctx context.Context, env *Env, guests []Guest, steps [][]Step) ([]*Boot, error) {
+	var total time.Duration
+	for _, s := range steps[0] {
+		total += s.Timeout + 5*time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, total+3*time.Minute)
+	defer cancel()
+	vms := make([]VM, len(guests))
+	for i, g := range guests {
+		if err := os.MkdirAll(filepath.Join(env.WorkDir, "out", g.Role), 0o777); err != nil {
+			return nil, fmt.Errorf("lab: %w", err)
+		}
+		script := "run-" + g.Role + ".sh"
+		if err := os.WriteFile(filepath.Join(env.WorkDir, script), []byte(Script(g, steps[i])), 0o755); err != nil {
+			return nil, fmt.Errorf("lab: %w", err)
+		}
+		vms[i] = VM{Name: g.Role, Qemu: env.Qemu, Kernel: env.Kernel, Initramfs: env.Initramfs, WorkDir: env.WorkDir, Script: script}
+	}
+	var port int
+	if len(vms) == 2 {
+		p, err := FreeLoopbackPort()
+		if err != nil {
+			return nil, err
+		}
+		port = p
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		vms[0].Net = Net{Listen: addr, MAC: MACA}
+		vms[1].Net = Net{Connect: addr, MAC: MACB}
+	}
+	boots := make([]*Boot, len(vms))
+	errs := make([]error, len(vms))
+	var wg sync.WaitGroup
+	for i := range vms {
+		if i == 1 {
+			wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+			err := WaitListening(wctx, port)
+			wcancel()
+			if err != nil {
+				errs[1] = fmt.Errorf("%w: vm a never listened on 127.0.0.1:%d: %v", ErrUnavailable, port, err)
+				break
+			}
+		}
+		o.progress("booting vm %s", vms[i].Name)
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			var con io.Writer
+			if o.Console != nil {
+				con = &prefixWriter{w: o.Console, prefix: "[" + vms[i].Name + "] "}
+			}
+			boots[i], errs[i] = vms[i].Run(ctx, con, func(m Marker) { o.onMarker(vms[i].Name, m) })
+		}(i)
+	}
+	wg.Wait()
+	return boots, errors.Join(errs...)
+}
+
+func (o *Options) onMarker(vm string, m Marker) {
+	switch m.Word {
+	case "READY":
+		o.progress("vm %s up in %s", vm, m.At.Round(100*time.Millisecond))
+	case "FATAL":
+		o.progress("vm %s: FATAL %s", vm, strings.Join(m.Args, " "))
+	case "BEGIN":
+		o.progress("vm %s: running %s", vm, strings.Join(m.Args, " "))
+	case "END":
+		o.progress("vm %s: %s exited %s (at %s)", vm, firstArg(m.Args, 0), firstArg(m.Args, 1), m.At.Round(100*time.Millisecond))
+	}
+	slog.Debug("lab marker", "vm", vm, "word", m.Word, "args", m.Args)
+}
+
+func firstArg(a []string, i int) string {
+	if i < len(a) {
+		return a[i]
+	}
+	return ""
+}
+
+// collect turns the boot's markers and the logs in the work dir into suite runs.
+func (o *Options) collect(sum *Summary, boots []*Boot, env *Env, role string, suites []Suite) {
+	var boot *Boot
+	for _, b := range boots {
+		if b != nil && b.Name == role {
+			boot = b
+		}
+	}
+	if boot != nil {
+		sum.Boots[role] = boot.BootTime
+		sum.VMTime[role] = boot.Elapsed
+	}
+	for _, s := range suites {
+		r := SuiteRun{Suite: s.Dir, Role: role, ExitCode: -1, Log: filepath.Join(env.WorkDir, "out", role, s.ID()+".log")}
+		var began time.Duration
+		if boot != nil {
+			for _, m := range boot.Markers {
+				if len(m.Args) == 0 || m.Args[0] != s.ID() {
+					continue
+				}
+				switch m.Word {
+				case "BEGIN":
+					began = m.At
+				case "END":
+					r.Elapsed = m.At - began
+					if len(m.Args) > 1 {
+						fmt.Sscanf(m.Args[1], "%d", &r.ExitCode)
+					}
+				}
+			}
+		}
+		switch {
+		case r.ExitCode == 124 || r.ExitCode == 137:
+			r.Err = fmt.Sprintf("timed out after %s (guest `timeout`)", o.timeout())
+		case r.ExitCode == -1:
+			r.Err = "never finished: the VM stopped before the binary ended"
+		}
+		if f, err := os.Open(r.Log); err == nil {
+			r.Output, _ = ParseTestOutput(f)
+			f.Close()
+		} else if r.Err == "" {
+			r.Err = "no test output: " + err.Error()
+		}
+		sum.Runs = append(sum.Runs, r)
+	}
+}
+
+type prefixWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if line == "" {
+			continue
+		}
+		if _, err := io.WriteString(p.w, p.prefix+line); err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
+}
