@@ -14,5 +14,7 @@ func subcommands(g *globals) []*cobra.Command {
 		newNCCLCmd(g),
 		newBwCmd(g),
 		newPerftestCmd(g),
+		newStatCmd(g),
+		newExporterCmd(g),
 	}
 }

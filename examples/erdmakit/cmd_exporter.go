@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/monitor"
+	"github.com/spf13/cobra"
+)
+
+// defaultExporterAddr is where the exporter listens unless told otherwise.
+const defaultExporterAddr = ":9810"
+
+func newExporterCmd(g *globals) *cobra.Command {
+	var (
+		listen   string
+		noDoctor bool
+		toolsTTL time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "exporter",
+		Short: "Serve Prometheus metrics: devices, ports, hw_counters, netdevs, doctor findings",
+		Long: `exporter serves /metrics for Prometheus. Every scrape reads sysfs on demand (no
+background polling): device and port info and state, every hw_counter as a counter
+with device/port/stat labels, the paired netdev's MTU and operstate, and the
+doctor's findings as erdmakit_doctor_check{id=...} (0 ok, 1 warn, 2 fail, -1 skip),
+so alerts can fire on "nvidia_peermem not loaded". --root serves a recorded host.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, closer, err := erdma.OpenHost(g.root)
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			defer closer.Close()
+			l, err := net.Listen("tcp", listen)
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			fmt.Fprintf(g.stderr, "erdmakit exporter: serving http://%s/metrics\n", l.Addr())
+			snap := hostSnapshot(h, !noDoctor, toolsTTL)
+			if err := monitor.Serve(cmd.Context(), l, monitor.NewCollector(snap, 10*time.Second)); err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&listen, "listen", defaultExporterAddr, "address to serve /metrics on")
+	f.BoolVar(&noDoctor, "no-doctor", false, "do not run the doctor's checks on each scrape")
+	f.DurationVar(&toolsTTL, "tools-ttl", 5*time.Minute, "how long the versions of eadm, ofed_info, ... are cached between scrapes")
+	return c
+}
+
+// hostSnapshot reads the inventory on every scrape; the tool versions (which
+// cost process starts) are cached for ttl.
+func hostSnapshot(h erdma.Host, doctor bool, ttl time.Duration) monitor.SnapshotFunc {
+	var (
+		mu      sync.Mutex
+		tools   []erdma.Tool
+		toolsAt time.Time
+	)
+	return func(ctx context.Context) (*monitor.Snapshot, error) {
+		inv, err := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{SkipTools: true})
+		if err != nil {
+			return nil, err
+		}
+		snap := &monitor.Snapshot{Inventory: inv}
+		if !doctor {
+			return snap, nil
+		}
+		mu.Lock()
+		if tools == nil || time.Since(toolsAt) > ttl {
+			if t, err := h.Tools(ctx); err == nil {
+				tools, toolsAt = t, time.Now()
+			}
+		}
+		inv.Tools = tools
+		mu.Unlock()
+		snap.Report = exporterDiagnose(ctx, inv)
+		return snap, nil
+	}
+}

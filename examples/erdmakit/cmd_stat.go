@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/monitor"
+	"github.com/spf13/cobra"
+)
+
+func newStatCmd(g *globals) *cobra.Command {
+	var (
+		devices  []string
+		interval time.Duration
+		loop     bool
+		count    int
+	)
+	c := &cobra.Command{
+		Use:   "stat",
+		Short: "Live RDMA traffic per device from hw_counters (like eadm stat -l)",
+		Long: `stat samples every RDMA port's hw_counters each interval and prints the traffic
+(Gbit/s and Mpps each way) and any error or drop counter that moved (bandwidth/PPS
+meter drops, CM connect failures, verbs failures), plus port state changes.
+Without -l it prints one interval and exits: 1 when a problem counter moved.
+--json prints one JSON object per interval (the monitor.Interval schema).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, closer, err := erdma.OpenHost(g.root)
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			defer closer.Close()
+			n := count
+			if !loop && n == 0 {
+				n = 1
+			}
+			moved := false
+			s := monitor.HostSampler{Host: h, Devices: devices}
+			err = monitor.Watch(cmd.Context(), s, interval, n, func(iv monitor.Interval) error {
+				for _, p := range iv.Ports {
+					moved = moved || len(p.Moved) > 0 || p.StateBefore != ""
+				}
+				if g.json {
+					return json.NewEncoder(g.stdout).Encode(iv)
+				}
+				return writeInterval(g.stdout, iv)
+			})
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			if moved {
+				return exitCode(ExitWarn)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVarP(&devices, "device", "d", nil, "device to show (repeatable); default all")
+	f.DurationVarP(&interval, "interval", "i", time.Second, "sampling interval")
+	f.BoolVarP(&loop, "loop", "l", false, "keep printing until interrupted")
+	f.IntVarP(&count, "count", "c", 0, "stop after this many intervals (with -l)")
+	return c
+}
+
+// writeInterval prints one line per port: time, port, state, traffic, and
+// what moved.
+func writeInterval(w io.Writer, iv monitor.Interval) error {
+	var b strings.Builder
+	ts := iv.End.Format("15:04:05")
+	for _, p := range iv.Ports {
+		fmt.Fprintf(&b, "%s  %s/%d  %-6s  tx %s  rx %s  tx %s  rx %s", ts, p.Device, p.Port, p.State,
+			gbps(p.TxBytesPerS), gbps(p.RxBytesPerS), mpps(p.TxPacketsPerS), mpps(p.RxPacketsPerS))
+		if p.StateBefore != "" {
+			fmt.Fprintf(&b, "  state %s -> %s", p.StateBefore, p.State)
+		}
+		for _, m := range p.Moved {
+			fmt.Fprintf(&b, "  %s +%d", m.Name, m.Delta)
+		}
+		if len(p.Resets) > 0 {
+			fmt.Fprintf(&b, "  reset: %s", strings.Join(p.Resets, ","))
+		}
+		b.WriteByte('\n')
+	}
+	for _, a := range iv.Appeared {
+		fmt.Fprintf(&b, "%s  %s appeared\n", ts, a)
+	}
+	for _, a := range iv.Gone {
+		fmt.Fprintf(&b, "%s  %s gone\n", ts, a)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func gbps(bps *float64) string {
+	if bps == nil {
+		return "     n/a Gb/s"
+	}
+	return fmt.Sprintf("%8.2f Gb/s", monitor.Gbps(bps))
+}
+
+func mpps(pps *float64) string {
+	if pps == nil {
+		return "   n/a Mpps"
+	}
+	return fmt.Sprintf("%6.3f Mpps", *pps/1e6)
+}

@@ -1,0 +1,31 @@
+package monitor_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/erdmakit/erdmakit/monitor"
+)
+
+// Two readings of an eRDMA port one second apart become rates; the meter's
+// drop counter that moved is reported.
+func ExampleDiff() {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	before := &monitor.Sample{Time: t0, Ports: []monitor.PortSample{{
+		Device: "erdma_0", Port: 1, State: "ACTIVE",
+		Counters: map[string]uint64{"hw_tx_bytes_cnt": 0, "hw_tx_packets_cnt": 0, "hw_bps_limit_drop_cnt": 3},
+	}}}
+	after := &monitor.Sample{Time: t0.Add(time.Second), Ports: []monitor.PortSample{{
+		Device: "erdma_0", Port: 1, State: "ACTIVE",
+		Counters: map[string]uint64{"hw_tx_bytes_cnt": 12_500_000_000, "hw_tx_packets_cnt": 3_000_000, "hw_bps_limit_drop_cnt": 10},
+	}}}
+	iv := monitor.Diff(before, after)
+	p := iv.Ports[0]
+	fmt.Printf("%s/%d tx %.1f Gbit/s, %.1f Mpps\n", p.Device, p.Port, monitor.Gbps(p.TxBytesPerS), *p.TxPacketsPerS/1e6)
+	for _, m := range p.Moved {
+		fmt.Printf("%s +%d\n", m.Name, m.Delta)
+	}
+	// Output:
+	// erdma_0/1 tx 100.0 Gbit/s, 3.0 Mpps
+	// hw_bps_limit_drop_cnt +7
+}
