@@ -18,7 +18,9 @@ func report(status erdma.Severity, findings ...erdma.Finding) *erdma.Report {
 	return &erdma.Report{Status: status, Findings: findings}
 }
 
-func ok(id string) erdma.Finding { return erdma.Finding{ID: id, Severity: erdma.SeverityOK, Summary: id + " fine"} }
+func ok(id string) erdma.Finding {
+	return erdma.Finding{ID: id, Severity: erdma.SeverityOK, Summary: id + " fine"}
+}
 
 func TestAggregateSingleHostStandsOut(t *testing.T) {
 	var reports []HostReport

@@ -121,11 +121,14 @@ func (o MeshOptions) withDefaults() MeshOptions {
 
 // MeshReport is the public schema of `erdmakit bw mesh --json`.
 type MeshReport struct {
-	Status     erdma.Severity `json:"status"`
-	Hosts      []string       `json:"hosts"` // by rank
-	Rounds     int            `json:"rounds"`
-	MedianGbps float64        `json:"median_gbps"`
-	ExpectGbps float64        `json:"expect_gbps,omitempty"`
+	Status erdma.Severity `json:"status"`
+	Hosts  []string       `json:"hosts"` // mesh positions: Matrix and pairs index this
+	// Ranks maps a mesh position to the launcher rank (ranks that never
+	// joined have no position); nil when positions are ranks.
+	Ranks      []int   `json:"ranks,omitempty"`
+	Rounds     int     `json:"rounds"`
+	MedianGbps float64 `json:"median_gbps"`
+	ExpectGbps float64 `json:"expect_gbps,omitempty"`
 	// Matrix[i][j] is the Gbit/s measured between hosts i and j (the same
 	// figure both ways; null where the test failed or i == j).
 	Matrix     [][]*float64 `json:"matrix"`
@@ -137,12 +140,14 @@ type MeshReport struct {
 	DeadHosts  []Culprit    `json:"dead_hosts,omitempty"`
 	// Transient are outlier pairs that were fine when tested again.
 	Transient []Pair `json:"transient,omitempty"`
+	// Errors are rendezvous problems (refused connections).
+	Errors []string `json:"errors,omitempty"`
 }
 
 // Culprit is a host or link the mesh blames, with why.
 type Culprit struct {
 	Hosts    []string `json:"hosts"` // one host, or the two ends of a link
-	Ranks    []int    `json:"ranks"`
+	Ranks    []int    `json:"ranks"` // launcher ranks
 	Reason   string   `json:"reason"`
 	Evidence []string `json:"evidence"`
 }

@@ -95,7 +95,9 @@ func TestConnRecvPeerError(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	go func() { _ = NewConn(b, time.Second).Send(context.Background(), MsgError, ErrorMsg{Error: "rank 3 joined twice"}) }()
+	go func() {
+		_ = NewConn(b, time.Second).Send(context.Background(), MsgError, ErrorMsg{Error: "rank 3 joined twice"})
+	}()
 	var w Welcome
 	err := NewConn(a, time.Second).Recv(context.Background(), MsgWelcome, &w, 0)
 	var pe *PeerError
