@@ -8,5 +8,6 @@ func subcommands(g *globals) []*cobra.Command {
 		newDoctorCmd(g),
 		newDevicesCmd(g),
 		newParseCmd(g),
+		newFleetCmd(g),
 	}
 }
