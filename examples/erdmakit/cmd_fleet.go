@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -72,7 +73,7 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}
-			rep, err := fleet.RunDoctor(cmd.Context(), me, addr, func(ctx contextT) (*erdma.Report, error) {
+			rep, err := fleet.RunDoctor(cmd.Context(), me, addr, func(ctx context.Context) (*erdma.Report, error) {
 				return localReport(ctx, g)
 			}, opt)
 			if err != nil {

@@ -7,8 +7,6 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 )
 
-type contextT = context.Context
-
 // localReport runs the doctor on this host. Placeholder until the doctor
 // lands.
 func localReport(ctx context.Context, g *globals) (*erdma.Report, error) {
