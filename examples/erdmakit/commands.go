@@ -16,5 +16,6 @@ func subcommands(g *globals) []*cobra.Command {
 		newPerftestCmd(g),
 		newStatCmd(g),
 		newExporterCmd(g),
+		newFleetCmd(g),
 	}
 }

@@ -1,0 +1,283 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/erdmakit/erdmakit/erdma"
+)
+
+// HostReport is one rank's doctor result, sent to rank 0.
+type HostReport struct {
+	Rank   int           `json:"rank"`
+	Host   string        `json:"host"`
+	Report *erdma.Report `json:"report,omitempty"`
+	Error  string        `json:"error,omitempty"` // the doctor could not run there
+}
+
+// FleetReport is what `erdmakit fleet doctor` prints: the public schema of
+// its --json output.
+type FleetReport struct {
+	Status erdma.Severity `json:"status"` // worst over all hosts; fail when a host is missing
+	Size   int            `json:"size"`
+	Hosts  []HostSummary  `json:"hosts"` // by rank
+	// ByStatus lists host names per overall status ("ok", "warn", "fail",
+	// "missing", "error").
+	ByStatus map[string][]string `json:"by_status"`
+	// Differences are the checks whose result is not the same on every host,
+	// the rarest result first: a single host missing nvidia_peermem stands out.
+	Differences []Difference `json:"differences"`
+	Errors      []string     `json:"errors,omitempty"` // rendezvous problems
+}
+
+// HostSummary is one host's line in the fleet report.
+type HostSummary struct {
+	Rank   int    `json:"rank"`
+	Host   string `json:"host"`
+	Status string `json:"status"` // ok|warn|fail|missing|error
+	Error  string `json:"error,omitempty"`
+	// Problems are the ids of this host's warn and fail findings.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// Difference is one check whose severity differs between hosts.
+type Difference struct {
+	ID string `json:"id"`
+	// Groups are the hosts per severity, the smallest group first.
+	Groups []SeverityGroup `json:"groups"`
+}
+
+// SeverityGroup is the hosts where a check had one severity, with the
+// summary one of them gave (they are usually alike).
+type SeverityGroup struct {
+	Severity erdma.Severity `json:"severity"`
+	Hosts    []string       `json:"hosts"`
+	Summary  string         `json:"summary"`
+}
+
+// Aggregate builds the fleet report from every rank's report; ranks in
+// missing never answered.
+func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
+	fr := &FleetReport{Status: erdma.SeverityOK, Size: size, ByStatus: map[string][]string{}}
+	sort.Slice(reports, func(i, j int) bool { return reports[i].Rank < reports[j].Rank })
+	type cell struct {
+		sev     erdma.Severity
+		summary string
+	}
+	byCheck := map[string]map[string]cell{} // id -> host -> result
+	var order []string
+	for _, r := range reports {
+		hs := HostSummary{Rank: r.Rank, Host: r.Host}
+		switch {
+		case r.Error != "" || r.Report == nil:
+			hs.Status, hs.Error = "error", r.Error
+			if hs.Error == "" {
+				hs.Error = "no report"
+			}
+			fr.Status = worse(fr.Status, erdma.SeverityFail)
+		default:
+			hs.Status = string(r.Report.Status)
+			fr.Status = worse(fr.Status, r.Report.Status)
+			for _, f := range r.Report.Findings {
+				if byCheck[f.ID] == nil {
+					byCheck[f.ID] = map[string]cell{}
+					order = append(order, f.ID)
+				}
+				byCheck[f.ID][hostKey(r)] = cell{f.Severity, f.Summary}
+				if f.Severity == erdma.SeverityWarn || f.Severity == erdma.SeverityFail {
+					hs.Problems = append(hs.Problems, f.ID)
+				}
+			}
+		}
+		fr.Hosts = append(fr.Hosts, hs)
+		fr.ByStatus[hs.Status] = append(fr.ByStatus[hs.Status], hs.Host)
+	}
+	for _, m := range missing {
+		name := fmt.Sprintf("rank %d", m)
+		fr.Hosts = append(fr.Hosts, HostSummary{Rank: m, Host: name, Status: "missing", Error: "did not report in time"})
+		fr.ByStatus["missing"] = append(fr.ByStatus["missing"], name)
+		fr.Status = worse(fr.Status, erdma.SeverityFail)
+	}
+	sort.Slice(fr.Hosts, func(i, j int) bool { return fr.Hosts[i].Rank < fr.Hosts[j].Rank })
+
+	reporting := 0
+	for _, r := range reports {
+		if r.Report != nil && r.Error == "" {
+			reporting++
+		}
+	}
+	for _, id := range order {
+		hosts := byCheck[id]
+		groups := map[erdma.Severity]*SeverityGroup{}
+		for h, c := range hosts {
+			g := groups[c.sev]
+			if g == nil {
+				g = &SeverityGroup{Severity: c.sev, Summary: c.summary}
+				groups[c.sev] = g
+			}
+			g.Hosts = append(g.Hosts, h)
+		}
+		// A check some hosts did not run at all also differs.
+		if len(groups) == 1 && len(hosts) == reporting {
+			continue
+		}
+		d := Difference{ID: id}
+		for _, g := range groups {
+			sort.Strings(g.Hosts)
+			d.Groups = append(d.Groups, *g)
+		}
+		sort.Slice(d.Groups, func(i, j int) bool {
+			if len(d.Groups[i].Hosts) != len(d.Groups[j].Hosts) {
+				return len(d.Groups[i].Hosts) < len(d.Groups[j].Hosts)
+			}
+			return d.Groups[i].Severity < d.Groups[j].Severity
+		})
+		fr.Differences = append(fr.Differences, d)
+	}
+	return fr
+}
+
+// hostKey names a host in the report: its hostname, or its rank when two
+// ranks run on one host (several ranks per node).
+func hostKey(r HostReport) string {
+	if r.Host == "" {
+		return fmt.Sprintf("rank %d", r.Rank)
+	}
+	return r.Host
+}
+
+// DoctorFunc runs the doctor on the local host.
+type DoctorFunc func(ctx context.Context) (*erdma.Report, error)
+
+// Options bound the fleet's waits.
+type Options struct {
+	// Join is how long ranks wait to meet (rank 0 for all, others to reach
+	// rank 0). A host that has not joined by then is reported missing.
+	Join time.Duration
+	// Message bounds every exchange after joining; a rank silent for longer
+	// is reported as hung.
+	Message  time.Duration
+	Hostname string
+	Version  string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Join <= 0 {
+		o.Join = 60 * time.Second
+	}
+	if o.Message <= 0 {
+		o.Message = 120 * time.Second
+	}
+	return o
+}
+
+// RunDoctor runs the doctor on every rank and gathers the reports at rank 0,
+// which returns the fleet report; other ranks return nil after sending
+// theirs. addr is the rendezvous address; rank 0 listens on its port.
+func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt Options) (*FleetReport, error) {
+	opt = opt.withDefaults()
+	local := func() HostReport {
+		hr := HostReport{Rank: me.Rank, Host: opt.Hostname}
+		rep, err := doctor(ctx)
+		if err != nil {
+			hr.Error = err.Error()
+		}
+		hr.Report = rep
+		return hr
+	}
+	if me.Rank != 0 {
+		conn, err := Join(ctx, addr, Hello{Rank: me.Rank, Size: me.Size, Host: opt.Hostname, Version: opt.Version, Launcher: me.Launcher}, opt.Join, opt.Message)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+		if err := conn.Send(ctx, MsgReport, local()); err != nil {
+			return nil, err
+		}
+		var bye struct{}
+		_ = conn.Recv(ctx, MsgBye, &bye, 0) // rank 0 may already be gone: nothing left to do
+		return nil, nil
+	}
+
+	l, err := listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	var mine HostReport
+	var wgLocal sync.WaitGroup
+	wgLocal.Add(1)
+	go func() { defer wgLocal.Done(); mine = local() }()
+	g, err := Gather(ctx, l, me.Size, opt.Join, opt.Message)
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+
+	reports := make([]HostReport, 0, me.Size)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	missing := append([]int(nil), g.Missing...)
+	for rank, m := range g.Members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var hr HostReport
+			err := m.Conn.Recv(ctx, MsgReport, &hr, 0)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				reports = append(reports, HostReport{Rank: rank, Host: m.Host, Error: "no report: " + err.Error()})
+				return
+			}
+			hr.Rank, hr.Host = rank, m.Host // trust the hello, not the payload
+			reports = append(reports, hr)
+			_ = m.Conn.Send(ctx, MsgBye, struct{}{})
+		}()
+	}
+	wg.Wait()
+	wgLocal.Wait()
+	reports = append(reports, mine)
+	fr := Aggregate(me.Size, reports, missing)
+	fr.Errors = g.Errors
+	return fr, nil
+}
+
+// listen opens the rendezvous port of addr on every interface.
+func listen(addr string) (net.Listener, error) {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: rendezvous address %q: %w", addr, err)
+	}
+	host := ""
+	if h, _, _ := net.SplitHostPort(addr); strings.HasPrefix(h, "127.") || h == "localhost" {
+		host = h // a loopback rendezvous (tests, one host) stays on loopback
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: rank 0 cannot listen on port %s: %w", port, err)
+	}
+	return l, nil
+}
+
+// worse returns the worse of two severities (skip counts as ok).
+func worse(a, b erdma.Severity) erdma.Severity {
+	rank := func(s erdma.Severity) int {
+		switch s {
+		case erdma.SeverityFail:
+			return 2
+		case erdma.SeverityWarn:
+			return 1
+		}
+		return 0
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}

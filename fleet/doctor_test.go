@@ -1,0 +1,165 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func report(status erdma.Severity, findings ...erdma.Finding) *erdma.Report {
+	return &erdma.Report{Status: status, Findings: findings}
+}
+
+func ok(id string) erdma.Finding {
+	return erdma.Finding{ID: id, Severity: erdma.SeverityOK, Summary: id + " fine"}
+}
+
+func TestAggregateSingleHostStandsOut(t *testing.T) {
+	var reports []HostReport
+	for r := 0; r < 8; r++ {
+		peermem := ok("gdr-peermem")
+		status := erdma.SeverityOK
+		if r == 5 {
+			peermem = erdma.Finding{ID: "gdr-peermem", Severity: erdma.SeverityFail, Summary: "nvidia_peermem is not loaded"}
+			status = erdma.SeverityFail
+		}
+		reports = append(reports, HostReport{Rank: r, Host: fmt.Sprintf("gpu%d", r), Report: report(status, ok("port-active"), peermem)})
+	}
+	fr := Aggregate(9, reports, []int{8})
+	assert.Equal(t, erdma.SeverityFail, fr.Status)
+	assert.Equal(t, []string{"gpu0", "gpu1", "gpu2", "gpu3", "gpu4", "gpu6", "gpu7"}, fr.ByStatus["ok"])
+	assert.Equal(t, []string{"gpu5"}, fr.ByStatus["fail"])
+	assert.Equal(t, []string{"rank 8"}, fr.ByStatus["missing"])
+	require.Len(t, fr.Differences, 1)
+	d := fr.Differences[0]
+	assert.Equal(t, "gdr-peermem", d.ID)
+	require.Len(t, d.Groups, 2)
+	assert.Equal(t, []string{"gpu5"}, d.Groups[0].Hosts, "the odd one out comes first")
+	assert.Equal(t, "nvidia_peermem is not loaded", d.Groups[0].Summary)
+	assert.Len(t, d.Groups[1].Hosts, 7)
+	assert.Equal(t, []string{"gdr-peermem"}, fr.Hosts[5].Problems)
+	assert.Len(t, fr.Hosts, 9)
+}
+
+func TestAggregateHostWithoutReport(t *testing.T) {
+	fr := Aggregate(2, []HostReport{
+		{Rank: 0, Host: "a", Report: report(erdma.SeverityOK, ok("port-active"))},
+		{Rank: 1, Host: "b", Error: "doctor: reading /sys: permission denied"},
+	}, nil)
+	assert.Equal(t, erdma.SeverityFail, fr.Status)
+	assert.Equal(t, []string{"b"}, fr.ByStatus["error"])
+	assert.Empty(t, fr.Differences, "a host without a report is not a difference in checks")
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// TestRunDoctorOverLoopback runs 6 ranks as goroutines: rank 0 gathers,
+// rank 4's doctor fails, rank 5 never starts.
+func TestRunDoctorOverLoopback(t *testing.T) {
+	addr := freeAddr(t)
+	const size = 6
+	opt := Options{Join: 3 * time.Second, Message: 2 * time.Second}
+	var wg sync.WaitGroup
+	for r := 1; r < size-1; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := opt
+			o.Hostname = fmt.Sprintf("gpu%d", r)
+			doc := func(context.Context) (*erdma.Report, error) {
+				if r == 4 {
+					return nil, errors.New("cannot read sys/class/infiniband")
+				}
+				f := ok("mtu-consistent")
+				if r == 2 {
+					f = erdma.Finding{ID: "mtu-consistent", Severity: erdma.SeverityWarn, Summary: "eth1 MTU 1500"}
+				}
+				return report(f.Severity, f), nil
+			}
+			me, _ := NewRank(r, size, "test")
+			fr, err := RunDoctor(context.Background(), me, addr, doc, o)
+			assert.NoError(t, err)
+			assert.Nil(t, fr)
+		}()
+	}
+	me, _ := NewRank(0, size, "test")
+	o := opt
+	o.Hostname = "gpu0"
+	fr, err := RunDoctor(context.Background(), me, addr, func(context.Context) (*erdma.Report, error) {
+		return report(erdma.SeverityOK, ok("mtu-consistent")), nil
+	}, o)
+	require.NoError(t, err)
+	wg.Wait()
+	assert.Equal(t, erdma.SeverityFail, fr.Status)
+	assert.Equal(t, []string{"gpu0", "gpu1", "gpu3"}, fr.ByStatus["ok"])
+	assert.Equal(t, []string{"gpu2"}, fr.ByStatus["warn"])
+	assert.Equal(t, []string{"gpu4"}, fr.ByStatus["error"])
+	assert.Equal(t, []string{"rank 5"}, fr.ByStatus["missing"])
+	require.Len(t, fr.Differences, 1)
+	assert.Equal(t, []string{"gpu2"}, fr.Differences[0].Groups[0].Hosts)
+}
+
+func TestGatherRefusesGarbageAndDuplicates(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	var g *Gathering
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g, err = Gather(context.Background(), l, 3, 2*time.Second, time.Second)
+	}()
+	// Garbage.
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	_, _ = c.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
+	defer c.Close()
+	// A silent connection (slowloris) must not hold the gathering.
+	s, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer s.Close()
+	// A good member and a duplicate.
+	c1, err := Join(context.Background(), addr, Hello{Rank: 1, Size: 3, Host: "a"}, time.Second, time.Second)
+	require.NoError(t, err)
+	defer c1.Close()
+	_, err = Join(context.Background(), addr, Hello{Rank: 1, Size: 3, Host: "b"}, time.Second, time.Second)
+	var pe *PeerError
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, pe.Msg, "joined twice")
+	// A member that disagrees on the size.
+	_, err = Join(context.Background(), addr, Hello{Rank: 2, Size: 4, Host: "c"}, time.Second, time.Second)
+	require.ErrorAs(t, err, &pe)
+
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Gather hung")
+	}
+	require.NoError(t, err)
+	assert.Len(t, g.Members, 1)
+	assert.Equal(t, []int{2}, g.Missing)
+	assert.GreaterOrEqual(t, len(g.Errors), 3, "%v", g.Errors)
+	require.NoError(t, g.Close())
+}
+
+func TestJoinGivesUpWhenRankZeroNeverListens(t *testing.T) {
+	start := time.Now()
+	_, err := Join(context.Background(), freeAddr(t), Hello{Rank: 1, Size: 2}, 300*time.Millisecond, time.Second)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "could not reach rank 0")
+	assert.Less(t, time.Since(start), 3*time.Second)
+}

@@ -1,0 +1,82 @@
+package fleet
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette/moreland"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// matrixGrid adapts a mesh matrix to plotter.GridXYZ; untested or failed
+// cells are NaN (drawn in the NaN colour).
+type matrixGrid [][]*float64
+
+func (m matrixGrid) Dims() (c, r int)   { return len(m), len(m) }
+func (m matrixGrid) X(c int) float64    { return float64(c) }
+func (m matrixGrid) Y(r int) float64    { return float64(r) }
+func (m matrixGrid) Z(c, r int) float64 { return Round(m[r][c]) }
+
+// hostTicks labels at most about 32 hosts along an axis.
+type hostTicks []string
+
+func (h hostTicks) Ticks(min, max float64) []plot.Tick {
+	step := 1 + len(h)/32
+	var t []plot.Tick
+	for i := 0; i < len(h); i++ {
+		label := ""
+		if i%step == 0 {
+			label = h[i]
+		}
+		t = append(t, plot.Tick{Value: float64(i), Label: label})
+	}
+	return t
+}
+
+// WriteHeatmapSVG draws the mesh's Gbit/s matrix as an SVG heat map: a bad
+// host is a pale cross, a bad link a pale pair of cells, a dead host grey.
+func WriteHeatmapSVG(w io.Writer, rep *MeshReport) error {
+	n := len(rep.Hosts)
+	if n < 2 {
+		return fmt.Errorf("fleet: a heat map needs at least 2 hosts, have %d", n)
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, row := range rep.Matrix {
+		for _, v := range row {
+			if v != nil {
+				lo, hi = math.Min(lo, *v), math.Max(hi, *v)
+			}
+		}
+	}
+	if math.IsInf(lo, 1) {
+		lo, hi = 0, 1
+	}
+	if hi-lo < 1e-9 {
+		hi = lo + 1
+	}
+	pal := moreland.SmoothBlueRed()
+	pal.SetMin(lo)
+	pal.SetMax(hi)
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("RDMA write bandwidth mesh, Gbit/s (%.1f to %.1f; median %.1f)", lo, hi, rep.MedianGbps)
+	h := plotter.NewHeatMap(matrixGrid(rep.Matrix), pal.Palette(64))
+	h.NaN = color.Gray{Y: 200}
+	p.Add(h)
+	p.X.Tick.Marker = hostTicks(rep.Hosts)
+	p.Y.Tick.Marker = hostTicks(rep.Hosts)
+	p.X.Tick.Label.Rotation = math.Pi / 2
+	p.X.Tick.Label.XAlign = -1
+	p.X.Label.Text = "host"
+	p.Y.Label.Text = "host"
+	size := vg.Length(6+float64(n)/16) * vg.Inch
+	wt, err := p.WriterTo(size, size, "svg")
+	if err != nil {
+		return fmt.Errorf("fleet: drawing heat map: %w", err)
+	}
+	_, err = wt.WriteTo(w)
+	return err
+}

@@ -1,0 +1,480 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/erdmakit/erdmakit/erdma"
+)
+
+// Pair is one directed write test: Client writes to Server.
+type Pair struct {
+	Server int `json:"server"`
+	Client int `json:"client"`
+}
+
+// Schedule returns the rounds of a round-robin tournament over n hosts (the
+// circle method): every pair meets exactly once, no host is in two tests of
+// one round. n-1 rounds for even n; for odd n, n rounds with one host idle in
+// each. Directions alternate so each host serves about half its tests.
+func Schedule(n int) [][]Pair {
+	if n < 2 {
+		return nil
+	}
+	m := n
+	if m%2 == 1 {
+		m++ // a phantom host: whoever meets it sits the round out
+	}
+	rounds := make([][]Pair, 0, m-1)
+	for r := 0; r < m-1; r++ {
+		round := make([]Pair, 0, m/2)
+		for i := 0; i < m/2; i++ {
+			a := circle(r, i, m)
+			b := circle(r, m-1-i, m)
+			if a >= n || b >= n {
+				continue
+			}
+			round = append(round, orient(a, b, n))
+		}
+		rounds = append(rounds, round)
+	}
+	return rounds
+}
+
+// orient picks the server of a pair so that every host serves about half of
+// its tests: a serves b when b follows a by less than half the circle of n
+// hosts (a regular tournament; ties at exactly half go to the lower rank).
+func orient(a, b, n int) Pair {
+	d := ((b-a)%n + n) % n
+	if 2*d < n || (2*d == n && a < b) {
+		return Pair{Server: a, Client: b}
+	}
+	return Pair{Server: b, Client: a}
+}
+
+// circle is the host at position i in round r: position 0 stays fixed, the
+// others rotate.
+func circle(r, i, m int) int {
+	if i == 0 {
+		return 0
+	}
+	return (r+i-1)%(m-1) + 1
+}
+
+// PairResult is the outcome of one pair test.
+type PairResult struct {
+	Pair
+	Pass    int            `json:"pass"` // 1 for the mesh, 2 for the second pass
+	Round   int            `json:"round,omitempty"`
+	Gbps    float64        `json:"gbps"` // over all devices of the pair
+	Devices []DeviceResult `json:"devices,omitempty"`
+	Error   string         `json:"error,omitempty"`
+	Seconds float64        `json:"seconds"`
+}
+
+// DeviceResult is one device index's share of a pair test (device i of one
+// host to device i of the other).
+type DeviceResult struct {
+	Index int     `json:"index"`
+	Name  string  `json:"name,omitempty"`
+	Gbps  float64 `json:"gbps"`
+	Error string  `json:"error,omitempty"`
+}
+
+// PairTester runs one pair test. It must respect ctx: the mesh bounds every
+// test with a timeout so that a dead or hung host cannot stall a round.
+type PairTester interface {
+	TestPair(ctx context.Context, p Pair) PairResult
+}
+
+// MeshOptions tune the mesh.
+type MeshOptions struct {
+	// ExpectGbps is the expected per-pair bandwidth (e.g. the instance
+	// profile's); 0 when unknown, then only the median is a yardstick.
+	ExpectGbps float64
+	// ExpectFraction of ExpectGbps below which a pair is an outlier (0.9).
+	ExpectFraction float64
+	// MedianFraction of the fleet median below which a pair is an outlier (0.8).
+	MedianFraction float64
+	// PairTimeout bounds each pair test (2 min).
+	PairTimeout time.Duration
+	// Progress, when set, is called after each round.
+	Progress func(round, rounds int, results []PairResult)
+}
+
+func (o MeshOptions) withDefaults() MeshOptions {
+	if o.ExpectFraction <= 0 {
+		o.ExpectFraction = 0.9
+	}
+	if o.MedianFraction <= 0 {
+		o.MedianFraction = 0.8
+	}
+	if o.PairTimeout <= 0 {
+		o.PairTimeout = 2 * time.Minute
+	}
+	return o
+}
+
+// MeshReport is the public schema of `erdmakit bw mesh --json`.
+type MeshReport struct {
+	Status erdma.Severity `json:"status"`
+	Hosts  []string       `json:"hosts"` // mesh positions: Matrix and pairs index this
+	// Ranks maps a mesh position to the launcher rank (ranks that never
+	// joined have no position); nil when positions are ranks.
+	Ranks      []int   `json:"ranks,omitempty"`
+	Rounds     int     `json:"rounds"`
+	MedianGbps float64 `json:"median_gbps"`
+	ExpectGbps float64 `json:"expect_gbps,omitempty"`
+	// Matrix[i][j] is the Gbit/s measured between hosts i and j (the same
+	// figure both ways; null where the test failed or i == j).
+	Matrix     [][]*float64 `json:"matrix"`
+	Results    []PairResult `json:"results"`
+	Outliers   []PairResult `json:"outliers,omitempty"`
+	SecondPass []PairResult `json:"second_pass,omitempty"`
+	BadHosts   []Culprit    `json:"bad_hosts,omitempty"`
+	BadLinks   []Culprit    `json:"bad_links,omitempty"`
+	DeadHosts  []Culprit    `json:"dead_hosts,omitempty"`
+	// Transient are outlier pairs that were fine when tested again.
+	Transient []Pair `json:"transient,omitempty"`
+	// Errors are rendezvous problems (refused connections).
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Culprit is a host or link the mesh blames, with why.
+type Culprit struct {
+	Hosts    []string `json:"hosts"` // one host, or the two ends of a link
+	Ranks    []int    `json:"ranks"` // launcher ranks
+	Reason   string   `json:"reason"`
+	Evidence []string `json:"evidence"`
+}
+
+// RunMesh tests every pair of hosts once, in rounds of disjoint pairs run in
+// parallel, then gives the outliers a second pass against known-good hosts to
+// tell a bad host from a bad link.
+func RunMesh(ctx context.Context, hosts []string, t PairTester, opt MeshOptions) *MeshReport {
+	opt = opt.withDefaults()
+	n := len(hosts)
+	rep := &MeshReport{Hosts: hosts, ExpectGbps: opt.ExpectGbps, Status: erdma.SeverityOK}
+	rounds := Schedule(n)
+	rep.Rounds = len(rounds)
+	for r, round := range rounds {
+		if ctx.Err() != nil {
+			break
+		}
+		res := runBatch(ctx, t, round, 1, r+1, opt.PairTimeout)
+		rep.Results = append(rep.Results, res...)
+		if opt.Progress != nil {
+			opt.Progress(r+1, len(rounds), res)
+		}
+	}
+	rep.Matrix = matrix(n, rep.Results)
+	analyze(ctx, rep, t, opt)
+	return rep
+}
+
+// runBatch runs disjoint pairs concurrently, each bounded by timeout.
+func runBatch(ctx context.Context, t PairTester, pairs []Pair, pass, round int, timeout time.Duration) []PairResult {
+	out := make([]PairResult, len(pairs))
+	var wg sync.WaitGroup
+	for i, p := range pairs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			start := time.Now()
+			done := make(chan PairResult, 1)
+			go func() { done <- t.TestPair(pctx, p) }()
+			var r PairResult
+			select {
+			case r = <-done:
+			case <-pctx.Done():
+				r = PairResult{Error: fmt.Sprintf("no result within %v (host dead or hung)", timeout)}
+			}
+			r.Pair, r.Pass, r.Round = p, pass, round
+			if r.Seconds == 0 {
+				r.Seconds = time.Since(start).Seconds()
+			}
+			out[i] = r
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func matrix(n int, results []PairResult) [][]*float64 {
+	m := make([][]*float64, n)
+	for i := range m {
+		m[i] = make([]*float64, n)
+	}
+	for _, r := range results {
+		if r.Error != "" {
+			continue
+		}
+		v := r.Gbps
+		m[r.Server][r.Client], m[r.Client][r.Server] = &v, &v
+	}
+	return m
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// low reports whether a result is an outlier, and why.
+func (rep *MeshReport) low(r PairResult, opt MeshOptions) (bool, string) {
+	if r.Error != "" {
+		return true, r.Error
+	}
+	if rep.ExpectGbps > 0 && r.Gbps < opt.ExpectFraction*rep.ExpectGbps {
+		return true, fmt.Sprintf("%.1f Gbit/s < %.0f%% of the expected %.1f", r.Gbps, 100*opt.ExpectFraction, rep.ExpectGbps)
+	}
+	if rep.MedianGbps > 0 && r.Gbps < opt.MedianFraction*rep.MedianGbps {
+		return true, fmt.Sprintf("%.1f Gbit/s < %.0f%% of the fleet median %.1f", r.Gbps, 100*opt.MedianFraction, rep.MedianGbps)
+	}
+	return false, ""
+}
+
+func analyze(ctx context.Context, rep *MeshReport, t PairTester, opt MeshOptions) {
+	n := len(rep.Hosts)
+	var good []float64
+	for _, r := range rep.Results {
+		if r.Error == "" {
+			good = append(good, r.Gbps)
+		}
+	}
+	rep.MedianGbps = median(good)
+
+	tests := make([]int, n)  // tests per host
+	failed := make([]int, n) // tests that errored per host
+	suspect := make([]bool, n)
+	var outliers []PairResult
+	for _, r := range rep.Results {
+		for _, h := range []int{r.Server, r.Client} {
+			tests[h]++
+			if r.Error != "" {
+				failed[h]++
+			}
+		}
+		if bad, _ := rep.low(r, opt); bad {
+			outliers = append(outliers, r)
+		}
+	}
+	rep.Outliers = outliers
+	if len(outliers) == 0 {
+		return
+	}
+
+	// A host every one of whose tests failed outright is dead: its partners'
+	// failures are its fault, not theirs.
+	dead := make([]bool, n)
+	for h := 0; h < n; h++ {
+		if tests[h] > 0 && failed[h] == tests[h] && tests[h] > 1 {
+			dead[h] = true
+			rep.DeadHosts = append(rep.DeadHosts, Culprit{
+				Hosts: []string{rep.Hosts[h]}, Ranks: []int{h},
+				Reason:   "every test with this host failed",
+				Evidence: []string{fmt.Sprintf("%d of %d tests failed, e.g. %s", failed[h], tests[h], firstError(rep.Results, h))},
+			})
+		}
+	}
+	// A host in outliers with most of its partners is a prime suspect: the
+	// slowness follows it. Other outliers leave both ends suspect (either host,
+	// or the link between them).
+	outl := make([]int, n)
+	var live []PairResult
+	for _, r := range outliers {
+		if dead[r.Server] || dead[r.Client] {
+			continue
+		}
+		live = append(live, r)
+		outl[r.Server]++
+		outl[r.Client]++
+	}
+	prime := make([]bool, n)
+	for h := 0; h < n; h++ {
+		valid := tests[h] - failed[h]
+		prime[h] = outl[h] >= 2 && 2*outl[h] >= valid
+		suspect[h] = prime[h]
+	}
+	var pending []PairResult // outliers no prime suspect explains
+	for _, r := range live {
+		if prime[r.Server] || prime[r.Client] {
+			continue
+		}
+		suspect[r.Server], suspect[r.Client] = true, true
+		pending = append(pending, r)
+	}
+
+	// References: hosts in no outlier, fastest first.
+	var refs []int
+	for h := 0; h < n; h++ {
+		if !suspect[h] && !dead[h] {
+			refs = append(refs, h)
+		}
+	}
+	hostMedian := func(h int) float64 {
+		var v []float64
+		for _, r := range rep.Results {
+			if (r.Server == h || r.Client == h) && r.Error == "" {
+				v = append(v, r.Gbps)
+			}
+		}
+		return median(v)
+	}
+	sort.SliceStable(refs, func(i, j int) bool { return hostMedian(refs[i]) > hostMedian(refs[j]) })
+
+	// Second pass, step 1: each suspect host against a reference.
+	hostOK := make(map[int]*PairResult)
+	var hostTests []Pair
+	for h := 0; h < n; h++ {
+		if suspect[h] && len(refs) > 0 {
+			hostTests = append(hostTests, Pair{Server: refs[(len(hostTests))%len(refs)], Client: h})
+		}
+	}
+	for _, r := range runDisjoint(ctx, t, hostTests, opt.PairTimeout) {
+		rep.SecondPass = append(rep.SecondPass, r)
+		rr := r
+		hostOK[r.Client] = &rr
+	}
+	badHost := make([]bool, n)
+	for h := 0; h < n; h++ {
+		r, ok := hostOK[h]
+		if !ok {
+			continue
+		}
+		if bad, why := rep.low(*r, opt); bad {
+			badHost[h] = true
+			rep.BadHosts = append(rep.BadHosts, Culprit{
+				Hosts: []string{rep.Hosts[h]}, Ranks: []int{h},
+				Reason: "slow against a known-good host too",
+				Evidence: append([]string{fmt.Sprintf("second pass with %s: %s", rep.Hosts[r.Server], why)},
+					outlierEvidence(rep, outliers, h)...),
+			})
+		}
+	}
+
+	// Step 2: outlier pairs whose both ends were fine with references are
+	// tested again: still slow -> the link; fine now -> transient.
+	var linkTests []Pair
+	for _, r := range pending {
+		a, b := r.Server, r.Client
+		_, testedA := hostOK[a]
+		_, testedB := hostOK[b]
+		if badHost[a] || badHost[b] || !testedA || !testedB {
+			continue
+		}
+		linkTests = append(linkTests, r.Pair)
+	}
+	for _, r := range runDisjoint(ctx, t, linkTests, opt.PairTimeout) {
+		rep.SecondPass = append(rep.SecondPass, r)
+		first := findResult(outliers, r.Pair)
+		if bad, why := rep.low(r, opt); bad {
+			_, firstWhy := rep.low(first, opt)
+			rep.BadLinks = append(rep.BadLinks, Culprit{
+				Hosts: []string{rep.Hosts[r.Server], rep.Hosts[r.Client]}, Ranks: []int{r.Server, r.Client},
+				Reason: "slow between these two hosts only; each is fine with others",
+				Evidence: []string{"mesh: " + firstWhy, "again: " + why,
+					fmt.Sprintf("%s alone: %.1f Gbit/s, %s alone: %.1f Gbit/s", rep.Hosts[r.Server], hostOK[r.Server].Gbps, rep.Hosts[r.Client], hostOK[r.Client].Gbps)},
+			})
+		} else {
+			rep.Transient = append(rep.Transient, r.Pair)
+		}
+	}
+	switch {
+	case len(rep.BadHosts) > 0 || len(rep.BadLinks) > 0 || len(rep.DeadHosts) > 0:
+		rep.Status = erdma.SeverityFail
+	case len(outliers) > 0:
+		rep.Status = erdma.SeverityWarn
+	}
+}
+
+// runDisjoint runs pairs in as few batches of host-disjoint pairs as a greedy
+// pass finds, each batch in parallel.
+func runDisjoint(ctx context.Context, t PairTester, pairs []Pair, timeout time.Duration) []PairResult {
+	var out []PairResult
+	left := pairs
+	for len(left) > 0 && ctx.Err() == nil {
+		busy := map[int]bool{}
+		var batch, rest []Pair
+		for _, p := range left {
+			if busy[p.Server] || busy[p.Client] {
+				rest = append(rest, p)
+				continue
+			}
+			busy[p.Server], busy[p.Client] = true, true
+			batch = append(batch, p)
+		}
+		out = append(out, runBatch(ctx, t, batch, 2, 0, timeout)...)
+		left = rest
+	}
+	return out
+}
+
+func findResult(rs []PairResult, p Pair) PairResult {
+	for _, r := range rs {
+		if r.Pair == p {
+			return r
+		}
+	}
+	return PairResult{Pair: p}
+}
+
+func firstError(rs []PairResult, h int) string {
+	for _, r := range rs {
+		if (r.Server == h || r.Client == h) && r.Error != "" {
+			return r.Error
+		}
+	}
+	return ""
+}
+
+// outlierEvidence lists up to three first-pass outliers involving h.
+func outlierEvidence(rep *MeshReport, outliers []PairResult, h int) []string {
+	var ev []string
+	count := 0
+	for _, r := range outliers {
+		if r.Server != h && r.Client != h {
+			continue
+		}
+		count++
+		if len(ev) < 3 {
+			other := r.Server
+			if other == h {
+				other = r.Client
+			}
+			ev = append(ev, fmt.Sprintf("mesh with %s: %.1f Gbit/s%s", rep.Hosts[other], r.Gbps, errSuffix(r.Error)))
+		}
+	}
+	if count > len(ev) {
+		ev = append(ev, fmt.Sprintf("... %d of its %d mesh tests were outliers", count, len(rep.Hosts)-1))
+	}
+	return ev
+}
+
+func errSuffix(e string) string {
+	if e == "" {
+		return ""
+	}
+	return " (" + e + ")"
+}
+
+// Round returns v rounded to 2 decimals for display; NaN for nil.
+func Round(v *float64) float64 {
+	if v == nil {
+		return math.NaN()
+	}
+	return math.Round(*v*100) / 100
+}

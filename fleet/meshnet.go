@@ -1,0 +1,266 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/erdmakit/erdmakit/erdma"
+)
+
+// Worker runs this host's side of a mesh pair test (the CLI implements it
+// with the perf package's bandwidth engine).
+type Worker interface {
+	// Serve accepts one bandwidth test on port, calling ready once it
+	// listens, and returns when the test is over.
+	Serve(ctx context.Context, port int, ready func()) error
+	// Client runs one test against host:port, device i to device i, and
+	// returns what it measured.
+	Client(ctx context.Context, host string, port int) PairResult
+}
+
+// Task is what rank 0 asks a member to do.
+type Task struct {
+	ID   int    `json:"id"`
+	Kind string `json:"kind"` // "serve" or "client"
+	Host string `json:"host,omitempty"`
+	Port int    `json:"port"`
+}
+
+// TaskResult is a member's answer to a Task. A serve task answers twice:
+// Ready once listening, then Done.
+type TaskResult struct {
+	ID     int         `json:"id"`
+	Ready  bool        `json:"ready,omitempty"`
+	Done   bool        `json:"done,omitempty"`
+	Result *PairResult `json:"result,omitempty"`
+	Error  string      `json:"error,omitempty"`
+}
+
+// recvAny reads the next frame of any type.
+func (c *Conn) recvAny(ctx context.Context, timeout time.Duration) (Frame, error) {
+	if err := c.c.SetReadDeadline(c.deadline(ctx, timeout)); err != nil {
+		return Frame{}, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.c.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	return ReadFrame(c.c)
+}
+
+// Work is a member's loop in a mesh: it runs the tasks rank 0 sends until
+// rank 0 says bye, goes away, or stays silent longer than idle.
+func Work(ctx context.Context, conn *Conn, w Worker, idle time.Duration) error {
+	for {
+		f, err := conn.recvAny(ctx, idle)
+		if err != nil {
+			return fmt.Errorf("fleet: waiting for a task from rank 0: %w", err)
+		}
+		switch f.Type {
+		case MsgBye:
+			return nil
+		case MsgTask:
+		default:
+			return fmt.Errorf("fleet: rank 0 sent %s, expected a task", f.Type)
+		}
+		var t Task
+		if err := json.Unmarshal(f.Payload, &t); err != nil {
+			return fmt.Errorf("fleet: undecodable task: %w", err)
+		}
+		switch t.Kind {
+		case "serve":
+			err := w.Serve(ctx, t.Port, func() {
+				_ = conn.Send(ctx, MsgResult, TaskResult{ID: t.ID, Ready: true})
+			})
+			res := TaskResult{ID: t.ID, Done: true}
+			if err != nil {
+				res.Error = err.Error()
+			}
+			if err := conn.Send(ctx, MsgResult, res); err != nil {
+				return err
+			}
+		case "client":
+			r := w.Client(ctx, t.Host, t.Port)
+			if err := conn.Send(ctx, MsgResult, TaskResult{ID: t.ID, Done: true, Result: &r}); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("fleet: unknown task kind %q", t.Kind)
+		}
+	}
+}
+
+// netTester runs pair tests over the rendezvous connections; rank 0 takes
+// part through its own Worker.
+type netTester struct {
+	self    Worker
+	selfIP  string // how members reach rank 0
+	members map[int]*Member
+	ips     map[int]string
+	port    int
+	nextID  chan int
+}
+
+func (nt *netTester) id() int {
+	id := <-nt.nextID
+	nt.nextID <- id + 1
+	return id
+}
+
+// await reads results from m until one for id that satisfies want.
+func await(ctx context.Context, m *Member, id int, want func(TaskResult) bool) (TaskResult, error) {
+	for {
+		var r TaskResult
+		if err := m.Conn.Recv(ctx, MsgResult, &r, 0); err != nil {
+			return TaskResult{}, err
+		}
+		if r.ID == id && want(r) {
+			return r, nil
+		}
+	}
+}
+
+func (nt *netTester) TestPair(ctx context.Context, p Pair) PairResult {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	serverIP := nt.selfIP
+	// Each server index has its own port, so that ranks sharing one host
+	// (a test on one machine, several ranks per node) do not collide.
+	port := nt.port + p.Server
+	served := make(chan error, 1)
+	ready := make(chan struct{})
+	if p.Server == 0 {
+		go func() { served <- nt.self.Serve(ctx, port, func() { close(ready) }) }()
+	} else {
+		m := nt.members[p.Server]
+		serverIP = nt.ips[p.Server]
+		id := nt.id()
+		if err := m.Conn.Send(ctx, MsgTask, Task{ID: id, Kind: "serve", Port: port}); err != nil {
+			return PairResult{Error: "server: " + err.Error()}
+		}
+		r, err := await(ctx, m, id, func(r TaskResult) bool { return r.Ready || r.Done })
+		if err != nil {
+			return PairResult{Error: "server " + m.Host + ": " + err.Error()}
+		}
+		if !r.Ready {
+			return PairResult{Error: "server " + m.Host + ": " + r.Error}
+		}
+		close(ready)
+		go func() {
+			r, err := await(ctx, m, id, func(r TaskResult) bool { return r.Done })
+			if err == nil && r.Error != "" {
+				err = errors.New(r.Error)
+			}
+			served <- err
+		}()
+	}
+	select {
+	case <-ready:
+	case err := <-served:
+		return PairResult{Error: fmt.Sprintf("server: %v", err)}
+	case <-ctx.Done():
+		return PairResult{Error: "server did not get ready: " + ctx.Err().Error()}
+	}
+	var res PairResult
+	if p.Client == 0 {
+		res = nt.self.Client(ctx, serverIP, port)
+	} else {
+		m := nt.members[p.Client]
+		id := nt.id()
+		if err := m.Conn.Send(ctx, MsgTask, Task{ID: id, Kind: "client", Host: serverIP, Port: port}); err != nil {
+			return PairResult{Error: "client: " + err.Error()}
+		}
+		r, err := await(ctx, m, id, func(r TaskResult) bool { return r.Done })
+		switch {
+		case err != nil:
+			return PairResult{Error: "client " + m.Host + ": " + err.Error()}
+		case r.Result == nil:
+			return PairResult{Error: "client " + m.Host + ": no result"}
+		}
+		res = *r.Result
+	}
+	if err := <-served; err != nil && res.Error == "" {
+		res.Error = "server: " + err.Error()
+	}
+	return res
+}
+
+// RunMeshJob runs `bw mesh` as one rank of a launcher job: rank 0 gathers the
+// others, schedules the mesh and returns the report; other ranks serve tasks
+// and return nil. port is the bandwidth test's TCP port.
+func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, opt Options, mopt MeshOptions) (*MeshReport, error) {
+	opt = opt.withDefaults()
+	if me.Rank != 0 {
+		conn, err := Join(ctx, addr, Hello{Rank: me.Rank, Size: me.Size, Host: opt.Hostname, Version: opt.Version, Launcher: me.Launcher}, opt.Join, opt.Message)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+		// Between tasks a member may wait for a whole mesh of other pairs.
+		return nil, Work(ctx, conn, w, 24*time.Hour)
+	}
+	l, err := listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	g, err := Gather(ctx, l, me.Size, opt.Join, opt.Message)
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	host, _, _ := net.SplitHostPort(addr)
+	nt := &netTester{self: w, selfIP: host, members: map[int]*Member{}, ips: map[int]string{}, port: port, nextID: make(chan int, 1)}
+	nt.nextID <- 1
+	// Ranks that joined, renumbered densely for the mesh; rank 0 first.
+	ranks := []int{0}
+	for r := range g.Members {
+		ranks = append(ranks, r)
+	}
+	sort.Ints(ranks)
+	hosts := make([]string, len(ranks))
+	hosts[0] = opt.Hostname
+	for i, r := range ranks[1:] {
+		m := g.Members[r]
+		nt.members[i+1] = m
+		nt.ips[i+1] = remoteIP(m.Conn)
+		hosts[i+1] = m.Host
+	}
+	rep := RunMesh(ctx, hosts, nt, mopt)
+	// Culprits name mesh positions; report launcher ranks.
+	for _, list := range [][]Culprit{rep.BadHosts, rep.BadLinks, rep.DeadHosts} {
+		for i := range list {
+			for j, idx := range list[i].Ranks {
+				list[i].Ranks[j] = ranks[idx]
+			}
+		}
+	}
+	rep.Ranks = ranks
+	for _, m := range g.Members {
+		_ = m.Conn.Send(ctx, MsgBye, struct{}{})
+	}
+	for _, r := range g.Missing {
+		rep.DeadHosts = append(rep.DeadHosts, Culprit{
+			Hosts: []string{fmt.Sprintf("rank %d", r)}, Ranks: []int{r},
+			Reason: "never joined the mesh", Evidence: []string{fmt.Sprintf("no hello within %v", opt.Join)},
+		})
+		rep.Status = worse(rep.Status, erdma.SeverityFail)
+	}
+	if len(g.Errors) > 0 {
+		rep.Errors = append(rep.Errors, g.Errors...)
+	}
+	return rep, nil
+}
+
+func remoteIP(c *Conn) string {
+	a := c.RemoteAddr().String()
+	h, _, err := net.SplitHostPort(a)
+	if err != nil {
+		return strings.TrimSpace(a)
+	}
+	return h
+}
