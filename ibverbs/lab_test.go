@@ -728,3 +728,20 @@ func BenchmarkLabPostPoll(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLabPollEmpty is the fixed cost of one CQ.Poll on an empty CQ:
+// one cgo crossing plus the provider's queue check, no kernel work. It is
+// the floor under the per-message figures of BenchmarkLabPostPoll.
+func BenchmarkLabPollEmpty(b *testing.B) {
+	c := openLab(b)
+	cq, err := c.CreateCQ(64)
+	require.NoError(b, err)
+	defer cq.Close()
+	wcs := make([]WC, 32)
+	b.ReportAllocs()
+	for b.Loop() {
+		if n, err := cq.Poll(wcs); err != nil || n != 0 {
+			b.Fatal(n, err)
+		}
+	}
+}
