@@ -131,7 +131,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	sum, err := lab.Run(ctx, o)
-	if err != nil && sum == nil && errors.Is(err, lab.ErrUnavailable) {
+	if sum == nil {
 		cleanup() // nothing ran: nothing to keep
 	}
 	if sum != nil {
