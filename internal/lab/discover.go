@@ -124,7 +124,9 @@ func scanTestFile(path string) (single, pair, bench bool, err error) {
 
 // needsLab reports whether expr holds with the lab tag and not without it.
 func needsLab(expr constraint.Expr) bool {
-	with := expr.Eval(func(tag string) bool { return tag == "lab" || tag == "linux" || tag == "amd64" || tag == "cgo" || tag == "unix" })
+	with := expr.Eval(func(tag string) bool {
+		return tag == "lab" || tag == "linux" || tag == "amd64" || tag == "cgo" || tag == "unix"
+	})
 	without := expr.Eval(func(tag string) bool { return tag == "linux" || tag == "amd64" || tag == "cgo" || tag == "unix" })
 	return with && !without
 }

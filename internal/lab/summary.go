@@ -93,4 +93,3 @@ func sortedStrings(s []string) []string {
 	}
 	return s
 }
-
