@@ -196,7 +196,13 @@ func TestLabQueriesMatchDevinfo(t *testing.T) {
 			one, err := c.QueryGID(wp.Num, g.Index)
 			require.NoError(t, err)
 			assert.Equal(t, g, one)
-			compared += 2
+			// The sysfs fallback (libibverbs without ibv_query_gid_ex) agrees.
+			se, ok, err := sysfsGIDEntry("/", c.Name(), wp.Num, g.Index)
+			require.NoError(t, err)
+			require.True(t, ok, "sysfs GID[%d] populated", g.Index)
+			assert.Equal(t, g.GID, se.GID, "sysfs GID[%d]", g.Index)
+			assert.Equal(t, g.Type, se.Type, "sysfs GID[%d] type", g.Index)
+			compared += 4
 		}
 		if idx := labtest.GIDIndex(); idx >= 0 {
 			e, err := c.QueryGID(wp.Num, idx)
