@@ -80,6 +80,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		o.Console = stderr
 	}
+	if *work == "" {
+		// A temp work dir: removed after -shell/-record and after a run that
+		// passed; kept (and named) when something failed.
+		d, err := os.MkdirTemp("", "erdmakit-lab-")
+		if err != nil {
+			fmt.Fprintln(stderr, "labrun:", err)
+			return 2
+		}
+		o.WorkDir = d
+	}
+	cleanup := func() {
+		if *work == "" {
+			os.RemoveAll(o.WorkDir)
+		}
+	}
 	unavailable := func(err error) int {
 		if errors.Is(err, lab.ErrUnavailable) && !labtest.InCI() {
 			fmt.Fprintf(stderr, "labrun: SKIP: %v (outside CI this is not a failure; under CI=true it is)\n", err)
@@ -93,6 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err == nil {
 			err = lab.RecordHost(ctx, o, dst)
 		}
+		cleanup()
 		if err != nil {
 			fmt.Fprintln(stderr, "labrun: record:", err)
 			return 2
@@ -106,6 +122,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			cmd, pair = *shell2, true
 		}
 		code, err := lab.Shell(ctx, o, cmd, pair, stdout)
+		cleanup()
 		if err != nil {
 			if c := unavailable(err); c != 0 {
 				return c
@@ -114,6 +131,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	sum, err := lab.Run(ctx, o)
+	if sum == nil {
+		cleanup() // nothing ran: nothing to keep
+	}
 	if sum != nil {
 		if *jsonOut {
 			if err := json.NewEncoder(stdout).Encode(sum); err != nil {
@@ -133,8 +153,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "labrun: FAIL (logs kept in %s)\n", sum.WorkDir)
 		return 1
 	}
-	if *work == "" {
-		os.RemoveAll(sum.WorkDir)
-	}
+	cleanup()
 	return 0
 }
