@@ -202,7 +202,7 @@ func eachBlock(r io.Reader, whole, long func([]byte)) error {
 
 // readBuf is the read buffer of the streaming parsers; a line longer than
 // this is cut to its first readBuf bytes (the rest of it is skipped).
-const readBuf = 1 << 20
+const readBuf = 256 << 10
 
 // eachLineBytes calls fn with each line of r without its line ending ("\n"
 // or "\r\n"). The slice is only valid during the call. It reads r in large
@@ -477,8 +477,11 @@ func (a *LogAnalyzer) net(msg []byte) {
 		a.socketUsing(msg[len(bSockUsing):])
 	case bytes.HasPrefix(msg, bPlugin):
 		a.addText(&a.s.PluginErrors, msg)
-	case bytes.Contains(msg, bGDR):
-		a.gdr(msg)
+	default:
+		// "NET/<name> : GPU Direct RDMA ..." (the plugin name may have spaces)
+		if i := bytes.IndexByte(msg, ':'); i > 0 && bytes.HasPrefix(msg[i-1:], bGDR) {
+			a.gdr(msg[i-1+len(bGDR):])
+		}
 	}
 }
 
@@ -488,11 +491,11 @@ func (a *LogAnalyzer) channel(msg []byte) {
 	if bytes.HasPrefix(msg, []byte("via ")) {
 		via = msg[len("via "):]
 	} else {
-		i := bytes.Index(msg, bVia)
+		i := bytes.Index(msg, bViaBare) // "via " is rarer to start a match than " via "
 		if i < 0 {
 			return // a ring or tree order line: "Channel 00/02 :    0   1"
 		}
-		via = msg[i+len(bVia):]
+		via = msg[i+len(bViaBare):]
 	}
 	if bytes.Contains(via, bGDRDMA) {
 		a.s.GDRDMAChannels++
@@ -658,8 +661,7 @@ func (a *LogAnalyzer) network(name []byte) {
 }
 
 // gdr parses "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'".
-func (a *LogAnalyzer) gdr(msg []byte) {
-	rest := msg[bytes.Index(msg, bGDR)+len(bGDR):]
+func (a *LogAnalyzer) gdr(rest []byte) {
 	q := bytes.IndexByte(rest, '\'')
 	if q < 0 {
 		return
@@ -681,22 +683,20 @@ func (a *LogAnalyzer) gdr(msg []byte) {
 
 // env records "NCCL_IB_HCA set to mlx5_0" and "NCCL_SHM_DISABLE set by environment to 1.".
 func (a *LogAnalyzer) env(msg []byte) {
-	if sp := bytes.IndexByte(msg, ' '); sp > 0 {
-		if _, ok := a.s.Env[string(msg[:sp])]; ok {
-			return // every rank prints it: the first value is kept
-		}
-	}
-	sep := bSetByEnv
-	i := bytes.Index(msg, sep)
-	if i < 0 {
-		sep = bSetTo
-		if i = bytes.Index(msg, sep); i < 0 {
-			return
-		}
+	// The key is the first word; the separator follows it directly.
+	i := bytes.IndexByte(msg, ' ')
+	if i <= 0 || i > 64 {
+		return
 	}
 	key := msg[:i]
-	if bytes.IndexAny(key, " \t") >= 0 || len(key) > 64 {
-		return
+	if _, ok := a.s.Env[string(key)]; ok {
+		return // every rank prints it: the first value is kept
+	}
+	sep := bSetByEnv
+	if !bytes.HasPrefix(msg[i:], sep) {
+		if sep = bSetTo; !bytes.HasPrefix(msg[i:], sep) {
+			return
+		}
 	}
 	val := bytes.TrimSpace(msg[i+len(sep):])
 	val = bytes.TrimSuffix(val, []byte("."))
