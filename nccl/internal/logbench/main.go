@@ -206,7 +206,7 @@ func analyze(path string) (string, float64, error) {
 	if err != nil {
 		return "", 0, err
 	}
-	return fmt.Sprintf("%d lines, %d NCCL, NET/IB channels %d, network %s", s.Lines, s.NCCLLines, s.Channels["NET/IB"], s.Network),
+	return fmt.Sprintf("%d NCCL lines, NET/IB channels %d, network %s", s.NCCLLines, s.Channels["NET/IB"], s.Network),
 		cpuTime() - before, nil
 }
 
