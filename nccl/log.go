@@ -268,6 +268,7 @@ type LogAnalyzer struct {
 	// NET/IB and NET/Socket "Using" lines already parsed (every rank
 	// prints the same): a repeat costs one hash lookup
 	seenIB, seenSocket map[string]struct{}
+	envKeys            []string // the keys of s.Env, in the order seen
 }
 
 // seenLine reports whether line is in seen, and adds it (up to maxListed lines).
@@ -682,24 +683,30 @@ func (a *LogAnalyzer) env(msg []byte) {
 		return
 	}
 	key := msg[:i]
-	if _, ok := a.s.Env[string(key)]; ok {
-		return // every rank prints it: the first value is kept
-	}
 	sep := bSetByEnv
 	if !bytes.HasPrefix(msg[i:], sep) {
 		if sep = bSetTo; !bytes.HasPrefix(msg[i:], sep) {
 			return
 		}
 	}
+	// Every rank prints the same variables and the first value is kept: a
+	// short list of the keys seen is cheaper to scan than hashing the key.
+	for _, k := range a.envKeys {
+		if k == string(key) {
+			return
+		}
+	}
+	if len(a.envKeys) >= maxListed {
+		return
+	}
 	val := bytes.TrimSpace(msg[i+len(sep):])
 	val = bytes.TrimSuffix(val, []byte("."))
 	if a.s.Env == nil {
 		a.s.Env = map[string]string{}
 	}
-	if _, ok := a.s.Env[string(key)]; ok || len(a.s.Env) >= maxListed {
-		return
-	}
-	a.s.Env[string(key)] = string(clip(val))
+	k := string(key)
+	a.envKeys = append(a.envKeys, k)
+	a.s.Env[k] = string(clip(val))
 }
 
 func (a *LogAnalyzer) warning(msg []byte) {
