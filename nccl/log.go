@@ -81,7 +81,7 @@ type GDR struct {
 // is found inside the line.
 func AnalyzeLog(r io.Reader) (*LogSummary, error) {
 	a := NewLogAnalyzer()
-	if err := eachBlock(r, a.block, func(line []byte) { a.Feed(line) }); err != nil {
+	if err := eachBlock(r, readBuf, a.block, func(line []byte) { a.Feed(line) }); err != nil {
 		return nil, fmt.Errorf("reading NCCL log: %w", err)
 	}
 	s := a.Summary()
@@ -150,14 +150,14 @@ func (a *LogAnalyzer) block(b []byte) {
 // lines (the last line of the input may lack its newline). A line longer
 // than the buffer is given to long, cut to readBuf bytes, and the rest of it
 // is skipped.
-func eachBlock(r io.Reader, whole, long func([]byte)) error {
-	buf := make([]byte, readBuf)
+func eachBlock(r io.Reader, size int, whole, long func([]byte)) error {
+	buf := make([]byte, size)
 	n := 0
 	skip := false
 	for {
-		k, err := io.ReadAtLeast(r, buf[n:], 1)
+		k, err := read(r, buf[n:])
 		n += k
-		eof := err == io.EOF || err == io.ErrUnexpectedEOF
+		eof := err == io.EOF
 		if err != nil && !eof {
 			return err
 		}
@@ -194,6 +194,24 @@ func eachBlock(r io.Reader, whole, long func([]byte)) error {
 	}
 }
 
+// read reads at least one byte into p, or returns an error (io.EOF at the
+// end); a reader that keeps returning nothing gets io.ErrNoProgress.
+func read(r io.Reader, p []byte) (int, error) {
+	for range 100 {
+		n, err := r.Read(p)
+		if n > 0 {
+			if err == io.EOF {
+				err = nil // the next call returns EOF again
+			}
+			return n, err
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return 0, io.ErrNoProgress
+}
+
 // readBuf is the read buffer of the streaming parsers; a line longer than
 // this is cut to its first readBuf bytes (the rest of it is skipped).
 const readBuf = 256 << 10
@@ -201,16 +219,16 @@ const readBuf = 256 << 10
 // eachLineBytes calls fn with each line of r without its line ending ("\n"
 // or "\r\n"). The slice is only valid during the call. It reads r in large
 // blocks and allocates nothing per line.
-func eachLineBytes(r io.Reader, fn func(line []byte)) error {
-	buf := make([]byte, readBuf)
+func eachLineBytes(r io.Reader, size int, fn func(line []byte)) error {
+	buf := make([]byte, size)
 	n := 0        // bytes held in buf
 	skip := false // inside an overlong line, discarding up to its end
 	eof := false
 	for !eof {
-		k, err := io.ReadAtLeast(r, buf[n:], 1)
+		k, err := read(r, buf[n:])
 		n += k
 		switch {
-		case err == io.EOF || err == io.ErrUnexpectedEOF:
+		case err == io.EOF:
 			eof = true
 		case err != nil:
 			return err

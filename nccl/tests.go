@@ -105,7 +105,7 @@ type Measurement struct {
 // output, and a read error if r fails.
 func ParseTests(r io.Reader) (*TestResult, error) {
 	p := NewTestParser()
-	if err := eachLineBytes(r, p.FeedBytes); err != nil {
+	if err := eachLineBytes(r, readBuf, p.FeedBytes); err != nil {
 		return nil, fmt.Errorf("reading nccl-tests log: %w", err)
 	}
 	if !p.recognised() {
