@@ -306,7 +306,6 @@ func NewLogAnalyzer() *LogAnalyzer {
 }
 
 var (
-	bNCCL           = []byte("NCCL ")
 	bNET            = []byte("NET/")
 	bNCCLVersion    = []byte("NCCL version ")
 	bNCCLUnderscore = []byte("NCCL_")
@@ -314,7 +313,6 @@ var (
 	bINFO           = []byte("INFO ")
 	bWARN           = []byte("WARN ")
 	bVersion        = []byte("version ")
-	bVia            = []byte(" via ")
 	bUsingNet       = []byte("Using network ")
 	bAssigned       = []byte("Assigned NET plugin ")
 	bInitPlug       = []byte("Initialized NET plugin ")
