@@ -190,6 +190,6 @@ func printParsedNCCLLog(w io.Writer, s *nccl.LogSummary) error {
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		add("env", k+"="+s.Env[k])
 	}
-	add("lines", fmt.Sprintf("%d (%d NCCL)", s.Lines, s.NCCLLines))
+	add("nccl lines", strconv.FormatInt(s.NCCLLines, 10))
 	return t.Write(w)
 }
