@@ -217,6 +217,12 @@ func unpack(archive, dir string) error {
 				return err
 			}
 		case tar.TypeSymlink:
+			// Links stay inside the recording: relative, and not climbing
+			// above the root (so a replay never reads this machine's files).
+			t := hdr.Linkname
+			if filepath.IsAbs(t) || strings.HasPrefix(filepath.Clean(filepath.Join(filepath.Dir(name), t)), "..") {
+				return fmt.Errorf("%w: symlink %q -> %q leaves the archive root", ErrMalformed, hdr.Name, t)
+			}
 			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 				return err
 			}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Sysfs locations, relative to the host root.
@@ -25,13 +27,10 @@ const (
 // ERDMAPCIID is the eRDMA PCI function's vendor:device.
 const ERDMAPCIID = "1ded:107f"
 
-// WatchedModules are the kernel modules the inventory reports, in order.
-var watchedModules = [...]string{
-	"erdma", "ib_core", "ib_uverbs", "rdma_ucm", "nvidia", "nvidia_peermem", "nv_peer_mem", "memory_peers",
-}
-
 // WatchedModules returns the kernel modules the inventory reports, in order.
-func WatchedModules() []string { return append([]string(nil), watchedModules[:]...) }
+func WatchedModules() []string {
+	return []string{"erdma", "ib_core", "ib_uverbs", "rdma_ucm", "nvidia", "nvidia_peermem", "nv_peer_mem", "memory_peers"}
+}
 
 // InventoryOptions tunes ReadInventory. The zero value reads everything.
 type InventoryOptions struct {
@@ -403,22 +402,41 @@ func readPort(h Host, dev string, n int, erdma, counters bool) (Port, []string) 
 // "hw_tx_bytes_cnt"; upstream: "tx_bytes_cnt"). No hw_counters directory
 // (drivers before r0.2.33) is an empty map and no error. A file that is not
 // a decimal uint64 is left out of the map and named in the returned error
-// (the other counters are still returned). One read per file, no allocation
-// beyond the map, the names and the paths: the exporter calls it in a loop.
-// ib_core's "lifespan" (a setting, not a counter) is skipped.
+// (the other counters are still returned). One read per file. ib_core's
+// "lifespan" (a setting, not a counter) is skipped. To poll, use
+// OpenCounters: it keeps the files open and reads them without allocating.
 func ReadCounters(h Host, dev string, port int) (map[string]uint64, error) {
+	c, err := OpenCounters(h, dev, port)
+	if err != nil {
+		return map[string]uint64{}, err
+	}
+	defer c.Close()
+	m := make(map[string]uint64, len(c.names))
+	return m, c.Read(m)
+}
+
+// CounterReader keeps one port's hw_counters files open so that each Read
+// is one pread per counter and, once the map holds every name, allocates
+// nothing. Each read queries the device: poll at human intervals.
+type CounterReader struct {
+	dir   string
+	names []string
+	fds   []int
+	buf   [64]byte
+}
+
+// OpenCounters opens every counter of sys/class/infiniband/<dev>/ports/<port>/hw_counters.
+// No hw_counters directory gives a reader with no counters and no error.
+func OpenCounters(h Host, dev string, port int) (*CounterReader, error) {
 	rel := path.Join(ClassInfiniband, dev, "ports", strconv.Itoa(port), "hw_counters")
+	c := &CounterReader{dir: h.Path(rel)}
 	names, err := h.readDir(rel)
 	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]uint64{}, nil
+		return c, nil
 	}
 	if err != nil {
-		return map[string]uint64{}, fmt.Errorf("%s: %w", h.Path(rel), err)
+		return nil, fmt.Errorf("%s: %w", c.dir, err)
 	}
-	m := make(map[string]uint64, len(names))
-	dir := h.Path(rel) + "/"
-	var bad []error
-	var buf [64]byte
 	for _, n := range names {
 		if n == "lifespan" {
 			continue
@@ -426,43 +444,67 @@ func ReadCounters(h Host, dev string, port int) (map[string]uint64, error) {
 		if h.tr != nil {
 			h.tr.add(h.tr.files, rel+"/"+n)
 		}
-		p := dir + n
-		v, err := readCounterFile(p, buf[:])
+		fd, err := unix.Open(c.dir+"/"+n, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			bad = append(bad, fmt.Errorf("%s: %w", p, err))
-			continue
+			c.Close()
+			return nil, fmt.Errorf("%s/%s: %w", c.dir, n, err)
 		}
-		m[n] = v
+		c.names = append(c.names, n)
+		c.fds = append(c.fds, fd)
 	}
-	return m, errors.Join(bad...)
+	return c, nil
 }
 
-// readCounterFile reads one counter with raw syscalls into buf.
-func readCounterFile(p string, buf []byte) (uint64, error) {
-	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, err
+// Names are the counters, sorted.
+func (c *CounterReader) Names() []string { return c.names }
+
+// Read stores every counter's current value in m. A counter that cannot be
+// read or parsed is left out and named in the error; the rest are stored.
+func (c *CounterReader) Read(m map[string]uint64) error {
+	var bad []error
+	for i, fd := range c.fds {
+		if fd < 0 {
+			return fmt.Errorf("%s: %w", c.dir, fs.ErrClosed)
+		}
+		n, err := unix.Pread(fd, c.buf[:], 0)
+		if err != nil {
+			bad = append(bad, fmt.Errorf("%s/%s: %w", c.dir, c.names[i], err))
+			continue
+		}
+		if n == len(c.buf) {
+			bad = append(bad, fmt.Errorf("%s/%s: %w: counter longer than %d bytes", c.dir, c.names[i], ErrMalformed, len(c.buf)-1))
+			continue
+		}
+		v, ok := parseCounterBytes(c.buf[:n])
+		if !ok {
+			bad = append(bad, fmt.Errorf("%s/%s: %w: counter %q is not a decimal uint64", c.dir, c.names[i], ErrMalformed, truncate(string(c.buf[:n]), 24)))
+			continue
+		}
+		m[c.names[i]] = v
 	}
-	n, err := syscall.Read(fd, buf)
-	syscall.Close(fd)
-	if err != nil {
-		return 0, err
+	return errors.Join(bad...)
+}
+
+// Close closes the counter files; it is idempotent.
+func (c *CounterReader) Close() error {
+	var first error
+	for i, fd := range c.fds {
+		if fd >= 0 {
+			if err := unix.Close(fd); err != nil && first == nil {
+				first = err
+			}
+			c.fds[i] = -1
+		}
 	}
-	if n < 0 || n == len(buf) {
-		return 0, fmt.Errorf("%w: counter longer than %d bytes", ErrMalformed, len(buf)-1)
-	}
-	v, ok := parseCounterBytes(buf[:n])
-	if !ok {
-		return 0, fmt.Errorf("%w: counter %q is not a decimal uint64", ErrMalformed, truncate(string(buf[:n]), 24))
-	}
-	return v, nil
+	return first
 }
 
 // readModules reports the watched modules: loaded when sys/module/<name>
 // exists; version from sys/module/<name>/version where present.
 func readModules(h Host, note func(error)) []Module {
-	mods := make([]Module, 0, len(watchedModules))
-	for _, name := range watchedModules {
+	names := WatchedModules()
+	mods := make([]Module, 0, len(names))
+	for _, name := range names {
 		m := Module{Name: name, Loaded: h.exists(path.Join(SysModule, name))}
 		if m.Loaded {
 			v, err := h.optAttr(path.Join(SysModule, name, "version"))

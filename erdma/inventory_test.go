@@ -324,3 +324,55 @@ func ExampleOpenHost() {
 	// Output:
 	// erdma_0 4: RNIC iwarp compat_mode=N 0 errors
 }
+
+// BenchmarkCounterReader is the exporter's polling path: zero allocations.
+func BenchmarkCounterReader(b *testing.B) {
+	c, err := erdma.OpenCounters(erdma.RecordedHost(fixture("ebmgn8is-healthy")), "erdma_0", 1)
+	require.NoError(b, err)
+	defer c.Close()
+	m := map[string]uint64{}
+	require.NoError(b, c.Read(m))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Read(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(c.Names())), "ns/counter")
+}
+
+func TestCounterReader(t *testing.T) {
+	c, err := erdma.OpenCounters(erdma.RecordedHost(fixture("ebmgn8is-healthy")), "erdma_0", 1)
+	require.NoError(t, err)
+	m := map[string]uint64{}
+	require.NoError(t, c.Read(m))
+	assert.Len(t, m, 55)
+	allocs := testing.AllocsPerRun(10, func() { _ = c.Read(m) })
+	assert.Zero(t, allocs)
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(), "idempotent")
+	assert.ErrorIs(t, c.Read(m), os.ErrClosed)
+}
+
+// TestRealKernelTreeLabRXE reads the lab's recording of a real kernel's
+// ib_core tree (testdata/hosts/lab-rxe, from the lab branch; skipped until
+// merged): Soft-RoCE is not eRDMA, and its GIDs and pairing read right.
+func TestRealKernelTreeLabRXE(t *testing.T) {
+	if _, err := os.Stat(fixture("lab-rxe")); err != nil {
+		t.Skip("testdata/hosts/lab-rxe comes with the lab branch")
+	}
+	inv := readFixture(t, "lab-rxe")
+	assert.Empty(t, inv.Errors)
+	require.Len(t, inv.Devices, 1)
+	d := inv.Devices[0]
+	assert.Equal(t, "rxe0", d.Name)
+	assert.False(t, d.ERDMA, "rxe is not eRDMA")
+	assert.Empty(t, d.PCIAddress)
+	assert.Equal(t, erdma.TransportRoCE, d.Transport)
+	assert.Equal(t, "eth0", d.Netdev)
+	assert.Equal(t, "uverbs0", d.UVerbs)
+	require.Len(t, d.Ports, 1)
+	assert.Equal(t, "ACTIVE", d.Ports[0].State)
+	assert.False(t, d.Ports[0].RateNominal)
+	assert.Equal(t, 1, d.Ports[0].RecommendedGIDIndex)
+}

@@ -28,6 +28,14 @@ type RecordOptions struct {
 	Files map[string][]byte
 	// Inventory is passed to ReadInventory (SkipTools: no tools.json).
 	Inventory InventoryOptions
+	// Readers run after ReadInventory on the same recording host: whatever
+	// they read through Host.ReadFile, ReadLink and ReadDir is captured too
+	// (e.g. the nvml package's PCI topology walk). An error stops Record.
+	Readers []func(ctx context.Context, h Host) error
+	// Paths are further paths under the root to capture: a file, or a
+	// directory with the regular files directly in it (symlinks on the way
+	// are kept as symlinks).
+	Paths []string
 }
 
 // RecordingFile describes the recording itself: erdmakit/recording.json.
@@ -59,6 +67,25 @@ func Record(ctx context.Context, h Host, w io.Writer, opt RecordOptions) (*Inven
 	inv, err := ReadInventory(ctx, th, opt.Inventory)
 	if err != nil {
 		return nil, err
+	}
+	for _, read := range opt.Readers {
+		if err := read(ctx, th); err != nil {
+			return nil, fmt.Errorf("record: %w", err)
+		}
+	}
+	for _, p := range opt.Paths {
+		rel := strings.TrimPrefix(path.Clean("/"+p), "/")
+		names, err := th.readDir(rel)
+		if err != nil {
+			th.tr.add(th.tr.files, rel)
+			continue
+		}
+		th.tr.add(th.tr.dirs, rel)
+		for _, n := range names {
+			if fi, err := os.Stat(h.Path(rel, n)); err == nil && fi.Mode().IsRegular() {
+				th.tr.add(th.tr.files, path.Join(rel, n))
+			}
+		}
 	}
 	r := &recorder{h: h, entries: map[string]*entry{}}
 	for _, rel := range sortedKeys(th.tr.dirs) {
@@ -139,7 +166,8 @@ func (r *recorder) putJSON(rel string, v any) error {
 }
 
 // carryRecorded copies a recorded host's other erdmakit/ files (e.g.
-// nvml.json) into the new recording.
+// nvml.json) into the new recording; generators' manifests (*-files.txt)
+// stay behind.
 func (r *recorder) carryRecorded() {
 	names, err := os.ReadDir(r.h.Path("erdmakit"))
 	if err != nil {
@@ -147,7 +175,7 @@ func (r *recorder) carryRecorded() {
 	}
 	for _, e := range names {
 		rel := "erdmakit/" + e.Name()
-		if _, taken := r.entries[rel]; taken || !e.Type().IsRegular() || e.Name() == "hostgen-files.txt" {
+		if _, taken := r.entries[rel]; taken || !e.Type().IsRegular() || strings.HasSuffix(e.Name(), "-files.txt") {
 			continue
 		}
 		if b, err := r.h.readFile(rel); err == nil {

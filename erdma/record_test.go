@@ -192,7 +192,10 @@ func TestOpenHostRejectsHostileArchives(t *testing.T) {
 		{"through symlink", []*tar.Header{
 			{Typeflag: tar.TypeSymlink, Name: "sys", Linkname: outside},
 			{Typeflag: tar.TypeReg, Name: "sys/evil", Mode: 0o644},
-		}, []string{"", "x"}, "is a symlink"},
+		}, []string{"", "x"}, "leaves the archive root"},
+		{"symlink climbing out", []*tar.Header{
+			{Typeflag: tar.TypeSymlink, Name: "sys/class/infiniband/x", Linkname: "../../../../etc"},
+		}, []string{""}, "leaves the archive root"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -255,4 +258,31 @@ func ExampleRecord() {
 	// Output:
 	// erdma_0 0216:3eff:fe00:0002 eth1 1
 	// erdma_1 0216:3eff:fe00:0003 eth2 2
+}
+
+// TestRecordReadersAndPaths: other packages' reads through the Host, and
+// extra paths, land in the recording.
+func TestRecordReadersAndPaths(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, hostgen.CopyTree(fixture("gn8is-single"), dir))
+	gpu := filepath.Join(dir, "sys/devices/pci0000:16/0000:16:00.0")
+	require.NoError(t, os.MkdirAll(gpu, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(gpu, "vendor"), []byte("0x10de\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(gpu, "class"), []byte("0x030200\n"), 0o644))
+	require.NoError(t, os.Symlink("../../../devices/pci0000:16/0000:16:00.0", filepath.Join(dir, "sys/bus/pci/devices/0000:16:00.0")))
+	var buf bytes.Buffer
+	_, err := erdma.Record(context.Background(), erdma.RecordedHost(dir), &buf, erdma.RecordOptions{
+		Readers: []func(context.Context, erdma.Host) error{func(_ context.Context, h erdma.Host) error {
+			_, err := h.ReadFile("sys/bus/pci/devices/0000:16:00.0/vendor")
+			return err
+		}},
+		Paths: []string{"/sys/bus/pci/devices/0000:16:00.0"},
+		Files: map[string][]byte{"erdmakit/nvml.json": []byte("{}\n")},
+	})
+	require.NoError(t, err)
+	e := untar(t, buf.Bytes())
+	assert.Equal(t, "../../../devices/pci0000:16/0000:16:00.0", e["sys/bus/pci/devices/0000:16:00.0"].Linkname)
+	assert.Contains(t, e, "sys/devices/pci0000:16/0000:16:00.0/vendor")
+	assert.Contains(t, e, "sys/devices/pci0000:16/0000:16:00.0/class")
+	assert.Contains(t, e, "erdmakit/nvml.json")
 }

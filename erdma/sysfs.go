@@ -65,6 +65,17 @@ func (h Host) readFile(rel string) ([]byte, error) {
 	return b, nil
 }
 
+// ReadFile reads a file under the host root (at most 64 KiB). Other
+// packages read the host through it (and ReadLink, ReadDir) so that Record
+// captures what they read.
+func (h Host) ReadFile(rel string) ([]byte, error) { return h.readFile(rel) }
+
+// ReadLink reads a symlink under the host root.
+func (h Host) ReadLink(rel string) (string, error) { return h.readlink(rel) }
+
+// ReadDir lists a directory under the host root, names sorted.
+func (h Host) ReadDir(rel string) ([]string, error) { return h.readDir(rel) }
+
 // readAttr reads a sysfs attribute, trimmed of surrounding white space. A
 // missing file wraps fs.ErrNotExist; an empty file or an EINVAL read wraps
 // errNoAttr; both name the file.
@@ -145,15 +156,15 @@ func (h Host) exists(rel string) bool {
 func ParseEnumAttr(s string) (int, string, error) {
 	num, name, ok := strings.Cut(strings.TrimSpace(s), ":")
 	if !ok {
-		return 0, "", fmt.Errorf("%w: %q is not \"N: NAME\"", ErrMalformed, s)
+		return 0, "", fmt.Errorf("%w: %q is not \"N: NAME\"", ErrMalformed, truncate(s, 32))
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(num))
 	if err != nil || n < 0 || n > 255 {
-		return 0, "", fmt.Errorf("%w: %q is not \"N: NAME\"", ErrMalformed, s)
+		return 0, "", fmt.Errorf("%w: %q is not \"N: NAME\"", ErrMalformed, truncate(s, 32))
 	}
 	name = strings.TrimSpace(name)
 	if name == "" {
-		return 0, "", fmt.Errorf("%w: %q has no name", ErrMalformed, s)
+		return 0, "", fmt.Errorf("%w: %q has no name", ErrMalformed, truncate(s, 32))
 	}
 	return n, name, nil
 }
@@ -163,15 +174,15 @@ func ParseGUID(s string) ([8]byte, error) {
 	var g [8]byte
 	s = strings.TrimSpace(s)
 	if len(s) != 19 {
-		return g, fmt.Errorf("%w: GUID %q is not xxxx:xxxx:xxxx:xxxx", ErrMalformed, s)
+		return g, fmt.Errorf("%w: GUID %q is not xxxx:xxxx:xxxx:xxxx", ErrMalformed, truncate(s, 32))
 	}
 	for i := 0; i < 4; i++ {
 		if i > 0 && s[i*5-1] != ':' {
-			return g, fmt.Errorf("%w: GUID %q is not xxxx:xxxx:xxxx:xxxx", ErrMalformed, s)
+			return g, fmt.Errorf("%w: GUID %q is not xxxx:xxxx:xxxx:xxxx", ErrMalformed, truncate(s, 32))
 		}
 		v, err := strconv.ParseUint(s[i*5:i*5+4], 16, 16)
 		if err != nil {
-			return g, fmt.Errorf("%w: GUID %q is not xxxx:xxxx:xxxx:xxxx", ErrMalformed, s)
+			return g, fmt.Errorf("%w: GUID %q is not xxxx:xxxx:xxxx:xxxx", ErrMalformed, truncate(s, 32))
 		}
 		g[2*i], g[2*i+1] = byte(v>>8), byte(v)
 	}
@@ -205,16 +216,16 @@ func MACToGUID(mac net.HardwareAddr) ([8]byte, bool) {
 func ParseGID(s string) (net.IP, error) {
 	s = strings.TrimSpace(s)
 	if len(s) != 39 {
-		return nil, fmt.Errorf("%w: GID %q is not 8 groups of 4 hex digits", ErrMalformed, s)
+		return nil, fmt.Errorf("%w: GID %q is not 8 groups of 4 hex digits", ErrMalformed, truncate(s, 48))
 	}
 	ip := make(net.IP, 16)
 	for i := 0; i < 8; i++ {
 		if i > 0 && s[i*5-1] != ':' {
-			return nil, fmt.Errorf("%w: GID %q is not 8 groups of 4 hex digits", ErrMalformed, s)
+			return nil, fmt.Errorf("%w: GID %q is not 8 groups of 4 hex digits", ErrMalformed, truncate(s, 48))
 		}
 		v, err := strconv.ParseUint(s[i*5:i*5+4], 16, 16)
 		if err != nil {
-			return nil, fmt.Errorf("%w: GID %q is not 8 groups of 4 hex digits", ErrMalformed, s)
+			return nil, fmt.Errorf("%w: GID %q is not 8 groups of 4 hex digits", ErrMalformed, truncate(s, 48))
 		}
 		ip[2*i], ip[2*i+1] = byte(v>>8), byte(v)
 	}
