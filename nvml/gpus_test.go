@@ -135,6 +135,15 @@ func TestReadGPUsInitFailures(t *testing.T) {
 	}
 }
 
+func TestReadGPUsMismatchByMessage(t *testing.T) {
+	lib := mockNVML(true)
+	lib.InitFunc = func() gonvml.Return { return gonvml.ERROR_UNKNOWN }
+	lib.ErrorStringFunc = func(gonvml.Return) string { return "Driver/library version mismatch" }
+	_, err := ReadGPUs(context.Background(), lib, t.TempDir())
+	assert.ErrorIs(t, err, ErrVersionMismatch)
+	assert.EqualError(t, err, "driver/library version mismatch: nvmlInit (ERROR_UNKNOWN: Driver/library version mismatch)")
+}
+
 func TestReadGPUsPerGPUFailures(t *testing.T) {
 	lib := mockNVML(true)
 	dev := &mock.Device{

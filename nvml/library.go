@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 )
@@ -101,6 +102,17 @@ func nvmlError(lib Library, op string, r gonvml.Return) *InitError {
 	if lib != nil {
 		e.Message = lib.ErrorString(r)
 	}
+	// Older libraries report a mismatch as ERROR_UNKNOWN with this string
+	// ("Failed to initialize NVML: Driver/library version mismatch").
+	mismatch := strings.Contains(strings.ToLower(e.Message), "version mismatch")
+	switch {
+	case r == gonvml.ERROR_LIB_RM_VERSION_MISMATCH || mismatch:
+		e.kind, e.Reason = ErrVersionMismatch, "driver/library version mismatch"
+		e.Remediation = "the loaded kernel driver and libnvidia-ml differ (usually after a driver upgrade): reboot, or unload and reload the nvidia modules"
+	}
+	if e.kind != nil {
+		return e
+	}
 	switch r {
 	case gonvml.ERROR_DRIVER_NOT_LOADED:
 		e.kind, e.Reason = ErrNoDriver, "no NVIDIA driver"
@@ -108,9 +120,6 @@ func nvmlError(lib Library, op string, r gonvml.Return) *InitError {
 	case gonvml.ERROR_LIBRARY_NOT_FOUND:
 		e.kind, e.Reason = ErrLibraryNotFound, "libnvidia-ml not found"
 		e.Remediation = "install the NVIDIA driver's user-space libraries (" + LibraryName + ") or add their directory to the loader path (ldconfig)"
-	case gonvml.ERROR_LIB_RM_VERSION_MISMATCH:
-		e.kind, e.Reason = ErrVersionMismatch, "driver/library version mismatch"
-		e.Remediation = "the loaded kernel driver and libnvidia-ml differ (usually after a driver upgrade): reboot, or unload and reload the nvidia modules"
 	case gonvml.ERROR_NO_PERMISSION:
 		e.kind, e.Reason = ErrNoPermission, "insufficient permissions"
 		e.Remediation = "run as root or as a user who can open /dev/nvidia*"

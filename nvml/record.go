@@ -47,13 +47,7 @@ func RecordFiles(ctx context.Context, lib Library, root, note string) (map[strin
 			}
 		}
 	}
-	for _, rel := range []string{
-		"sys/module/nvidia/version", "sys/module/nvidia/initstate",
-		"sys/module/nvidia_peermem/version", "sys/module/nvidia_peermem/initstate",
-		"sys/module/nv_peer_mem/version", "sys/module/nv_peer_mem/initstate",
-		"sys/kernel/mm/memory_peers/nv_mem/version", "sys/kernel/mm/memory_peers/nv_mem_nc/version",
-		"etc/modules", "etc/rc.local", "etc/rc.d/rc.local",
-	} {
+	for _, rel := range gdrRecordFiles {
 		add(rel)
 	}
 	confs, _ := filepath.Glob(filepath.Join(root, "etc/modules-load.d/*.conf"))
@@ -64,4 +58,63 @@ func RecordFiles(ctx context.Context, lib Library, root, note string) (map[strin
 		}
 	}
 	return out, nil
+}
+
+// RecordPaths lists the files under root that erdma.Record should capture
+// (erdma.RecordOptions.Paths, which keeps symlinks on the way) so that a
+// recording replays s's GPUs: each GPU's and bridge's attributes through
+// its sys/bus/pci/devices link, the GPUDirect RDMA files NCCL reads, the
+// boot-time module lists and the NUMA nodes' cpulists. Only files that
+// exist are listed. The snapshot itself goes in RecordOptions.Files under
+// SnapshotPath (Snapshot.Write).
+func RecordPaths(root string, s *Snapshot) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(rel string) {
+		if seen[rel] {
+			return
+		}
+		if fi, err := os.Stat(filepath.Join(root, rel)); err == nil && fi.Mode().IsRegular() {
+			seen[rel] = true
+			out = append(out, rel)
+		}
+	}
+	for _, g := range s.GPUs {
+		bdf, err := NormalizeBusID(g.PCIBusID)
+		if err != nil {
+			continue
+		}
+		p, err := ReadPCIPath(root, bdf)
+		if err != nil {
+			continue
+		}
+		for _, fn := range p.Chain {
+			for _, f := range []string{"numa_node", "local_cpulist", "vendor", "device", "class"} {
+				add("sys/bus/pci/devices/" + fn + "/" + f)
+			}
+		}
+	}
+	for _, rel := range gdrRecordFiles {
+		add(rel)
+	}
+	var globbed []string
+	for _, pat := range []string{"etc/modules-load.d/*.conf", "sys/devices/system/node/node[0-9]*/cpulist"} {
+		m, _ := filepath.Glob(filepath.Join(root, pat))
+		globbed = append(globbed, m...)
+	}
+	for _, p := range globbed {
+		if rel, err := filepath.Rel(root, p); err == nil {
+			add(filepath.ToSlash(rel))
+		}
+	}
+	return out
+}
+
+// gdrRecordFiles are the module and memory_peers files ReadGDR looks at.
+var gdrRecordFiles = []string{
+	"sys/module/nvidia/version", "sys/module/nvidia/initstate",
+	"sys/module/nvidia_peermem/version", "sys/module/nvidia_peermem/initstate",
+	"sys/module/nv_peer_mem/version", "sys/module/nv_peer_mem/initstate",
+	"sys/kernel/mm/memory_peers/nv_mem/version", "sys/kernel/mm/memory_peers/nv_mem_nc/version",
+	"etc/modules", "etc/rc.local", "etc/rc.d/rc.local",
 }

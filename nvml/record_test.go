@@ -1,6 +1,7 @@
 package nvml
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/erdma"
 )
 
 // Recording the healthy fixture's GPU files into a fresh tree (regular files
@@ -41,6 +44,44 @@ func TestRecordFilesReplay(t *testing.T) {
 	lib2, err := ForRoot(dst)
 	require.NoError(t, err)
 	got, err := Inspect(context.Background(), lib2, dst, healthyNICs())
+	require.NoError(t, err)
+	got.Root, want.Root = "", ""
+	assert.Equal(t, want, got)
+}
+
+// erdma.Record with RecordPaths (symlinks kept) and the snapshot in Files
+// replays the same report from the archive.
+func TestRecordPathsThroughErdmaRecord(t *testing.T) {
+	src := hostRoot("ebmgn8is-healthy")
+	lib, err := ForRoot(src)
+	require.NoError(t, err)
+	s, err := Capture(context.Background(), lib, "test")
+	require.NoError(t, err)
+	var snap bytes.Buffer
+	require.NoError(t, s.Write(&snap))
+	paths := RecordPaths(src, s)
+	assert.Contains(t, paths, "sys/bus/pci/devices/0000:9e:00.0/numa_node")
+	assert.Contains(t, paths, "sys/bus/pci/devices/0000:9b:00.0/vendor")
+	assert.Contains(t, paths, "sys/module/nvidia_peermem/version")
+
+	archive := filepath.Join(t.TempDir(), "host.tar.gz")
+	f, err := os.Create(archive)
+	require.NoError(t, err)
+	_, err = erdma.Record(context.Background(), erdma.RecordedHost(src), f, erdma.RecordOptions{
+		Files: map[string][]byte{SnapshotPath: snap.Bytes()},
+		Paths: paths,
+	})
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	h, closer, err := erdma.OpenHost(archive)
+	require.NoError(t, err)
+	defer closer.Close()
+	lib2, err := ForRoot(h.Root())
+	require.NoError(t, err)
+	got, err := Inspect(context.Background(), lib2, h.Root(), healthyNICs())
+	require.NoError(t, err)
+	want, err := Inspect(context.Background(), lib, src, healthyNICs())
 	require.NoError(t, err)
 	got.Root, want.Root = "", ""
 	assert.Equal(t, want, got)

@@ -174,3 +174,33 @@ func TestReadPCIPath(t *testing.T) {
 	require.NoError(t, err, "absolute links resolve inside the root")
 	assert.Equal(t, "0-3", p.CPUList)
 }
+
+func FuzzPCIDevicePath(f *testing.F) {
+	for _, s := range []string{
+		"devices/pci0000:16/0000:16:01.0/0000:17:00.0/0000:18:00.0/0000:19:00.0",
+		"devices/pci0000:00/0000:00:05.0",
+		"devices/pci0000:9a/0000:9a:01.0/0000:9b:00.0/0000:9c:01.0/0000:9e:00.0",
+	} {
+		f.Add(s, "devices/pci0000:00/0000:00:05.0", 0, 1)
+	}
+	f.Fuzz(func(t *testing.T, a, b string, na, nb int) {
+		pa, err := parsePCIDevicePath(a)
+		if err != nil {
+			return
+		}
+		if len(pa.Chain) == 0 || pa.Address != pa.Chain[len(pa.Chain)-1] {
+			t.Fatalf("%q: chain %v, address %q", a, pa.Chain, pa.Address)
+		}
+		pb, err := parsePCIDevicePath(b)
+		if err != nil {
+			return
+		}
+		pa.NUMANode, pb.NUMANode = na, nb
+		for _, single := range []bool{false, true} {
+			ab, ba := Distance(pa, pb, single), Distance(pb, pa, single)
+			if ab != ba || ab.Rank() > LinkSYS.Rank() {
+				t.Fatalf("%q/%q: %s vs %s", a, b, ab, ba)
+			}
+		}
+	})
+}
