@@ -47,8 +47,9 @@ func ToolNames() []string {
 }
 
 // Tools reports the guide's programs: found on PATH (live) or in
-// erdmakit/tools.json (recorded), with versions where cheap. Always one entry
-// per tool in ToolNames order; Path "" means not found.
+// erdmakit/tools.json (recorded), with versions where cheap: one entry per
+// tool in ToolNames order, Path "" meaning not found. A recorded host without
+// tools.json gives no entries (not looked for, as with SkipTools).
 func (h Host) Tools(ctx context.Context) ([]Tool, error) {
 	specs := toolSpecs()
 	out := make([]Tool, len(specs))
@@ -59,7 +60,7 @@ func (h Host) Tools(ctx context.Context) ([]Tool, error) {
 		var rec []Tool
 		ok, err := h.readJSON(RecordedToolsFile, &rec)
 		if err != nil || !ok {
-			return out, err
+			return nil, err
 		}
 		for i := range out {
 			for _, r := range rec {

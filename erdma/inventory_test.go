@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/hostgen"
@@ -375,4 +376,41 @@ func TestRealKernelTreeLabRXE(t *testing.T) {
 	assert.Equal(t, "ACTIVE", d.Ports[0].State)
 	assert.False(t, d.Ports[0].RateNominal)
 	assert.Equal(t, 1, d.Ports[0].RecommendedGIDIndex)
+}
+
+// TestLiveToolsFakePATH: versions parsed from the tools' own output, perftest's
+// exit status 1 after --version tolerated, a hanging tool ended by the
+// timeout (with its process group) and reported, a missing tool path-less.
+func TestLiveToolsFakePATH(t *testing.T) {
+	dir := t.TempDir()
+	scripts := map[string]string{
+		"eadm":        "#!/bin/sh\necho 'version: r0.2.37'\n",
+		"ofed_info":   "#!/bin/sh\necho 'MLNX_OFED_LINUX-5.4-3.6.8.1:'\n",
+		"ib_write_bw": "#!/bin/sh\necho ' Version: 6.06'\nexit 1\n",
+		"mpirun":      "#!/bin/sh\nsleep 60\n",
+		"nvidia-smi":  "#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.' >&2\nexit 9\n",
+	}
+	for name, body := range scripts {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755))
+	}
+	t.Setenv("PATH", dir+":/usr/bin:/bin")
+	start := time.Now()
+	tools, err := erdma.LiveHost().Tools(context.Background())
+	elapsed := time.Since(start)
+	assert.Less(t, elapsed, erdma.ToolTimeout+10*time.Second, "the hanging mpirun is bounded")
+	require.Len(t, tools, 6)
+	byName := map[string]erdma.Tool{}
+	for _, tl := range tools {
+		byName[tl.Name] = tl
+	}
+	assert.Equal(t, "r0.2.37", byName["eadm"].Version)
+	assert.Equal(t, "MLNX_OFED_LINUX-5.4-3.6.8.1", byName["ofed_info"].Version)
+	assert.Equal(t, "6.06", byName["ib_write_bw"].Version)
+	assert.Equal(t, filepath.Join(dir, "mpirun"), byName["mpirun"].Path)
+	assert.Empty(t, byName["mpirun"].Version)
+	assert.Empty(t, byName["all_reduce_perf"].Path)
+	assert.Empty(t, byName["nvidia-smi"].Version)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "mpirun")
+	assert.Contains(t, err.Error(), "could not communicate with the NVIDIA driver")
 }

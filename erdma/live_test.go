@@ -73,6 +73,16 @@ func TestLiveNamespace(t *testing.T) {
 			require.NoError(t, json.Unmarshal(raw, &live))
 			rec := readFixture(t, name)
 			compareLive(t, rec, &live)
+
+			// The child also recorded the live host: its replay reads the same.
+			h, closer, err := erdma.OpenHost(out + ".tar.gz")
+			require.NoError(t, err)
+			defer closer.Close()
+			replayed, err := erdma.ReadInventory(context.Background(), h, erdma.InventoryOptions{SkipTools: true})
+			require.NoError(t, err)
+			assert.Empty(t, replayed.Errors)
+			compareLive(t, rec, replayed)
+			assert.Equal(t, live.Devices, replayed.Devices, "replay of the live recording")
 		})
 	}
 }
@@ -183,4 +193,10 @@ func liveChild(t *testing.T, fx, out string) {
 	b, err := json.Marshal(inv)
 	must(err, "encode")
 	must(os.WriteFile(out, b, 0o644), "write "+out)
+
+	f, err := os.Create(out + ".tar.gz")
+	must(err, "create recording")
+	_, err = erdma.Record(context.Background(), erdma.LiveHost(), f, erdma.RecordOptions{Inventory: erdma.InventoryOptions{SkipTools: true}})
+	must(err, "record the live host")
+	must(f.Close(), "close recording")
 }

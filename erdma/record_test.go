@@ -286,3 +286,31 @@ func TestRecordReadersAndPaths(t *testing.T) {
 	assert.Contains(t, e, "sys/devices/pci0000:16/0000:16:00.0/class")
 	assert.Contains(t, e, "erdmakit/nvml.json")
 }
+
+// FuzzOpenHostArchive: any bytes given as a recording open cleanly or fail
+// with an error; what opens reads without panicking, and Close cleans up.
+func FuzzOpenHostArchive(f *testing.F) {
+	var buf bytes.Buffer
+	if _, err := erdma.Record(context.Background(), erdma.RecordedHost(fixture("gn8is-single")), &buf,
+		erdma.RecordOptions{Inventory: erdma.InventoryOptions{SkipTools: true}}); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	if b, err := os.ReadFile(filepath.Join("..", "testdata", "recorded", "build-vm-no-rdma.tar.gz")); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte{0x1f, 0x8b})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), "x.tar.gz")
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+		h, c, err := erdma.OpenHost(p)
+		if err == nil {
+			_, err = erdma.ReadInventory(context.Background(), h, erdma.InventoryOptions{})
+			assert.NoError(t, err)
+			dir := h.Root()
+			require.NoError(t, c.Close())
+			_, err = os.Stat(dir)
+			assert.ErrorIs(t, err, os.ErrNotExist)
+		}
+	})
+}
