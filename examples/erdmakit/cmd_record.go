@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/nvml"
 	"github.com/spf13/cobra"
 )
 
@@ -35,8 +36,17 @@ func newRecordCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}
-			inv, err := erdma.Record(cmd.Context(), h, f, erdma.RecordOptions{Redact: redact,
-				Inventory: erdma.InventoryOptions{SkipTools: skipTools}})
+			opt := erdma.RecordOptions{Redact: redact, Inventory: erdma.InventoryOptions{SkipTools: skipTools}}
+			// The GPUs: what NVML says (or why it cannot), and the PCI and
+			// GPUDirect files the nvml package reads, so --root replays them.
+			if lib, err := nvml.ForRoot(h.Root()); err == nil {
+				files, err := nvml.RecordFiles(cmd.Context(), lib, h.Root(), "erdmakit record")
+				if err != nil {
+					fmt.Fprintln(g.stderr, "erdmakit: record: GPUs not recorded:", err)
+				}
+				opt.Files = files
+			}
+			inv, err := erdma.Record(cmd.Context(), h, f, opt)
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
