@@ -8,6 +8,7 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
@@ -16,8 +17,8 @@ import (
 // Worker runs this host's side of a mesh pair test (the CLI implements it
 // with the perf package's bandwidth engine).
 type Worker interface {
-	// Serve accepts one bandwidth test on port, calling ready once it
-	// listens, and returns when the test is over.
+	// Serve serves bandwidth tests on port until ctx is cancelled, calling
+	// ready once it listens; it returns the first test that failed, if any.
 	Serve(ctx context.Context, port int, ready func()) error
 	// Client runs one test against host:port, device i to device i, and
 	// returns what it measured.
@@ -27,7 +28,7 @@ type Worker interface {
 // Task is what rank 0 asks a member to do.
 type Task struct {
 	ID   int    `json:"id"`
-	Kind string `json:"kind"` // "serve" or "client"
+	Kind string `json:"kind"` // "serve", "client", or "stop" (ends serve task ID)
 	Host string `json:"host,omitempty"`
 	Port int    `json:"port"`
 }
@@ -53,8 +54,20 @@ func (c *Conn) recvAny(ctx context.Context, timeout time.Duration) (Frame, error
 }
 
 // Work is a member's loop in a mesh: it runs the tasks rank 0 sends until
-// rank 0 says bye, goes away, or stays silent longer than idle.
+// rank 0 says bye, goes away, or stays silent longer than idle. A serve task
+// runs in the background until rank 0 stops it, so the loop keeps reading.
 func Work(ctx context.Context, conn *Conn, w Worker, idle time.Duration) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	serving := map[int]context.CancelFunc{}
+	var mu sync.Mutex // serializes sends from the serve goroutines and the loop
+	send := func(r TaskResult) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return conn.Send(ctx, MsgResult, r)
+	}
 	for {
 		f, err := conn.recvAny(ctx, idle)
 		if err != nil {
@@ -73,19 +86,26 @@ func Work(ctx context.Context, conn *Conn, w Worker, idle time.Duration) error {
 		}
 		switch t.Kind {
 		case "serve":
-			err := w.Serve(ctx, t.Port, func() {
-				_ = conn.Send(ctx, MsgResult, TaskResult{ID: t.ID, Ready: true})
-			})
-			res := TaskResult{ID: t.ID, Done: true}
-			if err != nil {
-				res.Error = err.Error()
-			}
-			if err := conn.Send(ctx, MsgResult, res); err != nil {
-				return err
+			sctx, stop := context.WithCancel(ctx)
+			serving[t.ID] = stop
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := w.Serve(sctx, t.Port, func() { _ = send(TaskResult{ID: t.ID, Ready: true}) })
+				res := TaskResult{ID: t.ID, Done: true}
+				if err != nil {
+					res.Error = err.Error()
+				}
+				_ = send(res)
+			}()
+		case "stop":
+			if stop, ok := serving[t.ID]; ok {
+				stop()
+				delete(serving, t.ID)
 			}
 		case "client":
 			r := w.Client(ctx, t.Host, t.Port)
-			if err := conn.Send(ctx, MsgResult, TaskResult{ID: t.ID, Done: true, Result: &r}); err != nil {
+			if err := send(TaskResult{ID: t.ID, Done: true, Result: &r}); err != nil {
 				return err
 			}
 		default:
@@ -133,8 +153,11 @@ func (nt *netTester) TestPair(ctx context.Context, p Pair) PairResult {
 	port := nt.port + p.Server
 	served := make(chan error, 1)
 	ready := make(chan struct{})
+	var stopServer func()
 	if p.Server == 0 {
-		go func() { served <- nt.self.Serve(ctx, port, func() { close(ready) }) }()
+		sctx, stop := context.WithCancel(ctx)
+		stopServer = stop
+		go func() { served <- nt.self.Serve(sctx, port, func() { close(ready) }) }()
 	} else {
 		m := nt.members[p.Server]
 		serverIP = nt.ips[p.Server]
@@ -150,6 +173,7 @@ func (nt *netTester) TestPair(ctx context.Context, p Pair) PairResult {
 			return PairResult{Error: "server " + m.Host + ": " + r.Error}
 		}
 		close(ready)
+		stopServer = func() { _ = m.Conn.Send(ctx, MsgTask, Task{ID: id, Kind: "stop"}) }
 		go func() {
 			r, err := await(ctx, m, id, func(r TaskResult) bool { return r.Done })
 			if err == nil && r.Error != "" {
@@ -183,6 +207,7 @@ func (nt *netTester) TestPair(ctx context.Context, p Pair) PairResult {
 		}
 		res = *r.Result
 	}
+	stopServer()
 	if err := <-served; err != nil && res.Error == "" {
 		res.Error = "server: " + err.Error()
 	}

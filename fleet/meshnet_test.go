@@ -30,13 +30,20 @@ func (w tcpWorker) Serve(ctx context.Context, port int, ready func()) error {
 	ready()
 	stop := context.AfterFunc(ctx, func() { l.Close() })
 	defer stop()
-	c, err := l.Accept()
-	if err != nil {
-		return err
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped by rank 0
+			}
+			return err
+		}
+		_, err = fmt.Fprintf(c, "%d\n", w.rank)
+		c.Close()
+		if err != nil {
+			return err
+		}
 	}
-	defer c.Close()
-	_, err = fmt.Fprintf(c, "%d\n", w.rank)
-	return err
 }
 
 func (w tcpWorker) Client(ctx context.Context, host string, port int) PairResult {
