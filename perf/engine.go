@@ -173,12 +173,9 @@ func (m Measure) Mpps() float64 {
 }
 
 // snapSlack is how long the poll before a snapshot may take for the
-// snapshot to count as exact.
+// snapshot to count as exact; with long phases a thousandth of the phase is
+// allowed too (an error of at most 0.1%).
 const snapSlack = 100 * time.Microsecond
-
-// snapGiveUp: on a host too busy for an exact snapshot, take an inexact one
-// this long after the boundary.
-const snapGiveUp = 50 * time.Millisecond
 
 // drainTimeout bounds waiting for the outstanding writes at the end.
 const drainTimeout = 5 * time.Second
@@ -220,6 +217,7 @@ func writeLoop(ctx context.Context, s Session, device string, cfg Config, st *lo
 		depth      = cfg.TxDepth
 		batch      = cfg.PostList
 		lowWater   = lowWaterMark(cfg)
+		slack      = max(snapSlack, cfg.Duration/1000)
 		mod        = cfg.CQMod
 		iterMode   = cfg.Iterations > 0
 		posting    = true
@@ -301,8 +299,8 @@ func writeLoop(ctx context.Context, s Session, device string, cfg Config, st *lo
 		// A snapshot (phase boundary, peak window) pairs a count with a
 		// time: only take one when the poll above was not interrupted
 		// (a descheduled thread would pair an old count with a late time).
-		exact := now.Sub(polled) < snapSlack
-		if !measuring && !now.Before(warmEnd) && (exact || now.Sub(warmEnd) > snapGiveUp) {
+		exact := now.Sub(polled) < slack
+		if !measuring && exact && !now.Before(warmEnd) {
 			measuring, measStart, measFrom = true, now, completed
 			winStart, winFrom = now, completed
 		}
@@ -327,12 +325,20 @@ func writeLoop(ctx context.Context, s Session, device string, cfg Config, st *lo
 				break
 			}
 		} else {
-			if measuring && !measured && !now.Before(measEnd) && (exact || now.Sub(measEnd) > snapGiveUp) {
+			if measuring && !measured && exact && !now.Before(measEnd) {
 				measured = true
 				m.Messages = completed - measFrom
 				m.Elapsed = now.Sub(measStart)
 			}
 			if posting && !now.Before(stopAt) {
+				if !measured { // no exact snapshot in the whole run: take what there is
+					if !measuring {
+						measStart, measFrom = start, 0
+					}
+					measured = true
+					m.Messages = completed - measFrom
+					m.Elapsed = now.Sub(measStart)
+				}
 				posting = false
 				drainUntil = now.Add(drainTimeout)
 			}

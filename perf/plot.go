@@ -72,7 +72,7 @@ func (log2Ticks) Ticks(min, max float64) []plot.Tick {
 			continue
 		}
 		t := plot.Tick{Value: v}
-		if e := exp2(v); e%2 == 1 || v <= 4 {
+		if e := exp2(v); e%2 == 0 {
 			t.Label = sizeLabel(int(v))
 		}
 		ts = append(ts, t)

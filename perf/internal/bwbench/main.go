@@ -69,6 +69,8 @@ func main() {
 		sizesArg = flag.String("sizes", "65536,4096", "message sizes")
 		out      = flag.String("out", filepath.Join(envOr("ERDMAKIT_LAB_OUT", os.TempDir()), "bwbench.json"), "JSON report")
 		binary   = flag.String("perftest", "ib_write_bw", "ib_write_bw program")
+		postList = flag.Int("post-list", 0, "erdmakit's post list (0: auto)")
+		cqMod    = flag.Int("cq-mod", 0, "CQ moderation for both (0: perftest's default)")
 	)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -103,9 +105,9 @@ func main() {
 			for _, tool := range tools {
 				var s sample
 				if tool == "erdmakit" {
-					s = runOurs(ctx, link, size, *qps, *duration)
+					s = runOurs(ctx, link, size, *qps, *duration, *postList, *cqMod)
 				} else {
-					s = runPerftest(ctx, *binary, *device, gidIndex, size, *qps, *duration)
+					s = runPerftest(ctx, *binary, *device, gidIndex, size, *qps, *duration, *cqMod)
 				}
 				s.Rep = r + 1
 				fmt.Printf("  size %7d  round %d  %-11s  %8.4f Gbit/s  %8.5f Mpps  %s\n", size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Err)
@@ -141,9 +143,10 @@ func main() {
 	}
 }
 
-func runOurs(ctx context.Context, link perf.Link, size, qps int, d time.Duration) sample {
+func runOurs(ctx context.Context, link perf.Link, size, qps int, d time.Duration, postList, cqMod int) sample {
 	s := sample{Tool: "erdmakit"}
-	cfg := perf.Config{Size: size, QPs: qps, Duration: d, Warmup: 2 * time.Second, Cooldown: 2 * time.Second}
+	cfg := perf.Config{Size: size, QPs: qps, Duration: d, Warmup: 2 * time.Second, Cooldown: 2 * time.Second,
+		PostList: postList, CQMod: cqMod}
 	results, errs := perf.Loopback(ctx, []perf.Link{link}, cfg, nil)
 	if len(errs) > 0 || len(results) != 1 {
 		s.Err = fmt.Sprint(errs)
@@ -153,10 +156,14 @@ func runOurs(ctx context.Context, link perf.Link, size, qps int, d time.Duration
 	return s
 }
 
-func runPerftest(ctx context.Context, bin, dev string, gid, size, qps int, d time.Duration) sample {
+func runPerftest(ctx context.Context, bin, dev string, gid, size, qps int, d time.Duration, cqMod int) sample {
 	s := sample{Tool: "ib_write_bw"}
+	var extra []string
+	if cqMod > 0 {
+		extra = []string{"-Q", strconv.Itoa(cqMod)}
+	}
 	runs := perftest.RunWriteBW(ctx, perftest.Options{Binary: bin, Devices: []string{dev}, QPs: qps, Size: size,
-		Duration: d, GIDIndex: gid, Port: perftest.DefaultPort, Timeout: d + 90*time.Second})
+		Duration: d, GIDIndex: gid, Port: perftest.DefaultPort, Timeout: d + 90*time.Second, Extra: extra})
 	r := runs[0]
 	if r.Error != "" || r.Client == nil || len(r.Client.Results) == 0 {
 		s.Err = r.Error
