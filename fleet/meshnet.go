@@ -255,6 +255,7 @@ func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, o
 		nt.ips[i+1] = remoteIP(m.Conn)
 		hosts[i+1] = m.Host
 	}
+	uniqueNames(hosts, ranks)
 	rep := RunMesh(ctx, hosts, nt, mopt)
 	// Culprits name mesh positions; report launcher ranks.
 	for _, list := range [][]Culprit{rep.BadHosts, rep.BadLinks, rep.DeadHosts} {
@@ -288,4 +289,18 @@ func remoteIP(c *Conn) string {
 		return strings.TrimSpace(a)
 	}
 	return h
+}
+
+// uniqueNames suffixes host names that occur more than once (several ranks
+// on one host) with their rank: "gpu1#3".
+func uniqueNames(hosts []string, ranks []int) {
+	count := map[string]int{}
+	for _, h := range hosts {
+		count[h]++
+	}
+	for i, h := range hosts {
+		if count[h] > 1 || h == "" {
+			hosts[i] = fmt.Sprintf("%s#%d", h, ranks[i])
+		}
+	}
 }

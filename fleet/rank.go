@@ -23,7 +23,7 @@ type Rank struct {
 }
 
 // ErrNoLauncher means no launcher variables were found in the environment.
-var ErrNoLauncher = errors.New("no launcher environment: run under mpirun or srun, or pass --rank and --size")
+var ErrNoLauncher = errors.New("no launcher environment: run under mpirun or srun, or pass --rank and --ranks")
 
 // launcherVars lists, in order of preference, the variables each launcher
 // sets for the rank and the job size.

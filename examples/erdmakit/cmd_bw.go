@@ -198,7 +198,7 @@ func newBwCmd(g *globals) *cobra.Command {
 eRDMA device of this host in parallel. Exit: 0 ok, 1 below --expect-gbps,
 2 a test failed (or device counters did not move), 3 bad usage.`,
 	}
-	c.AddCommand(newBwServeCmd(g), newBwRunCmd(g), newBwLoopbackCmd(g))
+	c.AddCommand(newBwServeCmd(g), newBwRunCmd(g), newBwLoopbackCmd(g), newBwMeshCmd(g))
 	return c
 }
 

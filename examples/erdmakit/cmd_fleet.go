@@ -24,7 +24,7 @@ func (f *fleetFlags) add(c *cobra.Command) {
 	fl := c.Flags()
 	fl.StringVar(&f.rendezvous, "rendezvous", "", "HOST[:PORT] where rank 0 listens (default: $ERDMAKIT_RENDEZVOUS, $MASTER_ADDR, the first host of $SLURM_JOB_NODELIST)")
 	fl.IntVar(&f.rank, "rank", -1, "this process's rank (default: from mpirun/srun's environment)")
-	fl.IntVar(&f.size, "size", 0, "number of ranks (default: from mpirun/srun's environment)")
+	fl.IntVar(&f.size, "ranks", 0, "number of ranks (default: from mpirun/srun's environment)")
 	fl.DurationVar(&f.join, "join-timeout", 60*time.Second, "how long ranks wait to meet; a host not there by then is reported missing")
 	fl.DurationVar(&f.msg, "timeout", 2*time.Minute, "how long rank 0 waits for any one host's answer; a silent host is reported hung")
 }

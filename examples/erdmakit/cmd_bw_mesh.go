@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/erdmakit/erdmakit/fleet"
+	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/perf"
+	"github.com/spf13/cobra"
+)
+
+func newBwMeshCmd(g *globals) *cobra.Command {
+	f := &bwFlags{}
+	var ff fleetFlags
+	c := &cobra.Command{
+		Use:   "mesh",
+		Short: "Pairwise write bandwidth between every pair of hosts of an mpirun/srun job; names a bad host or link",
+		Long: `mesh runs one rank per host (under mpirun or srun). Rank 0 schedules a round-robin
+tournament: every pair of hosts is tested exactly once (device i to device i, all
+devices in parallel), N-1 rounds for N hosts, the pairs of a round in parallel.
+Outliers (below 90% of --expect-gbps, or below 80% of the fleet median) get a second
+pass against known-good hosts that tells a bad host from a bad link. Rank 0 prints
+the matrix and the culprits; --plot draws the matrix as an SVG heat map.
+Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 3 could not run.`,
+		Example: `  mpirun --allow-run-as-root -np 8 -npernode 1 -H gpu001,...,gpu008 erdmakit bw mesh --rendezvous gpu001 -D 5s -q 16
+  srun -N 8 --ntasks-per-node=1 erdmakit bw mesh --plot mesh.svg`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.progress = false // the mesh's own progress goes to rank 0's stderr
+			cfg, _, err := f.config(g)
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			me, addr, opt, err := ff.resolve()
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			links, closeAll, err := f.openLinks(g)
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			defer closeAll()
+			w := &meshWorker{links: links, cfg: cfg}
+			mopt := fleet.MeshOptions{ExpectGbps: f.expect, Progress: func(round, rounds int, res []fleet.PairResult) {
+				fmt.Fprintf(g.stderr, "bw mesh: round %d/%d done (%d pairs)\n", round, rounds, len(res))
+			}}
+			rep, err := fleet.RunMeshJob(cmd.Context(), me, addr, w, f.port, opt, mopt)
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			if rep == nil { // not rank 0
+				return nil
+			}
+			if f.plot != "" {
+				if err := writeSVG(f.plot, func(wr io.Writer) error { return fleet.WriteHeatmapSVG(wr, rep) }); err != nil {
+					fmt.Fprintln(g.stderr, "erdmakit:", err)
+				}
+			}
+			if g.json {
+				if err := render.JSON(g.stdout, rep); err != nil {
+					return err
+				}
+			} else if err := writeMesh(g, rep); err != nil {
+				return err
+			}
+			return exitCode(severityExit(rep.Status))
+		},
+	}
+	f.add(c, true)
+	ff.add(c)
+	return c
+}
+
+// meshWorker runs this host's side of mesh pair tests with the perf engine:
+// a bw server on every device, or a client per device writing into the
+// partner's device of the same name.
+type meshWorker struct {
+	links []perf.Link
+	cfg   perf.Config
+}
+
+func (w *meshWorker) Serve(ctx context.Context, port int, ready func()) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("bw mesh: serving on port %d: %w", port, err)
+	}
+	var (
+		mu     sync.Mutex
+		failed error
+	)
+	srv := &perf.Server{Links: w.links, Logger: slog.Default(), OnTest: func(t perf.ServerTest) {
+		mu.Lock()
+		defer mu.Unlock()
+		if t.Err != nil && failed == nil {
+			failed = fmt.Errorf("%s from %s: %w", t.Device, t.Peer, t.Err)
+		}
+	}}
+	ready()
+	if err := srv.Serve(ctx, ln); err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return failed
+}
+
+func (w *meshWorker) Client(ctx context.Context, host string, port int) fleet.PairResult {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	res := fleet.PairResult{}
+	results := make([]fleet.DeviceResult, len(w.links))
+	done := make(chan struct{}, len(w.links))
+	for i, l := range w.links {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			c := &perf.Client{Link: l, Addr: addr, ServerDevice: l.Device(), Config: w.cfg}
+			rs, err := c.Run(ctx, nil)
+			dr := fleet.DeviceResult{Index: i, Name: l.Device()}
+			if err != nil {
+				dr.Error = err.Error()
+			} else if len(rs) > 0 {
+				dr.Gbps = rs[len(rs)-1].AvgGbps
+			}
+			results[i] = dr
+		}()
+	}
+	for range w.links {
+		<-done
+	}
+	var errs []string
+	for _, d := range results {
+		res.Gbps += d.Gbps
+		if d.Error != "" {
+			errs = append(errs, d.Name+": "+d.Error)
+		}
+	}
+	res.Devices = results
+	res.Error = strings.Join(errs, "; ")
+	return res
+}
+
+func writeMesh(g *globals, rep *fleet.MeshReport) error {
+	fmt.Fprintf(g.stdout, "%d hosts, %d rounds, %d pair tests; median %.2f Gbit/s", len(rep.Hosts), rep.Rounds, len(rep.Results), rep.MedianGbps)
+	if rep.ExpectGbps > 0 {
+		fmt.Fprintf(g.stdout, ", expected %.2f", rep.ExpectGbps)
+	}
+	fmt.Fprintln(g.stdout)
+	if len(rep.Hosts) <= 16 {
+		t := render.NewTable(append([]string{"GBPS"}, rep.Hosts...)...)
+		for i, row := range rep.Matrix {
+			cells := []string{rep.Hosts[i]}
+			for j, v := range row {
+				switch {
+				case i == j:
+					cells = append(cells, "-")
+				case v == nil:
+					cells = append(cells, "fail")
+				default:
+					cells = append(cells, fmt.Sprintf("%.1f", *v))
+				}
+			}
+			t.Add(cells...)
+		}
+		fmt.Fprintln(g.stdout)
+		if err := t.Write(g.stdout); err != nil {
+			return err
+		}
+	}
+	culprits := render.NewTable("VERDICT", "HOSTS", "REASON", "EVIDENCE")
+	add := func(kind string, cs []fleet.Culprit) {
+		for _, c := range cs {
+			culprits.Add(kind, strings.Join(c.Hosts, " <-> "), c.Reason, strings.Join(c.Evidence, "; "))
+		}
+	}
+	add("dead host", rep.DeadHosts)
+	add("bad host", rep.BadHosts)
+	add("bad link", rep.BadLinks)
+	for _, p := range rep.Transient {
+		culprits.Add("transient", rep.Hosts[p.Server]+" <-> "+rep.Hosts[p.Client], "slow once, fine when tested again", "")
+	}
+	if len(culprits.Rows) > 0 {
+		fmt.Fprintln(g.stdout)
+		if err := culprits.Write(g.stdout); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(g.stdout, "\nno outliers: every pair within the expectation and the fleet median")
+	}
+	for _, e := range rep.Errors {
+		fmt.Fprintln(g.stdout, "rendezvous:", e)
+	}
+	return nil
+}

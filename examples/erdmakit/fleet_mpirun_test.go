@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/fleet"
+)
+
+// requireMPIRun returns mpirun's path; under CI its absence is a failure.
+func requireMPIRun(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("mpirun")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("mpirun is required under CI (Debian openmpi-bin): %v", err)
+		}
+		t.Skip("mpirun not installed")
+	}
+	return p
+}
+
+// buildCLI builds the erdmakit binary for tests that launch it as a program.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "erdmakit")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// mpirunArgs is the start of an mpirun command line that runs as root here.
+func mpirunArgs() []string {
+	a := []string{"--oversubscribe", "--bind-to", "none", "-mca", "btl", "self,tcp"}
+	if os.Geteuid() == 0 {
+		a = append([]string{"--allow-run-as-root"}, a...)
+	}
+	return a
+}
+
+// TestBwMeshUnderMPIRun runs `bw mesh` as 5 real processes under the real
+// Open MPI mpirun on localhost, over emulated devices; the rank given the
+// slow device (MPMD: its own app context) is named the bad host.
+func TestBwMeshUnderMPIRun(t *testing.T) {
+	mpirun := requireMPIRun(t)
+	bin := buildCLI(t)
+	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	base := 21000 + freePort(t)%20000
+	common := []string{"bw", "mesh", "--rendezvous", rdv, "-p", fmt.Sprint(base), "-D", "1s", "--warmup", "200ms", "--cooldown", "100ms", "--join-timeout", "60s", "--timeout", "60s"}
+	args := append(mpirunArgs(), "-np", "3", bin)
+	args = append(args, append(common, "--emulate-gbps", "40", "--json")...)
+	args = append(args, ":", "-np", "1", bin)
+	args = append(args, append(common, "--emulate-gbps", "8")...)
+	args = append(args, ":", "-np", "1", bin)
+	args = append(args, append(common, "--emulate-gbps", "40")...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mpirun, args...)
+	cmd.Dir = t.TempDir()
+	var stderr bytesBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	// Rank 0 exits 2 (a bad host); mpirun passes the first non-zero status on.
+	var ee *exec.ExitError
+	if err != nil && !(errorsAs(err, &ee) && ee.ExitCode() == ExitFail) {
+		t.Fatalf("mpirun: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	var rep fleet.MeshReport
+	require.NoError(t, json.Unmarshal(out, &rep), "stdout:\n%s\nstderr:\n%s", out, stderr.String())
+	assert.Len(t, rep.Hosts, 5)
+	assert.Equal(t, 5, rep.Rounds, "5 hosts: 5 rounds with one idle each")
+	assert.Len(t, rep.Results, 10, "every pair once")
+	require.Len(t, rep.BadHosts, 1, "%+v", rep)
+	assert.Equal(t, []int{3}, rep.BadHosts[0].Ranks, "the rank with the 8 Gbit/s device")
+	assert.Empty(t, rep.BadLinks)
+	assert.Empty(t, rep.DeadHosts)
+	assert.Equal(t, "fail", string(rep.Status))
+}
