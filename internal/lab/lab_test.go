@@ -325,9 +325,21 @@ func TestDiscover(t *testing.T) {
 	suites, err := Discover(root)
 	require.NoError(t, err)
 	assert.Equal(t, []Suite{
-		{Dir: "ibverbs", Single: true, Pair: true},
-		{Dir: "perf", Pair: true, Bench: true},
+		{Dir: "ibverbs", Single: true, Pair: true, Tests: []string{"TestLabQP", "TestLab2HostWrite"}},
+		{Dir: "perf", Pair: true, Bench: true, Tests: []string{"TestLab2HostBW"}},
 	}, suites)
+	st, pt, err := suites[0].Matching("QP/oob")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"TestLabQP"}, st)
+	assert.Empty(t, pt)
+	st, pt, err = suites[0].Matching("")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"TestLabQP"}, st)
+	assert.Equal(t, []string{"TestLab2HostWrite"}, pt)
+	assert.Equal(t, "^(TestLab2HostWrite)$", pairRun(suites[0], ""))
+	assert.Equal(t, "^(TestLab2HostWrite)$/big", pairRun(suites[0], "Write/big"))
+	_, _, err = suites[0].Matching("(")
+	require.Error(t, err)
 	assert.Equal(t, "internal_lab", Suite{Dir: "internal/lab"}.ID())
 
 	sel, err := SelectSuites(suites, []string{"./perf/"})
