@@ -367,6 +367,15 @@ func TestWriteSummary(t *testing.T) {
 	assert.Contains(t, text, "lab: FAIL")
 	assert.NotContains(t, text, "TestLabQP/oob", "passing subtests fold into their parent")
 	assert.True(t, s.Failed(false))
+
+	bench, err := ParseTestOutput(strings.NewReader("BenchmarkLabPostPoll/batch=16-1   \t 1000\t 900 ns/op\t 56.2 ns/msg\nPASS\n"))
+	require.NoError(t, err)
+	s = &Summary{Runs: []SuiteRun{{Suite: "ibverbs", Role: "single", Output: bench}}}
+	b.Reset()
+	WriteSummary(&b, s, true, false)
+	assert.Contains(t, b.String(), "BenchmarkLabPostPoll/batch=16-1")
+	assert.Contains(t, b.String(), "56.2 ns/msg")
+	assert.False(t, s.Failed(true), "a benchmark-only run with no tests is not a failure")
 }
 
 func fmtSscanHex(s string, v *int) (int, error) { return fmt.Sscanf(s, "%x", v) }

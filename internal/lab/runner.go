@@ -126,7 +126,7 @@ type SuiteRun struct {
 // Failed reports whether the run counts as a failure.
 func (r SuiteRun) Failed(strict bool) bool {
 	return r.ExitCode != 0 || r.Err != "" || r.Output == nil || r.Output.Failed(strict) ||
-		(strict && len(r.Output.Tests) == 0)
+		(strict && len(r.Output.Tests) == 0 && len(r.Output.Benchmarks) == 0)
 }
 
 // Summary is a whole lab run.

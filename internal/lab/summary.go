@@ -19,7 +19,7 @@ func WriteSummary(w io.Writer, s *Summary, strict, verbose bool) {
 	var details []string
 	pass, fail, skip := 0, 0, 0
 	for _, r := range s.Runs {
-		if r.Output == nil || len(r.Output.Tests) == 0 {
+		if r.Output == nil || (len(r.Output.Tests) == 0 && len(r.Output.Benchmarks) == 0) {
 			res := "FAIL"
 			if !r.Failed(strict) {
 				res = "PASS"
