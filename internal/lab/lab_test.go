@@ -379,3 +379,16 @@ func TestWriteSummary(t *testing.T) {
 }
 
 func fmtSscanHex(s string, v *int) (int, error) { return fmt.Sscanf(s, "%x", v) }
+
+func TestFindBusyboxIsStatic(t *testing.T) {
+	p, err := FindBusybox()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI: %v", err)
+		}
+		t.Skip(err)
+	}
+	assert.True(t, isStatic(p))
+	assert.False(t, isStatic("/bin/sh"), "a dynamically linked program")
+	assert.False(t, isStatic(filepath.Join(t.TempDir(), "missing")))
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -72,7 +73,7 @@ func Prepare(ctx context.Context, o *Options) (*Env, error) {
 	if qemu == "" {
 		qemu = "qemu-system-x86_64"
 	}
-	if _, err := lookPath(qemu); err != nil {
+	if _, err := exec.LookPath(qemu); err != nil {
 		return nil, fmt.Errorf("%w: %s not found (install qemu-system-x86)", ErrUnavailable, qemu)
 	}
 	k, err := FindKernel("/", o.Kernel)
@@ -102,14 +103,6 @@ func Prepare(ctx context.Context, o *Options) (*Env, error) {
 		return nil, err
 	}
 	return &Env{Kernel: k, Initramfs: ir, WorkDir: work, Qemu: qemu}, nil
-}
-
-func lookPath(p string) (string, error) {
-	if strings.Contains(p, "/") {
-		_, err := os.Stat(p)
-		return p, err
-	}
-	return execLookPath(p)
 }
 
 // SuiteRun is one test binary's run in one VM.
