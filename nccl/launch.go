@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -141,6 +142,27 @@ func (c *LaunchClassifier) Line(line string) {
 	case strings.HasPrefix(s, "-----"):
 		c.block = ""
 	}
+}
+
+// classifierWords are substrings of every line Line acts on outside a
+// help block or a pending rank report.
+var classifierWords = [][]byte{
+	[]byte("Rank"), []byte("mpirun"), []byte("slots"), []byte("ORTE"), []byte("PRTE"), []byte("daemon"),
+	[]byte("ssh"), []byte("Host key"), []byte("Permission denied"), []byte("orted"), []byte("srun"), []byte("-----"),
+}
+
+// wants reports whether Line could act on b; false means Line would ignore
+// it, so a caller holding bytes can skip making a string.
+func (c *LaunchClassifier) wants(b []byte) bool {
+	if c.block != "" || c.pending != nil {
+		return true
+	}
+	for _, w := range classifierWords {
+		if bytes.Contains(b, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // Failures returns what was recognised so far, in order of appearance.

@@ -132,3 +132,22 @@ func FuzzClassifyLaunch(f *testing.F) {
 		}
 	})
 }
+
+// TestClassifierWantsEveryLineItActsOn: skipping the lines wants rejects
+// changes nothing on the samples.
+func TestClassifierWantsEveryLineItActsOn(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	require.NoError(t, err)
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		var all, filtered LaunchClassifier
+		for _, l := range strings.Split(string(b), "\n") {
+			all.Line(l)
+			if filtered.wants([]byte(l)) {
+				filtered.Line(l)
+			}
+		}
+		assert.Equal(t, all.Failures(), filtered.Failures(), p)
+	}
+}

@@ -1,8 +1,11 @@
 package nccl
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -115,5 +118,43 @@ func FuzzStream(f *testing.F) {
 		s.flush()
 		_ = s.parser.Result()
 		_ = s.classifier.Failures()
+	})
+}
+
+// BenchmarkStream measures the runner's output path (line split, nccl-tests
+// parser, NCCL log analyser, launch classifier) on a recorded run with NCCL
+// INFO lines, against a peer in the same run: splitting lines alone.
+func BenchmarkStream(b *testing.B) {
+	var log []byte
+	for _, f := range []string{"B02_nccl_tests_all_reduce_mpirun_2node_16rank_h100_new_format.txt",
+		"C06_nccl_info_ofi_plugin_fallback_to_internal_NET_IB_RoCE_8nics_Using_network_IB_v2.27.5.txt"} {
+		d, err := os.ReadFile(filepath.Join("testdata", f))
+		require.NoError(b, err)
+		log = append(log, d...)
+	}
+	b.Run("runner", func(b *testing.B) {
+		b.SetBytes(int64(len(log)))
+		b.ReportAllocs()
+		for b.Loop() {
+			s := newStream(RunOptions{})
+			_, _ = s.Write(log)
+			s.flush()
+		}
+	})
+	b.Run("lines-only", func(b *testing.B) {
+		b.SetBytes(int64(len(log)))
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			for p := log; len(p) > 0; {
+				i := bytes.IndexByte(p, '\n')
+				if i < 0 {
+					break
+				}
+				n++
+				p = p[i+1:]
+			}
+		}
+		_ = n
 	})
 }
