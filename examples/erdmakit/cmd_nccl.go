@@ -131,16 +131,23 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		defer lf.Close()
 		opts.Log = lf
 	}
+	// Rows print as they finish: on stdout when it is a terminal (the
+	// table is then not printed again), else as progress on stderr when
+	// that is a terminal.
 	live := !g.json && render.IsTerminal(g.stdout)
-	if live {
-		fmt.Fprintln(g.stdout, "running:", c)
+	progress := g.stdout
+	if !live && render.IsTerminal(g.stderr) && !g.verbose {
+		progress = g.stderr
+	}
+	if live || progress == g.stderr {
+		fmt.Fprintln(progress, "running:", c)
 		header := false
 		opts.OnRow = func(r nccl.Row) {
 			if !header {
 				header = true
-				fmt.Fprintln(g.stdout, nccl.LiveRowHeader)
+				fmt.Fprintln(progress, nccl.LiveRowHeader)
 			}
-			fmt.Fprintln(g.stdout, nccl.LiveRow(r))
+			fmt.Fprintln(progress, nccl.LiveRow(r))
 		}
 	}
 	if g.verbose {
