@@ -87,6 +87,8 @@ func TestClassifyLaunchSrunAndSSH(t *testing.T) {
 		{"srun: error: gpu-7: tasks 8-15: Killed", FailRankSignal, 8, "gpu-7", "doctor"},
 		{"srun: error: Unable to allocate resources: Invalid node name specified", FailAllocation, -1, "", "sinfo"},
 		{"Host key verification failed.", FailDaemons, -1, "", "ssh-keyscan"},
+		{"prterun noticed that process rank 5 with PID 77 on node gpu-2 exited on signal 11 (Segmentation fault).", FailRankSignal, 5, "gpu-2", "doctor"},
+		{"prterun has detected an attempt to run as root.", FailRunAsRoot, -1, "", "--allow-run-as-root"},
 		{"root@10.0.0.2: Permission denied (publickey,password).", FailDaemons, -1, "", "ssh-copy-id"},
 		{"bash: orted: command not found", FailDaemons, -1, "", "--prefix"},
 	}
