@@ -1,7 +1,6 @@
 package nccl
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -57,8 +56,7 @@ type LogSummary struct {
 	// error -12", "Cannot allocate memory"): on eRDMA hosts the cause has been
 	// a locked-memory limit too low (LimitMEMLOCK=64K); the fix is ulimit -l unlimited.
 	MemlockSuspect bool `json:"memlock_suspect,omitempty"`
-	// Lines is how many lines were read, NCCLLines how many were NCCL's.
-	Lines     int64 `json:"lines"`
+	// NCCLLines is how many lines NCCL printed (INFO, WARN, version).
 	NCCLLines int64 `json:"nccl_lines"`
 }
 
@@ -83,7 +81,7 @@ type GDR struct {
 // is found inside the line.
 func AnalyzeLog(r io.Reader) (*LogSummary, error) {
 	a := NewLogAnalyzer()
-	if err := eachLineBytes(r, func(line []byte) { a.Feed(line) }); err != nil {
+	if err := eachBlock(r, a.block, func(line []byte) { a.Feed(line) }); err != nil {
 		return nil, fmt.Errorf("reading NCCL log: %w", err)
 	}
 	s := a.Summary()
@@ -93,43 +91,163 @@ func AnalyzeLog(r io.Reader) (*LogSummary, error) {
 	return s, nil
 }
 
-// readBuf is the read buffer of the streaming parsers; a line longer than
-// this is cut to its first readBuf bytes (the rest of it is skipped).
-const readBuf = 1 << 20
-
-// eachLineBytes calls fn with each line of r without its line ending. The
-// slice is only valid during the call. It allocates nothing per line.
-func eachLineBytes(r io.Reader, fn func(line []byte)) error {
-	br := bufio.NewReaderSize(r, readBuf)
-	skipping := false
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			if !skipping {
-				fn(chunk)
-				skipping = true
+// block analyses a run of whole lines (each ending in '\n', except the last
+// at the end of the input). Like grep, it searches the block for what NCCL
+// prints ("NCCL ", "NET/") and only then finds that line's bounds, so lines
+// without it cost only their share of one vectorised byte search. (Lines
+// are not counted: a count would be a second pass over every byte.)
+func (a *LogAnalyzer) block(b []byte) {
+	for i := 0; i < len(b); {
+		j := bytes.IndexByte(b[i:], 'N')
+		if j < 0 {
+			return
+		}
+		i += j
+		m := b[i:]
+		switch {
+		case len(m) >= 5 && m[1] == 'C' && m[2] == 'C' && m[3] == 'L' && m[4] == ' ':
+			// "NCCL INFO msg": the message is handled in place, no line
+			// start is needed.
+			m = m[5:]
+			var kind byte
+			switch {
+			case bytes.HasPrefix(m, bINFO):
+				m, kind = m[len(bINFO):], 'I'
+			case bytes.HasPrefix(m, bWARN):
+				m, kind = m[len(bWARN):], 'W'
+			case bytes.HasPrefix(m, bVersion):
+				m, kind = m[len(bVersion):], 'V'
+			default:
+				i++
+				continue
 			}
-			continue
-		}
-		if skipping {
-			skipping = false
-		} else if len(chunk) > 0 {
-			n := len(chunk)
-			if chunk[n-1] == '\n' {
-				n--
-				if n > 0 && chunk[n-1] == '\r' {
-					n--
-				}
+			end := bytes.IndexByte(m, '\n')
+			next := len(b)
+			if end >= 0 {
+				next = len(b) - len(m) + end + 1
+				m = m[:end]
 			}
-			fn(chunk[:n])
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
+			a.message(trimCR(m), kind)
+			i = next
+		case len(m) >= 4 && m[1] == 'E' && m[2] == 'T' && m[3] == '/':
+			// A bare "NET/..." line (or one where NCCL's prefix comes later).
+			start := bytes.LastIndexByte(b[:i], '\n') + 1
+			end := bytes.IndexByte(m, '\n')
+			if end < 0 {
+				end = len(b)
+			} else {
+				end += i
+			}
+			a.feed(trimCR(b[start:end]))
+			i = end + 1
+		default:
+			i++
 		}
 	}
+}
+
+// eachBlock reads r in large blocks and calls whole with runs of complete
+// lines (the last line of the input may lack its newline). A line longer
+// than the buffer is given to long, cut to readBuf bytes, and the rest of it
+// is skipped.
+func eachBlock(r io.Reader, whole, long func([]byte)) error {
+	buf := make([]byte, readBuf)
+	n := 0
+	skip := false
+	for {
+		k, err := io.ReadAtLeast(r, buf[n:], 1)
+		n += k
+		eof := err == io.EOF || err == io.ErrUnexpectedEOF
+		if err != nil && !eof {
+			return err
+		}
+		data := buf[:n]
+		if skip {
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				n = 0
+				if eof {
+					return nil
+				}
+				continue
+			}
+			skip = false
+			data = data[i+1:]
+		}
+		if eof {
+			if len(data) > 0 {
+				whole(data)
+			}
+			return nil
+		}
+		last := bytes.LastIndexByte(data, '\n')
+		switch {
+		case last >= 0:
+			whole(data[:last+1])
+			data = data[last+1:]
+		case len(data) == len(buf):
+			long(data)
+			skip = true
+			data = data[:0]
+		}
+		n = copy(buf, data)
+	}
+}
+
+// readBuf is the read buffer of the streaming parsers; a line longer than
+// this is cut to its first readBuf bytes (the rest of it is skipped).
+const readBuf = 256 << 10
+
+// eachLineBytes calls fn with each line of r without its line ending ("\n"
+// or "\r\n"). The slice is only valid during the call. It reads r in large
+// blocks and allocates nothing per line.
+func eachLineBytes(r io.Reader, fn func(line []byte)) error {
+	buf := make([]byte, readBuf)
+	n := 0        // bytes held in buf
+	skip := false // inside an overlong line, discarding up to its end
+	eof := false
+	for !eof {
+		k, err := io.ReadAtLeast(r, buf[n:], 1)
+		n += k
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			eof = true
+		case err != nil:
+			return err
+		}
+		data := buf[:n]
+		for {
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				break
+			}
+			if skip {
+				skip = false
+			} else {
+				fn(trimCR(data[:i]))
+			}
+			data = data[i+1:]
+		}
+		switch {
+		case eof && len(data) > 0 && !skip:
+			fn(trimCR(data))
+		case len(data) == len(buf):
+			if !skip {
+				fn(data) // an overlong line: its first readBuf bytes
+			}
+			skip = true
+			data = data[:0]
+		}
+		n = copy(buf, data)
+	}
+	return nil
+}
+
+func trimCR(b []byte) []byte {
+	if len(b) > 0 && b[len(b)-1] == '\r' {
+		return b[:len(b)-1]
+	}
+	return b
 }
 
 // Bounds that keep the analyser's memory constant whatever the log.
@@ -147,51 +265,77 @@ type LogAnalyzer struct {
 	// channel counts by transport; the common four without a map lookup
 	chIB, chSocket, chP2P, chSHM int
 	chOther                      map[string]*int
+	// NET/IB and NET/Socket "Using" lines already parsed (every rank
+	// prints the same): a repeat costs one hash lookup
+	seenIB, seenSocket map[string]struct{}
+}
+
+// seenLine reports whether line is in seen, and adds it (up to maxListed lines).
+func seenLine(seen map[string]struct{}, line []byte) bool {
+	if _, ok := seen[string(line)]; ok {
+		return true
+	}
+	if len(seen) < maxListed && len(line) <= maxTextLen {
+		seen[string(line)] = struct{}{}
+	}
+	return false
 }
 
 // NewLogAnalyzer returns an analyser with nothing seen.
 func NewLogAnalyzer() *LogAnalyzer {
-	return &LogAnalyzer{chOther: map[string]*int{}}
+	return &LogAnalyzer{chOther: map[string]*int{}, seenIB: map[string]struct{}{}, seenSocket: map[string]struct{}{}}
 }
 
 var (
-	bNCCL        = []byte("NCCL ")
-	bNET         = []byte("NET/")
-	bNCCLVersion = []byte("NCCL version ")
-	bINFO        = []byte("INFO ")
-	bWARN        = []byte("WARN ")
-	bVersion     = []byte("version ")
-	bVia         = []byte(" via ")
-	bUsingNet    = []byte("Using network ")
-	bAssigned    = []byte("Assigned NET plugin ")
-	bInitPlug    = []byte("Initialized NET plugin ")
-	bIBUsing     = []byte("NET/IB : Using")
-	bIBNoDev     = []byte("NET/IB : No device found")
-	bGDR         = []byte(" : GPU Direct RDMA ")
-	bSockUsing   = []byte("NET/Socket : Using")
-	bPlugin      = []byte("NET/Plugin")
-	bBootstrap   = []byte("Bootstrap")
-	bSetByEnv    = []byte(" set by environment to ")
-	bSetTo       = []byte(" set to ")
-	bNRanks      = []byte(" nranks ")
-	bChannel     = []byte("Channel ")
-	bGDRDMA      = []byte("/GDRDMA")
-	bOOB         = []byte("; OOB ")
-	bCreateQP    = []byte("ibv_create_qp")
-	bENOMEM1     = []byte("error -12")
-	bENOMEM2     = []byte("Cannot allocate memory")
-	bIbv         = []byte("ibv_")
-	bArrow       = []byte(" -> ")
+	bNCCL           = []byte("NCCL ")
+	bNET            = []byte("NET/")
+	bNCCLVersion    = []byte("NCCL version ")
+	bNCCLUnderscore = []byte("NCCL_")
+	bViaBare        = []byte("via ")
+	bINFO           = []byte("INFO ")
+	bWARN           = []byte("WARN ")
+	bVersion        = []byte("version ")
+	bVia            = []byte(" via ")
+	bUsingNet       = []byte("Using network ")
+	bAssigned       = []byte("Assigned NET plugin ")
+	bInitPlug       = []byte("Initialized NET plugin ")
+	bIBUsing        = []byte("NET/IB : Using")
+	bIBNoDev        = []byte("NET/IB : No device found")
+	bGDR            = []byte(" : GPU Direct RDMA ")
+	bSockUsing      = []byte("NET/Socket : Using")
+	bPlugin         = []byte("NET/Plugin")
+	bBootstrap      = []byte("Bootstrap")
+	bSetByEnv       = []byte(" set by environment to ")
+	bSetTo          = []byte(" set to ")
+	bNRanks         = []byte(" nranks ")
+	bChannel        = []byte("Channel ")
+	bGDRDMA         = []byte("/GDRDMA")
+	bOOB            = []byte("; OOB ")
+	bCreateQP       = []byte("ibv_create_qp")
+	bENOMEM1        = []byte("error -12")
+	bENOMEM2        = []byte("Cannot allocate memory")
+	bIbv            = []byte("ibv_")
+	bArrow          = []byte(" -> ")
 )
 
 // Feed analyses one line (without its newline); it does not keep line.
 // It reports whether the line was recognised as one NCCL printed.
 func (a *LogAnalyzer) Feed(line []byte) bool {
-	a.s.Lines++
+	return a.feed(line)
+}
+
+// feed is Feed without counting the line.
+func (a *LogAnalyzer) feed(line []byte) bool {
 	msg, kind := ncclMessage(line)
 	if kind == 0 {
 		return false
 	}
+	a.message(msg, kind)
+	return true
+}
+
+// message handles what NCCL printed, of kind 'I', 'W' or 'V'.
+func (a *LogAnalyzer) message(msg []byte, kind byte) {
 	a.s.NCCLLines++
 	switch kind {
 	case 'W':
@@ -201,39 +345,44 @@ func (a *LogAnalyzer) Feed(line []byte) bool {
 	default:
 		a.info(msg)
 	}
-	return true
 }
 
 // ncclMessage finds what NCCL printed in line: kind 'I' (an INFO message or a
-// bare NET/ line), 'W' (a WARN message) or 'V' (the version, msg is
+// bare NET/ line; other lines quoted without "NCCL INFO", such as a lone
+// "Using network IB", are not NCCL's), 'W' (a WARN message) or 'V' (the version, msg is
 // "2.21.5+cuda12.4"); kind 0 for other lines.
 func ncclMessage(line []byte) (msg []byte, kind byte) {
-	rest := line
-	for {
-		i := bytes.Index(rest, bNCCL)
-		if i < 0 {
+	// One pass over the line for 'N': "NCCL " (INFO, WARN, version) or a
+	// bare "NET/" (lines quoted without NCCL's prefix). Lines without 'N'
+	// (nccl-tests rows, most noise) cost one vectorised byte search.
+	var bare []byte
+	for i := 0; ; {
+		j := bytes.IndexByte(line[i:], 'N')
+		if j < 0 {
 			break
 		}
-		m := rest[i+len(bNCCL):]
-		switch {
-		case bytes.HasPrefix(m, bINFO):
-			return m[len(bINFO):], 'I'
-		case bytes.HasPrefix(m, bWARN):
-			return m[len(bWARN):], 'W'
-		case bytes.HasPrefix(m, bVersion):
-			return m[len(bVersion):], 'V'
+		i += j
+		m := line[i:]
+		if len(m) >= 5 && m[1] == 'C' && m[2] == 'C' && m[3] == 'L' && m[4] == ' ' {
+			m = m[5:]
+			switch {
+			case bytes.HasPrefix(m, bINFO):
+				return m[len(bINFO):], 'I'
+			case bytes.HasPrefix(m, bWARN):
+				return m[len(bWARN):], 'W'
+			case bytes.HasPrefix(m, bVersion):
+				return m[len(bVersion):], 'V'
+			}
+		} else if bare == nil && len(m) >= 4 && m[1] == 'E' && m[2] == 'T' && m[3] == '/' {
+			bare = m
+			if i >= 4 && string(line[i-4:i]) == "via " {
+				bare = line[i-4:]
+			}
 		}
-		rest = m
+		i++
 	}
-	// Lines quoted without NCCL's prefix: "NET/IB : Using ...", "Using network IB".
-	if i := bytes.Index(line, bNET); i >= 0 {
-		if i > 0 && bytes.HasSuffix(line[:i], []byte("via ")) {
-			return line[i-len("via "):], 'I'
-		}
-		return line[i:], 'I'
-	}
-	if t := bytes.TrimSpace(line); bytes.HasPrefix(t, bUsingNet) {
-		return t, 'I'
+	if bare != nil {
+		return bare, 'I'
 	}
 	return nil, 0
 }
@@ -252,46 +401,80 @@ func (a *LogAnalyzer) version(v []byte) {
 }
 
 func (a *LogAnalyzer) info(msg []byte) {
+	if len(msg) == 0 {
+		return
+	}
+	// Dispatch on the first byte: most lines are decided by one comparison.
+	switch msg[0] {
+	case 'C':
+		if bytes.HasPrefix(msg, bChannel) {
+			a.channel(msg)
+		}
+	case 'v':
+		if bytes.HasPrefix(msg, bViaBare) {
+			a.channel(msg)
+		}
+	case 'N':
+		switch {
+		case bytes.HasPrefix(msg, bNET):
+			a.net(msg)
+		case bytes.HasPrefix(msg, bNCCLUnderscore):
+			a.env(msg)
+		case bytes.HasPrefix(msg, bNCCLVersion):
+			a.version(msg[len(bNCCLVersion):])
+		}
+	case 'U':
+		if bytes.HasPrefix(msg, bUsingNet) {
+			a.network(msg[len(bUsingNet):])
+		}
+	case 'A':
+		if bytes.HasPrefix(msg, bAssigned) {
+			n := msg[len(bAssigned):]
+			if i := bytes.Index(n, []byte(" to comm")); i >= 0 {
+				a.network(n[:i])
+			}
+		}
+	case 'I':
+		if bytes.HasPrefix(msg, bInitPlug) {
+			a.addText(&a.s.Plugins, bytes.TrimSpace(msg[len(bInitPlug):]))
+		}
+	case 'p':
+		if bytes.HasPrefix(msg, []byte("plugin/")) && bytes.Contains(msg, bArrow) {
+			a.addText(&a.s.PluginErrors, msg)
+		}
+	case 'B':
+		if a.s.BootstrapInterface == "" && bytes.HasPrefix(msg, bBootstrap) {
+			if i := bytes.Index(msg, []byte("Using ")); i >= 0 {
+				a.s.BootstrapInterface = string(ifaceName(msg[i+len("Using "):]))
+			}
+		}
+	case 'c':
+		if bytes.HasPrefix(msg, []byte("comm ")) {
+			if i := bytes.Index(msg, bNRanks); i >= 0 {
+				if n, ok := leadingInt(msg[i+len(bNRanks):]); ok && n > a.s.NRanks {
+					a.s.NRanks = n
+				}
+			}
+		}
+	}
+}
+
+// net handles the "NET/..." messages.
+func (a *LogAnalyzer) net(msg []byte) {
 	switch {
-	case bytes.HasPrefix(msg, bNCCLVersion):
-		a.version(msg[len(bNCCLVersion):])
-	case bytes.HasPrefix(msg, bChannel) || bytes.HasPrefix(msg, []byte("via ")):
-		a.channel(msg)
 	case bytes.HasPrefix(msg, bIBUsing):
 		a.ibUsing(msg[len(bIBUsing):])
 	case bytes.HasPrefix(msg, bIBNoDev):
 		a.s.IBNoDevice = true
 	case bytes.HasPrefix(msg, bSockUsing):
 		a.socketUsing(msg[len(bSockUsing):])
-	case bytes.HasPrefix(msg, bUsingNet):
-		a.network(msg[len(bUsingNet):])
-	case bytes.HasPrefix(msg, bAssigned):
-		n := msg[len(bAssigned):]
-		if i := bytes.Index(n, []byte(" to comm")); i >= 0 {
-			a.network(n[:i])
-		}
-	case bytes.HasPrefix(msg, bInitPlug):
-		a.addText(&a.s.Plugins, bytes.TrimSpace(msg[len(bInitPlug):]))
 	case bytes.HasPrefix(msg, bPlugin):
 		a.addText(&a.s.PluginErrors, msg)
-	case bytes.HasPrefix(msg, []byte("plugin/")) && bytes.Contains(msg, bArrow):
-		a.addText(&a.s.PluginErrors, msg)
-	case bytes.HasPrefix(msg, bBootstrap):
-		if a.s.BootstrapInterface == "" {
-			if i := bytes.Index(msg, []byte("Using ")); i >= 0 {
-				a.s.BootstrapInterface = string(ifaceName(msg[i+len("Using "):]))
-			}
+	default:
+		// "NET/<name> : GPU Direct RDMA ..." (the plugin name may have spaces)
+		if i := bytes.IndexByte(msg, ':'); i > 0 && bytes.HasPrefix(msg[i-1:], bGDR) {
+			a.gdr(msg[i-1+len(bGDR):])
 		}
-	case bytes.HasPrefix(msg, []byte("NCCL_")):
-		a.env(msg)
-	case bytes.HasPrefix(msg, []byte("comm ")):
-		if i := bytes.Index(msg, bNRanks); i >= 0 {
-			if n, ok := leadingInt(msg[i+len(bNRanks):]); ok && n > a.s.NRanks {
-				a.s.NRanks = n
-			}
-		}
-	case bytes.HasPrefix(msg, bNET) && bytes.Contains(msg, bGDR):
-		a.gdr(msg)
 	}
 }
 
@@ -301,11 +484,11 @@ func (a *LogAnalyzer) channel(msg []byte) {
 	if bytes.HasPrefix(msg, []byte("via ")) {
 		via = msg[len("via "):]
 	} else {
-		i := bytes.Index(msg, bVia)
+		i := bytes.Index(msg, bViaBare) // "via " is rarer to start a match than " via "
 		if i < 0 {
 			return // a ring or tree order line: "Channel 00/02 :    0   1"
 		}
-		via = msg[i+len(bVia):]
+		via = msg[i+len(bViaBare):]
 	}
 	if bytes.Contains(via, bGDRDMA) {
 		a.s.GDRDMAChannels++
@@ -360,6 +543,10 @@ func (a *LogAnalyzer) countOther(key []byte) {
 
 // ibUsing parses " [0]mlx5_0:1/RoCE [1]mlx5_1:1/IB/SHARP [RO]; OOB eth0:10.0.0.1<0>".
 func (a *LogAnalyzer) ibUsing(rest []byte) {
+	// Every rank prints the same line: parse each distinct one once.
+	if seenLine(a.seenIB, rest) {
+		return
+	}
 	devs := rest
 	if i := bytes.Index(rest, bOOB); i >= 0 {
 		devs = rest[:i]
@@ -415,21 +602,24 @@ func (a *LogAnalyzer) ibDevice(tok []byte) {
 	name := rest[:colon]
 	portLink := rest[colon+1:]
 	port, _ := leadingInt(portLink)
-	link := ""
-	if j := bytes.IndexByte(portLink, '/'); j >= 0 {
-		link = string(portLink[j+1:])
-	}
 	for _, d := range a.s.IBDevices {
 		if d.Name == string(name) && d.Port == port {
 			return
 		}
+	}
+	link := ""
+	if j := bytes.IndexByte(portLink, '/'); j >= 0 {
+		link = string(portLink[j+1:])
 	}
 	a.s.IBDevices = append(a.s.IBDevices, IBDevice{Index: idx, Name: string(name), Port: port, Link: link})
 }
 
 // socketUsing parses " [0]eth0:10.106.68.39<0> [1]eth1:10.0.0.2<0>".
 func (a *LogAnalyzer) socketUsing(rest []byte) {
-	for _, tok := range bytes.Fields(rest) {
+	if seenLine(a.seenSocket, rest) {
+		return
+	}
+	for tok := range bytes.FieldsSeq(rest) {
 		if len(tok) < 4 || tok[0] != '[' {
 			continue
 		}
@@ -464,8 +654,7 @@ func (a *LogAnalyzer) network(name []byte) {
 }
 
 // gdr parses "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'".
-func (a *LogAnalyzer) gdr(msg []byte) {
-	rest := msg[bytes.Index(msg, bGDR)+len(bGDR):]
+func (a *LogAnalyzer) gdr(rest []byte) {
 	q := bytes.IndexByte(rest, '\'')
 	if q < 0 {
 		return
@@ -487,17 +676,20 @@ func (a *LogAnalyzer) gdr(msg []byte) {
 
 // env records "NCCL_IB_HCA set to mlx5_0" and "NCCL_SHM_DISABLE set by environment to 1.".
 func (a *LogAnalyzer) env(msg []byte) {
-	sep := bSetByEnv
-	i := bytes.Index(msg, sep)
-	if i < 0 {
-		sep = bSetTo
-		if i = bytes.Index(msg, sep); i < 0 {
-			return
-		}
+	// The key is the first word; the separator follows it directly.
+	i := bytes.IndexByte(msg, ' ')
+	if i <= 0 || i > 64 {
+		return
 	}
 	key := msg[:i]
-	if bytes.IndexAny(key, " \t") >= 0 || len(key) > 64 {
-		return
+	if _, ok := a.s.Env[string(key)]; ok {
+		return // every rank prints it: the first value is kept
+	}
+	sep := bSetByEnv
+	if !bytes.HasPrefix(msg[i:], sep) {
+		if sep = bSetTo; !bytes.HasPrefix(msg[i:], sep) {
+			return
+		}
 	}
 	val := bytes.TrimSpace(msg[i+len(sep):])
 	val = bytes.TrimSuffix(val, []byte("."))
