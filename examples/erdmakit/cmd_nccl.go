@@ -28,12 +28,12 @@ func newNCCLCmd(g *globals) *cobra.Command {
 }
 
 type ncclRunFlags struct {
-	hosts, hostfile, launcher, binary, socketIfname, logFile, plot string
-	np, perHost                                                    int
-	expect                                                         float64
-	env, launcherArgs                                              []string
-	oversubscribe, noRoot, dryRun                                  bool
-	timeout                                                        time.Duration
+	hosts, hostfile, launcher, binary, socketIfname, logFile, plot, srunMPI string
+	np, perHost                                                             int
+	expect                                                                  float64
+	env, launcherArgs                                                       []string
+	oversubscribe, noRoot, dryRun                                           bool
+	timeout                                                                 time.Duration
 }
 
 func newNCCLRunCmd(g *globals) *cobra.Command {
@@ -57,6 +57,7 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 	fl.IntVar(&f.np, "np", 0, "total ranks (default: ranks per host x hosts)")
 	fl.IntVar(&f.perHost, "ranks-per-host", 8, "ranks per host (mpirun -npernode, srun --ntasks-per-node)")
 	fl.StringVar(&f.launcher, "launcher", "mpirun", "mpirun or srun")
+	fl.StringVar(&f.srunMPI, "srun-mpi", "pmix", "srun --mpi plugin (pmix, pmi2)")
 	fl.StringVar(&f.binary, "binary", "./build/all_reduce_perf", "nccl-tests binary, the same path on every host")
 	fl.StringVar(&f.socketIfname, "socket-ifname", "eth0", "interface for NCCL bootstrap and MPI TCP traffic (\"\" for none)")
 	fl.StringArrayVarP(&f.env, "env", "x", nil, "NAME=VALUE given to every rank (repeatable); NAME alone forwards it")
@@ -86,6 +87,7 @@ func ncclCommand(f ncclRunFlags, testArgs []string) (nccl.Command, error) {
 	c.NP = f.np
 	c.RanksPerHost = f.perHost
 	c.Binary = f.binary
+	c.SrunMPI = f.srunMPI
 	c.SocketIfname = f.socketIfname
 	c.Oversubscribe = f.oversubscribe
 	c.AllowRunAsRoot = !f.noRoot
