@@ -215,7 +215,9 @@ func printNCCLReport(g *globals, rep *nccl.RunReport, rowsShown bool) {
 	if rep.AvgBusBW > 0 {
 		fmt.Fprintf(w, "avg bus bandwidth %.3f GB/s\n", rep.AvgBusBW)
 	}
-	fmt.Fprintln(w)
+	if rowsShown || len(rep.Rows) > 0 {
+		fmt.Fprintln(w)
+	}
 	printFindings(g, rep.Findings)
 	fmt.Fprintln(w, "status:", colour(g, string(rep.Status)))
 }
