@@ -92,6 +92,8 @@ type Command struct {
 	// Forward names variables copied from the launcher's environment
 	// (-x NAME), e.g. LD_LIBRARY_PATH and PATH.
 	Forward []string
+	// SrunMPI is srun's --mpi plugin; "" means pmix.
+	SrunMPI string
 	// LauncherArgs are extra launcher arguments, placed before the binary.
 	LauncherArgs []string
 	// Binary is the nccl-tests program: "./build/all_reduce_perf".
@@ -282,7 +284,11 @@ func (c Command) srunArgv() ([]string, error) {
 	if c.NP > 0 {
 		a = append(a, "--ntasks", strconv.Itoa(c.NP))
 	}
-	a = append(a, "--mpi=pmix")
+	mpi := c.SrunMPI
+	if mpi == "" {
+		mpi = "pmix"
+	}
+	a = append(a, "--mpi="+mpi)
 	if c.Hostfile != "" {
 		// srun reads a node list from a file when the argument holds a '/'.
 		f := c.Hostfile

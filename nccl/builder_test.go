@@ -60,7 +60,8 @@ func TestCommandArgv(t *testing.T) {
 			c.Hosts = nil
 			c.Hostfile = "nodes"
 			c.NP = 12
-		}, "/usr/bin/srun --ntasks-per-node 8 --ntasks 12 --mpi=pmix --nodelist ./nodes --export=ALL,NCCL_SOCKET_IFNAME=eth0,NCCL_DEBUG=INFO ./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20", nil},
+			c.SrunMPI = "pmi2"
+		}, "/usr/bin/srun --ntasks-per-node 8 --ntasks 12 --mpi=pmi2 --nodelist ./nodes --export=ALL,NCCL_SOCKET_IFNAME=eth0,NCCL_DEBUG=INFO ./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

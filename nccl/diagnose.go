@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -111,6 +112,10 @@ func diagnoseLog(l *LogSummary) []erdma.Finding {
 	switch {
 	case l.Network == "Socket" || (l.Network == "" && sock > 0 && ib == 0):
 		fs = append(fs, socketFallback(l))
+	case slices.Contains(l.Networks, "Socket"):
+		f := socketFallback(l)
+		f.Summary = "some ranks fell back to TCP sockets (" + strings.Join(l.Networks, " and ") + " in one run): eRDMA was not used everywhere"
+		fs = append(fs, f)
 	case l.Network == "IB" || (l.Network == "" && len(l.IBDevices) > 0 && sock == 0):
 		names := make([]string, len(l.IBDevices))
 		for i, d := range l.IBDevices {
@@ -219,6 +224,12 @@ func gdrFinding(l *LogSummary) erdma.Finding {
 			Summary:     "GPUDirect RDMA is possible but no channel used it: the GPU<->NIC distance (SYS on eRDMA hosts) is above NCCL's GDR level",
 			Evidence:    append(prefixAll("GPU Direct RDMA Enabled for HCA ", l.GDR.Enabled), "0 channel connections via .../GDRDMA"),
 			Remediation: "rerun with NCCL_NET_GDR_LEVEL=SYS"}
+	}
+	if n := l.Channels["NET/IB"]; n > 0 {
+		return erdma.Finding{ID: "nccl-gdr", Severity: erdma.SeverityWarn,
+			Summary:     fmt.Sprintf("GPUDirect RDMA not used: %d channel connections via NET/IB, none via .../GDRDMA", n),
+			Evidence:    []string{fmt.Sprintf("%d NET/IB channel connections, 0 GDRDMA", n)},
+			Remediation: "load nvidia_peermem on every host and rerun with NCCL_NET_GDR_LEVEL=SYS"}
 	}
 	return erdma.Finding{ID: "nccl-gdr", Severity: erdma.SeveritySkip,
 		Summary: "the log does not say whether GPUDirect RDMA was used (no GDR or GDRDMA lines; NCCL_DEBUG=INFO needed)", Evidence: []string{}}

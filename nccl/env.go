@@ -390,7 +390,8 @@ var ncclWheelGlobs = []string{
 
 // DetectNCCL lists the NCCL libraries under a host root ("/" for this
 // host) by their file names: libnccl.so.2.X.Y in the usual library
-// directories and nvidia_nccl_cu*-X.Y.Z.dist-info wheels. Unreadable
+// directories (or the target of a libnccl.so.2 symlink there, read as a
+// path under root) and nvidia_nccl_cu*-X.Y.Z.dist-info wheels. Unreadable
 // directories are skipped; the result is sorted by path.
 func DetectNCCL(root string) []NCCLInstall {
 	var out []NCCLInstall
@@ -413,6 +414,24 @@ func DetectNCCL(root string) []NCCLInstall {
 		for _, e := range ents {
 			if m := ncclSOName.FindStringSubmatch(e.Name()); m != nil {
 				add(m[1], filepath.Join(root, d, e.Name()))
+				continue
+			}
+			if e.Name() != "libnccl.so.2" || e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			// libnccl.so.2 -> somewhere/libnccl.so.2.X.Y: the target's
+			// name carries the version even when it lives elsewhere.
+			target, err := os.Readlink(filepath.Join(root, d, e.Name()))
+			if err != nil {
+				continue
+			}
+			if m := ncclSOName.FindStringSubmatch(filepath.Base(target)); m != nil {
+				if !filepath.IsAbs(target) {
+					target = filepath.Join(root, d, target)
+				} else {
+					target = filepath.Join(root, target)
+				}
+				add(m[1], target)
 			}
 		}
 	}

@@ -141,8 +141,11 @@ func TestDetectNCCL(t *testing.T) {
 	mk("usr/lib/x86_64-linux-gnu/libnccl.so", false)
 	mk("usr/local/lib/python3.10/dist-packages/nvidia_nccl_cu12-2.21.5.dist-info", true)
 	mk("usr/local/lib/python3.10/dist-packages/nvidia/nccl/lib/libnccl.so.2", false)
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "usr/local/cuda/lib64"), 0o755))
+	require.NoError(t, os.Symlink("/opt/nccl-2.29.7/lib/libnccl.so.2.29.7", filepath.Join(root, "usr/local/cuda/lib64/libnccl.so.2")))
 	got := DetectNCCL(root)
 	assert.Equal(t, []NCCLInstall{
+		{Version: "2.29.7", Path: "opt/nccl-2.29.7/lib/libnccl.so.2.29.7"},
 		{Version: "2.28.9", Path: "usr/lib/x86_64-linux-gnu/libnccl.so.2.28.9"},
 		{Version: "2.21.5", Path: "usr/local/lib/python3.10/dist-packages/nvidia_nccl_cu12-2.21.5.dist-info"},
 	}, got)

@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -87,7 +88,7 @@ func (c *LaunchClassifier) Line(line string) {
 		return
 	case strings.HasPrefix(s, "#") && strings.Contains(s, "Rank") && strings.Contains(s, " on "):
 		c.rankHost(s)
-	case strings.Contains(s, "mpirun has detected an attempt to run as root"):
+	case strings.Contains(s, "has detected an attempt to run as root"):
 		c.add(LaunchFailure{Kind: FailRunAsRoot, Rank: -1,
 			Summary:  "mpirun refused to run as root",
 			Evidence: []string{s},
@@ -109,16 +110,16 @@ func (c *LaunchClassifier) Line(line string) {
 	case isSSHError(s):
 		c.sshLines = appendBounded(c.sshLines, s)
 		c.daemons(s)
-	case strings.HasPrefix(s, "mpirun was unable to launch the specified application") ||
-		strings.HasPrefix(s, "mpirun was unable to find the specified executable"):
+	case strings.Contains(s, "was unable to launch the specified application") ||
+		strings.Contains(s, "was unable to find the specified executable"):
 		c.add(LaunchFailure{Kind: FailExecutable, Rank: -1,
 			Summary:  "mpirun could not find or execute the nccl-tests binary",
 			Evidence: []string{s},
 			Fix:      "build nccl-tests (make MPI=1) at the same path on every host, or pass --binary with an absolute path that exists on all hosts"})
 		c.block = FailExecutable
-	case strings.HasPrefix(s, "mpirun detected that one or more processes exited with non-zero status"):
+	case strings.Contains(s, "detected that one or more processes exited with non-zero status"):
 		c.pending = &LaunchFailure{Kind: FailRankExit, Rank: -1, Summary: "a rank exited with a non-zero status", Evidence: []string{s}}
-	case strings.HasPrefix(s, "mpirun noticed that process rank "):
+	case strings.Contains(s, " noticed that process rank "):
 		c.signalled(s)
 	case strings.HasPrefix(s, "srun: error:"):
 		c.srunError(s)
@@ -141,6 +142,28 @@ func (c *LaunchClassifier) Line(line string) {
 	case strings.HasPrefix(s, "-----"):
 		c.block = ""
 	}
+}
+
+// classifierWords are substrings of every line Line acts on outside a
+// help block or a pending rank report.
+var classifierWords = [][]byte{
+	[]byte("Rank"), []byte("mpirun"), []byte("slots"), []byte("ORTE"), []byte("PRTE"), []byte("daemon"),
+	[]byte("ssh"), []byte("Host key"), []byte("Permission denied"), []byte("orted"), []byte("srun"), []byte("-----"),
+	[]byte("noticed that process rank"), []byte("unable to launch"), []byte("unable to find"), []byte("non-zero status"),
+}
+
+// wants reports whether Line could act on b; false means Line would ignore
+// it, so a caller holding bytes can skip making a string.
+func (c *LaunchClassifier) wants(b []byte) bool {
+	if c.block != "" || c.pending != nil {
+		return true
+	}
+	for _, w := range classifierWords {
+		if bytes.Contains(b, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // Failures returns what was recognised so far, in order of appearance.
@@ -233,10 +256,10 @@ func isSSHError(s string) bool {
 }
 
 // signalled reads "mpirun noticed that process rank 1 with PID 0 on node vm
-// exited on signal 9 (Killed)."
+// exited on signal 9 (Killed)." (prterun in Open MPI 5 words it the same).
 func (c *LaunchClassifier) signalled(s string) {
 	f := LaunchFailure{Kind: FailRankSignal, Rank: -1, Summary: "a rank was killed by a signal", Evidence: []string{s}}
-	rest := strings.TrimPrefix(s, "mpirun noticed that process rank ")
+	_, rest, _ := strings.Cut(s, " noticed that process rank ")
 	if n, err := strconv.Atoi(firstField(rest)); err == nil {
 		f.Rank = n
 	}

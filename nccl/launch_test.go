@@ -87,6 +87,8 @@ func TestClassifyLaunchSrunAndSSH(t *testing.T) {
 		{"srun: error: gpu-7: tasks 8-15: Killed", FailRankSignal, 8, "gpu-7", "doctor"},
 		{"srun: error: Unable to allocate resources: Invalid node name specified", FailAllocation, -1, "", "sinfo"},
 		{"Host key verification failed.", FailDaemons, -1, "", "ssh-keyscan"},
+		{"prterun noticed that process rank 5 with PID 77 on node gpu-2 exited on signal 11 (Segmentation fault).", FailRankSignal, 5, "gpu-2", "doctor"},
+		{"prterun has detected an attempt to run as root.", FailRunAsRoot, -1, "", "--allow-run-as-root"},
 		{"root@10.0.0.2: Permission denied (publickey,password).", FailDaemons, -1, "", "ssh-copy-id"},
 		{"bash: orted: command not found", FailDaemons, -1, "", "--prefix"},
 	}
@@ -131,4 +133,23 @@ func FuzzClassifyLaunch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestClassifierWantsEveryLineItActsOn: skipping the lines wants rejects
+// changes nothing on the samples.
+func TestClassifierWantsEveryLineItActsOn(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	require.NoError(t, err)
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		var all, filtered LaunchClassifier
+		for _, l := range strings.Split(string(b), "\n") {
+			all.Line(l)
+			if filtered.wants([]byte(l)) {
+				filtered.Line(l)
+			}
+		}
+		assert.Equal(t, all.Failures(), filtered.Failures(), p)
+	}
 }

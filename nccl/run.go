@@ -174,11 +174,15 @@ func (s *stream) add(b []byte) {
 func (s *stream) line() {
 	b := bytes.TrimSuffix(s.buf, []byte("\r"))
 	s.lines++
-	line := string(b)
-	s.parser.Feed(line)
-	s.classifier.Line(line)
-	if s.opts.OnLine != nil {
-		s.opts.OnLine(line)
+	s.parser.FeedBytes(b)
+	// Most lines are result rows and NCCL INFO lines: make a string only
+	// for the lines the classifier may want, or a callback asks for.
+	if s.opts.OnLine != nil || s.classifier.wants(b) {
+		line := string(b)
+		s.classifier.Line(line)
+		if s.opts.OnLine != nil {
+			s.opts.OnLine(line)
+		}
 	}
 	s.buf = s.buf[:0]
 }

@@ -1,8 +1,11 @@
 package nccl
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -116,4 +119,70 @@ func FuzzStream(f *testing.F) {
 		_ = s.parser.Result()
 		_ = s.classifier.Failures()
 	})
+}
+
+// BenchmarkStream measures the runner's output path (line split, nccl-tests
+// parser, NCCL log analyser, launch classifier) on a recorded run with NCCL
+// INFO lines, against a peer in the same run: splitting lines alone.
+func BenchmarkStream(b *testing.B) {
+	var log []byte
+	for _, f := range []string{"B02_nccl_tests_all_reduce_mpirun_2node_16rank_h100_new_format.txt",
+		"C06_nccl_info_ofi_plugin_fallback_to_internal_NET_IB_RoCE_8nics_Using_network_IB_v2.27.5.txt"} {
+		d, err := os.ReadFile(filepath.Join("testdata", f))
+		require.NoError(b, err)
+		log = append(log, d...)
+	}
+	b.Run("runner", func(b *testing.B) {
+		b.SetBytes(int64(len(log)))
+		b.ReportAllocs()
+		for b.Loop() {
+			s := newStream(RunOptions{})
+			_, _ = s.Write(log)
+			s.flush()
+		}
+	})
+	b.Run("lines-only", func(b *testing.B) {
+		b.SetBytes(int64(len(log)))
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			for p := log; len(p) > 0; {
+				i := bytes.IndexByte(p, '\n')
+				if i < 0 {
+					break
+				}
+				n++
+				p = p[i+1:]
+			}
+		}
+		_ = n
+	})
+}
+
+// TestRunSrunStandIn runs the srun argv through a stand-in srun (a shell
+// script): the comma-holding variable reaches it through its environment,
+// the others through --export, and its error lines are classified.
+func TestRunSrunStandIn(t *testing.T) {
+	dir := t.TempDir()
+	srun := filepath.Join(dir, "srun")
+	script := `#!/bin/sh
+echo "args: $*"
+echo "NCCL_IB_HCA=$NCCL_IB_HCA"
+echo "srun: error: gpu-2: task 9: Exited with exit code 2"
+exit 2
+`
+	require.NoError(t, os.WriteFile(srun, []byte(script), 0o755))
+	c := DefaultCommand()
+	c.Launcher = LauncherSrun
+	c.Program = srun
+	c.Env = append(c.Env, Var{Name: "NCCL_IB_HCA", Value: "erdma_0,erdma_1"})
+	var lines []string
+	res, err := Run(context.Background(), c, RunOptions{OnLine: func(l string) { lines = append(lines, l) }})
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.ExitCode)
+	require.Len(t, lines, 3)
+	assert.Equal(t, "args: --nodes 2 --ntasks-per-node 8 --mpi=pmix --nodelist host1,host2 --export=ALL,NCCL_SOCKET_IFNAME=eth0,NCCL_DEBUG=INFO ./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20", lines[0])
+	assert.Equal(t, "NCCL_IB_HCA=erdma_0,erdma_1", lines[1])
+	require.Len(t, res.Failures, 1)
+	assert.Equal(t, "rank 9 on gpu-2 exited with code 2", res.Failures[0].Summary)
 }

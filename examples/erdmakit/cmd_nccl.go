@@ -29,12 +29,12 @@ func newNCCLCmd(g *globals) *cobra.Command {
 }
 
 type ncclRunFlags struct {
-	hosts, hostfile, launcher, binary, socketIfname, logFile, plot string
-	np, perHost                                                    int
-	expect                                                         float64
-	env, launcherArgs                                              []string
-	oversubscribe, noRoot, dryRun                                  bool
-	timeout                                                        time.Duration
+	hosts, hostfile, launcher, binary, socketIfname, logFile, plot, srunMPI string
+	np, perHost                                                             int
+	expect                                                                  float64
+	env, launcherArgs                                                       []string
+	oversubscribe, noRoot, dryRun                                           bool
+	timeout                                                                 time.Duration
 }
 
 func newNCCLRunCmd(g *globals) *cobra.Command {
@@ -58,6 +58,7 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 	fl.IntVar(&f.np, "np", 0, "total ranks (default: ranks per host x hosts)")
 	fl.IntVar(&f.perHost, "ranks-per-host", 8, "ranks per host (mpirun -npernode, srun --ntasks-per-node)")
 	fl.StringVar(&f.launcher, "launcher", "mpirun", "mpirun or srun")
+	fl.StringVar(&f.srunMPI, "srun-mpi", "pmix", "srun --mpi plugin (pmix, pmi2)")
 	fl.StringVar(&f.binary, "binary", "./build/all_reduce_perf", "nccl-tests binary, the same path on every host")
 	fl.StringVar(&f.socketIfname, "socket-ifname", "eth0", "interface for NCCL bootstrap and MPI TCP traffic (\"\" for none)")
 	fl.StringArrayVarP(&f.env, "env", "x", nil, "NAME=VALUE given to every rank (repeatable); NAME alone forwards it")
@@ -87,6 +88,7 @@ func ncclCommand(f ncclRunFlags, testArgs []string) (nccl.Command, error) {
 	c.NP = f.np
 	c.RanksPerHost = f.perHost
 	c.Binary = f.binary
+	c.SrunMPI = f.srunMPI
 	c.SocketIfname = f.socketIfname
 	c.Oversubscribe = f.oversubscribe
 	c.AllowRunAsRoot = !f.noRoot
@@ -132,16 +134,23 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		defer lf.Close()
 		opts.Log = lf
 	}
+	// Rows print as they finish: on stdout when it is a terminal (the
+	// table is then not printed again), else as progress on stderr when
+	// that is a terminal.
 	live := !g.json && render.IsTerminal(g.stdout)
-	if live {
-		fmt.Fprintln(g.stdout, "running:", c)
+	progress := g.stdout
+	if !live && render.IsTerminal(g.stderr) && !g.verbose {
+		progress = g.stderr
+	}
+	if live || progress == g.stderr {
+		fmt.Fprintln(progress, "running:", c)
 		header := false
 		opts.OnRow = func(r nccl.Row) {
 			if !header {
 				header = true
-				fmt.Fprintln(g.stdout, nccl.LiveRowHeader)
+				fmt.Fprintln(progress, nccl.LiveRowHeader)
 			}
-			fmt.Fprintln(g.stdout, nccl.LiveRow(r))
+			fmt.Fprintln(progress, nccl.LiveRow(r))
 		}
 	}
 	if g.verbose {
@@ -187,7 +196,9 @@ func printNCCLReport(g *globals, rep *nccl.RunReport, rowsShown bool) {
 	if rep.AvgBusBW > 0 {
 		fmt.Fprintf(w, "avg bus bandwidth %.3f GB/s\n", rep.AvgBusBW)
 	}
-	fmt.Fprintln(w)
+	if rowsShown || len(rep.Rows) > 0 {
+		fmt.Fprintln(w)
+	}
 	printFindings(g, rep.Findings)
 	fmt.Fprintln(w, "status:", colour(g, string(rep.Status)))
 }
