@@ -243,6 +243,11 @@ func checkDriver(_ context.Context, d *diag) Finding {
 
 // checkEadm: guide step 2, `eadm ver` shows the driver version.
 func checkEadm(_ context.Context, d *diag) Finding {
+	if len(d.inv.Tools) == 0 {
+		return Finding{Severity: SeveritySkip,
+			Summary:  "programs on PATH were not looked for (--skip-tools, or a recording without erdmakit/tools.json)",
+			Evidence: []string{"no tool entries (" + d.source("PATH", "erdmakit/tools.json") + ")"}}
+	}
 	t := d.tools["eadm"]
 	if t == nil || t.Path == "" {
 		return Finding{Severity: SeverityWarn,

@@ -156,7 +156,8 @@ func TestChecks(t *testing.T) {
 		{"device unbound", func(inv *Inventory) { inv.Devices[1].Driver = "" }, "erdma-driver", SeverityFail, "erdma_1 not bound", "modprobe erdma"},
 
 		{"eadm", func(*Inventory) {}, "eadm", SeverityOK, "0.2.38", ""},
-		{"no eadm", func(inv *Inventory) { inv.Tools = nil }, "eadm", SeverityWarn, "eadm not found", "eadm ver"},
+		{"no eadm", func(inv *Inventory) { inv.Tools = []Tool{{Name: "eadm"}, {Name: "mpirun", Path: "/usr/bin/mpirun"}} }, "eadm", SeverityWarn, "eadm not found", "eadm ver"},
+		{"tools not looked for", func(inv *Inventory) { inv.Tools = nil }, "eadm", SeveritySkip, "not looked for", ""},
 
 		{"uverbs", func(*Inventory) {}, "uverbs", SeverityOK, "ib_uverbs loaded", ""},
 		{"uverbs char missing", func(inv *Inventory) { inv.Devices[0].UVerbsPresent = false }, "uverbs", SeverityFail, "/dev/infiniband/uverbs0 missing", "--device=/dev/infiniband/uverbs0"},
