@@ -336,3 +336,42 @@ func BenchmarkDoctorDevices(b *testing.B) {
 		})
 	}
 }
+
+// TestDoctorRecordReplay: every fixture recorded with `erdmakit record` and
+// replayed from the archive gives the same report (evidence paths aside,
+// which name the root).
+func TestDoctorRecordReplay(t *testing.T) {
+	for _, s := range hostgen.Fixtures() {
+		t.Run(s.Name, func(t *testing.T) {
+			orig, err := diagnoseRecorded(t, hostDir(s.Name))
+			require.NoError(t, err)
+			archive := filepath.Join(t.TempDir(), "host.tar.gz")
+			out, err := os.Create(archive)
+			require.NoError(t, err)
+			_, err = erdma.Record(context.Background(), erdma.RecordedHost(hostDir(s.Name)), out, erdma.RecordOptions{})
+			require.NoError(t, err)
+			require.NoError(t, out.Close())
+			h, closer, err := erdma.OpenHost(archive)
+			require.NoError(t, err)
+			defer closer.Close()
+			replayed, err := diagnoseRecorded(t, h.Root())
+			require.NoError(t, err)
+			assert.Equal(t, orig.Status, replayed.Status)
+			require.Len(t, replayed.Findings, len(orig.Findings))
+			for i, f := range orig.Findings {
+				g := replayed.Findings[i]
+				assert.Equal(t, f.ID, g.ID)
+				assert.Equal(t, f.Severity, g.Severity, f.ID)
+				assert.Equal(t, f.Summary, g.Summary, f.ID)
+				assert.Equal(t, f.Remediation, g.Remediation, f.ID)
+				for j := range f.Evidence {
+					f.Evidence[j] = strings.ReplaceAll(f.Evidence[j], hostDir(s.Name), "ROOT")
+				}
+				for j := range g.Evidence {
+					g.Evidence[j] = strings.ReplaceAll(g.Evidence[j], h.Root(), "ROOT")
+				}
+				assert.Equal(t, f.Evidence, g.Evidence, f.ID)
+			}
+		})
+	}
+}
