@@ -1,0 +1,136 @@
+package erdma_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+
+	"github.com/erdmakit/erdmakit/erdma"
+)
+
+// The doctor on a recorded host, as `erdmakit doctor --root` runs it.
+func ExampleDiagnose() {
+	ctx := context.Background()
+	h, closer, err := erdma.OpenHost("../testdata/hosts/port-down-no-ip")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	inv, err := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	inst, _ := h.RecordedInstance()
+	erdma.SetInstance(inv, inst)
+	rep := erdma.Diagnose(ctx, inv, erdma.DoctorOptions{})
+	fmt.Println("status:", rep.Status)
+	for _, f := range rep.Findings {
+		if f.Severity == erdma.SeverityFail {
+			fmt.Printf("%s: %s\n", f.ID, f.Summary)
+		}
+	}
+	// Output:
+	// status: fail
+	// netdev-ip: eth2 (erdma_1) is down; eth2 (erdma_1) has no IPv4 address: the secondary NIC is not configured in the OS
+	// port-active: erdma_1 port 1 is DOWN (ibv_devinfo: not PORT_ACTIVE / "invalid state": the secondary NIC is not configured, check its IP)
+	// gid-index: erdma_1 port 1 has no RoCE v2 GID ::ffff:<IPv4>: NCCL_IB_GID_INDEX has nothing to point at
+}
+
+// Two counter readings some interval apart show whether the rate-limit drop
+// counters rise; on a live host the reader is erdma.ReadCounters.
+func ExampleDoctorOptions_counters() {
+	ctx := context.Background()
+	h := erdma.RecordedHost("../testdata/hosts/gn8is-single")
+	inv, _ := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{})
+	calls := 0
+	reader := erdma.CounterSourceFunc(func(ctx context.Context, dev string, port int) (map[string]uint64, error) {
+		calls++
+		return map[string]uint64{"hw_bps_limit_drop_cnt": uint64(100 * calls)}, nil
+	})
+	rep := erdma.Diagnose(ctx, inv, erdma.DoctorOptions{Counters: reader, Interval: 1})
+	for _, f := range rep.Findings {
+		if f.ID == "rate-limit-drops" {
+			fmt.Println(f.Severity, f.Summary)
+		}
+	}
+	// Output:
+	// warn rate-limit drops rising over 1ns (erdma_0 port 1 hw_bps_limit_drop_cnt +100): traffic exceeds the instance's bandwidth/PPS meter
+}
+
+func ExampleLookupProfile() {
+	for _, t := range []string{"ecs.ebmgn9gc.64xlarge", "ecs.gn8is-2x.8xlarge", "ecs.ebmgn8is.32xlarge", "ecs.g7.large"} {
+		p, ok, err := erdma.LookupProfile(t)
+		switch {
+		case err != nil:
+			fmt.Println(err)
+		case !ok:
+			fmt.Printf("%s: unknown\n", t)
+		default:
+			fmt.Printf("%s: family %s, ERIs %d, write %g Gbit/s (0 = unknown)\n", t, p.Family, p.ERIs, p.WriteGbps)
+		}
+	}
+	// Output:
+	// ecs.ebmgn9gc.64xlarge: family ebmgn9gc, ERIs 2, write 380 Gbit/s (0 = unknown)
+	// ecs.gn8is-2x.8xlarge: family gn8is-2x, ERIs 1, write 25 Gbit/s (0 = unknown)
+	// ecs.ebmgn8is.32xlarge: family ebmgn8is, ERIs 0, write 0 Gbit/s (0 = unknown)
+	// ecs.g7.large: unknown
+}
+
+func ExampleParseInstanceType() {
+	t, err := erdma.ParseInstanceType("ecs.gn8is-2x.8xlarge")
+	fmt.Println(t.Family, t.Base, t.Size, err)
+	_, err = erdma.ParseInstanceType("gn8is-2x")
+	fmt.Println(err)
+	// Output:
+	// gn8is-2x gn8is 8xlarge <nil>
+	// instance type "gn8is-2x": not an ECS instance type (want ecs.<family>.<size>)
+}
+
+// The metadata client against a stand-in for 100.100.100.200.
+func ExampleMetadataClient() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/latest/api/token" {
+			fmt.Fprint(w, "t0ken")
+			return
+		}
+		if r.Header.Get("X-aliyun-ecs-metadata-token") != "t0ken" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprint(w, map[string]string{
+			"/latest/meta-data/instance-id":            "i-bp1example",
+			"/latest/meta-data/instance/instance-type": "ecs.ebmgn8is.32xlarge",
+			"/latest/meta-data/region-id":              "cn-hangzhou",
+		}[r.URL.Path])
+	}))
+	defer srv.Close()
+	inst, err := (&erdma.MetadataClient{BaseURL: srv.URL}).Instance(context.Background())
+	fmt.Println(inst.ID, inst.Type, inst.Region, inst.Source, err)
+	// Output:
+	// i-bp1example ecs.ebmgn8is.32xlarge cn-hangzhou metadata <nil>
+}
+
+func ExampleWritePrometheus() {
+	rep := &erdma.Report{Status: erdma.SeverityFail, Findings: []erdma.Finding{
+		{ID: "port-active", Severity: erdma.SeverityOK},
+		{ID: "memlock", Severity: erdma.SeverityFail},
+		{ID: "gid-index", Severity: erdma.SeveritySkip},
+	}}
+	var b strings.Builder
+	_ = erdma.WritePrometheus(&b, rep)
+	os.Stdout.WriteString(b.String())
+	// Output:
+	// # HELP erdmakit_doctor_check Result of one erdmakit doctor check: 0 ok, 1 warn, 2 fail, -1 skip.
+	// # TYPE erdmakit_doctor_check gauge
+	// erdmakit_doctor_check{id="port-active"} 0
+	// erdmakit_doctor_check{id="memlock"} 2
+	// erdmakit_doctor_check{id="gid-index"} -1
+	// # HELP erdmakit_doctor_status Overall erdmakit doctor status, the worst check: 0 ok, 1 warn, 2 fail.
+	// # TYPE erdmakit_doctor_status gauge
+	// erdmakit_doctor_status 2
+}
