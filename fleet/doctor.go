@@ -79,10 +79,10 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 			if hs.Error == "" {
 				hs.Error = "no report"
 			}
-			fr.Status = worse(fr.Status, erdma.SeverityFail)
+			fr.Status = erdma.Worst(fr.Status, erdma.SeverityFail)
 		default:
 			hs.Status = string(r.Report.Status)
-			fr.Status = worse(fr.Status, r.Report.Status)
+			fr.Status = erdma.Worst(fr.Status, r.Report.Status)
 			for _, f := range r.Report.Findings {
 				if byCheck[f.ID] == nil {
 					byCheck[f.ID] = map[string]cell{}
@@ -101,7 +101,7 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 		name := fmt.Sprintf("rank %d", m)
 		fr.Hosts = append(fr.Hosts, HostSummary{Rank: m, Host: name, Status: "missing", Error: "did not report in time"})
 		fr.ByStatus["missing"] = append(fr.ByStatus["missing"], name)
-		fr.Status = worse(fr.Status, erdma.SeverityFail)
+		fr.Status = erdma.Worst(fr.Status, erdma.SeverityFail)
 	}
 	sort.Slice(fr.Hosts, func(i, j int) bool { return fr.Hosts[i].Rank < fr.Hosts[j].Rank })
 
@@ -263,21 +263,4 @@ func listen(addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("fleet: rank 0 cannot listen on port %s: %w", port, err)
 	}
 	return l, nil
-}
-
-// worse returns the worse of two severities (skip counts as ok).
-func worse(a, b erdma.Severity) erdma.Severity {
-	rank := func(s erdma.Severity) int {
-		switch s {
-		case erdma.SeverityFail:
-			return 2
-		case erdma.SeverityWarn:
-			return 1
-		}
-		return 0
-	}
-	if rank(b) > rank(a) {
-		return b
-	}
-	return a
 }

@@ -274,7 +274,7 @@ func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, o
 			Hosts: []string{fmt.Sprintf("rank %d", r)}, Ranks: []int{r},
 			Reason: "never joined the mesh", Evidence: []string{fmt.Sprintf("no hello within %v", opt.Join)},
 		})
-		rep.Status = worse(rep.Status, erdma.SeverityFail)
+		rep.Status = erdma.Worst(rep.Status, erdma.SeverityFail)
 	}
 	if len(g.Errors) > 0 {
 		rep.Errors = append(rep.Errors, g.Errors...)

@@ -96,24 +96,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if snap.Report != nil {
 		for _, f := range snap.Report.Findings {
-			ch <- prometheus.MustNewConstMetric(c.check, prometheus.GaugeValue, SeverityValue(f.Severity), f.ID)
+			ch <- prometheus.MustNewConstMetric(c.check, prometheus.GaugeValue, float64(erdma.PromValue(f.Severity)), f.ID)
 		}
-		ch <- prometheus.MustNewConstMetric(c.status, prometheus.GaugeValue, SeverityValue(snap.Report.Status))
+		ch <- prometheus.MustNewConstMetric(c.status, prometheus.GaugeValue, float64(erdma.PromValue(snap.Report.Status)))
 	}
-}
-
-// SeverityValue maps a doctor severity to the gauge value used in metrics:
-// 0 ok, 1 warn, 2 fail, -1 skip.
-func SeverityValue(s erdma.Severity) float64 {
-	switch s {
-	case erdma.SeverityOK:
-		return 0
-	case erdma.SeverityWarn:
-		return 1
-	case erdma.SeverityFail:
-		return 2
-	}
-	return -1
 }
 
 func boolValue(b bool) float64 {

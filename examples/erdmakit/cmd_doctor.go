@@ -47,7 +47,7 @@ func newDoctorCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&f.noMetadata, "no-metadata", false, "do not ask the ECS metadata service for the instance type")
 	fl.StringVar(&f.metadataURL, "metadata-url", erdma.DefaultMetadataURL, "ECS metadata service address")
 	fl.StringVar(&f.instanceType, "instance-type", "", "instance type to check against (ecs.<family>.<size>), instead of the metadata service's")
-	fl.DurationVar(&f.interval, "interval", 2*time.Second, "time between the two hw_counters readings of the rate-limit-drops check (live host; 0: one reading)")
+	fl.DurationVar(&f.interval, "interval", doctorDefaultInterval, "time between the two hw_counters readings of the rate-limit-drops check (live host; 0: one reading)")
 	fl.BoolVar(&f.skipTools, "skip-tools", false, "do not look for eadm and the other tools on PATH")
 	return c
 }
@@ -80,25 +80,14 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 		return &exitError{code: ExitUnknown, err: err}
 	}
 	defer closer.Close()
-	inv, err := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{SkipTools: f.skipTools})
+	rep, err := doctorReport(ctx, h, f, flagInstance, func(inv *erdma.Inventory) {
+		if format == "table" && render.IsTerminal(g.stderr) && hasERDMA(inv) && h.Live() && f.interval > 0 {
+			fmt.Fprintf(g.stderr, "reading hw_counters twice, %s apart...\n", f.interval)
+		}
+	})
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}
 	}
-
-	opt := erdma.DoctorOptions{}
-	inst, instErr := doctorInstance(ctx, h, f, flagInstance)
-	erdma.SetInstance(inv, inst)
-	opt.InstanceError = instErr
-	if h.Live() && f.interval > 0 {
-		opt.Interval = f.interval
-		opt.Counters = erdma.CounterSourceFunc(func(_ context.Context, dev string, port int) (map[string]uint64, error) {
-			return erdma.ReadCounters(h, dev, port)
-		})
-		if format == "table" && render.IsTerminal(g.stderr) && hasERDMA(inv) {
-			fmt.Fprintf(g.stderr, "reading hw_counters twice, %s apart...\n", f.interval)
-		}
-	}
-	rep := erdma.Diagnose(ctx, inv, opt)
 
 	switch format {
 	case "json":
@@ -215,3 +204,7 @@ func printDoctor(w io.Writer, rep *erdma.Report, color, verbose bool) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// doctorDefaultInterval is the time between the two counter readings of the
+// rate-limit-drops check on a live host.
+const doctorDefaultInterval = 2 * time.Second

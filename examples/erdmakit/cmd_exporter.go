@@ -80,7 +80,7 @@ func hostSnapshot(h erdma.Host, doctor bool, ttl time.Duration) monitor.Snapshot
 		}
 		inv.Tools = tools
 		mu.Unlock()
-		snap.Report = exporterDiagnose(ctx, inv)
+		snap.Report = exporterDiagnose(ctx, h, inv)
 		return snap, nil
 	}
 }
