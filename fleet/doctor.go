@@ -65,6 +65,15 @@ type SeverityGroup struct {
 func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 	fr := &FleetReport{Status: erdma.SeverityOK, Size: size, ByStatus: map[string][]string{}}
 	sort.Slice(reports, func(i, j int) bool { return reports[i].Rank < reports[j].Rank })
+	names := make([]string, len(reports))
+	ranks := make([]int, len(reports))
+	for i, r := range reports {
+		names[i], ranks[i] = r.Host, r.Rank
+	}
+	uniqueNames(names, ranks)
+	for i := range reports {
+		reports[i].Host = names[i]
+	}
 	type cell struct {
 		sev     erdma.Severity
 		summary string
@@ -88,7 +97,7 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 					byCheck[f.ID] = map[string]cell{}
 					order = append(order, f.ID)
 				}
-				byCheck[f.ID][hostKey(r)] = cell{f.Severity, f.Summary}
+				byCheck[f.ID][r.Host] = cell{f.Severity, f.Summary}
 				if f.Severity == erdma.SeverityWarn || f.Severity == erdma.SeverityFail {
 					hs.Problems = append(hs.Problems, f.ID)
 				}
@@ -140,15 +149,6 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 		fr.Differences = append(fr.Differences, d)
 	}
 	return fr
-}
-
-// hostKey names a host in the report: its hostname, or its rank when two
-// ranks run on one host (several ranks per node).
-func hostKey(r HostReport) string {
-	if r.Host == "" {
-		return fmt.Sprintf("rank %d", r.Rank)
-	}
-	return r.Host
 }
 
 // DoctorFunc runs the doctor on the local host.

@@ -96,3 +96,50 @@ func TestBwMeshUnderMPIRun(t *testing.T) {
 	assert.Empty(t, rep.DeadHosts)
 	assert.Equal(t, "fail", string(rep.Status))
 }
+
+// TestFleetDoctorUnderMPIRun runs `fleet doctor` as 4 real processes under
+// mpirun, each rank reading a different recorded host (MPMD app contexts):
+// rank 0 gathers one report in which the host without nvidia_peermem and the
+// host with mismatched MTUs stand out.
+func TestFleetDoctorUnderMPIRun(t *testing.T) {
+	mpirun := requireMPIRun(t)
+	bin := buildCLI(t)
+	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	args := mpirunArgs()
+	for i, host := range []string{"ebmgn8is-healthy", "no-peermem", "ebmgn8is-healthy", "mtu-mismatch"} {
+		if i > 0 {
+			args = append(args, ":")
+		}
+		root, err := filepath.Abs(hostDir(host))
+		require.NoError(t, err)
+		args = append(args, "-np", "1", bin, "fleet", "doctor", "--rendezvous", rdv, "--root", root, "--json", "--join-timeout", "60s")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mpirun, args...)
+	cmd.Dir = t.TempDir()
+	var stderr bytesBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if err != nil && !(errorsAs(err, &ee) && ee.ExitCode() == ExitFail) {
+		t.Fatalf("mpirun: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	var rep fleet.FleetReport
+	require.NoError(t, json.Unmarshal(out, &rep), "stdout:\n%s\nstderr:\n%s", out, stderr.String())
+	assert.Equal(t, "fail", string(rep.Status))
+	assert.Equal(t, 4, rep.Size)
+	require.Len(t, rep.Hosts, 4)
+	assert.Equal(t, "ok", rep.Hosts[0].Status)
+	assert.Equal(t, "fail", rep.Hosts[1].Status)
+	assert.Contains(t, rep.Hosts[1].Problems, "gdr-peermem")
+	assert.Contains(t, rep.Hosts[3].Problems, "mtu")
+	diffs := map[string]fleet.Difference{}
+	for _, d := range rep.Differences {
+		diffs[d.ID] = d
+	}
+	require.Contains(t, diffs, "gdr-peermem")
+	assert.Equal(t, []string{rep.Hosts[1].Host}, diffs["gdr-peermem"].Groups[0].Hosts, "the one host without peermem comes first")
+	require.Contains(t, diffs, "mtu")
+	assert.Equal(t, []string{rep.Hosts[3].Host}, diffs["mtu"].Groups[0].Hosts)
+}
