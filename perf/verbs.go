@@ -148,7 +148,13 @@ type verbsSession struct {
 	seq    []uint64 // writes posted per QP
 	done   []uint64 // writes completed per QP
 	wcs    []ibverbs.WC
+	empty  int // consecutive empty polls
 }
+
+// yieldEvery: after this many empty polls in a row, Poll yields the CPU
+// once (see osYield); an idle hardware CQ costs one short syscall per
+// yieldEvery polls.
+const yieldEvery = 32
 
 func (s *verbsSession) Local() []Endpoint { return s.local }
 func (s *verbsSession) CMAddr() string    { return "" }
@@ -190,6 +196,13 @@ func (s *verbsSession) PostWrites(qp, n, size, every int) error {
 func (s *verbsSession) Poll(c []Completion) (int, error) {
 	wcs := s.wcs[:min(len(c), len(s.wcs))]
 	n, err := s.cq.Poll(wcs)
+	if n == 0 && err == nil {
+		if s.empty++; s.empty%yieldEvery == 0 {
+			osYield()
+		}
+		return 0, nil
+	}
+	s.empty = 0
 	for i := range n {
 		wc := &wcs[i]
 		qp := int(wc.WRID >> wridShift)
