@@ -154,7 +154,7 @@ type verbsSession struct {
 // yieldEvery: after this many empty polls in a row, Poll yields the CPU
 // once (see osYield); an idle hardware CQ costs one short syscall per
 // yieldEvery polls.
-const yieldEvery = 32
+const yieldEvery = 4
 
 func (s *verbsSession) Local() []Endpoint { return s.local }
 func (s *verbsSession) CMAddr() string    { return "" }
