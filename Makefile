@@ -29,8 +29,11 @@ test: deps vet unit lab
 unit:
 	$(GO) test $(GOFLAGS) -count=1 ./...
 
-lab:
-	@echo "lab: not yet"
+# The RDMA lab: every lab test (build tag `lab`) in Soft-RoCE under qemu; see internal/lab.
+# LAB_FLAGS, e.g. LAB_FLAGS='-pkg ./ibverbs -run TestLabQP -v'.
+LAB_FLAGS ?=
+lab: deps
+	$(GO) run ./internal/lab/cmd/labrun $(LAB_FLAGS)
 
 # Go benchmarks, then the side-by-side figure in the lab: erdmakit's write
 # loop against ib_write_bw on the lab's rxe0 (perf/internal/bwbench).

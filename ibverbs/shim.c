@@ -456,10 +456,10 @@ int ek_connect(ek_qp *q, ek_conn *c, int *stage)
 }
 
 int ek_post_writes(ek_qp *q, uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
-		   uint32_t size, int n, int every, uint64_t wrid, int inl, int *posted)
+		   uint32_t size, int n, int every, uint64_t wrid, int inl)
 {
 	struct ibv_send_wr *bad = NULL;
-	*posted = 0;
+	q->last_posted = 0;
 	if (n <= 0)
 		return 0;
 	if (n > q->cap)
@@ -485,10 +485,9 @@ int ek_post_writes(ek_qp *q, uint64_t laddr, uint32_t lkey, uint64_t raddr, uint
 	}
 	int rc = ibv_post_send(q->qp, q->wrs, &bad);
 	if (rc) {
-		*posted = bad ? (int)(bad - q->wrs) : 0;
+		q->last_posted = bad ? (int)(bad - q->wrs) : 0;
 		return rc;
 	}
-	*posted = n;
 	return 0;
 }
 

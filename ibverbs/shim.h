@@ -57,6 +57,7 @@ typedef struct ek_qp {
 	struct ibv_send_wr *wrs;
 	struct ibv_sge *sges;
 	int cap;
+	int last_posted; // WRs of the last failed post list that were posted
 	ek_qp_caps caps; // as granted
 } ek_qp;
 
@@ -80,8 +81,11 @@ int ek_modify_init(ek_qp *q, ek_conn *c);
 int ek_connect(ek_qp *q, ek_conn *c, int *stage);
 int ek_qp_state(ek_qp *q, int *state);
 
+// ek_post_writes returns 0 or an errno; on failure q->last_posted says how
+// many WRs of the list were posted. (No out-pointer: a Go pointer passed to
+// C escapes to the heap, and the data path must not allocate.)
 int ek_post_writes(ek_qp *q, uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
-		   uint32_t size, int n, int every, uint64_t wrid, int inl, int *posted);
+		   uint32_t size, int n, int every, uint64_t wrid, int inl);
 int ek_post_send(ek_qp *q, uint64_t laddr, uint32_t lkey, uint32_t size, uint64_t wrid);
 int ek_post_recv(ek_qp *q, uint64_t laddr, uint32_t lkey, uint32_t size, uint64_t wrid);
 

@@ -142,6 +142,9 @@ func (qp *QP) Port() int { return 0 }
 // GIDIndex is the source GID index the QP uses.
 func (qp *QP) GIDIndex() int { return 0 }
 
+// MaxSendWR is the send queue depth, the longest list PostWrites takes.
+func (qp *QP) MaxSendWR() int { return 0 }
+
 // Endpoint is this QP's address for the peer.
 func (qp *QP) Endpoint() (Endpoint, error) { return Endpoint{}, ErrNotSupported }
 

@@ -894,13 +894,12 @@ func (qp *QP) PostWrites(w Writes) error {
 	if w.Inline {
 		inl = 1
 	}
-	var posted C.int
 	rc := C.ek_post_writes(qp.q, C.uint64_t(w.MR.addr+w.Offset), C.uint32_t(w.MR.lkey),
 		C.uint64_t(w.RemoteAddr), C.uint32_t(w.RKey), C.uint32_t(w.Size), C.int(w.Count),
-		C.int(w.SignalEvery), C.uint64_t(w.WRID), inl, &posted)
+		C.int(w.SignalEvery), C.uint64_t(w.WRID), inl)
 	if rc != 0 {
 		e := qp.pd.ctx.fail("ibv_post_send", rc).(*Error)
-		e.Hint = fmt.Sprintf("%d of %d WRITEs posted; the send queue may be full (poll more often)", int(posted), w.Count)
+		e.Hint = fmt.Sprintf("%d of %d WRITEs posted; the send queue may be full (poll more often)", int(qp.q.last_posted), w.Count)
 		return e
 	}
 	return nil

@@ -7,6 +7,14 @@
 //	go run ./internal/lab/cmd/labrun -pkg ./ibverbs -run 'TestLabQP'
 //	go run ./internal/lab/cmd/labrun -shell 'ibv_devinfo -v; rdma res show'
 //	go run ./internal/lab/cmd/labrun -shell2 'hostname; ip -4 addr'   # on both VMs
+//	go run ./internal/lab/cmd/labrun -record testdata/hosts/lab-rxe   # re-record the fixture
+//	make lab LAB_FLAGS='-pkg ./perf -bench BenchmarkLab -v'
+//
+// Other flags: -v echoes the consoles and every test's output, -json prints
+// the summary as JSON, -work DIR keeps binaries, scripts and logs there,
+// -timeout bounds each test binary (default 240s), -seq boots the two-VM
+// pair after the one-VM run instead of alongside it, -bench PATTERN also
+// runs benchmarks (one-VM run only).
 //
 // # The guest
 //
@@ -37,6 +45,10 @@
 //   - Bound everything: each binary runs under `timeout` (default 240 s, the
 //     runner's -timeout) and with -test.timeout; a test that can hang (a peer
 //     that never answers) must use its own shorter deadline.
+//   - Helpers in labtest: ResourcesOf (`rdma res show` counts for leak
+//     checks), WaitTCPListen (a perftest/TCP server is listening: from
+//     /proc/net/tcp, no connection made), WaitCMListen (an rdma_cm listener:
+//     `rdma res show cm_id`), Listen/Dial/Deadline for two-VM tests.
 //   - Tests run as root in the guest; do not unload modules or delete rxe0.
 //     `rdma res show` counts resources per device: to check for leaks compare
 //     counts before/after within one test (other tests of the same binary run
@@ -86,7 +98,10 @@
 // skipped lab test inside the lab is reported as SKIP and, under CI=true,
 // counts as a failure (the lab exists so that these tests do run).
 //
-// With CI=true the runner fails (exit 2, with the reason) when qemu, the
-// kernel, its modules or busybox are missing or the guest does not come up;
-// outside CI it says why and exits 0 without running anything.
+// Exit status of labrun: 0 all passed; 1 a test failed; 2 the lab could not
+// build or boot. With CI=true the runner fails (exit 2, with the reason) when
+// qemu, the kernel, its modules or busybox are missing or the guest does not
+// come up; outside CI it says why ("labrun: SKIP: ...") and exits 0 without
+// running anything. The one-VM run and the two-VM pair boot at the same time
+// by default (three VMs, 1 vCPU and 1 GiB each).
 package lab

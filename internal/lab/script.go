@@ -55,9 +55,9 @@ gidx=
 i=0
 while [ -z "$gidx" ]; do
 	if [ "$(cat $port/state 2>/dev/null)" = "4: ACTIVE" ]; then
-		for f in $port/gids/*; do
+		for f in $(grep -l -x "$want" $port/gids/* 2>/dev/null); do
 			n=${f##*/}
-			if [ "$(cat $f 2>/dev/null)" = "$want" ] && [ "$(cat $port/gid_attrs/types/$n 2>/dev/null)" = "RoCE v2" ]; then
+			if [ "$(cat $port/gid_attrs/types/$n 2>/dev/null)" = "RoCE v2" ]; then
 				gidx=$n
 				break
 			fi
@@ -104,7 +104,7 @@ func shQuote(s string) string {
 	if s == "" {
 		return "''"
 	}
-	if strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,+@%^") == "" {
+	if strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,+@%") == "" {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -73,6 +73,9 @@ func ExtractTreeTar(r io.Reader, dir string) error {
 			return fmt.Errorf("untar: %q leaves the destination", h.Name)
 		}
 		to := filepath.Join(dir, name)
+		if err := insideDir(dir, filepath.Dir(to)); err != nil {
+			return fmt.Errorf("untar: %s: %w", h.Name, err)
+		}
 		switch h.Typeflag {
 		case tar.TypeDir:
 			err = os.MkdirAll(to, 0o755)
@@ -96,6 +99,28 @@ func ExtractTreeTar(r io.Reader, dir string) error {
 		}
 		if err != nil {
 			return fmt.Errorf("untar: %w", err)
+		}
+	}
+}
+
+// insideDir checks that p, once the symlinks already extracted are
+// followed, is still under dir (a link entry followed by a file "through" it
+// must not write elsewhere). Parts of p that do not exist yet are fine.
+func insideDir(dir, p string) error {
+	base, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return err
+	}
+	for q := p; ; q = filepath.Dir(q) {
+		r, err := filepath.EvalSymlinks(q)
+		if err == nil {
+			if r != base && !strings.HasPrefix(r, base+string(filepath.Separator)) {
+				return fmt.Errorf("leads outside the destination (to %s)", r)
+			}
+			return nil
+		}
+		if q == dir || q == filepath.Dir(q) {
+			return nil
 		}
 	}
 }

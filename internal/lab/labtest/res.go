@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/erdmakit/erdmakit/internal/execx"
 )
@@ -73,4 +75,47 @@ func ResourcesOf(ctx context.Context, dev string) (Resources, error) {
 		return nil, fmt.Errorf("rdma res show: no line for %s in %q", dev, strings.TrimSpace(string(b)))
 	}
 	return res, nil
+}
+
+// WaitTCPListen waits until something in this VM listens on TCP port (any
+// address; read from /proc/net/tcp{,6}, so no connection is made), e.g. a
+// perftest server before its client starts.
+func WaitTCPListen(ctx context.Context, port int) error {
+	want := fmt.Sprintf(":%04X", port)
+	for {
+		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+			b, _ := os.ReadFile(f)
+			for _, line := range strings.Split(string(b), "\n") {
+				fs := strings.Fields(line)
+				if len(fs) > 3 && strings.HasSuffix(fs[1], want) && fs[3] == "0A" {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("nothing listens on TCP port %d: %w", port, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// WaitCMListen waits until an rdma_cm listener is bound to port: `rdma res
+// show cm_id` shows "state LISTEN ... src-addr <ip>:<port>" (an rdma_cm
+// server, e.g. perftest -R, listens on a cm_id, not a TCP socket).
+func WaitCMListen(ctx context.Context, port int) error {
+	want := fmt.Sprintf(":%d", port)
+	for {
+		out, _ := execx.Output(ctx, "rdma", "res", "show", "cm_id")
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, "state LISTEN") && strings.Contains(line, "src-addr ") && strings.HasSuffix(strings.TrimSpace(line), want) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no rdma_cm listener on port %d: %w", port, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

@@ -56,6 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	kernel := fs.String("kernel", "", "kernel version to boot (default: the installed linux-image)")
 	verbose := fs.Bool("v", false, "echo the guests' consoles and print every test's output")
 	jsonOut := fs.Bool("json", false, "print the summary as JSON")
+	seq := fs.Bool("seq", false, "boot the two-VM pair after the one-VM run instead of alongside it")
 	root := fs.String("C", ".", "module root (the checkout)")
 	record := fs.String("record", "", "record the guest's rxe host tree into this dir (replaced) instead of testing")
 	if err := fs.Parse(args); err != nil {
@@ -74,10 +75,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	o := lab.Options{
 		ModuleRoot: abs, Packages: pkgs, Run: *runPat, Bench: *bench, Timeout: *timeout,
-		WorkDir: *work, Kernel: *kernel, Progress: stderr, Strict: labtest.InCI(), CI: os.Getenv("CI"),
+		WorkDir: *work, Kernel: *kernel, Sequential: *seq, Progress: stderr, Strict: labtest.InCI(), CI: os.Getenv("CI"),
 	}
 	if *verbose {
 		o.Console = stderr
+	}
+	if *work == "" {
+		// A temp work dir: removed after -shell/-record and after a run that
+		// passed; kept (and named) when something failed.
+		d, err := os.MkdirTemp("", "erdmakit-lab-")
+		if err != nil {
+			fmt.Fprintln(stderr, "labrun:", err)
+			return 2
+		}
+		o.WorkDir = d
+	}
+	cleanup := func() {
+		if *work == "" {
+			os.RemoveAll(o.WorkDir)
+		}
 	}
 	unavailable := func(err error) int {
 		if errors.Is(err, lab.ErrUnavailable) && !labtest.InCI() {
@@ -92,6 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err == nil {
 			err = lab.RecordHost(ctx, o, dst)
 		}
+		cleanup()
 		if err != nil {
 			fmt.Fprintln(stderr, "labrun: record:", err)
 			return 2
@@ -105,6 +122,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			cmd, pair = *shell2, true
 		}
 		code, err := lab.Shell(ctx, o, cmd, pair, stdout)
+		cleanup()
 		if err != nil {
 			if c := unavailable(err); c != 0 {
 				return c
@@ -113,6 +131,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	sum, err := lab.Run(ctx, o)
+	if sum == nil {
+		cleanup() // nothing ran: nothing to keep
+	}
 	if sum != nil {
 		if *jsonOut {
 			if err := json.NewEncoder(stdout).Encode(sum); err != nil {
@@ -132,8 +153,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "labrun: FAIL (logs kept in %s)\n", sum.WorkDir)
 		return 1
 	}
-	if *work == "" {
-		os.RemoveAll(sum.WorkDir)
-	}
+	cleanup()
 	return 0
 }

@@ -1,0 +1,170 @@
+package ibverbs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/erdmakit/erdmakit/ibverbs"
+)
+
+// Listing devices works on any host: without the RDMA stack the error is
+// ErrNotInstalled, which a health checker reports as a finding.
+func ExampleDevices() {
+	devs, err := ibverbs.Devices()
+	if errors.Is(err, ibverbs.ErrNotInstalled) || errors.Is(err, ibverbs.ErrNotSupported) {
+		fmt.Println("no RDMA stack:", err)
+		return
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, d := range devs {
+		fmt.Println(d.Name, d.GUID, d.Transport, ibverbs.MethodFor(d.Transport))
+	}
+}
+
+// A Loader pointing at a library that is not there gives ErrNotInstalled,
+// never a loader crash.
+func ExampleLoader() {
+	_, err := ibverbs.Loader{Verbs: "libibverbs-not-here.so.1"}.Load()
+	fmt.Println(errors.Is(err, ibverbs.ErrNotInstalled) || errors.Is(err, ibverbs.ErrNotSupported))
+	// Output: true
+}
+
+// Query a device, its first port and the GID the QPs will use.
+func ExampleOpen() {
+	c, err := ibverbs.Open("erdma_0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	attr, err := c.QueryDevice()
+	if err != nil {
+		log.Fatal(err)
+	}
+	port, err := c.QueryPort(1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s vendor 0x%x part %d fw %q: port 1 %s, active MTU %s, %s\n",
+		c.Name(), attr.VendorID, attr.VendorPartID, attr.FWVer, port.State, port.ActiveMTU, port.LinkLayer)
+	gids, err := c.GIDs(1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, g := range gids {
+		fmt.Println(g.Index, g.GID, g.Type)
+	}
+}
+
+// The out-of-band path: create the resources, send Endpoint to the peer
+// (over TCP, say), connect to the peer's, then write into its buffer with
+// chained post lists and poll completions in batches.
+func ExampleQP_Connect() {
+	c, err := ibverbs.Open("erdma_0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	pd, err := c.AllocPD()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pd.Close()
+	cq, err := c.CreateCQ(256)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cq.Close()
+	buf, err := ibverbs.NewBuffer(1 << 20)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer buf.Close()
+	mr, err := pd.RegMR(buf, ibverbs.AccessRemoteWrite)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer mr.Close()
+	qp, err := pd.CreateQP(cq, ibverbs.QPConfig{MaxSendWR: 128})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer qp.Close()
+
+	local, err := qp.Endpoint()
+	if err != nil {
+		log.Fatal(err)
+	}
+	wire, _ := local.WithMR(mr).MarshalBinary()
+	_ = wire // ... send wire to the peer, receive its bytes ...
+	var remote ibverbs.Endpoint
+	if err := remote.UnmarshalBinary(wire); err != nil {
+		log.Fatal(err)
+	}
+	if err := qp.Connect(remote); err != nil {
+		log.Fatal(err)
+	}
+	w := ibverbs.Writes{MR: mr, RemoteAddr: remote.Addr, RKey: remote.RKey, Size: 65536, Count: 64, SignalEvery: 16}
+	if err := qp.PostWrites(w); err != nil {
+		log.Fatal(err)
+	}
+	wcs := make([]ibverbs.WC, 16)
+	for done := 0; done < w.Signalled(); {
+		n, err := cq.Poll(wcs)
+		if err != nil {
+			log.Fatal(err) // a *ibverbs.WCError names the status
+		}
+		done += n
+	}
+}
+
+// The rdma_cm path (required on iWARP devices): resolve, create the QP on
+// the connection's device, connect with the Endpoint as private data.
+func ExampleDialCM() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := ibverbs.DialCM(ctx, "10.0.9.1:7471", ibverbs.CMConfig{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close()
+	dev := conn.Context()
+	pd, err := dev.AllocPD()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pd.Close()
+	cq, err := dev.CreateCQ(64)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cq.Close()
+	qp, err := conn.CreateQP(pd, cq, ibverbs.QPConfig{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer qp.Close()
+	local, err := qp.Endpoint()
+	if err != nil {
+		log.Fatal(err)
+	}
+	remote, err := conn.Connect(ctx, local)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("connected to qp %d; may write %d bytes at 0x%x\n", remote.QPN, remote.Len, remote.Addr)
+}
+
+func ExampleEndpoint_MarshalBinary() {
+	gid, _ := ibverbs.ParseGID("0000:0000:0000:0000:0000:ffff:0a00:0901")
+	b, _ := ibverbs.Endpoint{QPN: 17, PSN: 1, GID: gid, MTU: ibverbs.MTU1024}.MarshalBinary()
+	var e ibverbs.Endpoint
+	_ = e.UnmarshalBinary(b)
+	ip, _ := e.GID.IPv4()
+	fmt.Println(len(b), e.QPN, ip, e.MTU)
+	// Output: 52 17 10.0.9.1 1024 (3)
+}
