@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -14,10 +15,35 @@ import (
 // Suite is one package with lab tests: test files with the build tag `lab`
 // that declare TestLab... functions.
 type Suite struct {
-	Dir    string // relative to the module root, slash-separated: "ibverbs", "internal/lab"
-	Single bool   // has TestLab... functions that are not TestLab2Host...
-	Pair   bool   // has TestLab2Host... functions
-	Bench  bool   // has BenchmarkLab... functions
+	Dir    string   // relative to the module root, slash-separated: "ibverbs", "internal/lab"
+	Single bool     // has TestLab... functions that are not TestLab2Host...
+	Pair   bool     // has TestLab2Host... functions
+	Bench  bool     // has BenchmarkLab... functions
+	Tests  []string // the TestLab... function names, in file order
+}
+
+// Matching returns the suite's one-VM and two-VM test names that a -run
+// pattern selects at the top level (its first slash-separated element, as
+// `go test` does); an empty pattern selects all.
+func (s Suite) Matching(pattern string) (single, pair []string, err error) {
+	var re *regexp.Regexp
+	if pattern != "" {
+		first := strings.SplitN(pattern, "/", 2)[0]
+		if re, err = regexp.Compile(first); err != nil {
+			return nil, nil, fmt.Errorf("-run %q: %w", pattern, err)
+		}
+	}
+	for _, t := range s.Tests {
+		if re != nil && !re.MatchString(t) {
+			continue
+		}
+		if strings.HasPrefix(t, "TestLab2Host") {
+			pair = append(pair, t)
+		} else {
+			single = append(single, t)
+		}
+	}
+	return single, pair, nil
 }
 
 // ID is the suite's name in markers, logs and binaries: "internal_lab".
@@ -46,11 +72,11 @@ func Discover(root string) ([]Suite, error) {
 		if !strings.HasSuffix(name, "_test.go") {
 			return nil
 		}
-		single, pair, bench, err := scanTestFile(path)
+		tests, bench, err := scanTestFile(path)
 		if err != nil {
 			return err
 		}
-		if !single && !pair && !bench {
+		if len(tests) == 0 && !bench {
 			return nil
 		}
 		rel, err := filepath.Rel(root, filepath.Dir(path))
@@ -63,8 +89,14 @@ func Discover(root string) ([]Suite, error) {
 			s = &Suite{Dir: rel}
 			byDir[rel] = s
 		}
-		s.Single = s.Single || single
-		s.Pair = s.Pair || pair
+		for _, t := range tests {
+			if strings.HasPrefix(t, "TestLab2Host") {
+				s.Pair = true
+			} else {
+				s.Single = true
+			}
+		}
+		s.Tests = append(s.Tests, tests...)
 		s.Bench = s.Bench || bench
 		return nil
 	})
@@ -79,12 +111,12 @@ func Discover(root string) ([]Suite, error) {
 	return out, nil
 }
 
-// scanTestFile reports whether a Go test file is built only with the lab tag
-// and which kinds of lab functions it declares.
-func scanTestFile(path string) (single, pair, bench bool, err error) {
+// scanTestFile reports, for a Go test file built only with the lab tag,
+// its TestLab... function names and whether it declares BenchmarkLab...
+func scanTestFile(path string) (tests []string, bench bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return false, false, false, err
+		return nil, false, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -97,29 +129,30 @@ func scanTestFile(path string) (single, pair, bench bool, err error) {
 			if strings.HasPrefix(line, "package ") {
 				header = false
 				if !tagged {
-					return false, false, false, nil
+					return nil, false, nil
 				}
 				continue
 			}
 			if constraint.IsGoBuild(line) {
 				expr, perr := constraint.Parse(line)
 				if perr != nil {
-					return false, false, false, fmt.Errorf("%s: %w", path, perr)
+					return nil, false, fmt.Errorf("%s: %w", path, perr)
 				}
 				tagged = needsLab(expr)
 			}
 			continue
 		}
 		switch {
-		case strings.HasPrefix(line, "func TestLab2Host"):
-			pair = true
 		case strings.HasPrefix(line, "func TestLab"):
-			single = true
+			name := strings.TrimPrefix(line, "func ")
+			if i := strings.IndexByte(name, '('); i > 0 {
+				tests = append(tests, name[:i])
+			}
 		case strings.HasPrefix(line, "func BenchmarkLab"):
 			bench = true
 		}
 	}
-	return single, pair, bench, sc.Err()
+	return tests, bench, sc.Err()
 }
 
 // needsLab reports whether expr holds with the lab tag and not without it.

@@ -63,8 +63,13 @@
 //	ERDMAKIT_LAB_IP=10.0.9.1       this VM's IPv4 on eth0 (/24); b has 10.0.9.2
 //	ERDMAKIT_LAB_PEER=10.0.9.2     the other VM's IPv4 (two-VM runs only)
 //	ERDMAKIT_LAB_GID_INDEX=1       index of rxe0 port 1's RoCE v2 GID for ERDMAKIT_LAB_IP
-//	ERDMAKIT_LAB_OUT=/tmp/lab/out/<role>/<pkg>  writable; copied back to the host
+//	ERDMAKIT_LAB_OUT=/tmp/lab/out/<role>/<pkg>  writable; on the host: <work>/out/<role>/<pkg>
 //	CI                             passed through from the host
+//
+// The work dir is the host side of /tmp/lab: labrun -work DIR keeps it (test
+// logs in DIR/out/<role>/<pkg>.log, files tests wrote to ERDMAKIT_LAB_OUT in
+// DIR/out/<role>/<pkg>/); without -work a temp dir is used, kept only when
+// something failed.
 //
 // In the single-VM run ERDMAKIT_LAB_IP is 10.0.9.1 and ERDMAKIT_LAB_PEER is
 // empty: a server and a client on one device talk to 10.0.9.1 (rxe loops back

@@ -3,6 +3,7 @@ package lab
 import (
 	"bufio"
 	"context"
+	"debug/elf"
 	"fmt"
 	"io"
 	"os"
@@ -41,14 +42,20 @@ func FindBusybox() (string, error) {
 	return "", fmt.Errorf("%w: no statically linked busybox (install busybox-static)", ErrUnavailable)
 }
 
-// isStatic reports whether the ELF file at p has no program interpreter.
+// isStatic reports whether the ELF file at p has no program interpreter
+// (PT_INTERP), i.e. runs before there is a root file system with ld.so.
 func isStatic(p string) bool {
-	b, err := os.ReadFile(p)
-	if err != nil || len(b) < 64 || string(b[:4]) != "\x7fELF" {
+	f, err := elf.Open(p)
+	if err != nil {
 		return false
 	}
-	return !strings.Contains(string(b[:min(len(b), 4096)]), "/lib64/ld-linux") &&
-		!strings.Contains(string(b[:min(len(b), 4096)]), "/lib/ld-linux")
+	defer f.Close()
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return true
 }
 
 // InitScript is the guest's /init: it loads the modules, mounts the host tree

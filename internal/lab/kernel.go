@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -94,9 +95,18 @@ func versionLess(a, b string) bool {
 // version) and returns the module files to insmod, dependencies first, each
 // once. Modules built into the kernel are left out.
 func ModuleOrder(ctx context.Context, version string, roots []string) ([]string, error) {
+	modprobe := "modprobe"
+	if _, err := exec.LookPath(modprobe); err != nil {
+		for _, p := range []string{"/usr/sbin/modprobe", "/sbin/modprobe"} {
+			if _, err := os.Stat(p); err == nil {
+				modprobe = p
+				break
+			}
+		}
+	}
 	var all []string
 	for _, m := range roots {
-		out, err := execx.Output(ctx, "modprobe", "-S", version, "--show-depends", m)
+		out, err := execx.Output(ctx, modprobe, "-S", version, "--show-depends", m)
 		if err != nil {
 			return nil, fmt.Errorf("%w: modprobe --show-depends %s for %s: %v", ErrUnavailable, m, version, err)
 		}

@@ -325,9 +325,21 @@ func TestDiscover(t *testing.T) {
 	suites, err := Discover(root)
 	require.NoError(t, err)
 	assert.Equal(t, []Suite{
-		{Dir: "ibverbs", Single: true, Pair: true},
-		{Dir: "perf", Pair: true, Bench: true},
+		{Dir: "ibverbs", Single: true, Pair: true, Tests: []string{"TestLabQP", "TestLab2HostWrite"}},
+		{Dir: "perf", Pair: true, Bench: true, Tests: []string{"TestLab2HostBW"}},
 	}, suites)
+	st, pt, err := suites[0].Matching("QP/oob")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"TestLabQP"}, st)
+	assert.Empty(t, pt)
+	st, pt, err = suites[0].Matching("")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"TestLabQP"}, st)
+	assert.Equal(t, []string{"TestLab2HostWrite"}, pt)
+	assert.Equal(t, "^(TestLab2HostWrite)$", pairRun(suites[0], ""))
+	assert.Equal(t, "^(TestLab2HostWrite)$/big", pairRun(suites[0], "Write/big"))
+	_, _, err = suites[0].Matching("(")
+	require.Error(t, err)
 	assert.Equal(t, "internal_lab", Suite{Dir: "internal/lab"}.ID())
 
 	sel, err := SelectSuites(suites, []string{"./perf/"})
@@ -355,6 +367,28 @@ func TestWriteSummary(t *testing.T) {
 	assert.Contains(t, text, "lab: FAIL")
 	assert.NotContains(t, text, "TestLabQP/oob", "passing subtests fold into their parent")
 	assert.True(t, s.Failed(false))
+
+	bench, err := ParseTestOutput(strings.NewReader("BenchmarkLabPostPoll/batch=16-1   \t 1000\t 900 ns/op\t 56.2 ns/msg\nPASS\n"))
+	require.NoError(t, err)
+	s = &Summary{Runs: []SuiteRun{{Suite: "ibverbs", Role: "single", Output: bench}}}
+	b.Reset()
+	WriteSummary(&b, s, true, false)
+	assert.Contains(t, b.String(), "BenchmarkLabPostPoll/batch=16-1")
+	assert.Contains(t, b.String(), "56.2 ns/msg")
+	assert.False(t, s.Failed(true), "a benchmark-only run with no tests is not a failure")
 }
 
 func fmtSscanHex(s string, v *int) (int, error) { return fmt.Sscanf(s, "%x", v) }
+
+func TestFindBusyboxIsStatic(t *testing.T) {
+	p, err := FindBusybox()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI: %v", err)
+		}
+		t.Skip(err)
+	}
+	assert.True(t, isStatic(p))
+	assert.False(t, isStatic("/bin/sh"), "a dynamically linked program")
+	assert.False(t, isStatic(filepath.Join(t.TempDir(), "missing")))
+}

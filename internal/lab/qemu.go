@@ -263,5 +263,3 @@ func listening(procNetTCP, want string) bool {
 	}
 	return false
 }
-
-func execLookPath(p string) (string, error) { return exec.LookPath(p) }

@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -71,7 +73,7 @@ func Prepare(ctx context.Context, o *Options) (*Env, error) {
 	if qemu == "" {
 		qemu = "qemu-system-x86_64"
 	}
-	if _, err := lookPath(qemu); err != nil {
+	if _, err := exec.LookPath(qemu); err != nil {
 		return nil, fmt.Errorf("%w: %s not found (install qemu-system-x86)", ErrUnavailable, qemu)
 	}
 	k, err := FindKernel("/", o.Kernel)
@@ -103,14 +105,6 @@ func Prepare(ctx context.Context, o *Options) (*Env, error) {
 	return &Env{Kernel: k, Initramfs: ir, WorkDir: work, Qemu: qemu}, nil
 }
 
-func lookPath(p string) (string, error) {
-	if strings.Contains(p, "/") {
-		_, err := os.Stat(p)
-		return p, err
-	}
-	return execLookPath(p)
-}
-
 // SuiteRun is one test binary's run in one VM.
 type SuiteRun struct {
 	Suite    string        `json:"package"`
@@ -125,7 +119,7 @@ type SuiteRun struct {
 // Failed reports whether the run counts as a failure.
 func (r SuiteRun) Failed(strict bool) bool {
 	return r.ExitCode != 0 || r.Err != "" || r.Output == nil || r.Output.Failed(strict) ||
-		(strict && len(r.Output.Tests) == 0)
+		(strict && len(r.Output.Tests) == 0 && len(r.Output.Benchmarks) == 0)
 }
 
 // Summary is a whole lab run.
@@ -201,27 +195,40 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if len(suites) == 0 {
 		return nil, fmt.Errorf("no lab tests under %s", o.ModuleRoot)
 	}
+	var single, pair []Suite
+	for _, s := range suites {
+		st, pt, err := s.Matching(o.Run)
+		if err != nil {
+			return nil, err
+		}
+		if len(st) > 0 || (o.Bench != "" && s.Bench) {
+			single = append(single, s)
+		}
+		if len(pt) > 0 {
+			pair = append(pair, s)
+		}
+	}
+	if len(single)+len(pair) == 0 {
+		return nil, fmt.Errorf("no lab test matches -run %q", o.Run)
+	}
+	var build []Suite
+	for _, s := range suites {
+		if contains(single, s.Dir) || contains(pair, s.Dir) {
+			build = append(build, s)
+		}
+	}
 	env, err := Prepare(ctx, &o)
 	if err != nil {
 		return nil, err
 	}
 	sum := &Summary{Boots: map[string]time.Duration{}, VMTime: map[string]time.Duration{}, WorkDir: env.WorkDir}
-	o.progress("building %d test binaries", len(suites))
+	o.progress("building %d test binaries", len(build))
 	b0 := time.Now()
-	if err := BuildSuites(ctx, o.ModuleRoot, filepath.Join(env.WorkDir, "bin"), suites); err != nil {
+	if err := BuildSuites(ctx, o.ModuleRoot, filepath.Join(env.WorkDir, "bin"), build); err != nil {
 		return nil, err
 	}
 	sum.BuildDur = time.Since(b0)
 
-	var single, pair []Suite
-	for _, s := range suites {
-		if s.Single {
-			single = append(single, s)
-		}
-		if s.Pair {
-			pair = append(pair, s)
-		}
-	}
 	run := o.Run
 	if run == "" {
 		run = "^TestLab"
@@ -236,7 +243,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			steps := o.testSteps(env, RoleSingleName, single, []string{"-test.run", run, "-test.skip", "^TestLab2Host"}, o.Bench)
+			steps := o.testSteps(env, RoleSingleName, single, func(Suite) []string {
+				return []string{"-test.run", run, "-test.skip", "^TestLab2Host"}
+			}, o.Bench)
 			singleBoots, singleErr = o.boot(ctx, env, []Guest{o.guest(RoleSingleName, IPA, "")}, [][]Step{steps})
 		}()
 		if o.Sequential {
@@ -247,11 +256,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run2 := "^TestLab2Host"
-			if o.Run != "" {
-				run2 = o.Run
-			}
-			args := []string{"-test.run", run2}
+			args := func(s Suite) []string { return []string{"-test.run", pairRun(s, o.Run)} }
 			sa := o.testSteps(env, "a", pair, args, "")
 			sb := o.testSteps(env, "b", pair, args, "")
 			pairBoots, pairErr = o.boot(ctx, env, []Guest{o.guest("a", IPA, IPB), o.guest("b", IPB, IPA)}, [][]Step{sa, sb})
@@ -275,12 +280,26 @@ func (o *Options) guest(role, ip, peer string) Guest {
 	return Guest{Role: role, IP: ip, Peer: peer, Device: Device, Netdev: Netdev, CI: o.CI}
 }
 
-func (o *Options) testSteps(env *Env, role string, suites []Suite, args []string, bench string) []Step {
+// pairRun is the -test.run of a suite in the two-VM run: exactly its
+// TestLab2Host tests that pattern selects, and the pattern's subtest part.
+func pairRun(s Suite, pattern string) string {
+	_, names, _ := s.Matching(pattern)
+	for i, n := range names {
+		names[i] = regexp.QuoteMeta(n)
+	}
+	run := "^(" + strings.Join(names, "|") + ")$"
+	if i := strings.IndexByte(pattern, '/'); i >= 0 {
+		run += pattern[i:]
+	}
+	return run
+}
+
+func (o *Options) testSteps(env *Env, role string, suites []Suite, args func(Suite) []string, bench string) []Step {
 	var steps []Step
 	t := o.timeout()
 	for _, s := range suites {
 		argv := []string{GuestLab + "/bin/" + s.ID() + ".test", "-test.v", "-test.timeout", fmt.Sprintf("%ds", int((t - 10*time.Second).Seconds()))}
-		argv = append(argv, args...)
+		argv = append(argv, args(s)...)
 		if bench != "" && s.Bench {
 			argv = append(argv, "-test.bench", bench, "-test.benchmem")
 		}
@@ -441,4 +460,13 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		}
 	}
 	return len(b), nil
+}
+
+func contains(suites []Suite, dir string) bool {
+	for _, s := range suites {
+		if s.Dir == dir {
+			return true
+		}
+	}
+	return false
 }

@@ -19,7 +19,7 @@ func WriteSummary(w io.Writer, s *Summary, strict, verbose bool) {
 	var details []string
 	pass, fail, skip := 0, 0, 0
 	for _, r := range s.Runs {
-		if r.Output == nil || len(r.Output.Tests) == 0 {
+		if r.Output == nil || (len(r.Output.Tests) == 0 && len(r.Output.Benchmarks) == 0) {
 			res := "FAIL"
 			if !r.Failed(strict) {
 				res = "PASS"
@@ -63,7 +63,9 @@ func WriteSummary(w io.Writer, s *Summary, strict, verbose bool) {
 			t.Add(r.Suite, r.Role, b.Name, "BENCH", strings.Join(sortedStrings(m), ", "))
 		}
 		if r.Err != "" || r.ExitCode != 0 || r.Output.Panic != "" {
-			fail++
+			if !r.Output.Failed(strict) {
+				fail++ // the binary failed without a failing test: count it once
+			}
 			details = append(details, fmt.Sprintf("--- %s [%s]: exit %d %s %s; log %s", r.Suite, r.Role, r.ExitCode, r.Err, r.Output.Panic, r.Log))
 		}
 	}

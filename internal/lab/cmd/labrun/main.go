@@ -146,6 +146,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		if sum != nil {
 			fmt.Fprintf(stderr, "labrun: logs kept in %s\n", sum.WorkDir)
+			for _, r := range sum.Runs {
+				if r.ExitCode != -1 { // tests started: the lab broke mid-run, not "unavailable"
+					fmt.Fprintf(stderr, "labrun: FAIL: %v\n", err)
+					return 2
+				}
+			}
 		}
 		return unavailable(err)
 	}
