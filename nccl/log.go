@@ -56,8 +56,7 @@ type LogSummary struct {
 	// error -12", "Cannot allocate memory"): on eRDMA hosts the cause has been
 	// a locked-memory limit too low (LimitMEMLOCK=64K); the fix is ulimit -l unlimited.
 	MemlockSuspect bool `json:"memlock_suspect,omitempty"`
-	// Lines is how many lines were read, NCCLLines how many were NCCL's.
-	Lines     int64 `json:"lines"`
+	// NCCLLines is how many lines NCCL printed (INFO, WARN, version).
 	NCCLLines int64 `json:"nccl_lines"`
 }
 
@@ -82,7 +81,7 @@ type GDR struct {
 // is found inside the line.
 func AnalyzeLog(r io.Reader) (*LogSummary, error) {
 	a := NewLogAnalyzer()
-	if err := eachBlock(r, a.block, func(line []byte) { a.Feed(line) }); err != nil {
+	if err := eachBlock(r, readBuf, a.block, func(line []byte) { a.Feed(line) }); err != nil {
 		return nil, fmt.Errorf("reading NCCL log: %w", err)
 	}
 	s := a.Summary()
@@ -95,12 +94,9 @@ func AnalyzeLog(r io.Reader) (*LogSummary, error) {
 // block analyses a run of whole lines (each ending in '\n', except the last
 // at the end of the input). Like grep, it searches the block for what NCCL
 // prints ("NCCL ", "NET/") and only then finds that line's bounds, so lines
-// without it cost a vectorised byte search and a newline count.
+// without it cost only their share of one vectorised byte search. (Lines
+// are not counted: a count would be a second pass over every byte.)
 func (a *LogAnalyzer) block(b []byte) {
-	a.s.Lines += int64(bytes.Count(b, nl))
-	if len(b) > 0 && b[len(b)-1] != '\n' {
-		a.s.Lines++
-	}
 	for i := 0; i < len(b); {
 		j := bytes.IndexByte(b[i:], 'N')
 		if j < 0 {
@@ -150,20 +146,18 @@ func (a *LogAnalyzer) block(b []byte) {
 	}
 }
 
-var nl = []byte{'\n'}
-
 // eachBlock reads r in large blocks and calls whole with runs of complete
 // lines (the last line of the input may lack its newline). A line longer
 // than the buffer is given to long, cut to readBuf bytes, and the rest of it
 // is skipped.
-func eachBlock(r io.Reader, whole, long func([]byte)) error {
-	buf := make([]byte, readBuf)
+func eachBlock(r io.Reader, size int, whole, long func([]byte)) error {
+	buf := make([]byte, size)
 	n := 0
 	skip := false
 	for {
-		k, err := io.ReadAtLeast(r, buf[n:], 1)
+		k, err := read(r, buf[n:])
 		n += k
-		eof := err == io.EOF || err == io.ErrUnexpectedEOF
+		eof := err == io.EOF
 		if err != nil && !eof {
 			return err
 		}
@@ -200,23 +194,41 @@ func eachBlock(r io.Reader, whole, long func([]byte)) error {
 	}
 }
 
+// read reads at least one byte into p, or returns an error (io.EOF at the
+// end); a reader that keeps returning nothing gets io.ErrNoProgress.
+func read(r io.Reader, p []byte) (int, error) {
+	for range 100 {
+		n, err := r.Read(p)
+		if n > 0 {
+			if err == io.EOF {
+				err = nil // the next call returns EOF again
+			}
+			return n, err
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return 0, io.ErrNoProgress
+}
+
 // readBuf is the read buffer of the streaming parsers; a line longer than
 // this is cut to its first readBuf bytes (the rest of it is skipped).
-const readBuf = 1 << 20
+const readBuf = 256 << 10
 
 // eachLineBytes calls fn with each line of r without its line ending ("\n"
 // or "\r\n"). The slice is only valid during the call. It reads r in large
 // blocks and allocates nothing per line.
-func eachLineBytes(r io.Reader, fn func(line []byte)) error {
-	buf := make([]byte, readBuf)
+func eachLineBytes(r io.Reader, size int, fn func(line []byte)) error {
+	buf := make([]byte, size)
 	n := 0        // bytes held in buf
 	skip := false // inside an overlong line, discarding up to its end
 	eof := false
 	for !eof {
-		k, err := io.ReadAtLeast(r, buf[n:], 1)
+		k, err := read(r, buf[n:])
 		n += k
 		switch {
-		case err == io.EOF || err == io.ErrUnexpectedEOF:
+		case err == io.EOF:
 			eof = true
 		case err != nil:
 			return err
@@ -271,17 +283,29 @@ type LogAnalyzer struct {
 	// channel counts by transport; the common four without a map lookup
 	chIB, chSocket, chP2P, chSHM int
 	chOther                      map[string]*int
-	// the last NET/IB and NET/Socket "Using" lines, to skip their repeats
-	lastIBUsing, lastSockUsing []byte
+	// NET/IB and NET/Socket "Using" lines already parsed (every rank
+	// prints the same): a repeat costs one hash lookup
+	seenIB, seenSocket map[string]struct{}
+	envKeys            []string // the keys of s.Env, in the order seen
+}
+
+// seenLine reports whether line is in seen, and adds it (up to maxListed lines).
+func seenLine(seen map[string]struct{}, line []byte) bool {
+	if _, ok := seen[string(line)]; ok {
+		return true
+	}
+	if len(seen) < maxListed && len(line) <= maxTextLen {
+		seen[string(line)] = struct{}{}
+	}
+	return false
 }
 
 // NewLogAnalyzer returns an analyser with nothing seen.
 func NewLogAnalyzer() *LogAnalyzer {
-	return &LogAnalyzer{chOther: map[string]*int{}}
+	return &LogAnalyzer{chOther: map[string]*int{}, seenIB: map[string]struct{}{}, seenSocket: map[string]struct{}{}}
 }
 
 var (
-	bNCCL           = []byte("NCCL ")
 	bNET            = []byte("NET/")
 	bNCCLVersion    = []byte("NCCL version ")
 	bNCCLUnderscore = []byte("NCCL_")
@@ -289,7 +313,6 @@ var (
 	bINFO           = []byte("INFO ")
 	bWARN           = []byte("WARN ")
 	bVersion        = []byte("version ")
-	bVia            = []byte(" via ")
 	bUsingNet       = []byte("Using network ")
 	bAssigned       = []byte("Assigned NET plugin ")
 	bInitPlug       = []byte("Initialized NET plugin ")
@@ -315,7 +338,6 @@ var (
 // Feed analyses one line (without its newline); it does not keep line.
 // It reports whether the line was recognised as one NCCL printed.
 func (a *LogAnalyzer) Feed(line []byte) bool {
-	a.s.Lines++
 	return a.feed(line)
 }
 
@@ -343,7 +365,8 @@ func (a *LogAnalyzer) message(msg []byte, kind byte) {
 }
 
 // ncclMessage finds what NCCL printed in line: kind 'I' (an INFO message or a
-// bare NET/ line), 'W' (a WARN message) or 'V' (the version, msg is
+// bare NET/ line; other lines quoted without "NCCL INFO", such as a lone
+// "Using network IB", are not NCCL's), 'W' (a WARN message) or 'V' (the version, msg is
 // "2.21.5+cuda12.4"); kind 0 for other lines.
 func ncclMessage(line []byte) (msg []byte, kind byte) {
 	// One pass over the line for 'N': "NCCL " (INFO, WARN, version) or a
@@ -378,19 +401,7 @@ func ncclMessage(line []byte) (msg []byte, kind byte) {
 	if bare != nil {
 		return bare, 'I'
 	}
-	// "Using network IB" quoted alone.
-	if k := firstNonSpace(line); k < len(line) && line[k] == 'U' && bytes.HasPrefix(line[k:], bUsingNet) {
-		return bytes.TrimSpace(line[k:]), 'I'
-	}
 	return nil, 0
-}
-
-func firstNonSpace(b []byte) int {
-	i := 0
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
-		i++
-	}
-	return i
 }
 
 // version takes "2.21.5+cuda12.4" -> "2.21.5".
@@ -476,8 +487,11 @@ func (a *LogAnalyzer) net(msg []byte) {
 		a.socketUsing(msg[len(bSockUsing):])
 	case bytes.HasPrefix(msg, bPlugin):
 		a.addText(&a.s.PluginErrors, msg)
-	case bytes.Contains(msg, bGDR):
-		a.gdr(msg)
+	default:
+		// "NET/<name> : GPU Direct RDMA ..." (the plugin name may have spaces)
+		if i := bytes.IndexByte(msg, ':'); i > 0 && bytes.HasPrefix(msg[i-1:], bGDR) {
+			a.gdr(msg[i-1+len(bGDR):])
+		}
 	}
 }
 
@@ -487,11 +501,11 @@ func (a *LogAnalyzer) channel(msg []byte) {
 	if bytes.HasPrefix(msg, []byte("via ")) {
 		via = msg[len("via "):]
 	} else {
-		i := bytes.Index(msg, bVia)
+		i := bytes.Index(msg, bViaBare) // "via " is rarer to start a match than " via "
 		if i < 0 {
 			return // a ring or tree order line: "Channel 00/02 :    0   1"
 		}
-		via = msg[i+len(bVia):]
+		via = msg[i+len(bViaBare):]
 	}
 	if bytes.Contains(via, bGDRDMA) {
 		a.s.GDRDMAChannels++
@@ -547,11 +561,8 @@ func (a *LogAnalyzer) countOther(key []byte) {
 // ibUsing parses " [0]mlx5_0:1/RoCE [1]mlx5_1:1/IB/SHARP [RO]; OOB eth0:10.0.0.1<0>".
 func (a *LogAnalyzer) ibUsing(rest []byte) {
 	// Every rank prints the same line: parse each distinct one once.
-	if bytes.Equal(rest, a.lastIBUsing) {
+	if seenLine(a.seenIB, rest) {
 		return
-	}
-	if len(rest) <= maxTextLen {
-		a.lastIBUsing = append(a.lastIBUsing[:0], rest...)
 	}
 	devs := rest
 	if i := bytes.Index(rest, bOOB); i >= 0 {
@@ -622,11 +633,8 @@ func (a *LogAnalyzer) ibDevice(tok []byte) {
 
 // socketUsing parses " [0]eth0:10.106.68.39<0> [1]eth1:10.0.0.2<0>".
 func (a *LogAnalyzer) socketUsing(rest []byte) {
-	if bytes.Equal(rest, a.lastSockUsing) {
+	if seenLine(a.seenSocket, rest) {
 		return
-	}
-	if len(rest) <= maxTextLen {
-		a.lastSockUsing = append(a.lastSockUsing[:0], rest...)
 	}
 	for tok := range bytes.FieldsSeq(rest) {
 		if len(tok) < 4 || tok[0] != '[' {
@@ -663,8 +671,7 @@ func (a *LogAnalyzer) network(name []byte) {
 }
 
 // gdr parses "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'".
-func (a *LogAnalyzer) gdr(msg []byte) {
-	rest := msg[bytes.Index(msg, bGDR)+len(bGDR):]
+func (a *LogAnalyzer) gdr(rest []byte) {
 	q := bytes.IndexByte(rest, '\'')
 	if q < 0 {
 		return
@@ -686,21 +693,26 @@ func (a *LogAnalyzer) gdr(msg []byte) {
 
 // env records "NCCL_IB_HCA set to mlx5_0" and "NCCL_SHM_DISABLE set by environment to 1.".
 func (a *LogAnalyzer) env(msg []byte) {
-	if sp := bytes.IndexByte(msg, ' '); sp > 0 {
-		if _, ok := a.s.Env[string(msg[:sp])]; ok {
-			return // every rank prints it: the first value is kept
-		}
+	// The key is the first word; the separator follows it directly.
+	i := bytes.IndexByte(msg, ' ')
+	if i <= 0 || i > 64 {
+		return
 	}
+	key := msg[:i]
 	sep := bSetByEnv
-	i := bytes.Index(msg, sep)
-	if i < 0 {
-		sep = bSetTo
-		if i = bytes.Index(msg, sep); i < 0 {
+	if !bytes.HasPrefix(msg[i:], sep) {
+		if sep = bSetTo; !bytes.HasPrefix(msg[i:], sep) {
 			return
 		}
 	}
-	key := msg[:i]
-	if bytes.IndexAny(key, " \t") >= 0 || len(key) > 64 {
+	// Every rank prints the same variables and the first value is kept: a
+	// short list of the keys seen is cheaper to scan than hashing the key.
+	for _, k := range a.envKeys {
+		if k == string(key) {
+			return
+		}
+	}
+	if len(a.envKeys) >= maxListed {
 		return
 	}
 	val := bytes.TrimSpace(msg[i+len(sep):])
@@ -708,10 +720,9 @@ func (a *LogAnalyzer) env(msg []byte) {
 	if a.s.Env == nil {
 		a.s.Env = map[string]string{}
 	}
-	if _, ok := a.s.Env[string(key)]; ok || len(a.s.Env) >= maxListed {
-		return
-	}
-	a.s.Env[string(key)] = string(clip(val))
+	k := string(key)
+	a.envKeys = append(a.envKeys, k)
+	a.s.Env[k] = string(clip(val))
 }
 
 func (a *LogAnalyzer) warning(msg []byte) {

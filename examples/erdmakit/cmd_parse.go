@@ -16,5 +16,9 @@ func newParseCmd(g *globals) *cobra.Command {
 }
 
 func parseSubcommands(g *globals) []*cobra.Command {
-	return nil
+	return []*cobra.Command{
+		newParsePerftestCmd(g),
+		newParseNCCLCmd(g),
+		newParseNCCLLogCmd(g),
+	}
 }

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/nccl"
+	"github.com/spf13/cobra"
+)
+
+// newParseNCCLCmd: `erdmakit parse nccl FILE`, an nccl-tests log
+// (all_reduce_perf and friends, every format) into the test result.
+func newParseNCCLCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "nccl FILE",
+		Short: "Parse an nccl-tests log (- for stdin): rows, bus bandwidth, #wrong, failures, NCCL lines",
+		Long: "Reads nccl-tests output (old and new table formats, NCCL 1.x, rows interleaved with NCCL INFO\n" +
+			"lines and launcher noise) and prints the rows, the average bus bandwidth, out-of-bounds values and\n" +
+			"failures, plus what the NCCL lines in the same log say; --json prints the result (schema in\n" +
+			"docs/readme/parse.md). Exit 0 when the test finished with no failure, 2 on any failure, #wrong,\n" +
+			"out-of-bounds value or missing table/footer, 3 when FILE cannot be read or holds no nccl-tests output.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := openParseInput(args[0], cmd.InOrStdin())
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			defer in.Close()
+			res, err := nccl.ParseTests(in)
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: fmt.Errorf("%s: %w", args[0], err)}
+			}
+			if g.json {
+				err = render.JSON(g.stdout, res)
+			} else {
+				err = printParsedTests(g.stdout, res)
+			}
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			if !res.OK {
+				return exitCode(ExitFail)
+			}
+			return nil
+		},
+	}
+}
+
+// newParseNCCLLogCmd: `erdmakit parse nccl-log FILE`, NCCL_DEBUG=INFO output
+// into the log summary.
+func newParseNCCLLogCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "nccl-log FILE",
+		Short: "Analyse an NCCL_DEBUG=INFO log (- for stdin): network, IB devices, GDR, channel transports",
+		Long: "Streams an NCCL_DEBUG=INFO log of any size in constant memory (any line prefix: mpirun, Ray,\n" +
+			"host:pid:tid) and prints the NCCL version, the network NCCL used, its IB devices and socket\n" +
+			"interfaces, GPUDirect RDMA per HCA, the channel transports and NCCL's warnings; --json prints the\n" +
+			"summary (schema in docs/readme/parse.md). Exit 0 when the log has no NCCL WARN line, 2 when it\n" +
+			"has (NCCL prints its errors as WARN), 3 when FILE cannot be read or holds no NCCL line.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := openParseInput(args[0], cmd.InOrStdin())
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			defer in.Close()
+			s, err := nccl.AnalyzeLog(in)
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: fmt.Errorf("%s: %w", args[0], err)}
+			}
+			if g.json {
+				err = render.JSON(g.stdout, s)
+			} else {
+				err = printParsedNCCLLog(g.stdout, s)
+				if err == nil {
+					err = writeMessages(g.stdout, len(s.Warnings) == 0, nil, s.Warnings, "NCCL warnings")
+				}
+			}
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			if len(s.Warnings) > 0 {
+				return exitCode(ExitFail)
+			}
+			return nil
+		},
+	}
+}
+
+// printParsedTests writes the human form of an nccl-tests result.
+func printParsedTests(w io.Writer, r *nccl.TestResult) error {
+	head := render.NewTable("FIELD", "VALUE")
+	if r.Collective != "" {
+		head.Add("collective", r.Collective)
+	}
+	head.Add("ranks", fmt.Sprintf("%d on %d host(s)", r.Ranks, r.Hosts))
+	if r.Version != "" {
+		head.Add("nccl-tests", r.Version)
+	}
+	if r.Format != "" {
+		head.Add("format", r.Format)
+	}
+	head.Add("avg busbw", fmt.Sprintf("%g GB/s", r.AvgBusBW))
+	head.Add("out of bounds", strconv.FormatInt(r.OutOfBounds, 10))
+	if err := head.Write(w); err != nil {
+		return err
+	}
+	if len(r.Rows) > 0 {
+		t := render.NewTable("SIZE", "COUNT", "TYPE", "REDOP", "ROOT",
+			"TIME us", "ALGBW GB/s", "BUSBW GB/s", "#WRONG", "IN TIME us", "IN ALGBW", "IN BUSBW", "IN #WRONG")
+		for _, x := range r.Rows {
+			t.Add(strconv.FormatInt(x.Size, 10), strconv.FormatInt(x.Count, 10), x.Type, x.Redop, strconv.Itoa(x.Root),
+				fmt.Sprintf("%.2f", x.OutOfPlace.TimeUS), fmt.Sprintf("%.2f", x.OutOfPlace.AlgBWGB),
+				fmt.Sprintf("%.2f", x.OutOfPlace.BusBWGB), wrongText(x.OutOfPlace),
+				fmt.Sprintf("%.2f", x.InPlace.TimeUS), fmt.Sprintf("%.2f", x.InPlace.AlgBWGB),
+				fmt.Sprintf("%.2f", x.InPlace.BusBWGB), wrongText(x.InPlace))
+		}
+		if err := writeSection(w, t); err != nil {
+			return err
+		}
+	}
+	if r.NCCL != nil {
+		if _, err := io.WriteString(w, "\nNCCL lines in the log:\n"); err != nil {
+			return err
+		}
+		if err := printParsedNCCLLog(w, r.NCCL); err != nil {
+			return err
+		}
+	}
+	var warns []string
+	if r.NCCL != nil {
+		warns = r.NCCL.Warnings
+	}
+	return writeMessages(w, r.OK, r.Failures, warns, strings.Join(r.Reasons, "; "))
+}
+
+func wrongText(m nccl.Measurement) string {
+	if m.Wrong == nil {
+		return "N/A"
+	}
+	return strconv.FormatInt(*m.Wrong, 10)
+}
+
+// printParsedNCCLLog writes the human form of an NCCL log summary.
+func printParsedNCCLLog(w io.Writer, s *nccl.LogSummary) error {
+	t := render.NewTable("FIELD", "VALUE")
+	add := func(k, v string) {
+		if v != "" {
+			t.Add(k, v)
+		}
+	}
+	add("nccl version", s.NCCLVersion)
+	network := s.Network
+	if len(s.Networks) > 1 {
+		network += " (ranks disagree: " + strings.Join(s.Networks, ", ") + ")"
+	}
+	add("network", network)
+	var devs []string
+	for _, d := range s.IBDevices {
+		devs = append(devs, fmt.Sprintf("%s:%d/%s", d.Name, d.Port, d.Link))
+	}
+	add("ib devices", strings.Join(devs, " "))
+	if s.IBNoDevice {
+		add("ib", "NET/IB : No device found")
+	}
+	add("socket interfaces", strings.Join(s.SocketInterfaces, " "))
+	if s.OOBInterface != "" {
+		add("oob", s.OOBInterface+" "+s.OOBAddress)
+	}
+	add("gdr enabled", strings.Join(s.GDR.Enabled, " "))
+	add("gdr disabled", strings.Join(s.GDR.Disabled, " "))
+	var ch []string
+	for _, k := range slices.Sorted(maps.Keys(s.Channels)) {
+		ch = append(ch, fmt.Sprintf("%s=%d", k, s.Channels[k]))
+	}
+	add("channels", strings.Join(ch, " "))
+	add("gdrdma channels", strconv.Itoa(s.GDRDMAChannels))
+	add("plugins", strings.Join(s.Plugins, ", "))
+	for _, e := range s.PluginErrors {
+		add("plugin error", e)
+	}
+	if s.MemlockSuspect {
+		add("memlock", "a verbs call failed with ENOMEM: raise the locked-memory limit (ulimit -l unlimited)")
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		add("env", k+"="+s.Env[k])
+	}
+	add("nccl lines", strconv.FormatInt(s.NCCLLines, 10))
+	return t.Write(w)
+}
