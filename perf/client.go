@@ -76,10 +76,22 @@ func (c *Client) Run(ctx context.Context, sizes []int) ([]Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: connecting to the bw server: %w", c.Link.Device(), err)
 	}
+	return c.RunConn(ctx, nc, sizes)
+}
+
+// RunConn is Run over a connection the caller made (Addr is not used); it
+// closes nc.
+func (c *Client) RunConn(ctx context.Context, nc net.Conn, sizes []int) ([]Result, error) {
 	defer nc.Close()
+	if err := c.Config.Validate(); err != nil {
+		return nil, err
+	}
+	if len(sizes) == 0 {
+		sizes = []int{c.Config.Size}
+	}
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
-	oc := &conn{c: nc, step: step}
+	oc := &conn{c: nc, step: c.Config.withDefaults(0).StepTimeout}
 	var out []Result
 	for _, size := range sizes {
 		r, err := c.test(ctx, oc, c.Config.withDefaults(size))
