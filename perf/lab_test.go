@@ -119,3 +119,39 @@ func TestLab2HostBwServeRun(t *testing.T) {
 		assert.True(t, r.RX.OK)
 	}
 }
+
+func TestLabBwLoopbackRDMACM(t *testing.T) {
+	l := openLabLink(t)
+	ctx := labtest.Deadline(t)
+	before, err := labtest.ResourcesOf(ctx, l.Device())
+	require.NoError(t, err)
+	var afterFirst labtest.Resources
+	for round := range 2 {
+		results, errs := Loopback(ctx, []Link{l}, Config{QPs: 2, Iterations: 200, Method: MethodRDMACM}, []int{4096, 65536})
+		require.Empty(t, errs)
+		require.Len(t, results, 2)
+		for _, r := range results {
+			t.Logf("rdma_cm %d B: %.3f Gbit/s tx %+v rx %+v", r.Size, r.AvgGbps, r.TX, r.RX)
+			assert.Equal(t, "rdma_cm", r.Method)
+			assert.Equal(t, uint64(400), r.Messages)
+			require.NotNil(t, r.TX)
+			assert.True(t, r.TX.OK)
+		}
+		after, err := labtest.ResourcesOf(ctx, l.Device())
+		require.NoError(t, err)
+		t.Logf("round %d: resources before %v after %v", round, before, after)
+		// librdmacm opens its own device context on first use and keeps it
+		// for the life of the process: one more ctx, once. Everything else
+		// (cm_id, qp, cq, mr, pd) is back to where it was.
+		for k, v := range before {
+			if k != "ctx" {
+				assert.Equal(t, v, after[k], k)
+			}
+		}
+		if round == 0 {
+			afterFirst = after
+		} else {
+			assert.Equal(t, afterFirst, after, "a second round leaves nothing more behind")
+		}
+	}
+}

@@ -81,11 +81,11 @@ const wridShift = 40
 // Open implements Link: one PD, one CQ for every QP, one buffer registered
 // for local and remote write, cfg.QPs RC QPs.
 func (l *VerbsLink) Open(ctx context.Context, cfg OpenConfig) (_ Session, err error) {
-	if cfg.Method == MethodRDMACM {
-		return nil, fmt.Errorf("%s: %w", l.Device(), ErrRDMACMUnsupported)
-	}
 	if cfg.QPs <= 0 || cfg.BufSize <= 0 {
 		return nil, fmt.Errorf("%s: open: %d QPs, %d-byte buffer", l.Device(), cfg.QPs, cfg.BufSize)
+	}
+	if cfg.Method == MethodRDMACM {
+		return l.openCM(ctx, cfg)
 	}
 	depth := max(cfg.TxDepth, 1)
 	s := &verbsSession{link: l, cfg: cfg}
@@ -129,11 +129,6 @@ func (l *VerbsLink) Open(ctx context.Context, cfg OpenConfig) (_ Session, err er
 	s.wcs = make([]ibverbs.WC, 64)
 	return s, nil
 }
-
-// ErrRDMACMUnsupported: bw connects its queue pairs out of band only;
-// iWARP devices (eRDMA with compat_mode=N) need rdma_cm, which bw does not
-// do yet (perftest -R does).
-var ErrRDMACMUnsupported = errors.New("bw connects out of band only: rdma_cm (iWARP mode) is not supported yet; use `erdmakit perftest` (ib_write_bw -R)")
 
 type verbsSession struct {
 	link   *VerbsLink
