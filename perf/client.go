@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sort"
 	"sync"
@@ -154,7 +155,10 @@ func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, er
 	if err != nil {
 		return res, fail(fmt.Errorf("connecting QPs: %w", err))
 	}
-	before, _ := l.Counters()
+	before, cerr := l.Counters()
+	if cerr != nil {
+		slog.Warn("bw: reading counters", "device", dev, "err", cerr)
+	}
 	if err := oc.send(&Start{}); err != nil {
 		return res, fail(err)
 	}
@@ -165,7 +169,10 @@ func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, er
 	if err != nil {
 		return res, fail(err)
 	}
-	after, _ := l.Counters()
+	after, cerr := l.Counters()
+	if cerr != nil {
+		slog.Warn("bw: reading counters", "device", dev, "err", cerr)
+	}
 	delta := CounterDelta(before, after)
 	if err := oc.send(&Done{Bytes: m.Bytes, Messages: m.Messages, Elapsed: m.Elapsed, Counters: delta}); err != nil {
 		return res, fail(err)
@@ -185,12 +192,15 @@ func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, er
 // Total is every device's result at one size added up (they ran at the
 // same time).
 type Total struct {
-	Size     int     `json:"size"`
-	Devices  int     `json:"devices"`
-	Bytes    uint64  `json:"bytes"`
-	AvgGbps  float64 `json:"bw_avg_gbps"`
-	PeakGbps float64 `json:"bw_peak_gbps"`
-	Mpps     float64 `json:"msg_rate_mpps"`
+	Size     int    `json:"size"`
+	Devices  int    `json:"devices"`
+	Bytes    uint64 `json:"bytes"`
+	Messages uint64 `json:"messages"`
+	// DurationS is the longest device's measured phase.
+	DurationS float64 `json:"duration_s"`
+	AvgGbps   float64 `json:"bw_avg_gbps"`
+	PeakGbps  float64 `json:"bw_peak_gbps"`
+	Mpps      float64 `json:"msg_rate_mpps"`
 }
 
 // Report is a whole `bw` run: the public schema of `bw --json`.
@@ -220,6 +230,8 @@ func NewReport(results []Result, errs []error, expectGbps float64) *Report {
 		}
 		t.Devices++
 		t.Bytes += res.Bytes
+		t.Messages += res.Messages
+		t.DurationS = max(t.DurationS, res.DurationS)
 		t.AvgGbps += res.AvgGbps
 		t.PeakGbps += res.PeakGbps
 		t.Mpps += res.Mpps
