@@ -40,7 +40,7 @@ lab: deps
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) build -o bin/bwbench ./perf/internal/bwbench
-	$(GO) run ./internal/lab/cmd/labrun -timeout 8m -shell "$(CURDIR)/bin/bwbench -reps 3 -duration 3s"
+	$(GO) run ./internal/lab/cmd/labrun -timeout 8m -shell "$(CURDIR)/bin/bwbench -reps 5 -duration 2s"
 
 clean:
 	rm -rf bin

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sort"
 	"sync"
@@ -76,10 +77,22 @@ func (c *Client) Run(ctx context.Context, sizes []int) ([]Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: connecting to the bw server: %w", c.Link.Device(), err)
 	}
+	return c.RunConn(ctx, nc, sizes)
+}
+
+// RunConn is Run over a connection the caller made (Addr is not used); it
+// closes nc.
+func (c *Client) RunConn(ctx context.Context, nc net.Conn, sizes []int) ([]Result, error) {
 	defer nc.Close()
+	if err := c.Config.Validate(); err != nil {
+		return nil, err
+	}
+	if len(sizes) == 0 {
+		sizes = []int{c.Config.Size}
+	}
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
-	oc := &conn{c: nc, step: step}
+	oc := &conn{c: nc, step: c.Config.withDefaults(0).StepTimeout}
 	var out []Result
 	for _, size := range sizes {
 		r, err := c.test(ctx, oc, c.Config.withDefaults(size))
@@ -142,7 +155,10 @@ func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, er
 	if err != nil {
 		return res, fail(fmt.Errorf("connecting QPs: %w", err))
 	}
-	before, _ := l.Counters()
+	before, cerr := l.Counters()
+	if cerr != nil {
+		slog.Warn("bw: reading counters", "device", dev, "err", cerr)
+	}
 	if err := oc.send(&Start{}); err != nil {
 		return res, fail(err)
 	}
@@ -153,7 +169,10 @@ func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, er
 	if err != nil {
 		return res, fail(err)
 	}
-	after, _ := l.Counters()
+	after, cerr := l.Counters()
+	if cerr != nil {
+		slog.Warn("bw: reading counters", "device", dev, "err", cerr)
+	}
 	delta := CounterDelta(before, after)
 	if err := oc.send(&Done{Bytes: m.Bytes, Messages: m.Messages, Elapsed: m.Elapsed, Counters: delta}); err != nil {
 		return res, fail(err)
@@ -173,12 +192,15 @@ func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, er
 // Total is every device's result at one size added up (they ran at the
 // same time).
 type Total struct {
-	Size     int     `json:"size"`
-	Devices  int     `json:"devices"`
-	Bytes    uint64  `json:"bytes"`
-	AvgGbps  float64 `json:"bw_avg_gbps"`
-	PeakGbps float64 `json:"bw_peak_gbps"`
-	Mpps     float64 `json:"msg_rate_mpps"`
+	Size     int    `json:"size"`
+	Devices  int    `json:"devices"`
+	Bytes    uint64 `json:"bytes"`
+	Messages uint64 `json:"messages"`
+	// DurationS is the longest device's measured phase.
+	DurationS float64 `json:"duration_s"`
+	AvgGbps   float64 `json:"bw_avg_gbps"`
+	PeakGbps  float64 `json:"bw_peak_gbps"`
+	Mpps      float64 `json:"msg_rate_mpps"`
 }
 
 // Report is a whole `bw` run: the public schema of `bw --json`.
@@ -208,6 +230,8 @@ func NewReport(results []Result, errs []error, expectGbps float64) *Report {
 		}
 		t.Devices++
 		t.Bytes += res.Bytes
+		t.Messages += res.Messages
+		t.DurationS = max(t.DurationS, res.DurationS)
 		t.AvgGbps += res.AvgGbps
 		t.PeakGbps += res.PeakGbps
 		t.Mpps += res.Mpps

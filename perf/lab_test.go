@@ -80,3 +80,78 @@ func TestLabBwFailedTestReleasesResources(t *testing.T) {
 		return err == nil && assert.ObjectsAreEqual(before, after)
 	}, 5*time.Second, 100*time.Millisecond)
 }
+
+// TestLab2HostBwServeRun is `bw serve` on VM a and `bw run a` on VM b: two
+// hosts, each with its own rxe0, over the lab's Ethernet segment. Port 18610.
+func TestLab2HostBwServeRun(t *testing.T) {
+	labtest.Require2Host(t)
+	l, err := OpenVerbsLink(labtest.Device(), VerbsOptions{GIDIndex: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, l.Close()) })
+	ctx := labtest.Deadline(t)
+	const port = 18610
+	if labtest.IsServer() {
+		c := labtest.Listen(t, port)
+		var tests []ServerTest
+		srv := &Server{Links: []Link{l}, OnTest: func(st ServerTest) { tests = append(tests, st) }}
+		require.NoError(t, srv.ServeConn(ctx, c))
+		require.Len(t, tests, 2, "one test per size")
+		for _, st := range tests {
+			require.NoError(t, st.Err)
+			// The server's own device saw the writes arrive.
+			p := proveRX(st.Counters, 0, st.Client.Messages)
+			require.NotNil(t, p)
+			assert.True(t, p.OK, "%+v", p)
+		}
+		return
+	}
+	c := labtest.Dial(t, port)
+	cl := &Client{Link: l, Config: Config{QPs: 2, Iterations: 200}}
+	results, err := cl.RunConn(ctx, c, []int{4096, 65536})
+	require.NoError(t, err)
+	require.Len(t, results, 2)
+	for _, r := range results {
+		t.Logf("%d B: %.3f Gbit/s tx %+v rx %+v", r.Size, r.AvgGbps, r.TX, r.RX)
+		assert.Equal(t, uint64(400), r.Messages)
+		require.NotNil(t, r.TX)
+		assert.True(t, r.TX.OK)
+		require.NotNil(t, r.RX, "the server reports its receive counters")
+		assert.True(t, r.RX.OK)
+	}
+}
+
+func TestLabBwLoopbackRDMACM(t *testing.T) {
+	l := openLabLink(t)
+	ctx := labtest.Deadline(t)
+	before, err := labtest.ResourcesOf(ctx, l.Device())
+	require.NoError(t, err)
+	var afterFirst labtest.Resources
+	for round := range 2 {
+		results, errs := Loopback(ctx, []Link{l}, Config{QPs: 2, Iterations: 200, Method: MethodRDMACM}, []int{4096, 65536})
+		require.Empty(t, errs)
+		require.Len(t, results, 2)
+		for _, r := range results {
+			t.Logf("rdma_cm %d B: %.3f Gbit/s tx %+v rx %+v", r.Size, r.AvgGbps, r.TX, r.RX)
+			assert.Equal(t, "rdma_cm", r.Method)
+			assert.Equal(t, uint64(400), r.Messages)
+			require.NotNil(t, r.TX)
+			assert.True(t, r.TX.OK)
+		}
+		after, err := labtest.ResourcesOf(ctx, l.Device())
+		require.NoError(t, err)
+		t.Logf("round %d: resources before %v after %v", round, before, after)
+		// librdmacm opens its own device context on first use and keeps it
+		// for the life of the process: one more ctx, once. Everything else
+		// (cm_id, qp, cq, mr, pd) is back to where it was.
+		for k, v := range before {
+			if k != "ctx" {
+				assert.Equal(t, v, after[k], k)
+			}
+		}
+		if round == 0 {
+			afterFirst = after
+		} else {
+			assert.Equal(t, afterFirst, after, "a second round leaves nothing more behind")
+		}
+	}
+}

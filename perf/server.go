@@ -170,7 +170,11 @@ func (s *Server) test(ctx context.Context, c *conn, h *Hello, t *ServerTest) err
 	if err != nil {
 		return fmt.Errorf("%s: opening %d QPs: %w", l.Device(), h.QPs, err)
 	}
-	defer sess.Close()
+	defer func() {
+		if err := sess.Close(); err != nil {
+			s.log().Warn("bw server: releasing the test's resources", "device", l.Device(), "err", err)
+		}
+	}()
 	if err := c.send(&Accept{Device: l.Device(), Transport: l.Transport(), CMAddr: sess.CMAddr()}); err != nil {
 		return err
 	}

@@ -81,11 +81,11 @@ const wridShift = 40
 // Open implements Link: one PD, one CQ for every QP, one buffer registered
 // for local and remote write, cfg.QPs RC QPs.
 func (l *VerbsLink) Open(ctx context.Context, cfg OpenConfig) (_ Session, err error) {
-	if cfg.Method == MethodRDMACM {
-		return nil, fmt.Errorf("%s: %w", l.Device(), ErrRDMACMUnsupported)
-	}
 	if cfg.QPs <= 0 || cfg.BufSize <= 0 {
 		return nil, fmt.Errorf("%s: open: %d QPs, %d-byte buffer", l.Device(), cfg.QPs, cfg.BufSize)
+	}
+	if cfg.Method == MethodRDMACM {
+		return l.openCM(ctx, cfg)
 	}
 	depth := max(cfg.TxDepth, 1)
 	s := &verbsSession{link: l, cfg: cfg}
@@ -130,11 +130,6 @@ func (l *VerbsLink) Open(ctx context.Context, cfg OpenConfig) (_ Session, err er
 	return s, nil
 }
 
-// ErrRDMACMUnsupported: bw connects its queue pairs out of band only;
-// iWARP devices (eRDMA with compat_mode=N) need rdma_cm, which bw does not
-// do yet (perftest -R does).
-var ErrRDMACMUnsupported = errors.New("bw connects out of band only: rdma_cm (iWARP mode) is not supported yet; use `erdmakit perftest` (ib_write_bw -R)")
-
 type verbsSession struct {
 	link   *VerbsLink
 	cfg    OpenConfig
@@ -148,7 +143,13 @@ type verbsSession struct {
 	seq    []uint64 // writes posted per QP
 	done   []uint64 // writes completed per QP
 	wcs    []ibverbs.WC
+	empty  int // consecutive empty polls
 }
+
+// yieldEvery: after this many empty polls in a row, Poll yields the CPU
+// once (see osYield); an idle hardware CQ costs one short syscall per
+// yieldEvery polls.
+const yieldEvery = 4
 
 func (s *verbsSession) Local() []Endpoint { return s.local }
 func (s *verbsSession) CMAddr() string    { return "" }
@@ -190,6 +191,13 @@ func (s *verbsSession) PostWrites(qp, n, size, every int) error {
 func (s *verbsSession) Poll(c []Completion) (int, error) {
 	wcs := s.wcs[:min(len(c), len(s.wcs))]
 	n, err := s.cq.Poll(wcs)
+	if n == 0 && err == nil {
+		if s.empty++; s.empty%yieldEvery == 0 {
+			osYield()
+		}
+		return 0, nil
+	}
+	s.empty = 0
 	for i := range n {
 		wc := &wcs[i]
 		qp := int(wc.WRID >> wridShift)

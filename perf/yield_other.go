@@ -1,0 +1,7 @@
+//go:build !linux
+
+package perf
+
+import "runtime"
+
+func osYield() { runtime.Gosched() }
