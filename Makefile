@@ -15,9 +15,11 @@ deps:
 build: deps
 	$(GO) build $(GOFLAGS) -o $(BIN) ./examples/erdmakit
 
-# The main job: the doctor on this host.
+# The main job: the doctor on this host. Its exit code (0 ok, 1 warn, 2 fail,
+# 3 could not run) is printed, not passed to make: see `erdmakit doctor` for
+# scripting.
 run: build
-	./$(BIN) doctor
+	@./$(BIN) doctor; rc=$$?; echo; echo "erdmakit doctor exit code $$rc (0 ok, 1 warn, 2 fail, 3 could not run)"
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
