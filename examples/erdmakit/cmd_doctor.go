@@ -100,7 +100,7 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}
 	}
-	return exitCode(statusExit(rep.Status))
+	return exitCode(severityExit(rep.Status))
 }
 
 // doctorInstance decides the instance: the flag, else what a recorded host
@@ -138,17 +138,6 @@ func hasERDMA(inv *erdma.Inventory) bool {
 		}
 	}
 	return false
-}
-
-// statusExit maps a report status to the exit code.
-func statusExit(s erdma.Severity) int {
-	switch s {
-	case erdma.SeverityFail:
-		return ExitFail
-	case erdma.SeverityWarn:
-		return ExitWarn
-	}
-	return ExitOK
 }
 
 // printDoctor prints the findings as a table, then the evidence and the fix

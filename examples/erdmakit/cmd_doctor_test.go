@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,8 +67,19 @@ func TestDoctorJSON(t *testing.T) {
 	var rep erdma.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	assert.Equal(t, erdma.SeverityFail, rep.Status)
-	require.Len(t, rep.Findings, len(erdma.Checks()))
+	// Every check of the erdma doctor, plus the nvml package's GPU count and
+	// GPU<->eRDMA distance checks (the fixture has GPUs), after gdr-peermem.
+	require.Len(t, rep.Findings, len(erdma.Checks())+2)
+	ids := make([]string, len(rep.Findings))
+	for i, f := range rep.Findings {
+		ids[i] = f.ID
+	}
+	at := slices.Index(ids, "gdr-peermem")
+	require.GreaterOrEqual(t, at, 0)
+	assert.Equal(t, []string{"gpu-count", "gpu-nic-distance"}, ids[at+1:at+3])
 	require.NotNil(t, rep.Host)
+	require.NotNil(t, rep.Host.GPU, "the doctor fills the GPU facts through NVML")
+	assert.Equal(t, 8, rep.Host.GPU.Count)
 	assert.Equal(t, "ecs.ebmgn8is.32xlarge", rep.Host.Instance.Type)
 
 	code2, out2, _ := runCLI("doctor", "--format", "json", "--root", hostDir("port-down-no-ip"))

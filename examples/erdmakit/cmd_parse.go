@@ -1,6 +1,12 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"io"
+
+	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/spf13/cobra"
+)
 
 // newParseCmd groups the parsers of other tools' output: each package that
 // owns a format adds its subcommand in parseSubcommands.
@@ -22,4 +28,32 @@ func parseSubcommands(g *globals) []*cobra.Command {
 		newParseNCCLCmd(g),
 		newParseNCCLLogCmd(g),
 	}
+}
+
+// parseFile is the shape every `parse` subcommand shares: open FILE (or
+// stdin for -), parse it, print JSON or the human form, and exit 2 when the
+// parsed log shows a failure (ok false), 3 when FILE cannot be read or parsed.
+func parseFile[T any](g *globals, cmd *cobra.Command, path string,
+	parse func(io.Reader) (T, error), print func(io.Writer, T) error, ok func(T) bool) error {
+	in, err := openParseInput(path, cmd.InOrStdin())
+	if err != nil {
+		return &exitError{code: ExitUnknown, err: err}
+	}
+	defer in.Close()
+	v, err := parse(in)
+	if err != nil {
+		return &exitError{code: ExitUnknown, err: fmt.Errorf("%s: %w", path, err)}
+	}
+	if g.json {
+		err = render.JSON(g.stdout, v)
+	} else {
+		err = print(g.stdout, v)
+	}
+	if err != nil {
+		return &exitError{code: ExitUnknown, err: err}
+	}
+	if !ok(v) {
+		return exitCode(ExitFail)
+	}
+	return nil
 }

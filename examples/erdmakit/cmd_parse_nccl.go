@@ -22,31 +22,11 @@ func newParseNCCLCmd(g *globals) *cobra.Command {
 		Long: "Reads nccl-tests output (old and new table formats, NCCL 1.x, rows interleaved with NCCL INFO\n" +
 			"lines and launcher noise) and prints the rows, the average bus bandwidth, out-of-bounds values and\n" +
 			"failures, plus what the NCCL lines in the same log say; --json prints the result (schema in\n" +
-			"docs/readme/parse.md). Exit 0 when the test finished with no failure, 2 on any failure, #wrong,\n" +
+			"the README). Exit 0 when the test finished with no failure, 2 on any failure, #wrong,\n" +
 			"out-of-bounds value or missing table/footer, 3 when FILE cannot be read or holds no nccl-tests output.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := openParseInput(args[0], cmd.InOrStdin())
-			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
-			}
-			defer in.Close()
-			res, err := nccl.ParseTests(in)
-			if err != nil {
-				return &exitError{code: ExitUnknown, err: fmt.Errorf("%s: %w", args[0], err)}
-			}
-			if g.json {
-				err = render.JSON(g.stdout, res)
-			} else {
-				err = printParsedTests(g.stdout, res)
-			}
-			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
-			}
-			if !res.OK {
-				return exitCode(ExitFail)
-			}
-			return nil
+			return parseFile(g, cmd, args[0], nccl.ParseTests, printParsedTests, func(r *nccl.TestResult) bool { return r.OK })
 		},
 	}
 }
@@ -60,34 +40,17 @@ func newParseNCCLLogCmd(g *globals) *cobra.Command {
 		Long: "Streams an NCCL_DEBUG=INFO log of any size in constant memory (any line prefix: mpirun, Ray,\n" +
 			"host:pid:tid) and prints the NCCL version, the network NCCL used, its IB devices and socket\n" +
 			"interfaces, GPUDirect RDMA per HCA, the channel transports and NCCL's warnings; --json prints the\n" +
-			"summary (schema in docs/readme/parse.md). Exit 0 when the log has no NCCL WARN line, 2 when it\n" +
+			"summary (schema in the README). Exit 0 when the log has no NCCL WARN line, 2 when it\n" +
 			"has (NCCL prints its errors as WARN), 3 when FILE cannot be read or holds no NCCL line.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := openParseInput(args[0], cmd.InOrStdin())
-			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
-			}
-			defer in.Close()
-			s, err := nccl.AnalyzeLog(in)
-			if err != nil {
-				return &exitError{code: ExitUnknown, err: fmt.Errorf("%s: %w", args[0], err)}
-			}
-			if g.json {
-				err = render.JSON(g.stdout, s)
-			} else {
-				err = printParsedNCCLLog(g.stdout, s)
-				if err == nil {
-					err = writeMessages(g.stdout, len(s.Warnings) == 0, nil, s.Warnings, "NCCL warnings")
+			print := func(w io.Writer, s *nccl.LogSummary) error {
+				if err := printParsedNCCLLog(w, s); err != nil {
+					return err
 				}
+				return writeMessages(w, len(s.Warnings) == 0, nil, s.Warnings, "NCCL warnings")
 			}
-			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
-			}
-			if len(s.Warnings) > 0 {
-				return exitCode(ExitFail)
-			}
-			return nil
+			return parseFile(g, cmd, args[0], nccl.AnalyzeLog, print, func(s *nccl.LogSummary) bool { return len(s.Warnings) == 0 })
 		},
 	}
 }

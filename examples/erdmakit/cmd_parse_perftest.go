@@ -20,32 +20,12 @@ func newParsePerftestCmd(g *globals) *cobra.Command {
 		Short: "Parse an ib_write_bw (perftest) log (- for stdin): header, results in Gbit/s, errors",
 		Long: "Reads any perftest log (ib_write_bw, ib_read_bw, ib_send_bw, *_lat; server and client output\n" +
 			"interleaved in one file too) and prints the test, the device and the results with bandwidth in\n" +
-			"Gbit/s whatever unit the log used; --json prints the report (schema in docs/readme/parse.md).\n" +
+			"Gbit/s whatever unit the log used; --json prints the report (schema in the README).\n" +
 			"Exit 0 when the log shows results and no error, 2 when it shows errors or no result, 3 when\n" +
 			"FILE cannot be read or holds no perftest output.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := openParseInput(args[0], cmd.InOrStdin())
-			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
-			}
-			defer in.Close()
-			rep, err := perftest.Parse(in)
-			if err != nil {
-				return &exitError{code: ExitUnknown, err: fmt.Errorf("%s: %w", args[0], err)}
-			}
-			if g.json {
-				err = render.JSON(g.stdout, rep)
-			} else {
-				err = printParsedPerftest(g.stdout, rep)
-			}
-			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
-			}
-			if !rep.OK() {
-				return exitCode(ExitFail)
-			}
-			return nil
+			return parseFile(g, cmd, args[0], perftest.Parse, printParsedPerftest, (*perftest.Report).OK)
 		},
 	}
 }
