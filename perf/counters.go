@@ -1,47 +1,5 @@
 package perf
 
-import (
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-)
-
-// ReadCounters reads sys/class/infiniband/<dev>/ports/<port>/hw_counters
-// under root as name -> value. A device without hw_counters (older eRDMA
-// drivers, some providers) gives nil and no error; a counter file that does
-// not hold a number is an error naming it.
-func ReadCounters(root, dev string, port int) (map[string]uint64, error) {
-	dir := filepath.Join(root, "sys/class/infiniband", dev, "ports", strconv.Itoa(port), "hw_counters")
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading counters: %w", err)
-	}
-	out := make(map[string]uint64, len(ents))
-	for _, e := range ents {
-		if e.IsDir() || e.Name() == "lifespan" {
-			continue
-		}
-		p := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, fmt.Errorf("reading counter: %w", err)
-		}
-		v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("counter %s: %q is not a count", p, strings.TrimSpace(string(b)))
-		}
-		out[e.Name()] = v
-	}
-	return out, nil
-}
-
 // CounterDelta returns after - before for every counter in both (a counter
 // that went backwards, a reset, is left out).
 func CounterDelta(before, after map[string]uint64) map[string]uint64 {

@@ -1,47 +1,48 @@
 package perf
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/erdmakit/erdmakit/erdma"
 )
 
-// DefaultDevices names the devices `bw` and `perftest` test when none is
-// given: every eRDMA device under root's sys/class/infiniband (by driver
-// "erdma" or PCI vendor 0x1ded, never by name); when there is none, the only
-// RDMA device if there is exactly one (a Soft-RoCE lab).
-func DefaultDevices(root string) ([]string, error) {
-	dir := filepath.Join(root, "sys/class/infiniband")
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no RDMA devices: %s does not exist (is the RDMA driver loaded?)", dir)
+// hostAt is the erdma host whose sysfs the engine reads: this host for "/"
+// (or ""), a recorded host otherwise.
+func hostAt(root string) erdma.Host {
+	if root == "" || filepath.Clean(root) == "/" {
+		return erdma.LiveHost()
 	}
+	return erdma.RecordedHost(root)
+}
+
+// DefaultDevices names the devices `bw` and `perftest` test when none is
+// given: every eRDMA device of root (the doctor's rule: driver "erdma" or PCI
+// id 1ded:107f, never the name); when there is none, the only RDMA device if
+// there is exactly one (a Soft-RoCE lab).
+func DefaultDevices(root string) ([]string, error) {
+	devs, _, err := erdma.ReadDevices(hostAt(root))
 	if err != nil {
 		return nil, fmt.Errorf("listing RDMA devices: %w", err)
 	}
-	var all, erdma []string
-	for _, e := range ents {
-		name := e.Name()
-		all = append(all, name)
-		drv, _ := os.Readlink(filepath.Join(dir, name, "device/driver"))
-		vendor, _ := os.ReadFile(filepath.Join(dir, name, "device/vendor"))
-		if filepath.Base(drv) == "erdma" || strings.TrimSpace(string(vendor)) == "0x1ded" {
-			erdma = append(erdma, name)
+	var all, erdmaDevs []string
+	for _, d := range devs {
+		all = append(all, d.Name)
+		if d.ERDMA {
+			erdmaDevs = append(erdmaDevs, d.Name)
 		}
 	}
 	sort.Strings(all)
-	sort.Strings(erdma)
+	sort.Strings(erdmaDevs)
 	switch {
-	case len(erdma) > 0:
-		return erdma, nil
+	case len(erdmaDevs) > 0:
+		return erdmaDevs, nil
 	case len(all) == 1:
 		return all, nil
 	case len(all) == 0:
-		return nil, fmt.Errorf("no RDMA devices under %s", dir)
+		return nil, fmt.Errorf("no RDMA devices under %s (is the RDMA driver loaded?)", filepath.Join(root, erdma.ClassInfiniband))
 	}
 	return nil, fmt.Errorf("no eRDMA device among %s: name the devices to test with -d", strings.Join(all, ", "))
 }

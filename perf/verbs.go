@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/ibverbs"
 )
 
@@ -68,7 +69,7 @@ func (l *VerbsLink) Transport() string { return l.transport }
 
 // Counters implements Link (sysfs hw_counters of the link's port).
 func (l *VerbsLink) Counters() (map[string]uint64, error) {
-	return ReadCounters(l.opts.Root, l.ctx.Name(), l.opts.IBPort)
+	return erdma.ReadCounters(hostAt(l.opts.Root), l.ctx.Name(), l.opts.IBPort)
 }
 
 // Close closes the device; an error wrapping EBUSY while a Session is open.
