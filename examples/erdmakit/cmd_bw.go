@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/perf"
 )
@@ -256,7 +257,7 @@ func newBwRunCmd(g *globals) *cobra.Command {
 			}
 			defer closeAll()
 			results, errs := runClients(cmd.Context(), links, addr, f.serverDevice, cfg, sizes)
-			return f.report(g, results, errs)
+			return f.report(cmd.Context(), g, results, errs)
 		},
 	}
 	f.add(c, true)
@@ -306,7 +307,7 @@ func newBwLoopbackCmd(g *globals) *cobra.Command {
 			}
 			defer closeAll()
 			results, errs := perf.Loopback(cmd.Context(), links, cfg, sizes)
-			return f.report(g, results, errs)
+			return f.report(cmd.Context(), g, results, errs)
 		},
 	}
 	f.add(c, true)
@@ -314,8 +315,16 @@ func newBwLoopbackCmd(g *globals) *cobra.Command {
 }
 
 // report prints the results and returns the exit code.
-func (f *bwFlags) report(g *globals, results []perf.Result, errs []error) error {
-	rep := perf.NewReport(results, errs, f.expect)
+func (f *bwFlags) report(ctx context.Context, g *globals, results []perf.Result, errs []error) error {
+	expect := f.expect
+	if expect == 0 && len(f.devices) == 0 && f.emulate == 0 {
+		// Every eRDMA device tested: the instance type's figure applies.
+		if gbps, why := profileExpectGbps(ctx, g.root); gbps > 0 {
+			expect = gbps
+			fmt.Fprintf(g.stderr, "bw: expecting %.0f Gbit/s in total (%s)\n", gbps, why)
+		}
+	}
+	rep := perf.NewReport(results, errs, expect)
 	if f.plot != "" && len(results) > 0 {
 		if err := writeSVG(f.plot, func(w io.Writer) error {
 			return perf.PlotSVG(w, "erdmakit bw: RDMA write bandwidth", results)
@@ -387,4 +396,25 @@ func proofText(p *perf.CounterProof) string {
 		word = "SHORT"
 	}
 	return fmt.Sprintf("%s +%d %s (>= %d) %s", p.Counter, p.Delta, p.Unit, p.Want, word)
+}
+
+// profileExpectGbps is the instance profile's aggregate write bandwidth for
+// the host at root, and where it comes from; 0 when the instance type or its
+// figure is unknown (the metadata service is asked for at most about 1 s).
+func profileExpectGbps(ctx context.Context, root string) (float64, string) {
+	h, closer, err := erdma.OpenHost(root)
+	if err != nil {
+		return 0, ""
+	}
+	defer closer.Close()
+	f := defaultDoctorFlags()
+	inst, err := doctorInstance(ctx, h, f, nil)
+	if err != nil || inst == nil {
+		return 0, ""
+	}
+	p, ok, err := erdma.LookupProfile(inst.Type)
+	if err != nil || !ok || p.WriteGbps == 0 {
+		return 0, ""
+	}
+	return p.WriteGbps, fmt.Sprintf("instance type %s, profile %s: %s", inst.Type, p.Family, p.Source)
 }
