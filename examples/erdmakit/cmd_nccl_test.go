@@ -17,7 +17,7 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 )
 
-func runCLI(t *testing.T, args ...string) (int, string, string) {
+func ncclCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := run(args, &out, &errb)
@@ -25,23 +25,23 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestNCCLRunDryRunIsTheGuideLine(t *testing.T) {
-	code, out, _ := runCLI(t, "nccl", "run", "--hosts", "host1:8,host2:8", "--dry-run")
+	code, out, _ := ncclCLI(t, "nccl", "run", "--hosts", "host1:8,host2:8", "--dry-run")
 	assert.Equal(t, ExitOK, code)
 	assert.Equal(t, "mpirun --allow-run-as-root -np 16 -npernode 8 -H host1:8,host2:8 --bind-to none -mca btl_tcp_if_include eth0 "+
 		"-x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO -x LD_LIBRARY_PATH -x PATH ./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20\n", out)
 
-	code, out, _ = runCLI(t, "nccl", "run", "--launcher", "srun", "--hosts", "a,b", "-x", "NCCL_IB_HCA=erdma_0,erdma_1", "--dry-run", "--", "-b", "1G", "-e", "1G")
+	code, out, _ = ncclCLI(t, "nccl", "run", "--launcher", "srun", "--hosts", "a,b", "-x", "NCCL_IB_HCA=erdma_0,erdma_1", "--dry-run", "--", "-b", "1G", "-e", "1G")
 	assert.Equal(t, ExitOK, code)
 	assert.Contains(t, out, "srun --nodes 2 --ntasks-per-node 8 --mpi=pmix --nodelist a,b --export=ALL,NCCL_SOCKET_IFNAME=eth0,NCCL_DEBUG=INFO ./build/all_reduce_perf -b 1G -e 1G\n")
 	assert.Contains(t, out, "NCCL_IB_HCA=erdma_0,erdma_1")
 
-	code, _, errs := runCLI(t, "nccl", "run", "--dry-run")
+	code, _, errs := ncclCLI(t, "nccl", "run", "--dry-run")
 	assert.Equal(t, ExitUnknown, code)
 	assert.Contains(t, errs, "needs hosts or a hostfile")
 }
 
 func TestNCCLRunLauncherMissing(t *testing.T) {
-	code, _, errs := runCLI(t, "nccl", "run", "--launcher", "srun", "--hosts", "a")
+	code, _, errs := ncclCLI(t, "nccl", "run", "--launcher", "srun", "--hosts", "a")
 	if _, err := exec.LookPath("srun"); err == nil {
 		t.Skip("srun is installed here")
 	}
@@ -74,7 +74,7 @@ func TestNCCLRunWithMPIRun(t *testing.T) {
 
 	t.Run("below the expectation: exit 1, JSON, plot, log", func(t *testing.T) {
 		svg, raw := filepath.Join(dir, "busbw.svg"), filepath.Join(dir, "raw.log")
-		code, out, errs := runCLI(t, append(base, "--json", "--expect-busbw", "400", "--plot", svg, "--log", raw)...)
+		code, out, errs := ncclCLI(t, append(base, "--json", "--expect-busbw", "400", "--plot", svg, "--log", raw)...)
 		require.Equal(t, ExitWarn, code, "stdout:\n%s\nstderr:\n%s", out, errs)
 		var rep struct {
 			Collective string          `json:"collective"`
@@ -109,7 +109,7 @@ func TestNCCLRunWithMPIRun(t *testing.T) {
 	})
 
 	t.Run("meets the expectation: exit 0, table", func(t *testing.T) {
-		code, out, errs := runCLI(t, append(base, "--expect-busbw", "300")...)
+		code, out, errs := ncclCLI(t, append(base, "--expect-busbw", "300")...)
 		require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errs)
 		assert.Contains(t, out, "BUSBW")
 		assert.Contains(t, out, "338.82")
@@ -118,7 +118,7 @@ func TestNCCLRunWithMPIRun(t *testing.T) {
 	})
 
 	t.Run("a failing rank: exit 2", func(t *testing.T) {
-		code, out, errs := runCLI(t, append(base, "-x", "FAKE_NCCL_FAIL_RANK=1")...)
+		code, out, errs := ncclCLI(t, append(base, "-x", "FAKE_NCCL_FAIL_RANK=1")...)
 		require.Equal(t, ExitFail, code, "stdout:\n%s\nstderr:\n%s", out, errs)
 		assert.Contains(t, out, "launch-rank-exited")
 		// The replayed header says rank 1 ran on the recorded host.
@@ -127,7 +127,7 @@ func TestNCCLRunWithMPIRun(t *testing.T) {
 
 	t.Run("timeout ends every rank: exit 3", func(t *testing.T) {
 		start := time.Now()
-		code, _, errs := runCLI(t, append(base, "-x", "FAKE_NCCL_HANG=1", "--timeout", "3s")...)
+		code, _, errs := ncclCLI(t, append(base, "-x", "FAKE_NCCL_HANG=1", "--timeout", "3s")...)
 		assert.Equal(t, ExitUnknown, code, errs)
 		assert.Contains(t, errs, "cancelled")
 		assert.Less(t, time.Since(start), 30*time.Second)
@@ -149,18 +149,18 @@ func TestNCCLEnvFromInventoryFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, b, 0o644))
 	root := t.TempDir()
 
-	code, out, errs := runCLI(t, "--root", root, "nccl", "env", "--inventory", p)
+	code, out, errs := ncclCLI(t, "--root", root, "nccl", "env", "--inventory", p)
 	require.Equal(t, ExitOK, code, errs)
 	assert.Contains(t, out, "export NCCL_SOCKET_IFNAME=eth0\n")
 	assert.Contains(t, out, "export NCCL_IB_HCA=erdma_0\n")
 	assert.Contains(t, out, "export NCCL_IB_GID_INDEX=1\n")
 	assert.Contains(t, out, "export NCCL_NET_GDR_LEVEL=SYS\n")
 
-	code, out, _ = runCLI(t, "--root", root, "nccl", "env", "--inventory", p, "--format", "mpirun", "--gdr", "off")
+	code, out, _ = ncclCLI(t, "--root", root, "nccl", "env", "--inventory", p, "--format", "mpirun", "--gdr", "off")
 	require.Equal(t, ExitOK, code)
 	assert.Equal(t, "-x NCCL_SOCKET_IFNAME=eth0 -x NCCL_IB_HCA=erdma_0 -x NCCL_IB_GID_INDEX=1\n", out)
 
-	code, out, _ = runCLI(t, "--root", root, "nccl", "env", "--inventory", p, "--json", "--nccl-version", "2.28.7")
+	code, out, _ = ncclCLI(t, "--root", root, "nccl", "env", "--inventory", p, "--json", "--nccl-version", "2.28.7")
 	require.Equal(t, ExitWarn, code)
 	var a struct {
 		Vars     []struct{ Name, Value, Reason string } `json:"vars"`
@@ -171,9 +171,9 @@ func TestNCCLEnvFromInventoryFile(t *testing.T) {
 	require.Len(t, a.Warnings, 1)
 	assert.True(t, strings.Contains(a.Warnings[0], "2.28.7"))
 
-	code, _, errs = runCLI(t, "nccl", "env", "--inventory", filepath.Join(root, "missing.json"))
+	code, _, errs = ncclCLI(t, "nccl", "env", "--inventory", filepath.Join(root, "missing.json"))
 	assert.Equal(t, ExitUnknown, code)
 	assert.Contains(t, errs, "missing.json")
-	code, _, _ = runCLI(t, "nccl", "env", "--inventory", p, "--gdr", "maybe")
+	code, _, _ = ncclCLI(t, "nccl", "env", "--inventory", p, "--gdr", "maybe")
 	assert.Equal(t, ExitUnknown, code)
 }
