@@ -276,14 +276,19 @@ func runNCCLEnv(ctx context.Context, g *globals, f ncclEnvFlags) error {
 	if f.format != "shell" && f.format != "mpirun" {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("--format %q: want shell or mpirun", f.format)}
 	}
-	inv, err := ncclInventory(ctx, g, f.inventory)
+	h, closer, err := erdma.OpenHost(g.root)
+	if err != nil {
+		return &exitError{code: ExitUnknown, err: err}
+	}
+	defer closer.Close()
+	inv, err := ncclInventory(ctx, h, f.inventory)
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}
 	}
 	if f.version != "" {
 		opts.NCCL = []nccl.NCCLInstall{{Version: f.version, Path: "--nccl-version"}}
-	} else if fi, err := os.Stat(g.root); err == nil && fi.IsDir() {
-		opts.NCCL = nccl.DetectNCCL(g.root)
+	} else {
+		opts.NCCL = nccl.DetectNCCL(h.Root())
 	}
 	a := nccl.AdviseEnv(inv, opts)
 	switch {
@@ -305,11 +310,16 @@ func runNCCLEnv(ctx context.Context, g *globals, f ncclEnvFlags) error {
 	return nil
 }
 
-// ncclInventory reads the inventory from a JSON file (erdmakit devices
-// --json); reading the live host comes with the erdma inventory reader.
-func ncclInventory(ctx context.Context, g *globals, path string) (*erdma.Inventory, error) {
+// ncclInventory reads the host's inventory (with the GPUs, for the GDR
+// advice), or the JSON of `erdmakit devices --json` when path is given.
+func ncclInventory(ctx context.Context, h erdma.Host, path string) (*erdma.Inventory, error) {
 	if path == "" {
-		return nil, errors.New("reading this host's inventory is not wired yet: pass --inventory FILE (erdmakit devices --json > FILE)")
+		inv, err := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{SkipTools: true, SkipCounters: true})
+		if err != nil {
+			return nil, err
+		}
+		doctorGPUs(ctx, h, inv)
+		return inv, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
