@@ -1,0 +1,66 @@
+package fleet_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/fleet"
+)
+
+// Four hosts meet in three rounds of two disjoint pairs: every pair once.
+func ExampleSchedule() {
+	for i, round := range fleet.Schedule(4) {
+		fmt.Println("round", i+1, round)
+	}
+	// Output:
+	// round 1 [{3 0} {1 2}]
+	// round 2 [{0 1} {2 3}]
+	// round 3 [{0 2} {1 3}]
+}
+
+// A fleet report puts the odd host first: one host without nvidia_peermem
+// among three.
+func ExampleAggregate() {
+	ok := erdma.Finding{ID: "gdr-peermem", Severity: erdma.SeverityOK, Summary: "nvidia_peermem loaded"}
+	bad := erdma.Finding{ID: "gdr-peermem", Severity: erdma.SeverityFail, Summary: "nvidia_peermem is not loaded"}
+	rep := fleet.Aggregate(3, []fleet.HostReport{
+		{Rank: 0, Host: "gpu1", Report: &erdma.Report{Status: erdma.SeverityOK, Findings: []erdma.Finding{ok}}},
+		{Rank: 1, Host: "gpu2", Report: &erdma.Report{Status: erdma.SeverityFail, Findings: []erdma.Finding{bad}}},
+		{Rank: 2, Host: "gpu3", Report: &erdma.Report{Status: erdma.SeverityOK, Findings: []erdma.Finding{ok}}},
+	}, nil)
+	fmt.Println("fleet:", rep.Status)
+	for _, d := range rep.Differences {
+		for _, g := range d.Groups {
+			fmt.Println(d.ID, g.Severity, g.Hosts, g.Summary)
+		}
+	}
+	// Output:
+	// fleet: fail
+	// gdr-peermem fail [gpu2] nvidia_peermem is not loaded
+	// gdr-peermem ok [gpu1 gpu3] nvidia_peermem loaded
+}
+
+// constantRate is a PairTester over a modelled fleet: every link 100 Gbit/s,
+// except host 2's NIC at 40.
+type constantRate struct{}
+
+func (constantRate) TestPair(ctx context.Context, p fleet.Pair) fleet.PairResult {
+	g := 100.0
+	if p.Server == 2 || p.Client == 2 {
+		g = 40
+	}
+	return fleet.PairResult{Gbps: g}
+}
+
+// RunMesh over a modelled fleet names the slow host after a second pass.
+func ExampleRunMesh() {
+	rep := fleet.RunMesh(context.Background(), []string{"a", "b", "c", "d", "e", "f"}, constantRate{}, fleet.MeshOptions{ExpectGbps: 95})
+	fmt.Println(rep.Status, "rounds:", rep.Rounds, "tests:", len(rep.Results), "second pass:", len(rep.SecondPass))
+	for _, c := range rep.BadHosts {
+		fmt.Println("bad host:", c.Hosts, c.Reason)
+	}
+	// Output:
+	// fail rounds: 5 tests: 15 second pass: 1
+	// bad host: [c] slow against a known-good host too
+}
