@@ -84,6 +84,9 @@ type Netdev struct {
 	MTU       int      `json:"mtu"`
 	IPv4      []string `json:"ipv4"`             // CIDR form: "10.0.0.1/24"
 	Driver    string   `json:"driver,omitempty"` // "virtio_net"
+	// RDMADevice is the RDMA device the host's own lookup pairs with this
+	// link (rdmamap on a live host, recorded as such), "" if none.
+	RDMADevice string `json:"rdma_device,omitempty"`
 }
 
 // Module is a kernel module the doctor cares about.

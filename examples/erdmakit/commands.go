@@ -7,6 +7,7 @@ func subcommands(g *globals) []*cobra.Command {
 	return []*cobra.Command{
 		newDoctorCmd(g),
 		newDevicesCmd(g),
+		newRecordCmd(g),
 		newParseCmd(g),
 		newNCCLCmd(g),
 	}

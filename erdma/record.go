@@ -1,0 +1,324 @@
+package erdma
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+)
+
+// RecordOptions tunes Record.
+type RecordOptions struct {
+	// Redact replaces MACs, IPv4 addresses, GUIDs, GIDs, the host name and
+	// the instance id consistently (see Redact in the README).
+	Redact bool
+	// Instance, when set, is written to erdmakit/instance.json; otherwise a
+	// recorded host's own instance.json is carried over.
+	Instance *Instance
+	// Files are extra files for the recording, relative to its root (e.g.
+	// "erdmakit/nvml.json" from the nvml package's snapshot).
+	Files map[string][]byte
+	// Inventory is passed to ReadInventory (SkipTools: no tools.json).
+	Inventory InventoryOptions
+	// Readers run after ReadInventory on the same recording host: whatever
+	// they read through Host.ReadFile, ReadLink and ReadDir is captured too
+	// (e.g. the nvml package's PCI topology walk). An error stops Record.
+	Readers []func(ctx context.Context, h Host) error
+	// Paths are further paths under the root to capture: a file, or a
+	// directory with the regular files directly in it (symlinks on the way
+	// are kept as symlinks).
+	Paths []string
+}
+
+// RecordingFile describes the recording itself: erdmakit/recording.json.
+const RecordingFile = "erdmakit/recording.json"
+
+// Recording is the content of erdmakit/recording.json.
+type Recording struct {
+	Format   int    `json:"format"` // 1
+	Redacted bool   `json:"redacted"`
+	Source   string `json:"source"` // "live" or "recorded"
+}
+
+// entry is one file, directory or symlink of a recording.
+type entry struct {
+	kind   byte // tar.TypeReg, tar.TypeDir, tar.TypeSymlink
+	data   []byte
+	target string
+}
+
+// Record reads h with ReadInventory and writes, as a gzip'd tar to w, exactly
+// the files that read touched (symlinks kept as symlinks, char devices as
+// empty regular files) plus the erdmakit/*.json files holding what the host
+// said through netlink, getrlimit and PATH. Replaying the archive with
+// OpenHost gives the same inventory. It works from any Host, live or
+// recorded, and returns the inventory it read.
+func Record(ctx context.Context, h Host, w io.Writer, opt RecordOptions) (*Inventory, error) {
+	th := h
+	th.tr = newTracer()
+	inv, err := ReadInventory(ctx, th, opt.Inventory)
+	if err != nil {
+		return nil, err
+	}
+	for _, read := range opt.Readers {
+		if err := read(ctx, th); err != nil {
+			return nil, fmt.Errorf("record: %w", err)
+		}
+	}
+	for _, p := range opt.Paths {
+		rel := strings.TrimPrefix(path.Clean("/"+p), "/")
+		names, err := th.readDir(rel)
+		if err != nil {
+			th.tr.add(th.tr.files, rel)
+			continue
+		}
+		th.tr.add(th.tr.dirs, rel)
+		for _, n := range names {
+			if fi, err := os.Stat(h.Path(rel, n)); err == nil && fi.Mode().IsRegular() {
+				th.tr.add(th.tr.files, path.Join(rel, n))
+			}
+		}
+	}
+	r := &recorder{h: h, entries: map[string]*entry{}}
+	for _, rel := range sortedKeys(th.tr.dirs) {
+		r.capture(rel, true)
+	}
+	for _, rel := range sortedKeys(th.tr.files) {
+		r.capture(rel, true)
+	}
+	for _, rel := range sortedKeys(th.tr.links) {
+		r.capture(rel, false)
+	}
+
+	nds := inv.Netdevs
+	if err := r.putJSON(RecordedNetdevsFile, nds); err != nil {
+		return nil, err
+	}
+	if inv.Memlock != nil {
+		if err := r.putJSON(RecordedLimitsFile, map[string]*Limit{"memlock": inv.Memlock}); err != nil {
+			return nil, err
+		}
+	}
+	if !opt.Inventory.SkipTools {
+		if err := r.putJSON(RecordedToolsFile, inv.Tools); err != nil {
+			return nil, err
+		}
+	}
+	in := opt.Instance
+	if in == nil {
+		if in, err = h.RecordedInstance(); err != nil {
+			return nil, err
+		}
+	}
+	if in != nil {
+		if err := r.putJSON(RecordedInstanceFile, in); err != nil {
+			return nil, err
+		}
+	}
+	if !h.live && !opt.Redact {
+		r.carryRecorded()
+	}
+	for name, b := range opt.Files {
+		clean := path.Clean(name)
+		if path.IsAbs(clean) || strings.HasPrefix(clean, "..") {
+			return nil, fmt.Errorf("record: extra file %q is not relative to the root", name)
+		}
+		r.entries[clean] = &entry{kind: tar.TypeReg, data: b}
+	}
+	src := "recorded"
+	if h.live {
+		src = "live"
+	}
+	if err := r.putJSON(RecordingFile, Recording{Format: 1, Redacted: opt.Redact, Source: src}); err != nil {
+		return nil, err
+	}
+	if opt.Redact {
+		if err := redactEntries(r.entries); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeArchive(w, r.entries); err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+type recorder struct {
+	h       Host
+	entries map[string]*entry
+}
+
+func (r *recorder) putJSON(rel string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("record %s: %w", rel, err)
+	}
+	r.entries[rel] = &entry{kind: tar.TypeReg, data: append(b, '\n')}
+	return nil
+}
+
+// carryRecorded copies a recorded host's other erdmakit/ files (e.g.
+// nvml.json) into the new recording; generators' manifests (*-files.txt)
+// stay behind.
+func (r *recorder) carryRecorded() {
+	names, err := os.ReadDir(r.h.Path("erdmakit"))
+	if err != nil {
+		return
+	}
+	for _, e := range names {
+		rel := "erdmakit/" + e.Name()
+		if _, taken := r.entries[rel]; taken || !e.Type().IsRegular() || strings.HasSuffix(e.Name(), "-files.txt") {
+			continue
+		}
+		if b, err := r.h.readFile(rel); err == nil {
+			r.entries[rel] = &entry{kind: tar.TypeReg, data: b}
+		}
+	}
+}
+
+// maxLinkHops bounds symlink resolution like the kernel's ELOOP limit.
+const maxLinkHops = 40
+
+// capture adds rel to the recording: every symlink met on the way (resolved
+// inside the root), then the object itself. followLast=false records a final
+// symlink as a link (readlink); true follows it to what a read would open.
+// What cannot be read (EINVAL on unpopulated GID attributes, missing files)
+// is left out, as the README describes.
+func (r *recorder) capture(rel string, followLast bool) {
+	parts := splitRel(rel)
+	cur := ""
+	for hops := 0; len(parts) > 0; {
+		p := parts[0]
+		parts = parts[1:]
+		switch p {
+		case "", ".":
+			continue
+		case "..":
+			cur = parentRel(cur)
+			continue
+		}
+		next := path.Join(cur, p)
+		fi, err := os.Lstat(r.h.Path(next))
+		if err != nil {
+			return
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			t, err := os.Readlink(r.h.Path(next))
+			if err != nil {
+				return
+			}
+			r.entries[next] = &entry{kind: tar.TypeSymlink, target: t}
+			if len(parts) == 0 && !followLast {
+				return
+			}
+			if hops++; hops > maxLinkHops {
+				return
+			}
+			if path.IsAbs(t) {
+				cur = ""
+			}
+			parts = append(splitRel(t), parts...)
+			continue
+		}
+		cur = next
+		if len(parts) > 0 {
+			continue
+		}
+		switch {
+		case fi.IsDir():
+			if _, ok := r.entries[cur]; !ok {
+				r.entries[cur] = &entry{kind: tar.TypeDir}
+			}
+		case fi.Mode().IsRegular():
+			b, err := r.h.readFile(cur)
+			if err != nil {
+				return
+			}
+			r.entries[cur] = &entry{kind: tar.TypeReg, data: b}
+		default:
+			// Char devices (dev/infiniband/uverbsN): an empty stand-in.
+			r.entries[cur] = &entry{kind: tar.TypeReg}
+		}
+	}
+}
+
+func splitRel(p string) []string {
+	return strings.Split(strings.Trim(p, "/"), "/")
+}
+
+func parentRel(p string) string {
+	d := path.Dir(p)
+	if d == "." || d == "/" {
+		return ""
+	}
+	return d
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// writeArchive writes entries sorted by path (parents before children),
+// with fixed times and owners so that equal recordings are equal bytes.
+func writeArchive(w io.Writer, entries map[string]*entry) error {
+	names := make([]string, 0, len(entries))
+	for n := range entries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	zw := gzip.NewWriter(w)
+	tw := tar.NewWriter(zw)
+	epoch := time.Unix(0, 0).UTC()
+	dirs := map[string]bool{}
+	var writeDir func(d string) error
+	writeDir = func(d string) error {
+		if d == "" || dirs[d] {
+			return nil
+		}
+		if err := writeDir(parentRel(d)); err != nil {
+			return err
+		}
+		dirs[d] = true
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX})
+	}
+	for _, n := range names {
+		e := entries[n]
+		if err := writeDir(parentRel(n)); err != nil {
+			return fmt.Errorf("record: %w", err)
+		}
+		var err error
+		switch e.kind {
+		case tar.TypeDir:
+			err = writeDir(n)
+		case tar.TypeSymlink:
+			err = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: n, Linkname: e.target, Mode: 0o777, ModTime: epoch, Format: tar.FormatPAX})
+		default:
+			if err = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: n, Size: int64(len(e.data)), Mode: 0o644, ModTime: epoch, Format: tar.FormatPAX}); err == nil {
+				_, err = tw.Write(e.data)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("record %s: %w", n, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,342 @@
+package erdma
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// maxAttrSize bounds one sysfs read: attributes are at most a page; a bigger
+// file is garbage, not an attribute.
+const maxAttrSize = 64 << 10
+
+// errNoAttr is an attribute the kernel refuses to show (EINVAL on the
+// gid_attrs of an unpopulated GID) or an empty file: "no value".
+var errNoAttr = errors.New("no value")
+
+// tracer records the paths (relative to the root) that a read touched.
+type tracer struct {
+	mu    sync.Mutex
+	files map[string]bool // read as files
+	links map[string]bool // read with readlink
+	dirs  map[string]bool // listed
+}
+
+func newTracer() *tracer {
+	return &tracer{files: map[string]bool{}, links: map[string]bool{}, dirs: map[string]bool{}}
+}
+
+func (t *tracer) add(m map[string]bool, rel string) {
+	t.mu.Lock()
+	m[filepath.Clean(rel)] = true
+	t.mu.Unlock()
+}
+
+// readFile reads a whole file under the root, at most maxAttrSize bytes.
+func (h Host) readFile(rel string) ([]byte, error) {
+	if h.tr != nil {
+		h.tr.add(h.tr.files, rel)
+	}
+	p := h.Path(rel)
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxAttrSize+1))
+	if err != nil {
+		if errors.Is(err, syscall.EINVAL) {
+			return nil, fmt.Errorf("%s: %w", p, errNoAttr)
+		}
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if len(b) > maxAttrSize {
+		return nil, fmt.Errorf("%s: %w: larger than %d bytes", p, ErrMalformed, maxAttrSize)
+	}
+	return b, nil
+}
+
+// ReadFile reads a file under the host root (at most 64 KiB). Other
+// packages read the host through it (and ReadLink, ReadDir) so that Record
+// captures what they read.
+func (h Host) ReadFile(rel string) ([]byte, error) { return h.readFile(rel) }
+
+// ReadLink reads a symlink under the host root.
+func (h Host) ReadLink(rel string) (string, error) { return h.readlink(rel) }
+
+// ReadDir lists a directory under the host root, names sorted.
+func (h Host) ReadDir(rel string) ([]string, error) { return h.readDir(rel) }
+
+// readAttr reads a sysfs attribute, trimmed of surrounding white space. A
+// missing file wraps fs.ErrNotExist; an empty file or an EINVAL read wraps
+// errNoAttr; both name the file.
+func (h Host) readAttr(rel string) (string, error) {
+	b, err := h.readFile(rel)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%s: %w", h.Path(rel), fs.ErrNotExist)
+		}
+		return "", err
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("%s: %w", h.Path(rel), errNoAttr)
+	}
+	if !printable(s) {
+		return "", fmt.Errorf("%s: %w: not text", h.Path(rel), ErrMalformed)
+	}
+	return s, nil
+}
+
+// optAttr is readAttr for optional attributes: missing or empty is "", nil.
+func (h Host) optAttr(rel string) (string, error) {
+	s, err := h.readAttr(rel)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNoAttr) {
+		return "", nil
+	}
+	return s, err
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// readlink reads a symlink under the root.
+func (h Host) readlink(rel string) (string, error) {
+	if h.tr != nil {
+		h.tr.add(h.tr.links, rel)
+	}
+	return os.Readlink(h.Path(rel))
+}
+
+// readDir lists a directory under the root, names sorted.
+func (h Host) readDir(rel string) ([]string, error) {
+	if h.tr != nil {
+		h.tr.add(h.tr.dirs, rel)
+	}
+	ents, err := os.ReadDir(h.Path(rel))
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// exists reports whether rel exists under the root (symlinks not followed
+// for the last element, so a dangling uverbs stand-in still counts).
+func (h Host) exists(rel string) bool {
+	if h.tr != nil {
+		h.tr.add(h.tr.files, rel)
+	}
+	_, err := os.Lstat(h.Path(rel))
+	return err == nil
+}
+
+// ParseEnumAttr parses the "N: NAME" form of node_type, state and
+// phys_state ("4: ACTIVE" -> 4, "ACTIVE").
+func ParseEnumAttr(s string) (int, string, error) {
+	num, name, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok {
+		return 0, "", fmt.Errorf("%w: %q is not \"N: NAME\"", ErrMalformed, truncate(s, 32))
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(num))
+	if err != nil || n < 0 || n > 255 {
+		return 0, "", fmt.Errorf("%w: %q is not \"N: NAME\"", ErrMalformed, truncate(s, 32))
+	}
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return 0, "", fmt.Errorf("%w: %q has no name", ErrMalformed, truncate(s, 32))
+	}
+	return n, name, nil
+}
+
+// ParseGUID parses a node_guid ("0216:3eff:fe2f:3775") into its 8 bytes.
+func ParseGUID(s string) ([8]byte, error) {
+	var g [8]byte
+	s = strings.TrimSpace(s)
+	if len(s) != 19 {
+		return g, fmt.Errorf("%w: GUID %q is not xxxx:xxxx:xxxx:xxxx", ErrMalformed, truncate(s, 32))
+	}
+	for i := 0; i < 4; i++ {
+		if i > 0 && s[i*5-1] != ':' {
+			return g, fmt.Errorf("%w: GUID %q is not xxxx:xxxx:xxxx:xxxx", ErrMalformed, truncate(s, 32))
+		}
+		v, err := strconv.ParseUint(s[i*5:i*5+4], 16, 16)
+		if err != nil {
+			return g, fmt.Errorf("%w: GUID %q is not xxxx:xxxx:xxxx:xxxx", ErrMalformed, truncate(s, 32))
+		}
+		g[2*i], g[2*i+1] = byte(v>>8), byte(v)
+	}
+	return g, nil
+}
+
+// FormatGUID is the sysfs form of a GUID.
+func FormatGUID(g [8]byte) string {
+	return fmt.Sprintf("%02x%02x:%02x%02x:%02x%02x:%02x%02x", g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7])
+}
+
+// GUIDToMAC is the MAC whose EUI-64 is g (0x02 bit flipped back, ff:fe
+// removed); false when g is not an EUI-64 of a MAC.
+func GUIDToMAC(g [8]byte) (net.HardwareAddr, bool) {
+	if g[3] != 0xff || g[4] != 0xfe {
+		return nil, false
+	}
+	return net.HardwareAddr{g[0] ^ 0x02, g[1], g[2], g[5], g[6], g[7]}, true
+}
+
+// MACToGUID is the EUI-64 of a 6-byte MAC, the eRDMA driver's node_guid.
+func MACToGUID(mac net.HardwareAddr) ([8]byte, bool) {
+	if len(mac) != 6 {
+		return [8]byte{}, false
+	}
+	return [8]byte{mac[0] ^ 0x02, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]}, true
+}
+
+// ParseGID parses a sysfs GID ("fe80:0000:0000:0000:0216:3eff:fe2f:3775")
+// into its 16 bytes.
+func ParseGID(s string) (net.IP, error) {
+	s = strings.TrimSpace(s)
+	if len(s) != 39 {
+		return nil, fmt.Errorf("%w: GID %q is not 8 groups of 4 hex digits", ErrMalformed, truncate(s, 48))
+	}
+	ip := make(net.IP, 16)
+	for i := 0; i < 8; i++ {
+		if i > 0 && s[i*5-1] != ':' {
+			return nil, fmt.Errorf("%w: GID %q is not 8 groups of 4 hex digits", ErrMalformed, truncate(s, 48))
+		}
+		v, err := strconv.ParseUint(s[i*5:i*5+4], 16, 16)
+		if err != nil {
+			return nil, fmt.Errorf("%w: GID %q is not 8 groups of 4 hex digits", ErrMalformed, truncate(s, 48))
+		}
+		ip[2*i], ip[2*i+1] = byte(v>>8), byte(v)
+	}
+	return ip, nil
+}
+
+// FormatGID is the sysfs form of a 16-byte GID.
+func FormatGID(ip net.IP) string {
+	var b strings.Builder
+	for i := 0; i < 16; i += 2 {
+		if i > 0 {
+			b.WriteByte(':')
+		}
+		fmt.Fprintf(&b, "%02x%02x", ip[i], ip[i+1])
+	}
+	return b.String()
+}
+
+// gidIPv4 is the IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d), "".
+func gidIPv4(ip net.IP) string {
+	for i := 0; i < 10; i++ {
+		if ip[i] != 0 {
+			return ""
+		}
+	}
+	if ip[10] != 0xff || ip[11] != 0xff {
+		return ""
+	}
+	return net.IP(ip[12:16]).String()
+}
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseCounter parses one hw_counters file: a decimal uint64 and an optional
+// newline.
+func ParseCounter(b []byte) (uint64, error) {
+	s := strings.TrimSpace(string(b))
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: counter %q is not a decimal uint64", ErrMalformed, truncate(s, 32))
+	}
+	return v, nil
+}
+
+// parseCounterBytes is ParseCounter without allocating (the hot path).
+func parseCounterBytes(b []byte) (uint64, bool) {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if v > (^uint64(0)-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
+}
+
+// ParseNUMANode parses numa_node: an integer, -1 when the platform has none.
+func ParseNUMANode(s string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < -1 || n > 1<<16 {
+		return -1, fmt.Errorf("%w: numa_node %q is not an integer >= -1", ErrMalformed, truncate(s, 32))
+	}
+	return n, nil
+}
+
+// ParsePCIID parses a vendor or device file ("0x1ded") into 4 hex digits.
+func ParsePCIID(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	v, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 16)
+	if err != nil || !strings.HasPrefix(s, "0x") {
+		return "", fmt.Errorf("%w: PCI id %q is not 0xXXXX", ErrMalformed, truncate(s, 32))
+	}
+	return fmt.Sprintf("%04x", v), nil
+}
+
+// isPCIAddress reports whether s looks like "0000:00:05.0".
+func isPCIAddress(s string) bool {
+	if len(s) != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.' {
+		return false
+	}
+	for i, c := range s {
+		if i == 4 || i == 7 || i == 10 {
+			continue
+		}
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
