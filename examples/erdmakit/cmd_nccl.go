@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -274,7 +275,7 @@ func newNCCLEnvCmd(g *globals) *cobra.Command {
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.format, "format", "shell", "shell (export lines) or mpirun (-x NAME=VALUE)")
-	fl.StringVar(&f.inventory, "inventory", "", "read the inventory from FILE (erdmakit devices --json) instead of the host")
+	fl.StringVar(&f.inventory, "inventory", "", "read the inventory from FILE (erdmakit devices --json) instead of --root")
 	fl.StringVar(&f.version, "nccl-version", "", "the NCCL version in use (default: libnccl.so.2.X.Y and nvidia_nccl wheels under --root)")
 	fl.StringVar(&f.socketIfname, "socket-ifname", "", "the bootstrap interface (default: eth0, else the first interface up with IPv4)")
 	fl.StringVar(&f.gdr, "gdr", "auto", "auto, on or off: whether to advise NCCL_NET_GDR_LEVEL=SYS")
@@ -295,14 +296,15 @@ func runNCCLEnv(ctx context.Context, g *globals, f ncclEnvFlags) error {
 	if f.format != "shell" && f.format != "mpirun" {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("--format %q: want shell or mpirun", f.format)}
 	}
-	inv, err := ncclInventory(ctx, g, f.inventory)
+	inv, libRoot, done, err := ncclInventory(ctx, g, f.inventory)
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}
 	}
+	defer done()
 	if f.version != "" {
 		opts.NCCL = []nccl.NCCLInstall{{Version: f.version, Path: "--nccl-version"}}
-	} else if fi, err := os.Stat(g.root); err == nil && fi.IsDir() {
-		opts.NCCL = nccl.DetectNCCL(g.root)
+	} else if libRoot != "" {
+		opts.NCCL = nccl.DetectNCCL(libRoot)
 	}
 	a := nccl.AdviseEnv(inv, opts)
 	switch {
@@ -325,18 +327,36 @@ func runNCCLEnv(ctx context.Context, g *globals, f ncclEnvFlags) error {
 }
 
 // ncclInventory reads the inventory from a JSON file (erdmakit devices
-// --json); reading the live host comes with the erdma inventory reader.
-func ncclInventory(ctx context.Context, g *globals, path string) (*erdma.Inventory, error) {
-	if path == "" {
-		return nil, errors.New("reading this host's inventory is not wired yet: pass --inventory FILE (erdmakit devices --json > FILE)")
+// --json) or from the host --root names; it also returns the directory to
+// look for NCCL libraries in ("" when there is none).
+func ncclInventory(ctx context.Context, g *globals, path string) (*erdma.Inventory, string, func(), error) {
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, "", func() {}, fmt.Errorf("inventory: %w", err)
+		}
+		var inv erdma.Inventory
+		if err := json.Unmarshal(b, &inv); err != nil {
+			return nil, "", func() {}, fmt.Errorf("inventory %s: not the JSON of erdmakit devices --json: %w", path, err)
+		}
+		dir := ""
+		if fi, err := os.Stat(g.root); err == nil && fi.IsDir() {
+			dir = g.root
+		}
+		return &inv, dir, func() {}, nil
 	}
-	b, err := os.ReadFile(path)
+	h, closer, err := erdma.OpenHost(g.root)
 	if err != nil {
-		return nil, fmt.Errorf("inventory: %w", err)
+		return nil, "", func() {}, err
 	}
-	var inv erdma.Inventory
-	if err := json.Unmarshal(b, &inv); err != nil {
-		return nil, fmt.Errorf("inventory %s: not the JSON of erdmakit devices --json: %w", path, err)
+	done := func() { _ = closer.Close() }
+	inv, err := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{SkipTools: true, SkipCounters: true})
+	if err != nil {
+		done()
+		return nil, "", func() {}, err
 	}
-	return &inv, nil
+	for _, e := range inv.Errors {
+		slog.Warn("nccl env: read error", "err", e)
+	}
+	return inv, h.Root(), done, nil
 }
