@@ -81,7 +81,7 @@ type GDR struct {
 // is found inside the line.
 func AnalyzeLog(r io.Reader) (*LogSummary, error) {
 	a := NewLogAnalyzer()
-	if err := eachBlock(r, a.block, func(line []byte) { a.Feed(line) }); err != nil {
+	if err := eachBlock(r, readBuf, a.block, func(line []byte) { a.Feed(line) }); err != nil {
 		return nil, fmt.Errorf("reading NCCL log: %w", err)
 	}
 	s := a.Summary()
@@ -150,14 +150,14 @@ func (a *LogAnalyzer) block(b []byte) {
 // lines (the last line of the input may lack its newline). A line longer
 // than the buffer is given to long, cut to readBuf bytes, and the rest of it
 // is skipped.
-func eachBlock(r io.Reader, whole, long func([]byte)) error {
-	buf := make([]byte, readBuf)
+func eachBlock(r io.Reader, size int, whole, long func([]byte)) error {
+	buf := make([]byte, size)
 	n := 0
 	skip := false
 	for {
-		k, err := io.ReadAtLeast(r, buf[n:], 1)
+		k, err := read(r, buf[n:])
 		n += k
-		eof := err == io.EOF || err == io.ErrUnexpectedEOF
+		eof := err == io.EOF
 		if err != nil && !eof {
 			return err
 		}
@@ -194,6 +194,24 @@ func eachBlock(r io.Reader, whole, long func([]byte)) error {
 	}
 }
 
+// read reads at least one byte into p, or returns an error (io.EOF at the
+// end); a reader that keeps returning nothing gets io.ErrNoProgress.
+func read(r io.Reader, p []byte) (int, error) {
+	for range 100 {
+		n, err := r.Read(p)
+		if n > 0 {
+			if err == io.EOF {
+				err = nil // the next call returns EOF again
+			}
+			return n, err
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return 0, io.ErrNoProgress
+}
+
 // readBuf is the read buffer of the streaming parsers; a line longer than
 // this is cut to its first readBuf bytes (the rest of it is skipped).
 const readBuf = 256 << 10
@@ -201,16 +219,16 @@ const readBuf = 256 << 10
 // eachLineBytes calls fn with each line of r without its line ending ("\n"
 // or "\r\n"). The slice is only valid during the call. It reads r in large
 // blocks and allocates nothing per line.
-func eachLineBytes(r io.Reader, fn func(line []byte)) error {
-	buf := make([]byte, readBuf)
+func eachLineBytes(r io.Reader, size int, fn func(line []byte)) error {
+	buf := make([]byte, size)
 	n := 0        // bytes held in buf
 	skip := false // inside an overlong line, discarding up to its end
 	eof := false
 	for !eof {
-		k, err := io.ReadAtLeast(r, buf[n:], 1)
+		k, err := read(r, buf[n:])
 		n += k
 		switch {
-		case err == io.EOF || err == io.ErrUnexpectedEOF:
+		case err == io.EOF:
 			eof = true
 		case err != nil:
 			return err
@@ -268,6 +286,7 @@ type LogAnalyzer struct {
 	// NET/IB and NET/Socket "Using" lines already parsed (every rank
 	// prints the same): a repeat costs one hash lookup
 	seenIB, seenSocket map[string]struct{}
+	envKeys            []string // the keys of s.Env, in the order seen
 }
 
 // seenLine reports whether line is in seen, and adds it (up to maxListed lines).
@@ -287,7 +306,6 @@ func NewLogAnalyzer() *LogAnalyzer {
 }
 
 var (
-	bNCCL           = []byte("NCCL ")
 	bNET            = []byte("NET/")
 	bNCCLVersion    = []byte("NCCL version ")
 	bNCCLUnderscore = []byte("NCCL_")
@@ -295,7 +313,6 @@ var (
 	bINFO           = []byte("INFO ")
 	bWARN           = []byte("WARN ")
 	bVersion        = []byte("version ")
-	bVia            = []byte(" via ")
 	bUsingNet       = []byte("Using network ")
 	bAssigned       = []byte("Assigned NET plugin ")
 	bInitPlug       = []byte("Initialized NET plugin ")
@@ -682,24 +699,30 @@ func (a *LogAnalyzer) env(msg []byte) {
 		return
 	}
 	key := msg[:i]
-	if _, ok := a.s.Env[string(key)]; ok {
-		return // every rank prints it: the first value is kept
-	}
 	sep := bSetByEnv
 	if !bytes.HasPrefix(msg[i:], sep) {
 		if sep = bSetTo; !bytes.HasPrefix(msg[i:], sep) {
 			return
 		}
 	}
+	// Every rank prints the same variables and the first value is kept: a
+	// short list of the keys seen is cheaper to scan than hashing the key.
+	for _, k := range a.envKeys {
+		if k == string(key) {
+			return
+		}
+	}
+	if len(a.envKeys) >= maxListed {
+		return
+	}
 	val := bytes.TrimSpace(msg[i+len(sep):])
 	val = bytes.TrimSuffix(val, []byte("."))
 	if a.s.Env == nil {
 		a.s.Env = map[string]string{}
 	}
-	if _, ok := a.s.Env[string(key)]; ok || len(a.s.Env) >= maxListed {
-		return
-	}
-	a.s.Env[string(key)] = string(clip(val))
+	k := string(key)
+	a.envKeys = append(a.envKeys, k)
+	a.s.Env[k] = string(clip(val))
 }
 
 func (a *LogAnalyzer) warning(msg []byte) {

@@ -1,7 +1,9 @@
 package nccl
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -245,7 +247,60 @@ func FuzzAnalyzeLog(f *testing.F) {
 		require.LessOrEqual(t, len(s.Warnings), maxWarnings)
 		// The block scanner finds exactly what feeding line by line finds.
 		a := NewLogAnalyzer()
-		require.NoError(t, eachLineBytes(strings.NewReader(string(in)), func(l []byte) { a.Feed(l) }))
+		require.NoError(t, eachLineBytes(strings.NewReader(string(in)), readBuf, func(l []byte) { a.Feed(l) }))
 		require.Equal(t, a.Summary(), s)
 	})
+}
+
+// analyzeBoth runs the block scanner and the line-by-line path with a read
+// buffer of size bytes, reading through wrap.
+func analyzeBoth(t *testing.T, in []byte, size int, wrap func(io.Reader) io.Reader) (*LogSummary, *LogSummary) {
+	t.Helper()
+	a := NewLogAnalyzer()
+	require.NoError(t, eachBlock(wrap(bytes.NewReader(in)), size, a.block, func(l []byte) { a.Feed(l) }))
+	b := NewLogAnalyzer()
+	require.NoError(t, eachLineBytes(wrap(bytes.NewReader(in)), size, func(l []byte) { b.Feed(l) }))
+	return a.Summary(), b.Summary()
+}
+
+// Block boundaries, lines cut at the buffer size and readers that return a
+// byte at a time must not change what is found.
+func TestBlockScanAtEveryBufferSize(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "[BCe]*.txt"))
+	require.NoError(t, err)
+	var all []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		all = append(all, b...)
+	}
+	all = append(all, []byte("h NCCL INFO Using network IB\r\nNET/IB : Using [0]erdma_1:1/RoCE\nno newline at the end NCCL WARN x")...)
+	for _, size := range []int{1, 2, 7, 16, 61, 100, 333, 4096, readBuf} {
+		for name, wrap := range map[string]func(io.Reader) io.Reader{
+			"plain":    func(r io.Reader) io.Reader { return r },
+			"one byte": iotest.OneByteReader,
+			"half":     iotest.HalfReader,
+		} {
+			if name != "plain" && size > 4096 {
+				continue
+			}
+			blk, lines := analyzeBoth(t, all, size, wrap)
+			require.Equal(t, lines, blk, "size %d, %s reader", size, name)
+		}
+	}
+	// With the full buffer nothing is cut: the samples' facts are all there.
+	blk, _ := analyzeBoth(t, all, readBuf, func(r io.Reader) io.Reader { return r })
+	assert.Equal(t, "2.10.3", blk.NCCLVersion)
+	assert.Contains(t, blk.GDR.Disabled, "erdma_0")
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read([]byte) (int, error) { return 0, nil }
+
+func TestAnalyzeLogReaderWithoutProgress(t *testing.T) {
+	_, err := AnalyzeLog(zeroReader{})
+	require.ErrorIs(t, err, io.ErrNoProgress)
+	_, err = ParseTests(zeroReader{})
+	require.ErrorIs(t, err, io.ErrNoProgress)
 }

@@ -47,7 +47,10 @@ type TestResult struct {
 	Params      TestParams `json:"params"`
 	Devices     []TestRank `json:"devices,omitempty"`
 	FooterSeen  bool       `json:"footer_seen"` // the "Out of bounds values" line was read
-	Reasons     []string   `json:"reasons,omitempty"`
+	// RowsDropped counts rows past the first 65536 (a log of many runs
+	// concatenated): they are checked for #wrong but not kept.
+	RowsDropped int      `json:"rows_dropped,omitempty"`
+	Reasons     []string `json:"reasons,omitempty"`
 }
 
 // TestParams is the first header line: "# nThread 1 nGpus 1 minBytes 8 ...".
@@ -102,7 +105,7 @@ type Measurement struct {
 // output, and a read error if r fails.
 func ParseTests(r io.Reader) (*TestResult, error) {
 	p := NewTestParser()
-	if err := eachLineBytes(r, p.FeedBytes); err != nil {
+	if err := eachLineBytes(r, readBuf, p.FeedBytes); err != nil {
 		return nil, fmt.Errorf("reading nccl-tests log: %w", err)
 	}
 	if !p.recognised() {
@@ -138,8 +141,11 @@ func (p *TestParser) Feed(line string) {
 	p.FeedBytes([]byte(strings.TrimRight(line, "\r\n")))
 }
 
-// maxFailures bounds the failure lines kept.
-const maxFailures = 64
+// Bounds on what a TestResult keeps, whatever the log.
+const (
+	maxFailures = 64
+	maxRows     = 1 << 16
+)
 
 // FeedBytes is Feed for a line held in a byte slice; it does not keep b.
 func (p *TestParser) FeedBytes(b []byte) {
@@ -432,7 +438,11 @@ func (p *TestParser) row(t string) bool {
 	if isWrong(r.OutOfPlace) || isWrong(r.InPlace) {
 		p.wrongRows++
 	}
-	p.res.Rows = append(p.res.Rows, r)
+	if len(p.res.Rows) < maxRows {
+		p.res.Rows = append(p.res.Rows, r)
+	} else {
+		p.res.RowsDropped++
+	}
 	if p.OnRow != nil {
 		p.OnRow(r)
 	}

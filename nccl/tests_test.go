@@ -233,3 +233,14 @@ func addSamples(f *testing.F) {
 		f.Add(b)
 	}
 }
+
+func TestParseTestsBoundsRows(t *testing.T) {
+	p := NewTestParser()
+	row := []byte("     4194304       1048576     float     sum      -1    80.10   52.36   98.18      0    79.90   52.49   98.43      0")
+	for range maxRows + 10 {
+		p.FeedBytes(row)
+	}
+	r := p.Result()
+	assert.Len(t, r.Rows, maxRows)
+	assert.Equal(t, 10, r.RowsDropped)
+}

@@ -121,7 +121,7 @@ const maxLine = 1 << 20
 // eachLine calls fn with every line of r, without the line ending, cutting
 // lines longer than maxLine. The slice is only valid during the call.
 func eachLine(r io.Reader, fn func(line string)) error {
-	br := bufio.NewReaderSize(r, 256<<10)
+	br := bufio.NewReaderSize(r, 64<<10)
 	var long []byte
 	for {
 		chunk, err := br.ReadSlice('\n')

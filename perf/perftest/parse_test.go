@@ -261,3 +261,28 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+// Errors perftest prints during or after a run make the report fail even
+// when rows were printed.
+func TestParseRunErrors(t *testing.T) {
+	const head = "                    RDMA_Write BW Test\n Device : erdma_0\n" +
+		" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n" +
+		" 65536      5000             0.00               95.10                0.181\n"
+	for _, msg := range []string{
+		"Error: BW result is below bw limit",
+		"Error: Msg rate  is below msg_rate limit",
+		"Failed to modify QP 1234 to RTR",
+		"Completion with error at client",
+		"Failed status 12: wr_id 0 syndrom 0x81",
+		"Problems with warm up",
+		" ethernet_read_keys: Couldn't read remote address",
+	} {
+		t.Run(msg, func(t *testing.T) {
+			r, err := Parse(strings.NewReader(head + msg + "\n"))
+			require.NoError(t, err)
+			assert.Len(t, r.Results, 1)
+			assert.Equal(t, []string{strings.TrimSpace(msg)}, r.Errors)
+			assert.False(t, r.OK())
+		})
+	}
+}
