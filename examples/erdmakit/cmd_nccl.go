@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -255,7 +256,7 @@ func newNCCLEnvCmd(g *globals) *cobra.Command {
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.format, "format", "shell", "shell (export lines) or mpirun (-x NAME=VALUE)")
-	fl.StringVar(&f.inventory, "inventory", "", "read the inventory from FILE (erdmakit devices --json) instead of the host")
+	fl.StringVar(&f.inventory, "inventory", "", "read the inventory from FILE (erdmakit devices --json) instead of --root")
 	fl.StringVar(&f.version, "nccl-version", "", "the NCCL version in use (default: libnccl.so.2.X.Y and nvidia_nccl wheels under --root)")
 	fl.StringVar(&f.socketIfname, "socket-ifname", "", "the bootstrap interface (default: eth0, else the first interface up with IPv4)")
 	fl.StringVar(&f.gdr, "gdr", "auto", "auto, on or off: whether to advise NCCL_NET_GDR_LEVEL=SYS")
@@ -313,21 +314,24 @@ func runNCCLEnv(ctx context.Context, g *globals, f ncclEnvFlags) error {
 // ncclInventory reads the host's inventory (with the GPUs, for the GDR
 // advice), or the JSON of `erdmakit devices --json` when path is given.
 func ncclInventory(ctx context.Context, h erdma.Host, path string) (*erdma.Inventory, error) {
-	if path == "" {
-		inv, err := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{SkipTools: true, SkipCounters: true})
+	if path != "" {
+		b, err := os.ReadFile(path)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("inventory: %w", err)
 		}
-		doctorGPUs(ctx, h, inv)
-		return inv, nil
+		var inv erdma.Inventory
+		if err := json.Unmarshal(b, &inv); err != nil {
+			return nil, fmt.Errorf("inventory %s: not the JSON of erdmakit devices --json: %w", path, err)
+		}
+		return &inv, nil
 	}
-	b, err := os.ReadFile(path)
+	inv, err := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{SkipTools: true, SkipCounters: true})
 	if err != nil {
-		return nil, fmt.Errorf("inventory: %w", err)
+		return nil, err
 	}
-	var inv erdma.Inventory
-	if err := json.Unmarshal(b, &inv); err != nil {
-		return nil, fmt.Errorf("inventory %s: not the JSON of erdmakit devices --json: %w", path, err)
+	for _, e := range inv.Errors {
+		slog.Warn("nccl env: read error", "err", e)
 	}
-	return &inv, nil
+	doctorGPUs(ctx, h, inv)
+	return inv, nil
 }

@@ -169,3 +169,31 @@ func TestNCCLEnvFromInventoryFile(t *testing.T) {
 	code, _, _ = runCLI("nccl", "env", "--inventory", p, "--gdr", "maybe")
 	assert.Equal(t, ExitUnknown, code)
 }
+
+// TestNCCLEnvFromRecordedHosts reads recorded hosts through --root.
+func TestNCCLEnvFromRecordedHosts(t *testing.T) {
+	tests := []struct {
+		host    string
+		code    int
+		want    []string
+		warning string
+	}{
+		{"ebmgn8is-healthy", ExitOK, []string{"export NCCL_IB_HCA=", "export NCCL_SOCKET_IFNAME=eth0"}, ""},
+		{"memlock-64k", ExitWarn, []string{"export NCCL_IB_HCA="}, "locked-memory limit"},
+		{"no-erdma-driver", ExitWarn, []string{"export NCCL_SOCKET_IFNAME="}, "no eRDMA device"},
+		{"iwarp-mode", ExitWarn, nil, "iWARP"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.host, func(t *testing.T) {
+			code, out, errs := runCLI("--root", filepath.Join("..", "..", "testdata", "hosts", tt.host), "nccl", "env")
+			assert.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", out, errs)
+			for _, w := range tt.want {
+				assert.Contains(t, out, w)
+			}
+			if tt.warning != "" {
+				assert.Contains(t, out, "# WARNING: ")
+				assert.Contains(t, out, tt.warning)
+			}
+		})
+	}
+}
