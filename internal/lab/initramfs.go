@@ -84,7 +84,11 @@ mount -t proc proc %[1]s/proc || die 'mount proc'
 mount -t sysfs sysfs %[1]s/sys || die 'mount sysfs'
 mount -t devtmpfs devtmpfs %[1]s/dev || die 'mount devtmpfs'
 mkdir -p /dev/pts /dev/shm; mount -t devpts devpts %[1]s/dev/pts 2>/dev/null; mount -t tmpfs tmpfs %[1]s/dev/shm 2>/dev/null
+keep=
+for a in $(cat /proc/cmdline); do case "$a" in erdmakit.keep=*) keep="$keep ${a#erdmakit.keep=}";; esac; done
+n=0; for k in $keep; do n=$((n+1)); mkdir -p /keep$n; mount -o bind %[1]s$k /keep$n || die "bind $k"; done
 for d in /tmp /run /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs %[1]s$d || die "tmpfs on $d"; done
+n=0; for k in $keep; do n=$((n+1)); mkdir -p %[1]s$k; mount -o bind /keep$n %[1]s$k || die "bind back $k"; done
 mkdir -p %[1]s%[3]s
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 %[4]s %[1]s%[3]s || die 'mount 9p %[4]s'
 script=

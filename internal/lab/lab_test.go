@@ -392,3 +392,21 @@ func TestFindBusyboxIsStatic(t *testing.T) {
 	assert.False(t, isStatic("/bin/sh"), "a dynamically linked program")
 	assert.False(t, isStatic(filepath.Join(t.TempDir(), "missing")))
 }
+
+// A checkout under /tmp (which the guest covers with a tmpfs) is bound back
+// in place: its path goes on the kernel command line and init binds it.
+func TestKeepCheckoutUnderTmp(t *testing.T) {
+	assert.Equal(t, []string{"/tmp/ci/erdmakit"}, keepDirs("/tmp/ci/erdmakit"))
+	assert.Nil(t, keepDirs("/work/erdmakit"))
+	assert.Nil(t, keepDirs("/tmpfoo/erdmakit"))
+	vm := VM{Name: "a", Kernel: Kernel{Image: "/boot/vmlinuz-x"}, Initramfs: "/w/i.cpio", WorkDir: "/w", Script: "s.sh",
+		Keep: keepDirs("/tmp/ci/erdmakit")}
+	assert.Contains(t, vm.Args()[indexOf(vm.Args(), "-append")+1], " erdmakit.keep=/tmp/ci/erdmakit")
+	s := InitScript(nil)
+	bind := strings.Index(s, "mount -o bind /host$k /keep$n")
+	tmpfs := strings.Index(s, "tmpfs on $d")
+	back := strings.Index(s, "mount -o bind /keep$n /host$k")
+	require.True(t, bind >= 0 && tmpfs >= 0 && back >= 0, s)
+	assert.Less(t, bind, tmpfs, "bind before the tmpfs hides it")
+	assert.Less(t, tmpfs, back, "bind back after")
+}

@@ -36,6 +36,10 @@ type VM struct {
 	Script    string // file name in WorkDir that init runs after the chroot
 	MemoryMiB int    // 1024 when 0
 	Net       Net
+	// Keep are host directories under /tmp, /run or /var/tmp (which the
+	// guest covers with tmpfs) that must stay visible at the same path: a
+	// checkout under /tmp, as CI may use.
+	Keep []string
 }
 
 // Args is the qemu command line (without the program name): software
@@ -63,6 +67,9 @@ func (vm VM) Args() []string {
 		"mitigations=off", "tsc=reliable", "no_timer_check", "nokaslr",
 		"erdmakit.script=" + vm.Script,
 	}, " ")
+	for _, k := range vm.Keep {
+		appendLine += " erdmakit.keep=" + k
+	}
 	return []string{
 		"-nodefaults", "-no-user-config", "-display", "none",
 		"-machine", "pc,accel=tcg", "-cpu", "max", "-smp", "1", "-m", strconv.Itoa(mem),

@@ -80,10 +80,8 @@ func Prepare(ctx context.Context, o *Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range []string{"/tmp", "/run", "/var/tmp"} {
-		if o.ModuleRoot == p || strings.HasPrefix(o.ModuleRoot, p+"/") {
-			return nil, fmt.Errorf("%w: the checkout %s is under %s, which the guest replaces with a tmpfs: move it", ErrUnavailable, o.ModuleRoot, p)
-		}
+	if strings.ContainsAny(o.ModuleRoot, " \t\n") {
+		return nil, fmt.Errorf("%w: the checkout path %q has white space, which the guest's kernel command line cannot carry", ErrUnavailable, o.ModuleRoot)
 	}
 	work := o.WorkDir
 	if work == "" {
@@ -333,7 +331,7 @@ func (o *Options) boot(ctx context.Context, env *Env, guests []Guest, steps [][]
 		if err := os.WriteFile(filepath.Join(env.WorkDir, script), []byte(Script(g, steps[i])), 0o755); err != nil {
 			return nil, fmt.Errorf("lab: %w", err)
 		}
-		vms[i] = VM{Name: g.Role, Qemu: env.Qemu, Kernel: env.Kernel, Initramfs: env.Initramfs, WorkDir: env.WorkDir, Script: script}
+		vms[i] = VM{Name: g.Role, Qemu: env.Qemu, Kernel: env.Kernel, Initramfs: env.Initramfs, WorkDir: env.WorkDir, Script: script, Keep: keepDirs(o.ModuleRoot)}
 	}
 	var port int
 	if len(vms) == 2 {
@@ -469,4 +467,15 @@ func contains(suites []Suite, dir string) bool {
 		}
 	}
 	return false
+}
+
+// keepDirs is root when it lies under a directory the guest covers with a
+// tmpfs (/tmp, /run, /var/tmp), so the guest binds it back in place.
+func keepDirs(root string) []string {
+	for _, p := range []string{"/tmp", "/run", "/var/tmp"} {
+		if root == p || strings.HasPrefix(root, p+"/") {
+			return []string{root}
+		}
+	}
+	return nil
 }
