@@ -117,11 +117,14 @@ func TestGatherRefusesGarbageAndDuplicates(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
-	var g *Gathering
+	var (
+		g    *Gathering
+		gerr error
+	)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		g, err = Gather(context.Background(), l, 3, 2*time.Second, time.Second)
+		g, gerr = Gather(context.Background(), l, 3, 2*time.Second, time.Second)
 	}()
 	// Garbage.
 	c, err := net.Dial("tcp", addr)
@@ -149,7 +152,7 @@ func TestGatherRefusesGarbageAndDuplicates(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Gather hung")
 	}
-	require.NoError(t, err)
+	require.NoError(t, gerr)
 	assert.Len(t, g.Members, 1)
 	assert.Equal(t, []int{2}, g.Missing)
 	assert.GreaterOrEqual(t, len(g.Errors), 3, "%v", g.Errors)
