@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -62,8 +63,9 @@ func WriteHeatmapSVG(w io.Writer, rep *MeshReport) error {
 	pal.SetMin(lo)
 	pal.SetMax(hi)
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("RDMA write bandwidth mesh, Gbit/s (%.1f to %.1f; median %.1f)", lo, hi, rep.MedianGbps)
-	h := plotter.NewHeatMap(matrixGrid(rep.Matrix), pal.Palette(64))
+	p.Title.Text = fmt.Sprintf("bw mesh, Gbit/s: red %.1f .. blue %.1f, median %.1f", lo, hi, rep.MedianGbps)
+	// Slow pairs in red: the palette runs from high (blue) to low (red).
+	h := plotter.NewHeatMap(matrixGrid(rep.Matrix), palette.Reverse(pal).Palette(64))
 	h.NaN = color.Gray{Y: 200}
 	p.Add(h)
 	p.X.Tick.Marker = hostTicks(rep.Hosts)
