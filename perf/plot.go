@@ -54,6 +54,7 @@ func PlotSVG(w io.Writer, title string, results []Result) error {
 	}
 	p.Legend.Top = false
 	p.Legend.Left = true
+	p.Y.Min = 0 // bandwidth from zero: a 4% dip must not look like a collapse
 	wt, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, "svg")
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
