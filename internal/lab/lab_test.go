@@ -365,6 +365,7 @@ func TestWriteSummary(t *testing.T) {
 	assert.Contains(t, text, "(never finished")
 	assert.Contains(t, text, "single boot 10s vm 1m0s")
 	assert.Contains(t, text, "lab: FAIL")
+	assert.Regexp(t, `\nlab: \d+ passed, \d+ failed, \d+ skipped\n$`, text, "the counts alone on the last line")
 	assert.NotContains(t, text, "TestLabQP/oob", "passing subtests fold into their parent")
 	assert.True(t, s.Failed(false))
 

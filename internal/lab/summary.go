@@ -84,7 +84,10 @@ func WriteSummary(w io.Writer, s *Summary, strict, verbose bool) {
 	if s.Failed(strict) {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(w, "lab: %s (%d passed, %d failed, %d skipped)\n", verdict, pass, fail, skip)
+	// The verdict, then the counts alone on the last line (the plain form
+	// CI systems read).
+	fmt.Fprintf(w, "lab: %s\n", verdict)
+	fmt.Fprintf(w, "lab: %d passed, %d failed, %d skipped\n", pass, fail, skip)
 }
 
 func sortedStrings(s []string) []string {
