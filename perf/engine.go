@@ -331,8 +331,11 @@ func writeLoop(ctx context.Context, s Session, device string, cfg Config, st *lo
 				m.Elapsed = now.Sub(measStart)
 			}
 			if posting && !now.Before(stopAt) {
-				if !measured { // no exact snapshot in the whole run: take what there is
-					if !measuring {
+				if !measured { // no exact snapshot closed the phase: take what there is
+					// A phase that only just opened (every poll of the phase
+					// was interrupted, as under heavy emulation) would measure
+					// nothing: take the whole run instead.
+					if !measuring || now.Sub(measStart) < cfg.Duration/2 {
 						measStart, measFrom = start, 0
 					}
 					measured = true
@@ -358,6 +361,9 @@ func writeLoop(ctx context.Context, s Session, device string, cfg Config, st *lo
 			default:
 			}
 		}
+	}
+	if m.Elapsed <= 0 {
+		return m, fmt.Errorf("%s: write loop: no measured time (%d writes completed)", device, m.TotalMessages)
 	}
 	m.Bytes = m.Messages * uint64(size)
 	m.TotalBytes = m.TotalMessages * uint64(size)
