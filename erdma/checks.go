@@ -709,9 +709,9 @@ func limitString(v uint64, unlimited bool) string {
 	return fmt.Sprintf("%d bytes", v)
 }
 
-// isLimitDrop reports whether a counter name is a rate-limit drop counter
+// IsLimitDrop reports whether a counter name is a rate-limit drop counter
 // (hw_bps_limit_drop_cnt, rx_pps_limit_drop_cnt, ...).
-func isLimitDrop(name string) bool { return strings.HasSuffix(name, "_limit_drop_cnt") }
+func IsLimitDrop(name string) bool { return strings.HasSuffix(name, "_limit_drop_cnt") }
 
 // checkRateLimitDrops: domain section 4, the *_limit_drop_cnt counters are
 // drops by the instance's bandwidth/PPS meter; they must not rise.
@@ -808,7 +808,7 @@ func checkRateLimitDrops(ctx context.Context, d *diag) Finding {
 func sortedLimitDrops(c map[string]uint64) []string {
 	var names []string
 	for n := range c {
-		if isLimitDrop(n) {
+		if IsLimitDrop(n) {
 			names = append(names, n)
 		}
 	}

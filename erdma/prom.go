@@ -70,7 +70,7 @@ func WritePrometheus(w io.Writer, r *Report) error {
 			for _, p := range dev.Ports {
 				names := make([]string, 0, len(p.Counters))
 				for n := range p.Counters {
-					if isLimitDrop(n) {
+					if IsLimitDrop(n) {
 						names = append(names, n)
 					}
 				}

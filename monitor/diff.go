@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/erdmakit/erdmakit/erdma"
 )
 
 // wrap32 is the width at which 32-bit hardware counters wrap. A counter that
@@ -120,10 +122,11 @@ func portRates(b, p *PortSample, secs float64) PortRates {
 		}
 	}
 	if secs > 0 {
-		r.TxBytesPerS = rate(deltas, txBytesNames, secs)
-		r.RxBytesPerS = rate(deltas, rxBytesNames, secs)
-		r.TxPacketsPerS = rate(deltas, txPktsNames, secs)
-		r.RxPacketsPerS = rate(deltas, rxPktsNames, secs)
+		names := erdma.TrafficCounterNames()
+		r.TxBytesPerS = rate(deltas, names.TxBytes, secs)
+		r.RxBytesPerS = rate(deltas, names.RxBytes, secs)
+		r.TxPacketsPerS = rate(deltas, names.TxPackets, secs)
+		r.RxPacketsPerS = rate(deltas, names.RxPackets, secs)
 	}
 	return r
 }

@@ -106,6 +106,4 @@ func TestIsProblemCounter(t *testing.T) {
 	for _, n := range []string{"hw_tx_bytes_cnt", "rx_packets_cnt", "connect_success_cnt", "cmdq_submitted_cnt"} {
 		assert.False(t, IsProblemCounter(n), n)
 	}
-	assert.True(t, IsLimitDrop("hw_bps_limit_drop_cnt"))
-	assert.False(t, IsLimitDrop("hw_disable_drop_cnt"))
 }

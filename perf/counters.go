@@ -1,5 +1,7 @@
 package perf
 
+import "github.com/erdmakit/erdmakit/erdma"
+
 // CounterDelta returns after - before for every counter in both (a counter
 // that went backwards, a reset, is left out).
 func CounterDelta(before, after map[string]uint64) map[string]uint64 {
@@ -14,15 +16,6 @@ func CounterDelta(before, after map[string]uint64) map[string]uint64 {
 	}
 	return d
 }
-
-// Byte and packet counters, as the drivers spell them: eRDMA out-of-tree
-// (hw_ prefix), upstream eRDMA (no prefix), rxe (packets only).
-var (
-	txByteCounters = []string{"hw_tx_bytes_cnt", "tx_bytes_cnt", "tx_bytes"}
-	rxByteCounters = []string{"hw_rx_bytes_cnt", "rx_bytes_cnt", "rx_bytes"}
-	txPktCounters  = []string{"hw_tx_packets_cnt", "tx_packets_cnt", "tx_pkts_cnt", "sent_pkts"}
-	rxPktCounters  = []string{"hw_rx_packets_cnt", "rx_packets_cnt", "rx_pkts_cnt", "rcvd_pkts"}
-)
 
 // CounterProof says whether a device counter moved by at least what the
 // test wrote: the evidence that the traffic went over RDMA.
@@ -42,12 +35,14 @@ type CounterProof struct {
 // byte counter must move by at least bytes, a packet counter by at least
 // one per message. nil when the device has neither.
 func proveTX(delta map[string]uint64, bytes, msgs uint64) *CounterProof {
-	return prove(delta, txByteCounters, txPktCounters, bytes, msgs)
+	names := erdma.TrafficCounterNames()
+	return prove(delta, names.TxBytes, names.TxPackets, bytes, msgs)
 }
 
 // proveRX is proveTX for the receiving side.
 func proveRX(delta map[string]uint64, bytes, msgs uint64) *CounterProof {
-	return prove(delta, rxByteCounters, rxPktCounters, bytes, msgs)
+	names := erdma.TrafficCounterNames()
+	return prove(delta, names.RxBytes, names.RxPackets, bytes, msgs)
 }
 
 func prove(delta map[string]uint64, byteNames, pktNames []string, bytes, msgs uint64) *CounterProof {
