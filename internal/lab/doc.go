@@ -81,7 +81,10 @@
 // Ethernet segment, 10.0.9.0/24, MACs 52:54:00:00:09:01 and :02), each with its
 // own rxe0: two real hosts. It runs the same binaries on both with
 // `-test.run ^TestLab2Host`, at the same time; the single-VM run skips those
-// tests (-test.skip ^TestLab2Host). A TestLab2Host test runs on both VMs:
+// tests (-test.skip ^TestLab2Host). Before any test, each VM pings the other
+// (for up to about a minute); if the link carries nothing, both VMs are
+// stopped and the pair is booted once more (this happened once in CI).
+// A TestLab2Host test runs on both VMs:
 //
 //   - role a (10.0.9.1) is the server side: it listens (labtest.Listen(t, port))
 //   - role b (10.0.9.2) is the client side: it dials a's IP (labtest.Dial(t, port)),

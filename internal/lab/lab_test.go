@@ -235,9 +235,14 @@ func TestScript(t *testing.T) {
 		`(cd '/src/it'\''s' && ERDMAKIT_LAB_OUT=/tmp/lab/out/b/ibverbs timeout -k 5 100 /tmp/lab/bin/ibverbs.test -test.run '^TestLab') > /tmp/lab/out/b/ibverbs.log 2>&1`,
 		"mark END ibverbs $rc",
 		"exit $status",
+		"until busybox ping -c 1 -W 1 10.0.9.1 >/dev/null 2>&1; do",
+		"mark NOLINK peer=10.0.9.1 tries=$i; exit 4;",
 	} {
 		assert.Contains(t, s, want)
 	}
+	assert.Less(t, strings.Index(s, "mark LINK"), strings.Index(s, "mark BEGIN"), "the link is proven before any step")
+	single := Script(Guest{Role: "single", IP: IPA, Device: Device, Netdev: Netdev}, nil)
+	assert.NotContains(t, single, "ping", "the one-VM run has no peer")
 }
 
 func TestShQuote(t *testing.T) {

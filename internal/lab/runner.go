@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/erdmakit/erdmakit/internal/execx"
@@ -257,7 +258,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			args := func(s Suite) []string { return []string{"-test.run", pairRun(s, o.Run)} }
 			sa := o.testSteps(env, "a", pair, args, "")
 			sb := o.testSteps(env, "b", pair, args, "")
-			pairBoots, pairErr = o.boot(ctx, env, []Guest{o.guest("a", IPA, IPB), o.guest("b", IPB, IPA)}, [][]Step{sa, sb})
+			pairBoots, pairErr = o.bootPair(ctx, env, sa, sb)
 		}()
 	}
 	wg.Wait()
@@ -313,8 +314,25 @@ func (o *Options) testSteps(env *Env, role string, suites []Suite, args func(Sui
 	return steps
 }
 
+// bootPair boots VMs a and b joined by the lab link, each with its steps;
+// when their link carries nothing it boots the pair once more.
+func (o *Options) bootPair(ctx context.Context, env *Env, stepsA, stepsB []Step) ([]*Boot, error) {
+	guests := []Guest{o.guest("a", IPA, IPB), o.guest("b", IPB, IPA)}
+	boots, err := o.boot(ctx, env, guests, [][]Step{stepsA, stepsB})
+	if errors.Is(err, ErrNoLink) && ctx.Err() == nil {
+		o.progress("vm a and vm b could not reach each other: booting the pair again")
+		boots, err = o.boot(ctx, env, guests, [][]Step{stepsA, stepsB})
+	}
+	return boots, err
+}
+
+// ErrNoLink: the two VMs booted but could not reach each other over the
+// lab link (a guest printed MarkerNoLink); both were stopped.
+var ErrNoLink = errors.New("lab: the two VMs could not reach each other")
+
 // boot runs one VM per guest (two: joined by a socket netdev), each with its
-// steps, and waits for all of them.
+// steps, and waits for all of them. When a guest finds no link to its peer,
+// every VM is stopped and the error wraps ErrNoLink.
 func (o *Options) boot(ctx context.Context, env *Env, guests []Guest, steps [][]Step) ([]*Boot, error) {
 	var total time.Duration
 	for _, s := range steps[0] {
@@ -322,6 +340,13 @@ func (o *Options) boot(ctx context.Context, env *Env, guests []Guest, steps [][]
 	}
 	ctx, cancel := context.WithTimeout(ctx, total+3*time.Minute)
 	defer cancel()
+	var noLink atomic.Bool
+	onMarker := func(vm string, m Marker) {
+		o.onMarker(vm, m)
+		if m.Word == MarkerNoLink && !noLink.Swap(true) {
+			cancel()
+		}
+	}
 	vms := make([]VM, len(guests))
 	for i, g := range guests {
 		if err := os.MkdirAll(filepath.Join(env.WorkDir, "out", g.Role), 0o777); err != nil {
@@ -365,10 +390,13 @@ func (o *Options) boot(ctx context.Context, env *Env, guests []Guest, steps [][]
 			if o.Console != nil {
 				con = &prefixWriter{w: o.Console, prefix: "[" + vms[i].Name + "] "}
 			}
-			boots[i], errs[i] = vms[i].Run(ctx, con, func(m Marker) { o.onMarker(vms[i].Name, m) })
+			boots[i], errs[i] = vms[i].Run(ctx, con, func(m Marker) { onMarker(vms[i].Name, m) })
 		}(i)
 	}
 	wg.Wait()
+	if noLink.Load() {
+		return boots, fmt.Errorf("%w (%s and %s over 127.0.0.1:%d)", ErrNoLink, guests[0].IP, guests[1].IP, port)
+	}
 	return boots, errors.Join(errs...)
 }
 
@@ -376,6 +404,10 @@ func (o *Options) onMarker(vm string, m Marker) {
 	switch m.Word {
 	case "READY":
 		o.progress("vm %s up in %s", vm, m.At.Round(100*time.Millisecond))
+	case "LINK":
+		o.progress("vm %s reached its peer (%s)", vm, strings.Join(m.Args, " "))
+	case MarkerNoLink:
+		o.progress("vm %s: its peer never answered on the lab link (%s)", vm, strings.Join(m.Args, " "))
 	case "FATAL":
 		o.progress("vm %s: FATAL %s", vm, strings.Join(m.Args, " "))
 	case "BEGIN":

@@ -27,9 +27,18 @@ type Step struct {
 	Timeout time.Duration // `timeout` bound; 0 means 240 s
 }
 
+// MarkerNoLink is the marker a two-VM guest prints when its peer never
+// answered on the lab link; linkTries bounds how often it asks (about 2 s
+// each: a 1 s ping wait and a 1 s pause).
+const (
+	MarkerNoLink = "NOLINK"
+	linkTries    = 30
+)
+
 // Script is the guest's run script (POSIX sh, run by the host's /bin/sh after
 // the chroot): it brings eth0 up with g.IP, adds the rxe device, waits for
-// its port to be ACTIVE and its RoCE v2 GID for g.IP to appear, exports the
+// its port to be ACTIVE and its RoCE v2 GID for g.IP to appear, in a two-VM
+// run pings g.Peer until it answers (else the NOLINK marker), exports the
 // lab environment and runs the steps, each under `timeout`, each framed by
 // BEGIN/END markers carrying its exit status.
 func Script(g Guest, steps []Step) string {
@@ -71,8 +80,21 @@ export CI=%[9]s
 export ERDMAKIT_LAB=1 ERDMAKIT_LAB_ROLE=%[1]s ERDMAKIT_LAB_DEVICE=%[4]s ERDMAKIT_LAB_NETDEV=%[2]s
 export ERDMAKIT_LAB_IP=%[3]s ERDMAKIT_LAB_PEER=%[10]s ERDMAKIT_LAB_GID_INDEX=$gidx
 mark SETUP role=%[1]s ip=%[3]s gid_index=$gidx uptime=$(cut -d' ' -f1 /proc/uptime)
-status=0
 `, g.Role, g.Netdev, g.IP, g.Device, ip4[0], ip4[1], ip4[2], ip4[3], shQuote(g.CI), shQuote(g.Peer))
+	if g.Peer != "" {
+		// The two-VM link has once carried nothing although both VMs booted:
+		// prove it before any test runs, so that the runner can boot the
+		// pair again instead of every two-host test timing out.
+		fmt.Fprintf(&b, `i=0
+until busybox ping -c 1 -W 1 %[1]s >/dev/null 2>&1; do
+	i=$((i+1))
+	[ $i -ge %[2]d ] && { mark %[3]s peer=%[1]s tries=$i; exit 4; }
+	sleep 1
+done
+mark LINK peer=%[1]s tries=$((i+1))
+`, shQuote(g.Peer), linkTries, MarkerNoLink)
+	}
+	b.WriteString("status=0\n")
 	for _, s := range steps {
 		t := s.Timeout
 		if t <= 0 {

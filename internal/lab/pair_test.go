@@ -1,0 +1,138 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeQemuEnv names the directory in which the test binary, run as qemu,
+// counts its boots; fakeQemuMode says how the lab link behaves.
+const (
+	fakeQemuEnv  = "ERDMAKIT_FAKE_QEMU"
+	fakeQemuMode = "ERDMAKIT_FAKE_QEMU_MODE" // "flaky": dead on the first boot only; "dead": always
+)
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(fakeQemuEnv); dir != "" {
+		os.Exit(fakeQemu(dir, os.Getenv(fakeQemuMode), os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeQemu plays a VM for the runner: it listens or connects as the socket
+// netdev asks, prints the markers a guest prints and, when the link is to
+// be dead, prints NOLINK and hangs as a real guest's peer would.
+func fakeQemu(dir, mode string, args []string) int {
+	role, addr := "", ""
+	for _, a := range args {
+		for _, kv := range strings.Split(a, ",") {
+			if v, ok := strings.CutPrefix(kv, "listen="); ok {
+				role, addr = "a", v
+			}
+			if v, ok := strings.CutPrefix(kv, "connect="); ok {
+				role, addr = "b", v
+			}
+		}
+	}
+	if role == "" {
+		fmt.Fprintln(os.Stderr, "fake qemu: no socket netdev in", args)
+		return 1
+	}
+	if role == "a" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fake qemu:", err)
+			return 1
+		}
+		defer ln.Close()
+		c, err := ln.Accept() // as qemu's socket netdev: one peer
+		if err != nil {
+			return 1
+		}
+		defer c.Close()
+	} else {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fake qemu:", err)
+			return 1
+		}
+		defer c.Close()
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "boots-"+role), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return 1
+	}
+	fmt.Fprintln(f, "boot")
+	f.Close()
+	b, _ := os.ReadFile(filepath.Join(dir, "boots-"+role))
+	boots := bytes.Count(b, []byte("\n"))
+	fmt.Println(MarkerPrefix + "READY")
+	if mode == "dead" || (mode == "flaky" && boots == 1) {
+		if role == "a" {
+			fmt.Println(MarkerPrefix + MarkerNoLink + " peer=" + IPB + " tries=30")
+		}
+		time.Sleep(time.Minute) // the runner must stop us
+		return 0
+	}
+	fmt.Println(MarkerPrefix + "LINK peer=x tries=1")
+	fmt.Println(MarkerPrefix + "EXIT 0")
+	return 0
+}
+
+func bootPairWithFakeQemu(t *testing.T, mode string) ([]*Boot, error, string, time.Duration) {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv(fakeQemuEnv, dir)
+	t.Setenv(fakeQemuMode, mode)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	var progress strings.Builder
+	o := &Options{ModuleRoot: dir, Progress: &progress, Timeout: 20 * time.Second}
+	env := &Env{WorkDir: dir, Qemu: exe}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	boots, err := o.bootPair(ctx, env, nil, nil)
+	return boots, err, progress.String(), time.Since(start)
+}
+
+func countBoots(t *testing.T, role string) int {
+	b, err := os.ReadFile(filepath.Join(os.Getenv(fakeQemuEnv), "boots-"+role))
+	require.NoError(t, err)
+	return bytes.Count(b, []byte("\n"))
+}
+
+func TestBootPairRebootsADeadLinkOnce(t *testing.T) {
+	boots, err, progress, took := bootPairWithFakeQemu(t, "flaky")
+	require.NoError(t, err, progress)
+	require.Len(t, boots, 2)
+	for _, b := range boots {
+		assert.Equal(t, 0, b.ExitCode, b.Name)
+		_, ok := b.Marker("LINK")
+		assert.True(t, ok, b.Name)
+	}
+	assert.Equal(t, 2, countBoots(t, "a"))
+	assert.Equal(t, 2, countBoots(t, "b"))
+	assert.Contains(t, progress, "its peer never answered")
+	assert.Contains(t, progress, "booting the pair again")
+	assert.Less(t, took, 30*time.Second, "the dead pair must be stopped at once, not at its timeout")
+}
+
+func TestBootPairGivesUpAfterTwoDeadLinks(t *testing.T) {
+	_, err, progress, took := bootPairWithFakeQemu(t, "dead")
+	require.ErrorIs(t, err, ErrNoLink, progress)
+	assert.Contains(t, err.Error(), "10.0.9.1 and 10.0.9.2 over 127.0.0.1:")
+	assert.Equal(t, 2, countBoots(t, "a"))
+	assert.Equal(t, 2, countBoots(t, "b"))
+	assert.Less(t, took, 30*time.Second)
+}
