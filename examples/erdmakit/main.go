@@ -16,6 +16,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/erdmakit/erdmakit/perf"
 )
 
 // globals are the flags every subcommand shares.
@@ -54,6 +56,7 @@ func newRootCmd(g *globals) *cobra.Command {
 }
 
 func main() {
+	perf.RaiseMaxProcs() // the bw write loops on one-CPU hosts (see its doc)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -1,9 +1,13 @@
 // Command bwbench measures erdmakit's RDMA write loop side by side with
 // perftest's ib_write_bw on the same device, in the same run: for each size,
-// reps rounds alternating ours and perftest's, with the same message size,
-// QPs, TX depth and duration, both in loopback (server and client on the
-// device). It prints every run, the medians and the ratios ours/perftest of
-// Gbit/s and Mpps, and writes them as JSON to -out.
+// reps rounds of both tools (alternating which goes first), with the same
+// message size, QPs, TX depth and phases (a measured -duration between two
+// -margin margins: perftest's -D duration+2*margin -f margin), both in
+// loopback (server and client on the device). It prints every run, the
+// medians with their ratio ours/perftest, and the per-round ratios (each
+// round's two runs are minutes apart at most, so a noisy host moves both:
+// the median of the per-round ratios is the steadier figure), and writes
+// them as JSON to -out.
 //
 // `make bench` runs it in the lab (Soft-RoCE under qemu):
 //
@@ -47,12 +51,24 @@ type sizeResult struct {
 	PerftestMpps float64  `json:"perftest_mpps"`
 	RatioGbps    float64  `json:"ratio_gbps"` // ours / perftest (medians)
 	RatioMpps    float64  `json:"ratio_mpps"`
+	// Rounds are each round's ours/perftest message-rate ratio (rounds in
+	// which a tool failed are left out); Paired their median and quartiles.
+	Rounds []float64 `json:"round_ratios_mpps"`
+	Paired spread    `json:"paired_ratio_mpps"`
+}
+
+// spread is a median with its quartiles.
+type spread struct {
+	Median float64 `json:"median"`
+	P25    float64 `json:"p25"`
+	P75    float64 `json:"p75"`
 }
 
 type report struct {
 	Device   string       `json:"device"`
 	QPs      int          `json:"qps"`
 	Duration string       `json:"duration"`
+	Margin   string       `json:"margin"`
 	TxDepth  int          `json:"tx_depth"`
 	Reps     int          `json:"reps"`
 	Sizes    []sizeResult `json:"sizes"`
@@ -64,7 +80,8 @@ func main() {
 		device   = flag.String("device", envOr("ERDMAKIT_LAB_DEVICE", "rxe0"), "RDMA device")
 		gid      = flag.Int("gid-index", envInt("ERDMAKIT_LAB_GID_INDEX", -1), "GID index for both tools (-1: ours picks, perftest gets the same)")
 		qps      = flag.Int("qps", 1, "queue pairs")
-		duration = flag.Duration("duration", 3*time.Second, "measured time per run (whole seconds, perftest -D)")
+		duration = flag.Duration("duration", 2*time.Second, "measured time per run (whole seconds)")
+		margin   = flag.Duration("margin", time.Second, "unmeasured time before and after it (whole seconds, perftest -f)")
 		reps     = flag.Int("reps", 3, "rounds per size (each: ours, then perftest, alternating who goes first)")
 		sizesArg = flag.String("sizes", "65536,4096", "message sizes")
 		out      = flag.String("out", filepath.Join(envOr("ERDMAKIT_LAB_OUT", os.TempDir()), "bwbench.json"), "JSON report")
@@ -73,6 +90,7 @@ func main() {
 		cqMod    = flag.Int("cq-mod", 0, "CQ moderation for both (0: perftest's default)")
 	)
 	flag.Parse()
+	perf.RaiseMaxProcs() // as the erdmakit CLI does
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var sizes []int
@@ -84,7 +102,10 @@ func main() {
 		sizes = append(sizes, n)
 	}
 	host, _ := os.Hostname()
-	rep := report{Device: *device, QPs: *qps, Duration: duration.String(), TxDepth: perf.DefaultTxDepth, Reps: *reps, Host: host}
+	if *duration < time.Second || *margin < time.Second || *duration%time.Second != 0 || *margin%time.Second != 0 {
+		fatal(fmt.Errorf("-duration %s, -margin %s: want whole seconds, at least 1 (perftest's units)", *duration, *margin))
+	}
+	rep := report{Device: *device, QPs: *qps, Duration: duration.String(), Margin: margin.String(), TxDepth: perf.DefaultTxDepth, Reps: *reps, Host: host}
 	link, err := perf.OpenVerbsLink(*device, perf.VerbsOptions{GIDIndex: *gid})
 	if err != nil {
 		fatal(err)
@@ -94,7 +115,7 @@ func main() {
 	if gidIndex < 0 {
 		gidIndex = 1 // rxe's first IPv4 RoCE v2 entry in the lab; pass -gid-index elsewhere
 	}
-	fmt.Printf("bwbench: %s, %d QP(s), %s per run, tx depth %d, %d rounds per size\n", *device, *qps, *duration, perf.DefaultTxDepth, *reps)
+	fmt.Printf("bwbench: %s, %d QP(s), %s measured between %s margins, tx depth %d, %d rounds per size\n", *device, *qps, *duration, *margin, perf.DefaultTxDepth, *reps)
 	for _, size := range sizes {
 		sr := sizeResult{Size: size}
 		for r := 0; r < *reps; r++ {
@@ -102,18 +123,26 @@ func main() {
 			if r%2 == 1 {
 				tools[0], tools[1] = tools[1], tools[0]
 			}
+			mpps := map[string]float64{}
 			for _, tool := range tools {
 				var s sample
 				if tool == "erdmakit" {
-					s = runOurs(ctx, link, size, *qps, *duration, *postList, *cqMod)
+					s = runOurs(ctx, link, size, *qps, *duration, *margin, *postList, *cqMod)
 				} else {
-					s = runPerftest(ctx, *binary, *device, gidIndex, size, *qps, *duration, *cqMod)
+					s = runPerftest(ctx, *binary, *device, gidIndex, size, *qps, *duration, *margin, *cqMod)
 				}
 				s.Rep = r + 1
-				fmt.Printf("  size %7d  round %d  %-11s  %8.4f Gbit/s  %8.5f Mpps  %s\n", size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Err)
+				fmt.Printf("  size %7d  round %2d  %-11s  %8.4f Gbit/s  %8.5f Mpps  %s\n", size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Err)
 				sr.Samples = append(sr.Samples, s)
+				if s.Err == "" {
+					mpps[s.Tool] = s.Mpps
+				}
+			}
+			if o, p := mpps["erdmakit"], mpps["ib_write_bw"]; o > 0 && p > 0 {
+				sr.Rounds = append(sr.Rounds, o/p)
 			}
 		}
+		sr.Paired = quartiles(sr.Rounds)
 		sr.OursGbps, sr.OursMpps = medians(sr.Samples, "erdmakit")
 		sr.PerftestGbps, sr.PerftestMpps = medians(sr.Samples, "ib_write_bw")
 		if sr.PerftestGbps > 0 {
@@ -125,10 +154,11 @@ func main() {
 		rep.Sizes = append(rep.Sizes, sr)
 	}
 	fmt.Println()
-	fmt.Println("| size | erdmakit Gbit/s | ib_write_bw Gbit/s | ratio | erdmakit Mpps | ib_write_bw Mpps | ratio |")
-	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| size | erdmakit Gbit/s | ib_write_bw Gbit/s | ratio | erdmakit Mpps | ib_write_bw Mpps | ratio | per-round Mpps ratio: median (p25-p75), rounds |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range rep.Sizes {
-		fmt.Printf("| %d | %.4f | %.4f | %.3f | %.5f | %.5f | %.3f |\n", s.Size, s.OursGbps, s.PerftestGbps, s.RatioGbps, s.OursMpps, s.PerftestMpps, s.RatioMpps)
+		fmt.Printf("| %d | %.4f | %.4f | %.3f | %.5f | %.5f | %.3f | %.3f (%.3f-%.3f), %d |\n", s.Size, s.OursGbps, s.PerftestGbps, s.RatioGbps,
+			s.OursMpps, s.PerftestMpps, s.RatioMpps, s.Paired.Median, s.Paired.P25, s.Paired.P75, len(s.Rounds))
 	}
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
@@ -143,9 +173,9 @@ func main() {
 	}
 }
 
-func runOurs(ctx context.Context, link perf.Link, size, qps int, d time.Duration, postList, cqMod int) sample {
+func runOurs(ctx context.Context, link perf.Link, size, qps int, d, margin time.Duration, postList, cqMod int) sample {
 	s := sample{Tool: "erdmakit"}
-	cfg := perf.Config{Size: size, QPs: qps, Duration: d, Warmup: 2 * time.Second, Cooldown: 2 * time.Second,
+	cfg := perf.Config{Size: size, QPs: qps, Duration: d, Warmup: margin, Cooldown: margin,
 		PostList: postList, CQMod: cqMod}
 	results, errs := perf.Loopback(ctx, []perf.Link{link}, cfg, nil)
 	if len(errs) > 0 || len(results) != 1 {
@@ -156,17 +186,23 @@ func runOurs(ctx context.Context, link perf.Link, size, qps int, d time.Duration
 	return s
 }
 
-func runPerftest(ctx context.Context, bin, dev string, gid, size, qps int, d time.Duration, cqMod int) sample {
+// runPerftest runs ib_write_bw with the same phases as ours: perftest's -D is
+// the whole run and it measures -D minus the two -f margins.
+func runPerftest(ctx context.Context, bin, dev string, gid, size, qps int, d, margin time.Duration, cqMod int) sample {
 	s := sample{Tool: "ib_write_bw"}
-	var extra []string
+	extra := []string{"-f", strconv.Itoa(int(margin / time.Second))}
 	if cqMod > 0 {
-		extra = []string{"-Q", strconv.Itoa(cqMod)}
+		extra = append(extra, "-Q", strconv.Itoa(cqMod))
 	}
+	total := d + 2*margin
 	runs := perftest.RunWriteBW(ctx, perftest.Options{Binary: bin, Devices: []string{dev}, QPs: qps, Size: size,
-		Duration: d, GIDIndex: gid, Port: perftest.DefaultPort, Timeout: d + 90*time.Second, Extra: extra})
+		Duration: total, GIDIndex: gid, Port: perftest.DefaultPort, Timeout: total + 90*time.Second, Extra: extra})
 	r := runs[0]
 	if r.Error != "" || r.Client == nil || len(r.Client.Results) == 0 {
 		s.Err = r.Error
+		if s.Err == "" {
+			s.Err = "no result in the client's output"
+		}
 		return s
 	}
 	x := r.Client.Results[len(r.Client.Results)-1]
@@ -185,14 +221,27 @@ func medians(ss []sample, tool string) (gbps, mpps float64) {
 }
 
 func median(v []float64) float64 {
+	return quantile(v, 0.5)
+}
+
+func quartiles(v []float64) spread {
+	return spread{Median: quantile(v, 0.5), P25: quantile(v, 0.25), P75: quantile(v, 0.75)}
+}
+
+// quantile is the q-quantile of v by linear interpolation between the
+// closest ranks (0 for no values); v is not changed.
+func quantile(v []float64, q float64) float64 {
 	if len(v) == 0 {
 		return 0
 	}
-	sort.Float64s(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	pos := q * float64(len(s)-1)
+	i := int(pos)
+	if i+1 >= len(s) {
+		return s[len(s)-1]
 	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
 }
 
 func envOr(k, def string) string {
