@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 )
 
@@ -177,6 +178,13 @@ func (m Measure) Mpps() float64 {
 // allowed too (an error of at most 0.1%).
 const snapSlack = 100 * time.Microsecond
 
+// schedYield is how often the write loop passes through the Go scheduler.
+// A goroutine that runs (or sits in cgo calls) for 10 ms without being
+// rescheduled looks stuck to the runtime's sysmon, which then signals its
+// thread, takes its P and polls every 20 µs: on a one-CPU host that was
+// thousands of context switches a second, taken from the writes.
+const schedYield = time.Millisecond
+
 // drainTimeout bounds waiting for the outstanding writes at the end.
 const drainTimeout = 5 * time.Second
 
@@ -237,6 +245,7 @@ func writeLoop(ctx context.Context, s Session, device string, cfg Config, st *lo
 		progFrom   uint64
 		drainUntil time.Time
 		spins      int
+		yielded    = start
 	)
 	for i := range qps {
 		st.outstanding[i] = 0
@@ -353,6 +362,10 @@ func writeLoop(ctx context.Context, s Session, device string, cfg Config, st *lo
 					return m, fmt.Errorf("%s: %d writes: %w within %s", device, inFlight, ErrDrain, drainTimeout)
 				}
 			}
+		}
+		if now.Sub(yielded) >= schedYield {
+			runtime.Gosched()
+			yielded = now
 		}
 		if spins++; spins&1023 == 0 {
 			select {
