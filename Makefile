@@ -42,7 +42,7 @@ lab: deps
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) build -o bin/bwbench ./perf/internal/bwbench
-	$(GO) run ./internal/lab/cmd/labrun -timeout 12m -shell "$(CURDIR)/bin/bwbench -reps 12 -duration 2s -margin 1s"
+	$(GO) run ./internal/lab/cmd/labrun -timeout 15m -shell "$(CURDIR)/bin/bwbench -reps 20 -duration 2s -margin 1s"
 
 clean:
 	rm -rf bin
