@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime"
 
 	"github.com/erdmakit/erdmakit/perf"
 )
@@ -62,4 +63,13 @@ func ExampleReadFrame() {
 	// Output:
 	// 68 bytes: 16 <nil>
 	// bad magic "GET " (not an erdmakit bw peer?): bw protocol error
+}
+
+// A program that runs write loops raises GOMAXPROCS once at start, so that
+// on a one-CPU host the Go runtime does not take the loop's P back during
+// each long post call (software RDMA does the device's work inside it).
+func ExampleRaiseMaxProcs() {
+	perf.RaiseMaxProcs()
+	fmt.Println(runtime.GOMAXPROCS(0) >= perf.MinProcs)
+	// Output: true
 }
