@@ -48,6 +48,16 @@ func fakeQemu(dir, mode string, args []string) int {
 		fmt.Fprintln(os.Stderr, "fake qemu: no socket netdev in", args)
 		return 1
 	}
+	// Count this boot before meeting the peer: once a has met b, a may end
+	// the run, and the runner then stops b at once.
+	f, err := os.OpenFile(filepath.Join(dir, "boots-"+role), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return 1
+	}
+	fmt.Fprintln(f, "boot")
+	f.Close()
+	b, _ := os.ReadFile(filepath.Join(dir, "boots-"+role))
+	boots := bytes.Count(b, []byte("\n"))
 	if role == "a" {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -68,14 +78,6 @@ func fakeQemu(dir, mode string, args []string) int {
 		}
 		defer c.Close()
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "boots-"+role), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return 1
-	}
-	fmt.Fprintln(f, "boot")
-	f.Close()
-	b, _ := os.ReadFile(filepath.Join(dir, "boots-"+role))
-	boots := bytes.Count(b, []byte("\n"))
 	fmt.Println(MarkerPrefix + "READY")
 	if mode == "dead" || (mode == "flaky" && boots == 1) {
 		if role == "a" {
