@@ -2,28 +2,30 @@ package fleet
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"time"
+
+	"github.com/erdmakit/erdmakit/internal/frame"
 )
 
-// The rendezvous protocol: every message is one frame,
+// The rendezvous protocol: every message is one frame (see internal/frame),
 //
-//	magic "EKFL" | version u8 | type u8 | reserved u16 | length u32 (big endian) | JSON payload
+//	magic "EKFL" | version u16 | type u8 | reserved u8 | length u32 (big endian) | JSON payload
 //
-// bounded by MaxPayload. Each read and write has a deadline.
+// bounded by MaxPayload. Each read and write has a deadline. Version 2 took
+// the header layout the bw protocol has (version 1 had a one-byte version).
 const (
-	wireMagic   = "EKFL"
-	WireVersion = 1
-	headerLen   = 12
+	WireVersion = 2
 	// MaxPayload bounds one frame's payload: a doctor report of a large host is
 	// tens of KiB; anything near this limit is garbage.
 	MaxPayload = 4 << 20
 )
+
+var wire = frame.Spec{Magic: [4]byte{'E', 'K', 'F', 'L'}, Version: WireVersion, MaxPayload: MaxPayload}
 
 // MsgType says what a frame carries.
 type MsgType uint8
@@ -58,11 +60,12 @@ func (t MsgType) String() string {
 	return fmt.Sprintf("type %d", uint8(t))
 }
 
-// Errors a decoder returns for frames that are not ours.
+// Errors a decoder returns for frames that are not ours (the first three are
+// internal/frame's, shared with the bw protocol).
 var (
-	ErrBadMagic    = errors.New("fleet: not an erdmakit fleet frame (bad magic)")
-	ErrVersion     = errors.New("fleet: unsupported protocol version")
-	ErrTooLarge    = errors.New("fleet: frame payload too large")
+	ErrBadMagic    = frame.ErrBadMagic
+	ErrVersion     = frame.ErrVersion
+	ErrTooLarge    = frame.ErrTooLarge
 	ErrUnknownType = errors.New("fleet: unknown message type")
 )
 
@@ -72,48 +75,33 @@ type Frame struct {
 	Payload []byte
 }
 
-// ReadFrame reads one frame from r.
+// ReadFrame reads one frame from r; io.EOF when r ends before it.
 func ReadFrame(r io.Reader) (Frame, error) {
-	var h [headerLen]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		if errors.Is(err, io.EOF) {
-			return Frame{}, io.EOF
-		}
-		return Frame{}, fmt.Errorf("fleet: reading frame header: %w", err)
+	h, err := wire.ReadHeader(r)
+	if err == io.EOF {
+		return Frame{}, io.EOF
 	}
-	if string(h[:4]) != wireMagic {
-		return Frame{}, fmt.Errorf("%w: % x", ErrBadMagic, h[:4])
+	if err != nil {
+		return Frame{}, fmt.Errorf("fleet: reading a frame: %w", err)
 	}
-	if h[4] != WireVersion {
-		return Frame{}, fmt.Errorf("%w: peer speaks %d, we speak %d", ErrVersion, h[4], WireVersion)
-	}
-	t := MsgType(h[5])
+	t := MsgType(h.Type)
 	if t < MsgHello || t > MsgBye {
-		return Frame{}, fmt.Errorf("%w: %d", ErrUnknownType, h[5])
+		return Frame{}, fmt.Errorf("%w: %d", ErrUnknownType, h.Type)
 	}
-	n := binary.BigEndian.Uint32(h[8:])
-	if n > MaxPayload {
-		return Frame{}, fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, n, MaxPayload)
-	}
-	p := make([]byte, n)
-	if _, err := io.ReadFull(r, p); err != nil {
-		return Frame{}, fmt.Errorf("fleet: reading %s payload (%d bytes): %w", t, n, err)
+	p, err := frame.ReadPayload(r, h)
+	if err != nil {
+		return Frame{}, fmt.Errorf("fleet: reading %s: %w", t, err)
 	}
 	return Frame{Type: t, Payload: p}, nil
 }
 
 // WriteFrame writes one frame to w.
 func WriteFrame(w io.Writer, t MsgType, payload []byte) error {
-	if len(payload) > MaxPayload {
-		return fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, len(payload), MaxPayload)
+	buf, err := wire.Append(make([]byte, 0, frame.HeaderLen+len(payload)), uint8(t), payload)
+	if err != nil {
+		return fmt.Errorf("fleet: %s: %w", t, err)
 	}
-	buf := make([]byte, headerLen+len(payload))
-	copy(buf, wireMagic)
-	buf[4] = WireVersion
-	buf[5] = byte(t)
-	binary.BigEndian.PutUint32(buf[8:], uint32(len(payload)))
-	copy(buf[headerLen:], payload)
-	_, err := w.Write(buf)
+	_, err = w.Write(buf)
 	return err
 }
 

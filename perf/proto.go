@@ -9,6 +9,8 @@ import (
 	"net"
 	"sort"
 	"time"
+
+	"github.com/erdmakit/erdmakit/internal/frame"
 )
 
 // The out-of-band protocol (ours, not perftest's) carries everything two
@@ -46,12 +48,12 @@ const MaxPayload = 64 << 10
 const MaxQPs = 1024
 
 const (
-	frameHeader = 12
 	maxString   = 255
 	maxCounters = 512
 )
 
-var frameMagic = [4]byte{'E', 'K', 'B', 'W'}
+// wire is the bw protocol's framing (see internal/frame).
+var wire = frame.Spec{Magic: [4]byte{'E', 'K', 'B', 'W'}, Version: ProtocolVersion, MaxPayload: MaxPayload}
 
 // MsgType is the type byte of a frame.
 type MsgType uint8
@@ -90,9 +92,9 @@ var (
 	// magic, malformed payload, a message out of order).
 	ErrProtocol = errors.New("bw protocol error")
 	// ErrVersion: the peer speaks another protocol version.
-	ErrVersion = errors.New("bw protocol version mismatch")
+	ErrVersion = frame.ErrVersion
 	// ErrFrameTooLarge: a frame announced a payload above MaxPayload.
-	ErrFrameTooLarge = errors.New("bw frame too large")
+	ErrFrameTooLarge = frame.ErrTooLarge
 	// ErrPeer: the peer reported an error (the message says which).
 	ErrPeer = errors.New("bw peer error")
 )
@@ -218,9 +220,7 @@ func (*PeerError) msgType() MsgType { return MsgError }
 // AppendFrame appends m's frame to b.
 func AppendFrame(b []byte, m Message) ([]byte, error) {
 	start := len(b)
-	b = append(b, frameMagic[:]...)
-	b = binary.BigEndian.AppendUint16(b, ProtocolVersion)
-	b = append(b, byte(m.msgType()), 0, 0, 0, 0, 0)
+	b = wire.Begin(b, byte(m.msgType()))
 	var err error
 	switch m := m.(type) {
 	case *Hello:
@@ -293,11 +293,9 @@ func AppendFrame(b []byte, m Message) ([]byte, error) {
 	if err != nil {
 		return b[:start], err
 	}
-	n := len(b) - start - frameHeader
-	if n > MaxPayload {
-		return b[:start], fmt.Errorf("%s payload of %d bytes: %w", m.msgType(), n, ErrFrameTooLarge)
+	if b, err = wire.End(b, start); err != nil {
+		return b, fmt.Errorf("%s: %w", m.msgType(), err)
 	}
-	binary.BigEndian.PutUint32(b[start+8:], uint32(n))
 	return b, nil
 }
 
@@ -312,28 +310,18 @@ func appendString(b []byte, s string) ([]byte, error) {
 // ReadFrame reads one frame from r and decodes it. The caller bounds the
 // time (a deadline on the connection); the size is bounded by MaxPayload.
 func ReadFrame(r io.Reader) (Message, error) {
-	var h [frameHeader]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("frame header cut short: %w", err)
-		}
+	h, err := wire.ReadHeader(r)
+	if errors.Is(err, frame.ErrBadMagic) {
+		return nil, fmt.Errorf("%w (not an erdmakit bw peer?): %w", err, ErrProtocol)
+	}
+	if err != nil {
 		return nil, err
 	}
-	if [4]byte(h[:4]) != frameMagic {
-		return nil, fmt.Errorf("bad magic %q (not an erdmakit bw peer?): %w", h[:4], ErrProtocol)
+	p, err := frame.ReadPayload(r, h)
+	if err != nil {
+		return nil, fmt.Errorf("%s %w", MsgType(h.Type), err)
 	}
-	if v := binary.BigEndian.Uint16(h[4:]); v != ProtocolVersion {
-		return nil, fmt.Errorf("peer speaks protocol version %d, this side %d: %w", v, ProtocolVersion, ErrVersion)
-	}
-	n := binary.BigEndian.Uint32(h[8:])
-	if n > MaxPayload {
-		return nil, fmt.Errorf("frame announces %d bytes (at most %d): %w", n, MaxPayload, ErrFrameTooLarge)
-	}
-	p := make([]byte, n)
-	if got, err := io.ReadFull(r, p); err != nil {
-		return nil, fmt.Errorf("%s payload cut short after %d of %d bytes: %w", MsgType(h[6]), got, n, err)
-	}
-	return DecodePayload(MsgType(h[6]), p)
+	return DecodePayload(MsgType(h.Type), p)
 }
 
 // DecodePayload decodes the payload of a frame of type t.

@@ -206,6 +206,10 @@ func runPerftest(ctx context.Context, bin, dev string, gid, size, qps int, d, ma
 		return s
 	}
 	x := r.Client.Results[len(r.Client.Results)-1]
+	if x.MsgRateMpps <= 0 {
+		s.Err = "the client reported no messages"
+		return s
+	}
 	s.Gbps, s.Mpps = x.BWAvgGbps, x.MsgRateMpps
 	return s
 }
