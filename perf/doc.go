@@ -11,5 +11,10 @@
 // peak Gbit/s (10^9 bit/s), Mpps and, where the device has hw_counters, the
 // counter deltas that prove the bytes crossed the RDMA device.
 //
+// A program that runs write loops calls RaiseMaxProcs once at start: on a
+// one-CPU host, Go's runtime would otherwise take the loop's only P back
+// during every long post call (on software RDMA the post does the device's
+// work).
+//
 // Package perf/perftest runs and parses Debian/OFED ib_write_bw itself.
 package perf
