@@ -58,6 +58,25 @@ func mpirunArgs() []string {
 	return a
 }
 
+// runMPIRunJSON runs mpirun with args (bounded to 3 minutes) and decodes
+// rank 0's --json output into v. Rank 0 may exit ExitFail (what the test
+// expects it to find); mpirun passes the first non-zero status on.
+func runMPIRunJSON(t *testing.T, mpirun string, args []string, v any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mpirun, args...)
+	cmd.Dir = t.TempDir()
+	var stderr bytesBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if err != nil && !(errorsAs(err, &ee) && ee.ExitCode() == ExitFail) {
+		t.Fatalf("mpirun: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	require.NoError(t, json.Unmarshal(out, v), "stdout:\n%s\nstderr:\n%s", out, stderr.String())
+}
+
 // TestBwMeshUnderMPIRun runs `bw mesh` as 5 real processes under the real
 // Open MPI mpirun on localhost, over emulated devices; the rank given the
 // slow device (MPMD: its own app context) is named the bad host.
@@ -73,20 +92,8 @@ func TestBwMeshUnderMPIRun(t *testing.T) {
 	args = append(args, append(common, "--emulate-gbps", "8")...)
 	args = append(args, ":", "-np", "1", bin)
 	args = append(args, append(common, "--emulate-gbps", "40")...)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, mpirun, args...)
-	cmd.Dir = t.TempDir()
-	var stderr bytesBuffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	// Rank 0 exits 2 (a bad host); mpirun passes the first non-zero status on.
-	var ee *exec.ExitError
-	if err != nil && !(errorsAs(err, &ee) && ee.ExitCode() == ExitFail) {
-		t.Fatalf("mpirun: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
-	}
 	var rep fleet.MeshReport
-	require.NoError(t, json.Unmarshal(out, &rep), "stdout:\n%s\nstderr:\n%s", out, stderr.String())
+	runMPIRunJSON(t, mpirun, args, &rep)
 	assert.Len(t, rep.Hosts, 5)
 	assert.Equal(t, 5, rep.Rounds, "5 hosts: 5 rounds with one idle each")
 	assert.Len(t, rep.Results, 10, "every pair once")
@@ -114,19 +121,8 @@ func TestFleetDoctorUnderMPIRun(t *testing.T) {
 		require.NoError(t, err)
 		args = append(args, "-np", "1", bin, "fleet", "doctor", "--rendezvous", rdv, "--root", root, "--json", "--join-timeout", "60s")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, mpirun, args...)
-	cmd.Dir = t.TempDir()
-	var stderr bytesBuffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var ee *exec.ExitError
-	if err != nil && !(errorsAs(err, &ee) && ee.ExitCode() == ExitFail) {
-		t.Fatalf("mpirun: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
-	}
 	var rep fleet.FleetReport
-	require.NoError(t, json.Unmarshal(out, &rep), "stdout:\n%s\nstderr:\n%s", out, stderr.String())
+	runMPIRunJSON(t, mpirun, args, &rep)
 	assert.Equal(t, "fail", string(rep.Status))
 	assert.Equal(t, 4, rep.Size)
 	require.Len(t, rep.Hosts, 4)
