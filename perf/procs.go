@@ -15,7 +15,7 @@ const MinProcs = 2
 // a single P, Go's sysmon takes that P back during every such call (it
 // only leaves a P in a long call alone while another P is idle) and then
 // wakes every 20 µs. In the lab (1 vCPU, qemu TCG) two Ps made the 4 KiB
-// write loop 4.7% faster (see the README's performance section).
+// write loop 4.7% faster (see docs/bw.md, Performance).
 func RaiseMaxProcs() (previous int) {
 	previous = runtime.GOMAXPROCS(0)
 	if previous < MinProcs {

@@ -22,7 +22,7 @@ func newParseNCCLCmd(g *globals) *cobra.Command {
 		Long: "Reads nccl-tests output (old and new table formats, NCCL 1.x, rows interleaved with NCCL INFO\n" +
 			"lines and launcher noise) and prints the rows, the average bus bandwidth, out-of-bounds values and\n" +
 			"failures, plus what the NCCL lines in the same log say; --json prints the result (schema in\n" +
-			"the README). Exit 0 when the test finished with no failure, 2 on any failure, #wrong,\n" +
+			"docs/parse.md). Exit 0 when the test finished with no failure, 2 on any failure, #wrong,\n" +
 			"out-of-bounds value or missing table/footer, 3 when FILE cannot be read or holds no nccl-tests output.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -40,7 +40,7 @@ func newParseNCCLLogCmd(g *globals) *cobra.Command {
 		Long: "Streams an NCCL_DEBUG=INFO log of any size in constant memory (any line prefix: mpirun, Ray,\n" +
 			"host:pid:tid) and prints the NCCL version, the network NCCL used, its IB devices and socket\n" +
 			"interfaces, GPUDirect RDMA per HCA, the channel transports and NCCL's warnings; --json prints the\n" +
-			"summary (schema in the README). Exit 0 when the log has no NCCL WARN line, 2 when it\n" +
+			"summary (schema in docs/parse.md). Exit 0 when the log has no NCCL WARN line, 2 when it\n" +
 			"has (NCCL prints its errors as WARN), 3 when FILE cannot be read or holds no NCCL line.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

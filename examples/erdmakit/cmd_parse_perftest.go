@@ -20,7 +20,7 @@ func newParsePerftestCmd(g *globals) *cobra.Command {
 		Short: "Parse an ib_write_bw (perftest) log (- for stdin): header, results in Gbit/s, errors",
 		Long: "Reads any perftest log (ib_write_bw, ib_read_bw, ib_send_bw, *_lat; server and client output\n" +
 			"interleaved in one file too) and prints the test, the device and the results with bandwidth in\n" +
-			"Gbit/s whatever unit the log used; --json prints the report (schema in the README).\n" +
+			"Gbit/s whatever unit the log used; --json prints the report (schema in docs/parse.md).\n" +
 			"Exit 0 when the log shows results and no error, 2 when it shows errors or no result, 3 when\n" +
 			"FILE cannot be read or holds no perftest output.",
 		Args: cobra.ExactArgs(1),

@@ -13,7 +13,7 @@ func newParseTopoCmd(g *globals) *cobra.Command {
 		Short: "Parse `nvidia-smi topo -m` output (TAB- or space-separated, - for stdin) into the topo matrix",
 		Long: "Reads nvidia-smi topo -m output as the tool writes it (TABs) or as pasted (aligned spaces), skipping\n" +
 			"lines around it, and prints the matrix, the NIC legend and the nearest NIC per GPU with what the\n" +
-			"distance means for NCCL; --json prints the matrix (schema in the README).\n" +
+			"distance means for NCCL; --json prints the matrix (schema in docs/parse.md).\n" +
 			"Exit 0; 3 when FILE holds no complete matrix.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
