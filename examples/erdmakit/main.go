@@ -52,6 +52,7 @@ func newRootCmd(g *globals) *cobra.Command {
 	for _, c := range subcommands(g) {
 		root.AddCommand(c)
 	}
+	strictCommands(root)
 	return root
 }
 
