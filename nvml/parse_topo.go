@@ -16,7 +16,8 @@ var ErrNoMatrix = errors.New("no nvidia-smi topo -m matrix found")
 // (truncated output).
 var ErrIncompleteMatrix = errors.New("nvidia-smi topo -m matrix is incomplete")
 
-// maxTopoLine bounds one line; nvidia-smi's rows are a few hundred bytes.
+// maxTopoLine bounds one line; nvidia-smi's rows are a few hundred bytes,
+// so a longer line is noise (a pasted blob) and is skipped, not an error.
 const maxTopoLine = 1 << 20
 
 var (
@@ -32,8 +33,7 @@ var (
 // names. Lines around the matrix (prompts, other tools' output, the
 // legend) are skipped.
 func ParseTopo(r io.Reader) (*Matrix, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), maxTopoLine)
+	lr := newLineReader(r, maxTopoLine)
 	m := &Matrix{Source: "nvidia-smi"}
 	var (
 		lineNo  int
@@ -43,9 +43,19 @@ func ParseTopo(r io.Reader) (*Matrix, error) {
 		done    bool
 		gotRows int
 	)
-	for sc.Scan() {
+	for {
+		raw, tooLong, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading nvidia-smi topo -m output at line %d: %w", lineNo+1, err)
+		}
 		lineNo++
-		line := strings.TrimRight(sc.Text(), "\r")
+		if tooLong {
+			continue
+		}
+		line := strings.TrimRight(raw, "\r")
 		if labels == nil {
 			if l, aff, ok := parseTopoHeader(line); ok {
 				labels, m.AffinityColumns = l, aff
@@ -82,9 +92,9 @@ func ParseTopo(r io.Reader) (*Matrix, error) {
 					links[j] = Link(cells[1+j])
 				}
 				m.Links[i] = links
-				aff := cells[1+len(labels):]
-				if len(aff) > len(m.AffinityColumns) {
-					return nil, fmt.Errorf("line %d: row %s has %d cells after the devices, header has %d affinity columns", lineNo, cells[0], len(aff), len(m.AffinityColumns))
+				aff := fitAffinity(cells[1+len(labels):], len(m.AffinityColumns))
+				if aff == nil {
+					return nil, fmt.Errorf("line %d: row %s has %d non-empty cells after the devices, header has %d affinity columns", lineNo, cells[0], nonEmpty(cells[1+len(labels):]), len(m.AffinityColumns))
 				}
 				for k, v := range aff {
 					m.Endpoints[i].setAffinity(m.AffinityColumns[k], v)
@@ -98,9 +108,6 @@ func ParseTopo(r io.Reader) (*Matrix, error) {
 				m.Endpoints[i].Name = mm[2]
 			}
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading nvidia-smi topo -m output at line %d: %w", lineNo+1, err)
 	}
 	if labels == nil {
 		return nil, ErrNoMatrix
@@ -180,6 +187,75 @@ func splitTopoRow(line string) []string {
 		cells = cells[:len(cells)-1]
 	}
 	return cells
+}
+
+// fitAffinity fits a row's cells after the devices to n affinity columns.
+// Driver versions differ in the empty cells they print there (NIC rows, "GPU
+// NUMA ID"), so surplus empty cells are dropped, last first, keeping the
+// values in order; more values than columns is a broken row (nil).
+func fitAffinity(aff []string, n int) []string {
+	if len(aff) <= n {
+		return aff
+	}
+	if nonEmpty(aff) > n {
+		return nil
+	}
+	out := make([]string, 0, len(aff))
+	drop := len(aff) - n
+	for i := len(aff) - 1; i >= 0; i-- {
+		if aff[i] == "" && drop > 0 {
+			drop--
+			continue
+		}
+		out = append(out, aff[i])
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+func nonEmpty(cells []string) int {
+	n := 0
+	for _, c := range cells {
+		if c != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// lineReader yields lines of at most max bytes; a longer line is consumed
+// and reported as tooLong, so that one blob does not hide what follows.
+type lineReader struct {
+	br  *bufio.Reader
+	max int
+}
+
+func newLineReader(r io.Reader, max int) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+func (l *lineReader) next() (line string, tooLong bool, err error) {
+	var buf []byte
+	for {
+		chunk, err := l.br.ReadSlice('\n')
+		if len(buf)+len(chunk) > l.max+1 {
+			tooLong = true
+			buf = buf[:0]
+		} else if !tooLong {
+			buf = append(buf, chunk...)
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && (len(buf) > 0 || tooLong):
+			return strings.TrimSuffix(string(buf), "\n"), tooLong, nil
+		case err != nil:
+			return "", false, err
+		}
+		return strings.TrimSuffix(string(buf), "\n"), tooLong, nil
+	}
 }
 
 func (e *Endpoint) setAffinity(col, v string) {

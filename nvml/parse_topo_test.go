@@ -154,3 +154,48 @@ func FuzzParseTopo(f *testing.F) {
 		_ = m.Nearest()
 	})
 }
+
+// TestParseTopoAffinityCellsVary: drivers differ in the empty affinity cells
+// they print; extra or missing empty trailing cells are tolerated and the
+// values kept, while more values than columns is still refused.
+func TestParseTopoAffinityCellsVary(t *testing.T) {
+	header := "\tGPU0\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+	for _, tc := range []struct {
+		name, gpu, nic string
+		cpu, numa, id  string
+	}{
+		{name: "extra empty cells", gpu: "GPU0\t X \tPIX\t0-47\t0\t\tN/A\t\t\n", nic: "NIC0\tPIX\t X \t\t\t\t\n", cpu: "0-47", numa: "0", id: "N/A"},
+		{name: "empty cell between values", gpu: "GPU0\t X \tPIX\t0-47\t\t0\tN/A\n", nic: "NIC0\tPIX\t X \n", cpu: "0-47", numa: "0", id: "N/A"},
+		{name: "missing cells", gpu: "GPU0\t X \tPIX\t0-47\n", nic: "NIC0\tPIX\t X\n", cpu: "0-47"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := ParseTopo(strings.NewReader(header + tc.gpu + tc.nic))
+			require.NoError(t, err)
+			assert.Equal(t, tc.cpu, m.Endpoints[0].CPUAffinity)
+			assert.Equal(t, tc.numa, m.Endpoints[0].NUMAAffinity)
+			assert.Equal(t, tc.id, m.Endpoints[0].GPUNUMAID)
+			l, _ := m.Link("GPU0", "NIC0")
+			assert.Equal(t, LinkPIX, l)
+		})
+	}
+	_, err := ParseTopo(strings.NewReader(header + "GPU0\t X \tPIX\t0-47\t0\tN/A\t7\nNIC0\tPIX\t X \n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "4 non-empty cells after the devices, header has 3 affinity columns")
+}
+
+// TestParseTopoSkipsOverlongLines: a line over the bound is noise, not a
+// reason to lose the matrix after it.
+func TestParseTopoSkipsOverlongLines(t *testing.T) {
+	e01, err := os.ReadFile(filepath.Join("testdata", "topo-E01-tab-8gpu-10nic.txt"))
+	require.NoError(t, err)
+	blob := strings.Repeat("x", maxTopoLine+10) + "\n"
+	for _, in := range []string{blob + string(e01), string(e01) + blob, blob + blob + string(e01), strings.TrimSuffix(blob, "\n")} {
+		m, err := ParseTopo(strings.NewReader(in))
+		if in == strings.TrimSuffix(blob, "\n") {
+			assert.ErrorIs(t, err, ErrNoMatrix)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Len(t, m.Endpoints, 18)
+	}
+}
