@@ -50,6 +50,16 @@ func RecordFiles(ctx context.Context, lib Library, root, note string) (map[strin
 	for _, rel := range gdrRecordFiles {
 		add(rel)
 	}
+	// libibverbs only by name (its file name carries rdma-core's
+	// version): an empty stand-in, as dev/infiniband's files are.
+	for _, g := range LibIBVerbsGlobs {
+		libs, _ := filepath.Glob(filepath.Join(root, g))
+		for _, p := range libs {
+			if rel, err := filepath.Rel(root, p); err == nil && libibverbsVer.MatchString(filepath.Base(p)) {
+				out[filepath.ToSlash(rel)] = []byte{}
+			}
+		}
+	}
 	confs, _ := filepath.Glob(filepath.Join(root, "etc/modules-load.d/*.conf"))
 	nodes, _ := filepath.Glob(filepath.Join(root, "sys/devices/system/node/node[0-9]*/cpulist"))
 	for _, p := range append(confs, nodes...) {
@@ -117,4 +127,6 @@ var gdrRecordFiles = []string{
 	"sys/module/nv_peer_mem/version", "sys/module/nv_peer_mem/initstate",
 	"sys/kernel/mm/memory_peers/nv_mem/version", "sys/kernel/mm/memory_peers/nv_mem_nc/version",
 	"etc/modules", "etc/rc.local", "etc/rc.d/rc.local",
+	// DMA-BUF: the kernel release and the NVIDIA module's flavour.
+	"proc/sys/kernel/osrelease", "proc/driver/nvidia/version", "sys/module/nvidia/taint",
 }
