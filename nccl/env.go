@@ -31,6 +31,13 @@ type EnvAdvice struct {
 	Warnings []string `json:"warnings"`
 	// NCCLVersions are the installed NCCL versions that were seen.
 	NCCLVersions []NCCLInstall `json:"nccl_versions,omitempty"`
+	// Graph is the graph file this host should use (two or more eRDMA
+	// NICs and a known GPU count, see PlanGraph); nil otherwise. It is
+	// exported as NCCL_GRAPH_FILE when EnvOptions.GraphFile names where
+	// it is written.
+	Graph *Graphs `json:"graph,omitempty"`
+	// Notes are advice that needs a choice from the user (not a problem).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // GDRMode says whether NCCL_NET_GDR_LEVEL should be advised.
@@ -54,6 +61,9 @@ type EnvOptions struct {
 	// SocketIfname overrides the choice of the bootstrap interface.
 	SocketIfname string
 	GDR          GDRMode
+	// GraphFile is the path (the same on every host) where the caller
+	// writes Advice.Graph; "" means no NCCL_GRAPH_FILE is advised.
+	GraphFile string
 }
 
 // crashingNCCL are the NCCL releases known to segfault in
@@ -79,6 +89,7 @@ func AdviseEnv(inv *erdma.Inventory, opts EnvOptions) *EnvAdvice {
 	devs := a.hca(inv)
 	a.gidIndex(inv, devs)
 	a.gdr(inv, devs, opts.GDR)
+	a.graph(inv, opts.GraphFile)
 	if inv.Memlock != nil && !inv.Memlock.Unlimited {
 		a.warn(fmt.Sprintf("locked-memory limit is %s (soft), not unlimited: NCCL's ibv_create_qp fails with ENOMEM "+
 			"('Unknown error -12'); run ulimit -l unlimited, LimitMEMLOCK=infinity for systemd/containerd services",
@@ -97,6 +108,35 @@ func (a *EnvAdvice) set(name, value, reason string) {
 }
 
 func (a *EnvAdvice) warn(s string) { a.Warnings = append(a.Warnings, s) }
+
+// graph advises the multi-NIC graph file: NCCL puts every GPU on the first
+// of two NICs at equal distance (the runbook's finding).
+func (a *EnvAdvice) graph(inv *erdma.Inventory, path string) {
+	p, err := PlanGraph(inv)
+	if err != nil {
+		if path != "" {
+			a.warn("NCCL_GRAPH_FILE not set: " + strings.TrimPrefix(err.Error(), ErrGraph.Error()+": "))
+		}
+		return
+	}
+	g, err := MultiNICGraph(p)
+	if err != nil {
+		if path != "" {
+			a.warn("NCCL_GRAPH_FILE not set: " + err.Error())
+		}
+		return
+	}
+	a.Graph = g
+	what := fmt.Sprintf("%d eRDMA NICs (%s) at equal distance: NCCL puts every GPU on the first", len(p.NICs), strings.Join(p.NICs, ", "))
+	if path == "" {
+		a.Notes = append(a.Notes, what+"; --graph-file PATH writes a graph giving each NIC a channel with all "+
+			strconv.Itoa(len(p.GPUs))+" GPUs (NCCL_GRAPH_FILE, runbook)")
+		return
+	}
+	a.set("NCCL_GRAPH_FILE", path, fmt.Sprintf("%s; this graph gives channel i to net dev i (%s), all %d GPUs in each "+
+		"(run %d ranks per host: NCCL refuses a graph naming GPUs it does not have)",
+		what, strings.Join(p.NICs, ", "), len(p.GPUs), len(p.GPUs)))
+}
 
 // Get returns the advised value of name and whether it is set.
 func (a *EnvAdvice) Get(name string) (string, bool) {
@@ -173,6 +213,19 @@ func (a *EnvAdvice) hca(inv *erdma.Inventory) []erdma.Device {
 	}
 	a.set("NCCL_IB_HCA", strings.Join(names, ","), "the eRDMA devices with an ACTIVE port: "+strings.Join(desc, ", "))
 	return usable
+}
+
+// usableDevices are the eRDMA devices NCCL can use, in inventory order
+// (NCCL_IB_HCA's order, hence NCCL's net dev numbers): not in iWARP mode,
+// with an ACTIVE port.
+func usableDevices(inv *erdma.Inventory) []erdma.Device {
+	var out []erdma.Device
+	for _, d := range inv.Devices {
+		if d.ERDMA && d.Transport != erdma.TransportIWARP && activePort(d) != nil {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func activePort(d erdma.Device) *erdma.Port {
@@ -338,6 +391,9 @@ func (a *EnvAdvice) Shell() string {
 	var b strings.Builder
 	for _, w := range a.Warnings {
 		b.WriteString("# WARNING: " + w + "\n")
+	}
+	for _, n := range a.Notes {
+		b.WriteString("# note: " + n + "\n")
 	}
 	for _, v := range a.Vars {
 		b.WriteString("# " + v.Reason + "\n")
