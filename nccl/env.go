@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
+	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
 // EnvVar is one variable of the advised NCCL environment, with why.
@@ -460,25 +461,28 @@ var ncclWheelGlobs = []string{
 // directories are skipped; the result is sorted by path.
 func DetectNCCL(root string) []NCCLInstall {
 	var out []NCCLInstall
+	r, err := hostfs.Open(root)
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
 	seen := map[string]bool{}
-	add := func(v, p string) {
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			rel = p
-		}
+	// add takes a path relative to the root.
+	add := func(v, rel string) {
+		rel = path.Clean(rel)
 		if !seen[rel] {
 			seen[rel] = true
 			out = append(out, NCCLInstall{Version: v, Path: rel})
 		}
 	}
 	for _, d := range ncclLibDirs {
-		ents, err := os.ReadDir(filepath.Join(root, d))
+		ents, err := r.ReadDir(d)
 		if err != nil {
 			continue
 		}
 		for _, e := range ents {
 			if m := ncclSOName.FindStringSubmatch(e.Name()); m != nil {
-				add(m[1], filepath.Join(root, d, e.Name()))
+				add(m[1], path.Join(d, e.Name()))
 				continue
 			}
 			if e.Name() != "libnccl.so.2" || e.Type()&os.ModeSymlink == 0 {
@@ -486,30 +490,28 @@ func DetectNCCL(root string) []NCCLInstall {
 			}
 			// libnccl.so.2 -> somewhere/libnccl.so.2.X.Y: the target's
 			// name carries the version even when it lives elsewhere.
-			target, err := os.Readlink(filepath.Join(root, d, e.Name()))
+			target, err := r.Readlink(path.Join(d, e.Name()))
 			if err != nil {
 				continue
 			}
-			if m := ncclSOName.FindStringSubmatch(filepath.Base(target)); m != nil {
-				if !filepath.IsAbs(target) {
-					target = filepath.Join(root, d, target)
-				} else {
-					target = filepath.Join(root, target)
+			if m := ncclSOName.FindStringSubmatch(path.Base(target)); m != nil {
+				if !path.IsAbs(target) {
+					target = path.Join(d, target)
 				}
-				add(m[1], target)
+				add(m[1], strings.TrimPrefix(path.Clean("/"+target), "/"))
 			}
 		}
 	}
 	for _, g := range ncclWheelGlobs {
-		dirs, _ := filepath.Glob(filepath.Join(root, g))
+		dirs, _ := r.Glob(g)
 		for _, d := range dirs {
-			ents, err := os.ReadDir(d)
+			ents, err := r.ReadDir(d)
 			if err != nil {
 				continue
 			}
 			for _, e := range ents {
 				if m := ncclWheelName.FindStringSubmatch(e.Name()); m != nil {
-					add(m[1], filepath.Join(d, e.Name()))
+					add(m[1], path.Join(d, e.Name()))
 				}
 			}
 		}

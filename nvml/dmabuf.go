@@ -2,13 +2,17 @@ package nvml
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
+
+// maxLibIBVerbs bounds the libibverbs names read (a host has one or two).
+const maxLibIBVerbs = 16
 
 // GPUDirect RDMA through DMA-BUF: GPU memory exported as a dma-buf and
 // registered with ibv_reg_dmabuf_mr, no peer-memory module. NVIDIA's GPU
@@ -79,9 +83,18 @@ var (
 
 // ReadDMABUF reads what decides DMA-BUF registration under root.
 func ReadDMABUF(root string) DMABUF {
+	r, err := hostfs.Open(root)
+	if err != nil {
+		return DMABUF{Supported: SupportUnknown, Missing: []string{err.Error()}, Evidence: []string{}}
+	}
+	defer r.Close()
+	return readDMABUF(r)
+}
+
+func readDMABUF(r *hostfs.Root) DMABUF {
 	d := DMABUF{Evidence: []string{}}
 	read := func(rel string) (string, bool) {
-		b, err := os.ReadFile(filepath.Join(root, rel))
+		b, err := r.ReadFile(rel, maxSysfsFile)
 		if err != nil {
 			return "", false
 		}
@@ -166,16 +179,18 @@ func ReadDMABUF(root string) DMABUF {
 	// rdma-core, by libibverbs' file name.
 	var libs []string
 	for _, g := range LibIBVerbsGlobs {
-		m, _ := filepath.Glob(filepath.Join(root, g))
+		m, _ := r.Glob(g)
 		libs = append(libs, m...)
 	}
 	sort.Strings(libs)
+	if len(libs) > maxLibIBVerbs {
+		libs = libs[:maxLibIBVerbs]
+	}
 	best := 0
-	for _, p := range libs {
-		if m := libibverbsVer.FindStringSubmatch(filepath.Base(p)); m != nil {
+	for _, rel := range libs {
+		if m := libibverbsVer.FindStringSubmatch(path.Base(rel)); m != nil {
 			v, _ := strconv.Atoi(m[1])
-			rel, _ := filepath.Rel(root, p)
-			d.Evidence = append(d.Evidence, fmt.Sprintf("%s: rdma-core %d", filepath.ToSlash(rel), v))
+			d.Evidence = append(d.Evidence, fmt.Sprintf("%s: rdma-core %d", rel, v))
 			best = max(best, v)
 		}
 	}

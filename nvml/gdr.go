@@ -3,9 +3,11 @@ package nvml
 import (
 	"bufio"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
+	"path"
 	"strings"
+
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
 // GDR paths: how GPUDirect RDMA reaches the RDMA stack.
@@ -81,12 +83,18 @@ func ReadGDR(root, driverVersion string) GDR {
 // memory_peers registration.
 func readPeermem(root, driverVersion string) GDR {
 	g := GDR{Evidence: []string{}}
+	r, err := hostfs.Open(root)
+	if err != nil {
+		g.Missing = err.Error()
+		return g
+	}
+	defer r.Close()
 	exists := func(rel string) bool {
-		_, err := os.Stat(filepath.Join(root, rel))
+		_, err := r.Stat(rel)
 		return err == nil
 	}
 	version := func(rel string) string {
-		b, err := os.ReadFile(filepath.Join(root, rel))
+		b, err := r.ReadFile(rel, maxSysfsFile)
 		if err != nil {
 			return ""
 		}
@@ -133,7 +141,7 @@ func readPeermem(root, driverVersion string) GDR {
 	if g.Ready {
 		if g.Path != GDRMemoryPeers {
 			var where string
-			g.PersistenceKnown, g.Persistent, where = modulePersistent(root, g.Path)
+			g.PersistenceKnown, g.Persistent, where = modulePersistent(r, g.Path)
 			switch {
 			case !g.PersistenceKnown:
 				g.Evidence = append(g.Evidence, "etc/modules-load.d, etc/modules, rc.local: absent (persistence across reboots not checked)")
@@ -166,34 +174,32 @@ func readPeermem(root, driverVersion string) GDR {
 
 // modulePersistent reports whether any boot-time module list exists under
 // root (known), whether one names module, and which.
-func modulePersistent(root, module string) (known, listed bool, where string) {
-	files, _ := filepath.Glob(filepath.Join(root, "etc/modules-load.d/*.conf"))
-	if _, err := os.Stat(filepath.Join(root, "etc/modules-load.d")); err == nil {
+func modulePersistent(r *hostfs.Root, module string) (known, listed bool, where string) {
+	files, _ := r.Glob("etc/modules-load.d/*.conf")
+	if _, err := r.Stat("etc/modules-load.d"); err == nil {
 		known = true
 	}
 	for _, rel := range []string{"etc/modules", "etc/rc.local", "etc/rc.d/rc.local"} {
-		p := filepath.Join(root, rel)
-		if _, err := os.Stat(p); err == nil {
+		if _, err := r.Stat(rel); err == nil {
 			known = true
-			files = append(files, p)
+			files = append(files, rel)
 		}
 	}
-	for _, f := range files {
-		if fileListsModule(f, module) {
-			rel, _ := filepath.Rel(root, f)
+	for _, rel := range files {
+		if fileListsModule(r, rel, module) {
 			return true, true, rel
 		}
 	}
 	return known, false, ""
 }
 
-func fileListsModule(path, module string) bool {
-	f, err := os.Open(path)
+func fileListsModule(r *hostfs.Root, rel, module string) bool {
+	f, err := r.Open(rel)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(io.LimitReader(f, maxConfigFile))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if i := strings.IndexAny(line, "#;"); i >= 0 {
@@ -202,7 +208,7 @@ func fileListsModule(path, module string) bool {
 		// A modules list names the module first; rc.local runs
 		// "modprobe nvidia_peermem" (or insmod a path).
 		for _, f := range strings.Fields(line) {
-			f = strings.TrimSuffix(filepath.Base(f), ".ko")
+			f = strings.TrimSuffix(path.Base(f), ".ko")
 			if strings.ReplaceAll(f, "-", "_") == module {
 				return true
 			}
