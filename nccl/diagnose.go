@@ -3,8 +3,8 @@ package nccl
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
