@@ -176,12 +176,19 @@ func cString(b []int8) string {
 	return s.String()
 }
 
-// sysfsNUMANode reads sys/bus/pci/devices/<bdf>/numa_node; -1 (the kernel's
-// "unknown") and unreadable files report false.
+// sysfsNUMANode reads the function's numa_node, through the
+// sys/bus/pci/devices link or, where a recording kept no links, in the
+// device tree; -1 (the kernel's "unknown") and unreadable files report false.
 func sysfsNUMANode(root, bdf string) (int, bool) {
 	b, err := os.ReadFile(filepath.Join(root, "sys/bus/pci/devices", bdf, "numa_node"))
 	if err != nil {
-		return -1, false
+		rel, rerr := resolvePCI(root, bdf)
+		if rerr != nil {
+			return -1, false
+		}
+		if b, err = os.ReadFile(filepath.Join(root, "sys", rel, "numa_node")); err != nil {
+			return -1, false
+		}
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || n < 0 {
