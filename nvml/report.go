@@ -55,7 +55,7 @@ func Inspect(ctx context.Context, lib Library, root string, nics []NIC) (*Report
 
 // GPUInfo fills the inventory's summary of the GPUs (erdma.GPUInfo).
 func (r *Report) GPUInfo() erdma.GPUInfo {
-	info := erdma.GPUInfo{Available: r.Available, Reason: r.Reason, GDRPath: r.GDR.Path}
+	info := erdma.GPUInfo{Available: r.Available, Reason: r.Reason, GDRPath: r.GDR.Path, DMABUF: string(r.GDR.DMABUF.Supported)}
 	if r.GPUs != nil {
 		info.Count = len(r.GPUs.GPUs)
 		info.DriverVersion = r.GPUs.DriverVersion

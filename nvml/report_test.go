@@ -61,7 +61,8 @@ func TestInspectHealthy(t *testing.T) {
 func TestInspectNoPeermem(t *testing.T) {
 	rep := inspectFixture(t, "no-peermem", healthyNICs())
 	f := byID(findings(rep, ebmgn8is))
-	assert.Equal(t, "driver 535 >= 470 bundles nvidia_peermem but it is not loaded", rep.GDR.Missing)
+	assert.False(t, rep.GDR.Ready)
+	assert.Contains(t, rep.GDR.Missing, "driver 535 >= 470 bundles nvidia_peermem but it is not loaded; DMA-BUF: kernel 5.10.134")
 	assert.Contains(t, rep.GDR.Remediation, "modprobe nvidia_peermem")
 	assert.Contains(t, rep.GDR.Remediation, "/etc/modules-load.d/")
 	assert.Contains(t, f[FindingGPUDistance].Remediation, "load nvidia_peermem first")
@@ -76,7 +77,7 @@ func TestInspectInitFailure(t *testing.T) {
 	assert.False(t, rep.Available)
 	assert.Equal(t, "no NVIDIA driver", rep.Reason)
 	info := rep.GPUInfo()
-	assert.Equal(t, erdma.GPUInfo{Available: false, Reason: "no NVIDIA driver"}, info)
+	assert.Equal(t, erdma.GPUInfo{Available: false, Reason: "no NVIDIA driver", DMABUF: "no"}, info)
 	f := byID(findings(rep, ebmgn8is))
 	assert.Equal(t, erdma.SeverityFail, f[FindingGPUCount].Severity)
 	assert.Equal(t, "cannot count GPUs (no NVIDIA driver); ebmgn8is has 8", f[FindingGPUCount].Summary)
