@@ -13,7 +13,7 @@ import (
 // The doctor on a recorded host: exactly `erdmakit doctor --root DIR --json`.
 func ExampleRun() {
 	ctx := context.Background()
-	h, closer, err := erdma.OpenHost("../testdata/hosts/port-down-no-ip")
+	h, closer, err := erdma.OpenHost("../testdata/hosts/port-down-no-ip.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -62,7 +62,13 @@ func ExampleCheck() {
 	}
 	opt := doctor.DefaultOptions()
 	opt.Checks = []doctor.Check{cloud}
-	rep, err := doctor.Run(context.Background(), erdma.RecordedHost("../testdata/hosts/gn8is-single"), opt)
+	h, closer, err := erdma.OpenHost("../testdata/hosts/gn8is-single.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	rep, err := doctor.Run(context.Background(), h, opt)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -78,25 +84,23 @@ func ExampleCheck() {
 }
 
 func ExampleWriteTable() {
-	rep, err := doctor.Run(context.Background(), erdma.RecordedHost("../testdata/hosts/memlock-64k"), doctor.DefaultOptions())
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	rep.Findings = rep.Findings[len(rep.Findings)-2:] // memlock, rate-limit-drops
-	rep.Status = health.Status(rep.Findings)
+	rep := &erdma.Report{Status: health.Fail, Host: &erdma.Inventory{Root: "/"}, Findings: []health.Finding{
+		{ID: "memlock", Severity: health.Fail, Summary: "memlock 64 KiB: every ibv_create_qp fails with ENOMEM",
+			Evidence: []string{"RLIMIT_MEMLOCK soft 64 KiB, hard 64 KiB (getrlimit)"}, Remediation: "ulimit -l unlimited"},
+		{ID: "rate-limit-drops", Severity: health.OK, Summary: "no rate-limit drops"},
+	}}
 	_ = doctor.WriteTable(os.Stdout, rep, doctor.TableOptions{})
 	// Output:
-	// erdmakit doctor: host ../testdata/hosts/memlock-64k, instance type ecs.ebmgn8is.32xlarge (recorded)
+	// erdmakit doctor: host /, instance type unknown
 	//
 	// RESULT  CHECK             SUMMARY
-	// fail    memlock           memlock 64 KiB: every ibv_create_qp fails with ENOMEM (NCCL WARN Call to ibv_create_qp failed with error Unknown error -12)
-	// ok      rate-limit-drops  no rate-limit drops counted since the driver loaded (one reading)
+	// fail    memlock           memlock 64 KiB: every ibv_create_qp fails with ENOMEM
+	// ok      rate-limit-drops  no rate-limit drops
 	//
-	// fail memlock: memlock 64 KiB: every ibv_create_qp fails with ENOMEM (NCCL WARN Call to ibv_create_qp failed with error Unknown error -12)
-	//     read: RLIMIT_MEMLOCK soft 64 KiB, hard 64 KiB (../testdata/hosts/memlock-64k/erdmakit/limits.json)
-	//     fix:  ulimit -l unlimited (this shell); persistent: add '* soft memlock unlimited' and '* hard memlock unlimited' to /etc/security/limits.conf; systemd services (containerd, docker): LimitMEMLOCK=infinity; containers: --ulimit memlock=-1
+	// fail memlock: memlock 64 KiB: every ibv_create_qp fails with ENOMEM
+	//     read: RLIMIT_MEMLOCK soft 64 KiB, hard 64 KiB (getrlimit)
+	//     fix:  ulimit -l unlimited
 	//
 	// status: fail (1 ok, 0 warn, 1 fail, 0 skip)
-	// first step: memlock: ulimit -l unlimited (this shell); persistent: add '* soft memlock unlimited' and '* hard memlock unlimited' to /etc/security/limits.conf; systemd services (containerd, docker): LimitMEMLOCK=infinity; containers: --ulimit memlock=-1
+	// first step: memlock: ulimit -l unlimited
 }

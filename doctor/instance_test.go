@@ -41,7 +41,7 @@ func TestInstanceFromMetadata(t *testing.T) {
 }
 
 func TestInstanceOverrideWins(t *testing.T) {
-	inst, err := doctor.Instance(t.Context(), erdma.RecordedHost(hostDir("ebmgn8is-healthy")), doctor.Options{InstanceType: "ecs.gn8is-2x.8xlarge"})
+	inst, err := doctor.Instance(t.Context(), erdma.RecordedHost(hostDir(t, "ebmgn8is-healthy")), doctor.Options{InstanceType: "ecs.gn8is-2x.8xlarge"})
 	require.NoError(t, err)
 	assert.Equal(t, &erdma.Instance{Type: "ecs.gn8is-2x.8xlarge", Source: "flag"}, inst)
 }
@@ -53,7 +53,7 @@ func TestInstanceRecordedWithout(t *testing.T) {
 }
 
 func TestRunRejectsBadOptions(t *testing.T) {
-	h := erdma.RecordedHost(hostDir("ebmgn8is-healthy"))
+	h := erdma.RecordedHost(hostDir(t, "ebmgn8is-healthy"))
 	for name, opt := range map[string]doctor.Options{
 		"negative interval": {Interval: -1},
 		"bad instance type": {InstanceType: "ebmgn8is"},
@@ -93,7 +93,7 @@ func TestChecksPlacement(t *testing.T) {
 	assert.Equal(t, "last", got[len(got)-1])
 
 	// The replacement is what runs.
-	rep, err := doctor.Run(t.Context(), erdma.RecordedHost(hostDir("no-peermem")), doctor.Options{
+	rep, err := doctor.Run(t.Context(), erdma.RecordedHost(hostDir(t, "no-peermem")), doctor.Options{
 		Checks: []doctor.Check{{ID: erdma.FindingGDRPeermem, Run: okCheck}}})
 	require.NoError(t, err)
 	for _, f := range rep.Findings {
@@ -105,7 +105,7 @@ func TestChecksPlacement(t *testing.T) {
 }
 
 func TestCheckPanicIsAFinding(t *testing.T) {
-	rep, err := doctor.Run(t.Context(), erdma.RecordedHost(hostDir("ebmgn8is-healthy")), doctor.Options{
+	rep, err := doctor.Run(t.Context(), erdma.RecordedHost(hostDir(t, "ebmgn8is-healthy")), doctor.Options{
 		Checks: []doctor.Check{{ID: "buggy", Run: func(context.Context, *doctor.Input) health.Finding { panic("boom") }}}})
 	require.NoError(t, err)
 	last := rep.Findings[len(rep.Findings)-1]
