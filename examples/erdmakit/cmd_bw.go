@@ -377,7 +377,7 @@ func writeBwTable(g *globals, rep *perf.Report) error {
 		fmt.Fprintln(g.stderr, "error:", e)
 	}
 	status := rep.Status
-	if render.ColorWanted(g.stdout) {
+	if g.colorOn(g.stdout) {
 		status = render.Severity(status)
 	}
 	line := "status: " + status

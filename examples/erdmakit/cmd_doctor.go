@@ -99,7 +99,7 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 	case "prom":
 		err = erdma.WritePrometheus(g.stdout, rep)
 	default:
-		err = doctor.WriteTable(g.stdout, rep, doctor.TableOptions{Color: render.ColorWanted(g.stdout), Verbose: g.verbose, Hint: doctorHint})
+		err = doctor.WriteTable(g.stdout, rep, doctor.TableOptions{Color: g.colorOn(g.stdout), Verbose: g.verbose, Hint: doctorHint})
 	}
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}

@@ -98,7 +98,7 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
 
 func writeFleetReport(g *globals, rep *fleet.FleetReport) error {
 	t := render.NewTable("RANK", "HOST", "STATUS", "PROBLEMS")
-	t.Color, t.SeverityColumn = render.ColorWanted(g.stdout), 2
+	t.Color, t.SeverityColumn = g.colorOn(g.stdout), 2
 	for _, h := range rep.Hosts {
 		probs := strings.Join(h.Problems, ",")
 		if h.Error != "" {
@@ -119,7 +119,7 @@ func writeFleetReport(g *globals, rep *fleet.FleetReport) error {
 	if len(rep.Differences) > 0 {
 		fmt.Fprintln(g.stdout, "\nChecks that differ between hosts (the rarest result first):")
 		d := render.NewTable("CHECK", "SEVERITY", "HOSTS", "SUMMARY")
-		d.Color, d.SeverityColumn = render.ColorWanted(g.stdout), 1
+		d.Color, d.SeverityColumn = g.colorOn(g.stdout), 1
 		for _, diff := range rep.Differences {
 			for _, gr := range diff.Groups {
 				d.Add(diff.ID, string(gr.Severity), hostList(gr.Hosts, 6), gr.Summary)

@@ -251,7 +251,7 @@ func printNCCLReport(g *globals, rep *nccl.RunReport, rowsShown bool) {
 }
 
 func colour(g *globals, word string) string {
-	if render.ColorWanted(g.stdout) {
+	if g.colorOn(g.stdout) {
 		return render.Severity(word)
 	}
 	return word
@@ -261,7 +261,7 @@ func colour(g *globals, word string) string {
 // each that is not ok.
 func printFindings(g *globals, fs []erdma.Finding) {
 	t := render.NewTable("STATUS", "CHECK", "SUMMARY")
-	t.Color = render.ColorWanted(g.stdout)
+	t.Color = g.colorOn(g.stdout)
 	t.SeverityColumn = 0
 	for _, f := range fs {
 		t.Add(string(f.Severity), f.ID, f.Summary)

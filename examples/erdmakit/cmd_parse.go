@@ -47,7 +47,7 @@ func parseFile[T any](g *globals, cmd *cobra.Command, path string,
 	if g.json {
 		err = render.JSON(g.stdout, v)
 	} else {
-		err = print(g.stdout, v)
+		err = print(render.WithColor(g.stdout, g.colorOn(g.stdout)), v)
 	}
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}

@@ -156,7 +156,7 @@ func writePerftestTable(g *globals, rep *perftestReport, serve bool) error {
 		}
 	}
 	status := rep.Status
-	if render.ColorWanted(g.stdout) {
+	if g.colorOn(g.stdout) {
 		status = render.Severity(status)
 	}
 	_, err := fmt.Fprintf(g.stdout, "status: %s (total %.3f Gbit/s)\n", status, rep.TotalGbps)

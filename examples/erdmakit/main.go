@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/perf"
 )
 
@@ -25,22 +26,30 @@ type globals struct {
 	root    string // host root: "/" or a recorded host (directory or .tar.gz)
 	json    bool
 	verbose bool
+	color   render.ColorMode
 	stdout  io.Writer
 	stderr  io.Writer
 }
 
 func newRootCmd(g *globals) *cobra.Command {
+	var colorFlag string
 	root := &cobra.Command{
 		Use:           "erdmakit",
 		Short:         "Prove an eRDMA GPU host: devices, GPUDirect RDMA, RDMA bandwidth, NCCL",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			level := slog.LevelWarn
 			if g.verbose {
 				level = slog.LevelDebug
 			}
 			slog.SetDefault(slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level})))
+			m, err := render.ParseColorMode(colorFlag)
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: fmt.Errorf("--color: %w", err)}
+			}
+			g.color = m
+			return nil
 		},
 	}
 	root.SetOut(g.stdout)
@@ -49,6 +58,7 @@ func newRootCmd(g *globals) *cobra.Command {
 	pf.StringVar(&g.root, "root", "/", "host root to read: / for this host, or a recorded host (directory or .tar.gz)")
 	pf.BoolVar(&g.json, "json", false, "print JSON (the documented schema) instead of a table")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log what is read and run to stderr")
+	pf.StringVar(&colorFlag, "color", string(render.ColorAuto), "colour tables: auto (terminals only; off under mpirun/srun ranks, NO_COLOR, TERM=dumb), always, never")
 	for _, c := range subcommands(g) {
 		root.AddCommand(c)
 	}
@@ -59,6 +69,14 @@ func newRootCmd(g *globals) *cobra.Command {
 func main() {
 	perf.RaiseMaxProcs() // the bw write loops on one-CPU hosts (see its doc)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// colorOn reports whether tables written to w are coloured (--color).
+func (g *globals) colorOn(w io.Writer) bool {
+	if g.color == "" {
+		return render.ColorWanted(w)
+	}
+	return g.color.Wanted(w)
 }
 
 // run executes the CLI and returns the process exit code.

@@ -5,6 +5,7 @@ package render
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -112,9 +113,65 @@ func IsTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// ColorWanted reports whether colour should be used on w.
+// ColorWanted reports whether colour should be used on w (ColorAuto).
 func ColorWanted(w io.Writer) bool {
-	return IsTerminal(w) && os.Getenv("NO_COLOR") == ""
+	return ColorAuto.Wanted(w)
+}
+
+// ColorMode is the --color choice.
+type ColorMode string
+
+const (
+	ColorAuto   ColorMode = "auto"   // a terminal, outside MPI/Slurm ranks, without NO_COLOR or TERM=dumb
+	ColorAlways ColorMode = "always" // escape codes even into files
+	ColorNever  ColorMode = "never"
+)
+
+// WithColor returns w carrying a colour decision already taken (by --color),
+// for code that is handed only a writer: ColorWanted(w) then returns on.
+func WithColor(w io.Writer, on bool) io.Writer { return colorWriter{w, on} }
+
+type colorWriter struct {
+	io.Writer
+	on bool
+}
+
+// ErrColorMode: a --color value other than auto, always or never.
+var ErrColorMode = errors.New("invalid colour mode")
+
+// ParseColorMode reads a --color value.
+func ParseColorMode(s string) (ColorMode, error) {
+	switch m := ColorMode(s); m {
+	case ColorAuto, ColorAlways, ColorNever:
+		return m, nil
+	}
+	return "", fmt.Errorf("%w %q: want auto, always or never", ErrColorMode, s)
+}
+
+// rankVars are set by the launchers in every rank. Open MPI gives each rank
+// a pty, so a rank's stdout looks like a terminal while it ends in a file.
+var rankVars = [...]string{"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}
+
+// Wanted reports whether colour should be used on w in mode m.
+func (m ColorMode) Wanted(w io.Writer) bool {
+	if cw, ok := w.(colorWriter); ok {
+		return cw.on
+	}
+	switch m {
+	case ColorAlways:
+		return true
+	case ColorNever:
+		return false
+	}
+	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	for _, v := range rankVars {
+		if _, ok := os.LookupEnv(v); ok {
+			return false
+		}
+	}
+	return IsTerminal(w)
 }
 
 // JSON writes v as indented JSON followed by a newline.
