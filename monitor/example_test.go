@@ -1,9 +1,12 @@
 package monitor_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/monitor"
 )
 
@@ -28,4 +31,19 @@ func ExampleDiff() {
 	// Output:
 	// erdma_0/1 tx 100.0 Gbit/s, 3.0 Mpps
 	// hw_bps_limit_drop_cnt +7
+}
+
+// A device name given by a user is checked before watching: Sample itself
+// tolerates devices that come and go.
+func ExampleHostSampler_CheckDevices() {
+	h, closer, err := erdma.OpenHost("../testdata/hosts/ebmgn8is-healthy.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	s := monitor.HostSampler{Host: h, Devices: []string{"erdma_9"}}
+	err = s.CheckDevices(context.Background())
+	fmt.Println(errors.Is(err, monitor.ErrNoSuchDevice), err)
+	// Output: true no such RDMA device: erdma_9 (the host has erdma_0, erdma_1)
 }

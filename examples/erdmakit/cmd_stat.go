@@ -40,6 +40,9 @@ Without -l it prints one interval and exits: 1 when a problem counter moved.
 			}
 			moved := false
 			s := monitor.HostSampler{Host: h, Devices: devices}
+			if err := s.CheckDevices(cmd.Context()); err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
 			err = monitor.Watch(cmd.Context(), s, interval, n, func(iv monitor.Interval) error {
 				for _, p := range iv.Ports {
 					moved = moved || len(p.Moved) > 0 || p.StateBefore != ""

@@ -40,18 +40,28 @@ func newTopoCmd(g *globals) *cobra.Command {
 			for _, n := range notes {
 				fmt.Fprintln(g.stderr, "erdmakit:", n)
 			}
-			if !rep.Available {
-				return &exitError{code: ExitFail, err: fmt.Errorf("NVML unavailable: %s (%s); fix: %s", rep.Reason, rep.Error, rep.Remediation)}
-			}
 			topo := rep.Topology
 			if topo == nil {
-				topo = &nvml.Topology{Nearest: []nvml.Nearest{}}
+				topo = &nvml.Topology{Matrix: nvml.Matrix{Source: "sysfs", Endpoints: []nvml.Endpoint{}, Links: [][]nvml.Link{}}, Nearest: []nvml.Nearest{}}
 			}
 			out := struct {
+				Available   bool   `json:"available"`
+				Reason      string `json:"reason,omitempty"`
+				Error       string `json:"error,omitempty"`
+				Remediation string `json:"remediation,omitempty"`
 				*nvml.Topology
 				GDRReady   bool             `json:"gdr_ready"`
 				Comparison *nvml.Comparison `json:"comparison,omitempty"`
-			}{Topology: topo, GDRReady: rep.GDR.Ready}
+			}{Available: rep.Available, Reason: rep.Reason, Error: rep.Error, Remediation: rep.Remediation, Topology: topo, GDRReady: rep.GDR.Ready}
+			if !rep.Available {
+				// The JSON still comes, with the reason, as `gpus --json` gives it.
+				if g.json {
+					if err := render.JSON(g.stdout, out); err != nil {
+						return &exitError{code: ExitUnknown, err: err}
+					}
+				}
+				return &exitError{code: ExitFail, err: fmt.Errorf("NVML unavailable: %s (%s); fix: %s", rep.Reason, rep.Error, rep.Remediation)}
+			}
 			if theirs != nil {
 				c := nvml.Compare(&topo.Matrix, theirs)
 				out.Comparison = &c
