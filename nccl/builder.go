@@ -74,10 +74,12 @@ type Command struct {
 	// for srun none means "what the allocation has".
 	Hosts    []Host
 	Hostfile string
-	// RanksPerHost is -npernode (mpirun) or --ntasks-per-node (srun).
+	// RanksPerHost is -npernode (mpirun) or --ntasks-per-node (srun); 0
+	// lets each host's Slots say how many ranks it takes.
 	RanksPerHost int
-	// NP is the total number of ranks; 0 means RanksPerHost x len(Hosts)
-	// (omitted with a hostfile).
+	// NP is the total number of ranks; 0 means RanksPerHost x len(Hosts),
+	// or the sum of the hosts' Slots when RanksPerHost is 0 (omitted with a
+	// hostfile).
 	NP int
 	// AllowRunAsRoot adds --allow-run-as-root (mpirun).
 	AllowRunAsRoot bool
@@ -118,6 +120,26 @@ func DefaultCommand() Command {
 	}
 }
 
+// UseHostSlots lets the slots given with every host (-H a:4,b:4) decide the
+// ranks per host instead of RanksPerHost: the same count on every host
+// becomes RanksPerHost, different counts leave it 0 (each host takes its
+// slots). Without slots on every host it changes nothing.
+func (c *Command) UseHostSlots() {
+	if len(c.Hosts) == 0 {
+		return
+	}
+	n := c.Hosts[0].Slots
+	for _, h := range c.Hosts {
+		if h.Slots <= 0 {
+			return
+		}
+		if h.Slots != n {
+			n = 0
+		}
+	}
+	c.RanksPerHost = n
+}
+
 // Ranks is the number of ranks the command starts, 0 when it is left to
 // the launcher (a hostfile or a Slurm allocation without NP).
 func (c Command) Ranks() int {
@@ -127,13 +149,32 @@ func (c Command) Ranks() int {
 	if len(c.Hosts) > 0 && c.RanksPerHost > 0 {
 		return c.RanksPerHost * len(c.Hosts)
 	}
-	return 0
+	n := 0
+	for _, h := range c.Hosts {
+		if h.Slots <= 0 {
+			return 0
+		}
+		n += h.Slots
+	}
+	return n
 }
 
 // HostOfRank returns the host rank r runs on when the command fixes it
 // (Hosts with RanksPerHost: ranks fill hosts in order), "" otherwise.
 func (c Command) HostOfRank(r int) string {
-	if c.RanksPerHost <= 0 || r < 0 {
+	if r < 0 {
+		return ""
+	}
+	if c.RanksPerHost <= 0 {
+		if c.Ranks() == 0 {
+			return ""
+		}
+		for _, h := range c.Hosts {
+			if r < h.Slots {
+				return h.Name
+			}
+			r -= h.Slots
+		}
 		return ""
 	}
 	i := r / c.RanksPerHost
@@ -321,6 +362,8 @@ func (c Command) srunArgv() ([]string, error) {
 	}
 	if c.NP > 0 {
 		a = append(a, "--ntasks", strconv.Itoa(c.NP))
+	} else if c.RanksPerHost == 0 && c.Ranks() > 0 {
+		a = append(a, "--ntasks", strconv.Itoa(c.Ranks()))
 	}
 	mpi := c.SrunMPI
 	if mpi == "" {

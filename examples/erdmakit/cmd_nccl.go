@@ -33,6 +33,7 @@ func newNCCLCmd(g *globals) *cobra.Command {
 type ncclRunFlags struct {
 	hosts, hostfile, launcher, binary, socketIfname, logFile, plot, srunMPI string
 	np, perHost                                                             int
+	perHostSet                                                              bool // --ranks-per-host given
 	expect                                                                  float64
 	env, launcherArgs                                                       []string
 	oversubscribe, noRoot, dryRun, socketIfnameSet                          bool
@@ -55,6 +56,7 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 			"warning), 2 failed (launcher failure, test failure, socket fallback, #wrong), 3 could not run.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.socketIfnameSet = cmd.Flags().Changed("socket-ifname")
+			f.perHostSet = cmd.Flags().Changed("ranks-per-host")
 			return runNCCL(cmd.Context(), g, f, args)
 		},
 	}
@@ -63,7 +65,7 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.advice.graphFile, "graph-file", "", "with --host-env on a host with two or more eRDMA NICs: write the NCCL graph to PATH and pass NCCL_GRAPH_FILE=PATH (PATH must hold it on every host)")
 	fl.StringVar(&f.advice.gdr, "gdr", "auto", "with --host-env: auto, on or off, as nccl env --gdr")
 	fl.StringVar(&f.advice.inventory, "inventory", "", "with --host-env: read the inventory from FILE (erdmakit devices --json) instead of --root")
-	fl.StringVar(&f.hosts, "hosts", "", "hosts and ranks per host, as mpirun -H: h1:8,h2:8")
+	fl.StringVar(&f.hosts, "hosts", "", "hosts and ranks per host, as mpirun -H: h1:8,h2:8 (slots given here win over the default --ranks-per-host)")
 	fl.StringVar(&f.hostfile, "hostfile", "", "hostfile (mpirun --hostfile, srun --nodelist FILE)")
 	fl.IntVar(&f.np, "np", 0, "total ranks (default: ranks per host x hosts)")
 	fl.IntVar(&f.perHost, "ranks-per-host", 8, "ranks per host (mpirun -npernode, srun --ntasks-per-node)")
@@ -97,6 +99,11 @@ func ncclCommand(f ncclRunFlags, testArgs []string) (nccl.Command, error) {
 	c.Hostfile = f.hostfile
 	c.NP = f.np
 	c.RanksPerHost = f.perHost
+	if !f.perHostSet {
+		// -H h1:4 says 4 ranks there: the default 8 per host would ask for
+		// more ranks than slots.
+		c.UseHostSlots()
+	}
 	c.Binary = f.binary
 	c.SrunMPI = f.srunMPI
 	c.SocketIfname = f.socketIfname
