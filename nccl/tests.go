@@ -51,6 +51,10 @@ type TestResult struct {
 	// concatenated): they are checked for #wrong but not kept.
 	RowsDropped int      `json:"rows_dropped,omitempty"`
 	Reasons     []string `json:"reasons,omitempty"`
+	// LaunchFailures are the launcher's own failures in the log (mpirun
+	// refusing root, missing slots, daemons not started, srun's MPI
+	// plugin), with their fix: often all a failed run printed.
+	LaunchFailures []LaunchFailure `json:"launch_failures"`
 }
 
 // TestParams is the first header line: "# nThread 1 nGpus 1 minBytes 8 ...".
@@ -108,7 +112,7 @@ func ParseTests(r io.Reader) (*TestResult, error) {
 	if err := eachLineBytes(r, readBuf, p.FeedBytes); err != nil {
 		return nil, fmt.Errorf("reading nccl-tests log: %w", err)
 	}
-	if !p.recognised() {
+	if !p.recognised() && len(p.launch.Failures()) == 0 {
 		return nil, fmt.Errorf("nccl-tests log: %w", ErrNoTestOutput)
 	}
 	return p.Result(), nil
@@ -124,6 +128,7 @@ type TestParser struct {
 
 	res         TestResult
 	log         *LogAnalyzer
+	launch      LaunchClassifier
 	hosts       map[string]struct{}
 	headerSeen  bool // the column header or the parameter line was read
 	footerState string
@@ -150,6 +155,9 @@ const (
 // FeedBytes is Feed for a line held in a byte slice; it does not keep b.
 func (p *TestParser) FeedBytes(b []byte) {
 	b = bytes.TrimRight(b, "\r\n")
+	if p.launch.wants(b) {
+		p.launch.Line(string(stripLauncherPrefix(b)))
+	}
 	if p.log.Feed(b) {
 		return
 	}
@@ -512,6 +520,13 @@ func (p *TestParser) Result() *TestResult {
 		r.NCCL = p.log.Summary()
 	}
 	var reasons []string
+	r.LaunchFailures = p.launch.Failures()
+	if r.LaunchFailures == nil {
+		r.LaunchFailures = []LaunchFailure{}
+	}
+	for _, f := range r.LaunchFailures {
+		reasons = append(reasons, fmt.Sprintf("the launcher failed: %s; fix: %s", f.Summary, f.Fix))
+	}
 	if len(r.Failures) > 0 {
 		reasons = append(reasons, fmt.Sprintf("%d failure message(s), first: %s", len(r.Failures), r.Failures[0]))
 	}

@@ -125,3 +125,12 @@ func TestParseNCCLJSON(t *testing.T) {
 	}
 	assert.Equal(t, 7.0, v["gdrdma_channels"])
 }
+
+// TestParseNCCLLauncherFailed: a launcher failure is a failed run with its
+// cause and fix (exit 2), not "no nccl-tests output" (exit 3).
+func TestParseNCCLLauncherFailed(t *testing.T) {
+	code, out, stderr := runCLI("parse", "nccl", "../../nccl/testdata/F05_openmpi4_not_enough_slots_available.txt")
+	assert.Equal(t, ExitFail, code, stderr)
+	assert.Contains(t, out, "not enough slots")
+	assert.Contains(t, out, "fix: ")
+}

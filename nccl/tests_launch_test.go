@@ -1,0 +1,38 @@
+package nccl
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestParseTestsLauncherFailed: a log where the launcher failed was "no
+// nccl-tests output found"; it is a failed run with the cause and fix.
+func TestParseTestsLauncherFailed(t *testing.T) {
+	for file, kind := range map[string]FailureKind{
+		"F02_openmpi4_run_as_root_refusal_env_var_wording.txt":   FailRunAsRoot,
+		"F05_openmpi4_not_enough_slots_available.txt":            FailSlots,
+		"F06_openmpi4_orte_unable_to_reliably_start_daemons.txt": FailDaemons,
+		"G03_openmpi4.1.4_ssh_could_not_resolve_daemons.txt":     FailDaemons,
+		"G02_openmpi4.1.4_executable_not_found.txt":              FailExecutable,
+	} {
+		t.Run(file, func(t *testing.T) {
+			f, err := os.Open(filepath.Join("testdata", file))
+			require.NoError(t, err)
+			defer f.Close()
+			r, err := ParseTests(f)
+			require.NoError(t, err)
+			assert.False(t, r.OK)
+			require.NotEmpty(t, r.LaunchFailures)
+			assert.Equal(t, kind, r.LaunchFailures[0].Kind)
+			assert.NotEmpty(t, r.LaunchFailures[0].Fix)
+			assert.True(t, strings.HasPrefix(r.Reasons[0], "the launcher failed: "), r.Reasons[0])
+		})
+	}
+	_, err := ParseTests(strings.NewReader("hello\nworld\n"))
+	assert.ErrorIs(t, err, ErrNoTestOutput)
+}
