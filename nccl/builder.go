@@ -120,6 +120,22 @@ func DefaultCommand() Command {
 	}
 }
 
+// ValidSrunMPI checks an srun --mpi value: Slurm's plugin names (none, pmi2,
+// pmix, pmix_vN, cray_shasta); "" is srun's default here, pmix. Which of them
+// a site has is what `srun --mpi=list` prints.
+func ValidSrunMPI(t string) error {
+	switch t {
+	case "", "none", "pmi2", "pmix", "cray_shasta":
+		return nil
+	}
+	if v, ok := strings.CutPrefix(t, "pmix_v"); ok {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 && n < 100 {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: srun --mpi %q: want none, pmi2, pmix, pmix_vN or cray_shasta (srun --mpi=list shows what this Slurm has)", ErrBadCommand, t)
+}
+
 // UseHostSlots lets the slots given with every host (-H a:4,b:4) decide the
 // ranks per host instead of RanksPerHost: the same count on every host
 // becomes RanksPerHost, different counts leave it 0 (each host takes its
@@ -245,6 +261,9 @@ func (c Command) validate() error {
 	}
 	if c.RanksPerHost < 0 || c.NP < 0 {
 		return fmt.Errorf("%w: negative rank count", ErrBadCommand)
+	}
+	if err := ValidSrunMPI(c.SrunMPI); c.Launcher == LauncherSrun && err != nil {
+		return err
 	}
 	for _, h := range c.Hosts {
 		if h.Name == "" || strings.ContainsAny(h.Name, ", :") {

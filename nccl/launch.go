@@ -30,6 +30,9 @@ const (
 	FailRankSignal FailureKind = "rank-signalled"
 	// FailAllocation: Slurm could not allocate the nodes.
 	FailAllocation FailureKind = "allocation-failed"
+	// FailSrunMPI: srun cannot use the --mpi plugin asked for (pmix, srun's
+	// default here, is missing from a stock Debian Slurm).
+	FailSrunMPI FailureKind = "srun-mpi-type"
 )
 
 // LaunchFailure is one classified launcher failure, with the step that
@@ -121,7 +124,7 @@ func (c *LaunchClassifier) Line(line string) {
 		c.pending = &LaunchFailure{Kind: FailRankExit, Rank: -1, Summary: "a rank exited with a non-zero status", Evidence: []string{s}}
 	case strings.Contains(s, " noticed that process rank "):
 		c.signalled(s)
-	case strings.HasPrefix(s, "srun: error:"):
+	case strings.HasPrefix(s, "srun: error:") || strings.HasPrefix(s, "slurmstepd: error:"):
 		c.srunError(s)
 	case c.block == FailExecutable && (strings.HasPrefix(s, "Executable:") || strings.HasPrefix(s, "Node:")):
 		c.evidence(FailExecutable, s)
@@ -148,7 +151,7 @@ func (c *LaunchClassifier) Line(line string) {
 // help block or a pending rank report.
 var classifierWords = [][]byte{
 	[]byte("Rank"), []byte("mpirun"), []byte("slots"), []byte("ORTE"), []byte("PRTE"), []byte("daemon"),
-	[]byte("ssh"), []byte("Host key"), []byte("Permission denied"), []byte("orted"), []byte("srun"), []byte("-----"),
+	[]byte("ssh"), []byte("Host key"), []byte("Permission denied"), []byte("orted"), []byte("srun"), []byte("slurmstepd"), []byte("-----"),
 	[]byte("noticed that process rank"), []byte("unable to launch"), []byte("unable to find"), []byte("non-zero status"),
 }
 
@@ -275,7 +278,22 @@ func (c *LaunchClassifier) signalled(s string) {
 // srunError reads "srun: error: node1: task 3: Exited with exit code 1" and
 // "srun: error: Unable to allocate resources: ...".
 func (c *LaunchClassifier) srunError(s string) {
-	rest := strings.TrimSpace(strings.TrimPrefix(s, "srun: error:"))
+	_, rest, _ := strings.Cut(s, "error:")
+	rest = strings.TrimSpace(rest)
+	if t, ok := srunMPIType(rest); ok {
+		f := LaunchFailure{Kind: FailSrunMPI, Rank: -1, Evidence: []string{s},
+			Summary: "srun cannot use the MPI plugin " + t,
+			Fix:     "pass an MPI type this Slurm supports (srun --mpi=list), e.g. erdmakit nccl run --srun-mpi pmi2, or install Slurm's PMIx plugin and the PMIx library"}
+		if t == "" {
+			f.Summary = "srun cannot use the MPI plugin asked for"
+		}
+		if prev := c.last(FailSrunMPI); prev.Kind == FailSrunMPI {
+			prev.Evidence = appendBounded(prev.Evidence, s)
+			return
+		}
+		c.add(f)
+		return
+	}
 	if strings.HasPrefix(rest, "Unable to allocate resources") {
 		c.add(LaunchFailure{Kind: FailAllocation, Rank: -1, Summary: "Slurm could not allocate the nodes",
 			Evidence: []string{s},
@@ -410,4 +428,27 @@ func appendBounded(dst []string, s ...string) []string {
 		dst = append(dst, x)
 	}
 	return dst
+}
+
+// srunMPIType recognises srun's and slurmd's words for an MPI plugin that
+// cannot be loaded, and returns the plugin's name when they give it.
+func srunMPIType(msg string) (string, bool) {
+	l := strings.ToLower(msg)
+	switch {
+	case strings.Contains(l, "invalid mpi type"):
+		if _, q, ok := strings.Cut(msg, "'"); ok {
+			t, _, _ := strings.Cut(q, "'")
+			return t, true
+		}
+		return "", true
+	case strings.Contains(l, "can not load pmix library"), strings.Contains(l, "cannot load pmix library"):
+		return "pmix", true
+	case strings.Contains(l, "cannot find mpi plugin for mpi/"),
+		strings.Contains(l, "couldn't find the specified plugin name for mpi/"),
+		strings.Contains(l, "cannot create context for mpi/"):
+		_, t, _ := strings.Cut(l, "mpi/")
+		t = strings.TrimSpace(strings.Fields(t + " ")[0])
+		return t, true
+	}
+	return "", false
 }

@@ -36,3 +36,36 @@ func TestParseTestsLauncherFailed(t *testing.T) {
 	_, err := ParseTests(strings.NewReader("hello\nworld\n"))
 	assert.ErrorIs(t, err, ErrNoTestOutput)
 }
+
+// TestSrunMPITypeMissing: srun's default --mpi=pmix on a Slurm without the
+// plugin was only "launch-exit-status"/"nccl-no-results".
+func TestSrunMPITypeMissing(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "H01_srun_mpi_pmix_missing_composed.txt"))
+	require.NoError(t, err)
+	defer f.Close()
+	fs, err := ClassifyLaunch(f)
+	require.NoError(t, err)
+	require.Len(t, fs, 1)
+	assert.Equal(t, FailSrunMPI, fs[0].Kind)
+	assert.Equal(t, "srun cannot use the MPI plugin pmix", fs[0].Summary)
+	assert.Contains(t, fs[0].Fix, "--srun-mpi pmi2")
+	assert.Contains(t, fs[0].Fix, "srun --mpi=list")
+	assert.Len(t, fs[0].Evidence, 4)
+
+	fs, _ = ClassifyLaunch(strings.NewReader("slurmstepd: error: mpi/pmix_v4: pmixp_lib_init: host1 [0]: pmixp_client_v2.c:210: can not load PMIx library\n"))
+	require.Len(t, fs, 1)
+	assert.Equal(t, FailSrunMPI, fs[0].Kind)
+}
+
+func TestValidSrunMPI(t *testing.T) {
+	for _, ok := range []string{"", "none", "pmi2", "pmix", "pmix_v4", "cray_shasta"} {
+		assert.NoError(t, ValidSrunMPI(ok), ok)
+	}
+	for _, bad := range []string{"pmi", "PMI2", "pmix_v", "pmix_vx", "pmi2 --x", "list"} {
+		assert.ErrorIs(t, ValidSrunMPI(bad), ErrBadCommand, bad)
+	}
+	c := DefaultCommand()
+	c.Launcher, c.SrunMPI = LauncherSrun, "openmpi2"
+	_, err := c.Argv()
+	assert.ErrorIs(t, err, ErrBadCommand)
+}

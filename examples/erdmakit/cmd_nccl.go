@@ -73,7 +73,7 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 	fl.IntVar(&f.np, "np", 0, "total ranks (default: ranks per host x hosts)")
 	fl.IntVar(&f.perHost, "ranks-per-host", 8, "ranks per host (mpirun -npernode, srun --ntasks-per-node)")
 	fl.StringVar(&f.launcher, "launcher", "mpirun", "mpirun or srun")
-	fl.StringVar(&f.srunMPI, "srun-mpi", "pmix", "srun --mpi plugin (pmix, pmi2)")
+	fl.StringVar(&f.srunMPI, "srun-mpi", "pmix", "srun --mpi plugin: none, pmi2, pmix, pmix_vN, cray_shasta (srun --mpi=list shows what the site has)")
 	fl.StringVar(&f.binary, "binary", "./build/all_reduce_perf", "nccl-tests binary, the same path on every host")
 	fl.StringVar(&f.socketIfname, "socket-ifname", "eth0", "interface for NCCL bootstrap and MPI TCP traffic (\"\" for none)")
 	fl.StringArrayVarP(&f.env, "env", "x", nil, "NAME=VALUE given to every rank (repeatable); NAME alone forwards it")
