@@ -164,6 +164,9 @@ type Options struct {
 	Message  time.Duration
 	Hostname string
 	Version  string
+	// Secret authenticates the ranks' hellos: JobSecret(os.Getenv) in a
+	// launcher job. nil takes every hello at its word.
+	Secret []byte
 }
 
 func (o Options) withDefaults() Options {
@@ -191,7 +194,7 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 		return hr
 	}
 	if me.Rank != 0 {
-		conn, err := Join(ctx, addr, Hello{Rank: me.Rank, Size: me.Size, Host: opt.Hostname, Version: opt.Version, Launcher: me.Launcher}, opt.Join, opt.Message)
+		conn, err := Join(ctx, addr, Hello{Rank: me.Rank, Size: me.Size, Host: opt.Hostname, Version: opt.Version, Launcher: me.Launcher}, opt.Join, opt.Message, opt.Secret)
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +216,7 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 	var wgLocal sync.WaitGroup
 	wgLocal.Add(1)
 	go func() { defer wgLocal.Done(); mine = local() }()
-	g, err := Gather(ctx, l, me.Size, opt.Join, opt.Message)
+	g, err := Gather(ctx, l, me.Size, opt.Join, opt.Message, opt.Secret)
 	if err != nil {
 		return nil, err
 	}

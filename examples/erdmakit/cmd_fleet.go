@@ -48,7 +48,8 @@ func (f *fleetFlags) resolve() (fleet.Rank, string, fleet.Options, error) {
 		return me, "", fleet.Options{}, err
 	}
 	host, _ := os.Hostname()
-	return me, addr, fleet.Options{Join: f.join, Message: f.msg, Hostname: host}, nil
+	secret, _ := fleet.JobSecret(os.Getenv)
+	return me, addr, fleet.Options{Join: f.join, Message: f.msg, Hostname: host, Secret: secret}, nil
 }
 
 func newFleetCmd(g *globals) *cobra.Command {
