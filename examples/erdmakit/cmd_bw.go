@@ -237,6 +237,7 @@ func newBwServeCmd(g *globals) *cobra.Command {
 		},
 	}
 	f.add(c, false)
+	markUntilInterrupted(c)
 	c.Flags().StringVar(&bind, "bind", "", "address to listen on (default: every address)")
 	c.Flags().IntVar(&maxTests, "max-tests", perf.DefaultMaxTests, "tests running at once; a client asking for more is told the server is busy")
 	c.Flags().IntVar(&maxConns, "max-conns", 0, "connections held at once (0: 4 x --max-tests); more are told the server is busy")

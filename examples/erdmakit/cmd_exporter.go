@@ -53,6 +53,7 @@ so alerts can fire on "nvidia_peermem not loaded". --root serves a recorded host
 			return nil
 		},
 	}
+	markUntilInterrupted(c)
 	f := c.Flags()
 	f.StringVar(&listen, "listen", defaultExporterAddr, "address to serve /metrics on")
 	f.BoolVar(&noDoctor, "no-doctor", false, "do not run the doctor's checks on each scrape")
