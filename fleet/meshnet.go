@@ -269,6 +269,11 @@ func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, o
 	for _, m := range g.Members {
 		_ = m.Conn.Send(ctx, MsgBye, struct{}{})
 	}
+	if ctx.Err() != nil {
+		// Interrupted: ranks that had not joined were not reached, not dead.
+		rep.Interrupted, rep.NotReached = true, g.Missing
+		g.Missing = nil
+	}
 	for _, r := range g.Missing {
 		rep.DeadHosts = append(rep.DeadHosts, Culprit{
 			Hosts: []string{fmt.Sprintf("rank %d", r)}, Ranks: []int{r},

@@ -111,7 +111,7 @@ func writeFleetReport(g *globals, rep *fleet.FleetReport) error {
 		return err
 	}
 	fmt.Fprintf(g.stdout, "\n%d hosts:", rep.Size)
-	for _, s := range []string{"ok", "warn", "fail", "error", "missing"} {
+	for _, s := range []string{"ok", "warn", "fail", "error", "missing", fleet.NotReached} {
 		if n := len(rep.ByStatus[s]); n > 0 {
 			fmt.Fprintf(g.stdout, " %d %s", n, s)
 		}
