@@ -335,7 +335,8 @@ func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode)
 	if mode == GDROn {
 		reason := "GPUDirect RDMA asked for on the command line"
 		if g == nil || g.GDRPath == "" {
-			a.warn("NCCL_NET_GDR_LEVEL=SYS without nvidia_peermem: NCCL reports 'GPU Direct RDMA Disabled'; modprobe nvidia_peermem")
+			a.warn("NCCL_NET_GDR_LEVEL=SYS without a GPUDirect RDMA path (nvidia_peermem or DMA-BUF): NCCL reports 'GPU Direct RDMA Disabled'; " +
+				"modprobe nvidia_peermem, or DMA-BUF: kernel >= 5.12, the NVIDIA open kernel module, rdma-core >= 34")
 		}
 		a.set("NCCL_NET_GDR_LEVEL", "SYS", reason)
 		return
@@ -355,8 +356,8 @@ func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode)
 		return
 	}
 	if g.GDRPath == "" {
-		a.warn("GPUDirect RDMA is not ready (no nvidia_peermem/nv_peer_mem): NCCL copies through host memory; " +
-			"modprobe nvidia_peermem (again after every reboot), then NCCL_NET_GDR_LEVEL=SYS")
+		a.warn("GPUDirect RDMA is not ready (no nvidia_peermem/nv_peer_mem, DMA-BUF " + orUnknown(g.DMABUF) + "): NCCL copies through host memory; " +
+			"modprobe nvidia_peermem (again after every reboot), or DMA-BUF (kernel >= 5.12, the NVIDIA open kernel module, rdma-core >= 34), then NCCL_NET_GDR_LEVEL=SYS")
 		return
 	}
 	var sys []string
@@ -371,8 +372,16 @@ func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode)
 	if len(sys) > 4 {
 		sys = append(sys[:4], "...")
 	}
-	a.set("NCCL_NET_GDR_LEVEL", "SYS", fmt.Sprintf("%s is ready and the GPU<->NIC distance is SYS (%s): "+
-		"NCCL only uses GPUDirect RDMA at that distance when told to", g.GDRPath, strings.Join(sys, ", ")))
+	a.set("NCCL_NET_GDR_LEVEL", "SYS", fmt.Sprintf("GPUDirect RDMA is ready through %s and the GPU<->NIC distance is SYS (%s): "+
+		"NCCL only uses GPUDirect RDMA at that distance when told to", gdrPathName(g.GDRPath), strings.Join(sys, ", ")))
+}
+
+// gdrPathName names a GPUInfo.GDRPath for people.
+func gdrPathName(p string) string {
+	if p == "dmabuf" {
+		return "DMA-BUF"
+	}
+	return p
 }
 
 // peerMemModule returns the loaded GPUDirect RDMA module, "" if none.

@@ -31,9 +31,15 @@ const PeermemMinDriver = 470
 // sys/module/nvidia_peermem/version).
 type GDR struct {
 	Ready bool `json:"ready"`
-	// Path is the mechanism in effect: "nvidia_peermem", "nv_peer_mem",
+	// Path is the mechanism NCCL will use: "dmabuf" when DMA-BUF is
+	// supported (NCCL prefers it), else "nvidia_peermem", "nv_peer_mem",
 	// "memory_peers", or "" when none is.
 	Path string `json:"path,omitempty"`
+	// Peermem is the peer-memory mechanism seen ("nvidia_peermem",
+	// "nv_peer_mem", "memory_peers"), "" when none, whatever Path is.
+	Peermem string `json:"peermem,omitempty"`
+	// DMABUF is what decides GPUDirect RDMA through DMA-BUF.
+	DMABUF DMABUF `json:"dmabuf"`
 	// Version is the module's or memory_peers' version file, where present.
 	Version string `json:"version,omitempty"`
 	// Persistent reports whether the module (nvidia_peermem or nv_peer_mem)
@@ -51,10 +57,31 @@ type GDR struct {
 	Remediation string `json:"remediation,omitempty"`
 }
 
-// ReadGDR checks GPUDirect RDMA readiness under root. driverVersion is
-// NVML's ("535.161.08"), "" when NVML is unavailable: it only shapes the
-// advice, the readiness comes from the files NCCL reads.
+// ReadGDR checks GPUDirect RDMA readiness under root through both paths:
+// a peer-memory module (the files NCCL reads) and DMA-BUF (ReadDMABUF).
+// driverVersion is NVML's ("535.161.08"), "" when NVML is unavailable: it
+// only shapes the advice.
 func ReadGDR(root, driverVersion string) GDR {
+	g := readPeermem(root, driverVersion)
+	g.DMABUF = ReadDMABUF(root)
+	g.Evidence = append(g.Evidence, g.DMABUF.Evidence...)
+	switch {
+	case g.DMABUF.Supported == SupportYes:
+		// Persistence of a module NCCL does not need is no concern.
+		g.Ready, g.Path, g.Version = true, GDRDMABUF, ""
+		g.Missing, g.Remediation = "", ""
+	case g.Ready:
+	default:
+		g.Missing += "; DMA-BUF: " + strings.Join(g.DMABUF.Missing, "; ")
+		g.Remediation += "; or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, " +
+			"the NVIDIA open GPU kernel module, rdma-core >= 34"
+	}
+	return g
+}
+
+// readPeermem is the peer-memory path: nvidia_peermem, nv_peer_mem, or a
+// memory_peers registration.
+func readPeermem(root, driverVersion string) GDR {
 	g := GDR{Evidence: []string{}}
 	r, err := hostfs.Open(root)
 	if err != nil {
@@ -110,6 +137,7 @@ func ReadGDR(root, driverVersion string) GDR {
 		g.Ready, g.Path = true, GDRMemoryPeers
 		g.Version = version(peers[0])
 	}
+	g.Peermem = g.Path
 	if g.Ready {
 		if g.Path != GDRMemoryPeers {
 			var where string

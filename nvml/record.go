@@ -3,6 +3,7 @@ package nvml
 import (
 	"bytes"
 	"context"
+	"path"
 	"strings"
 
 	"github.com/erdmakit/erdmakit/internal/hostfs"
@@ -54,6 +55,16 @@ func RecordFiles(ctx context.Context, lib Library, root, note string) (map[strin
 	}
 	for _, rel := range gdrRecordFiles {
 		add(rel)
+	}
+	// libibverbs only by name (its file name carries rdma-core's
+	// version): an empty stand-in, as dev/infiniband's files are.
+	for _, g := range LibIBVerbsGlobs {
+		libs, _ := r.Glob(g)
+		for _, rel := range libs {
+			if libibverbsVer.MatchString(path.Base(rel)) {
+				out[rel] = []byte{}
+			}
+		}
 	}
 	confs, _ := r.Glob("etc/modules-load.d/*.conf")
 	nodes, _ := r.Glob("sys/devices/system/node/node[0-9]*/cpulist")
@@ -123,4 +134,6 @@ var gdrRecordFiles = []string{
 	"sys/module/nv_peer_mem/version", "sys/module/nv_peer_mem/initstate",
 	"sys/kernel/mm/memory_peers/nv_mem/version", "sys/kernel/mm/memory_peers/nv_mem_nc/version",
 	"etc/modules", "etc/rc.local", "etc/rc.d/rc.local",
+	// DMA-BUF: the kernel release and the NVIDIA module's flavour.
+	"proc/sys/kernel/osrelease", "proc/driver/nvidia/version", "sys/module/nvidia/taint",
 }
