@@ -15,13 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 )
 
 // TestRecordFileNeverRemovesWhatWasThere: issue 12 item 2. A failed
 // recording leaves --out as it was (it used to be deleted), and a device
 // node, fifo or directory given as --out is refused, not replaced.
 func TestRecordFileNeverRemovesWhatWasThere(t *testing.T) {
-	h := erdma.RecordedHost(fixture("ebmgn8is-healthy"))
+	h := erdma.RecordedHost(fixture.Host(t, "ebmgn8is-healthy"))
 	dir := t.TempDir()
 	out := filepath.Join(dir, "host.tar.gz")
 	require.NoError(t, os.WriteFile(out, []byte("OLD"), 0o600))
@@ -66,7 +67,7 @@ func TestRecordFileNeverRemovesWhatWasThere(t *testing.T) {
 // so the replay (which refuses absolute links) reads the same devices.
 func TestRecordAbsoluteLinksReplay(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "host")
-	require.NoError(t, os.CopyFS(root, os.DirFS(fixture("ebmgn8is-healthy"))))
+	require.NoError(t, os.CopyFS(root, os.DirFS(fixture.Host(t, "ebmgn8is-healthy"))))
 	class := filepath.Join(root, "sys/class/infiniband")
 	ents, err := os.ReadDir(class)
 	require.NoError(t, err)
@@ -89,7 +90,7 @@ func TestRecordAbsoluteLinksReplay(t *testing.T) {
 // redacted too.
 func TestRecordRedactGPUsRegionRandomMACs(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "host")
-	require.NoError(t, os.CopyFS(root, os.DirFS(fixture("ebmgn8is-healthy"))))
+	require.NoError(t, os.CopyFS(root, os.DirFS(fixture.Host(t, "ebmgn8is-healthy"))))
 	nds := filepath.Join(root, erdma.RecordedNetdevsFile)
 	b, err := os.ReadFile(nds)
 	require.NoError(t, err)

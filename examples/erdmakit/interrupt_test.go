@@ -67,7 +67,7 @@ func TestStatRefusesNegativeCount(t *testing.T) {
 	for _, args := range [][]string{{"-l", "-c", "-5"}, {"-i", "0s"}, {"-i", "-1s"}} {
 		done := make(chan int, 1)
 		go func() {
-			code, _, _ := runCLI(append([]string{"stat", "--root", filepath.Join("..", "..", "testdata", "hosts", "ebmgn8is-healthy")}, args...)...)
+			code, _, _ := runCLI(append([]string{"stat", "--root", filepath.Join("..", "..", "testdata", "hosts", "ebmgn8is-healthy.tar.gz")}, args...)...)
 			done <- code
 		}()
 		select {
