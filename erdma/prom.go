@@ -6,7 +6,18 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/erdmakit/erdmakit/internal/atomicfile"
 )
+
+// WritePrometheusFile writes r as WritePrometheus does to path (e.g.
+// /var/lib/node_exporter/textfile/erdmakit.prom), atomically: a temporary
+// file in the same directory renamed over path, so node_exporter reads the
+// old report or the new one, never a part, and a failing report is written
+// like any other. On error what was at path is left as it was.
+func WritePrometheusFile(path string, r *Report) error {
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error { return WritePrometheus(w, r) })
+}
 
 // PromValue is the gauge value of a severity in the Prometheus output:
 // 0 ok, 1 warn, 2 fail, -1 skip.
@@ -30,8 +41,8 @@ func PromValue(s Severity) int {
 //	erdmakit_doctor_info{instance_type="...",family="..."} 1
 //	erdmakit_erdma_limit_drop_total{device="erdma_0",port="1",counter="hw_bps_limit_drop_cnt"} 0
 //
-// Write it to a temporary file and rename it into the collector's
-// directory so the collector never sees half a file.
+// For the collector's directory use WritePrometheusFile, which never shows
+// it half a file.
 func WritePrometheus(w io.Writer, r *Report) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, "# HELP erdmakit_doctor_check Result of one erdmakit doctor check: 0 ok, 1 warn, 2 fail, -1 skip.")

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/atomicfile"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/spf13/cobra"
 )
@@ -20,6 +22,7 @@ type doctorFlags struct {
 	instanceType string
 	interval     time.Duration
 	skipTools    bool
+	output       string // --output FILE, written atomically
 }
 
 // newDoctorCmd: `erdmakit doctor`, every step of the eRDMA guide checked.
@@ -33,16 +36,20 @@ func newDoctorCmd(g *globals) *cobra.Command {
 			"their count, driver, uverbs, GPU driver and nvidia_peermem, netdev IPv4, port state, compat/iWARP,\n" +
 			"GID index, MTU, memlock, rate-limit drop counters, network-card channels. Each finding has evidence\n" +
 			"and the step that fixes it.\n\n" +
+			"--output FILE writes the report to FILE atomically (a temporary file renamed over it) and still exits\n" +
+			"with the status, so a cron line `erdmakit doctor --format prom --output DIR/erdmakit.prom` publishes a\n" +
+			"failure too (with `> f.tmp && mv` the non-zero exit skips the mv and the collector keeps the last ok).\n\n" +
 			"Exit code: 0 ok, 1 warn, 2 fail, 3 could not run (Nagios convention).",
 		Example: "  erdmakit doctor\n" +
 			"  erdmakit doctor --root testdata/hosts/ebmgn8is-healthy.tar.gz\n" +
 			"  erdmakit doctor --json\n" +
-			"  erdmakit doctor --format prom > /var/lib/node_exporter/textfile/erdmakit.prom.$$ && mv ...",
+			"  erdmakit doctor --format prom --output /var/lib/node_exporter/textfile/erdmakit.prom",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runDoctor(cmd.Context(), g, f) },
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.format, "format", "table", "output: table, json (the same as --json) or prom (node_exporter textfile collector)")
+	fl.StringVar(&f.output, "output", "", "write the report to FILE atomically (temporary file + rename) instead of stdout; the exit code is still the status")
 	fl.BoolVar(&f.noMetadata, "no-metadata", false, "do not ask the ECS metadata service for the instance type")
 	fl.StringVar(&f.metadataURL, "metadata-url", erdma.DefaultMetadataURL, "ECS metadata service address")
 	fl.StringVar(&f.instanceType, "instance-type", "", "instance type to check against (ecs.<family>.<size>), instead of the metadata service's")
@@ -93,13 +100,22 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}
 	}
-	switch format {
-	case "json":
-		err = render.JSON(g.stdout, rep)
-	case "prom":
-		err = erdma.WritePrometheus(g.stdout, rep)
+	write := func(w io.Writer, color bool) error {
+		switch format {
+		case "json":
+			return render.JSON(w, rep)
+		case "prom":
+			return erdma.WritePrometheus(w, rep)
+		}
+		return doctor.WriteTable(w, rep, doctor.TableOptions{Color: color, Verbose: g.verbose, Hint: doctorHint})
+	}
+	switch {
+	case f.output != "" && format == "prom":
+		err = erdma.WritePrometheusFile(f.output, rep)
+	case f.output != "":
+		err = atomicfile.Write(f.output, 0o644, func(w io.Writer) error { return write(w, g.color == render.ColorAlways) })
 	default:
-		err = doctor.WriteTable(g.stdout, rep, doctor.TableOptions{Color: g.colorOn(g.stdout), Verbose: g.verbose, Hint: doctorHint})
+		err = write(g.stdout, g.colorOn(g.stdout))
 	}
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}
