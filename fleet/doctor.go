@@ -32,7 +32,7 @@ type FleetReport struct {
 	// Differences are the checks whose result is not the same on every host,
 	// the rarest result first: a single host missing nvidia_peermem stands out.
 	Differences []Difference `json:"differences"`
-	Errors      []string     `json:"errors,omitempty"` // rendezvous problems
+	Errors      []string     `json:"errors"` // rendezvous problems
 	// Interrupted: the run was cancelled (SIGINT/SIGTERM); hosts it never
 	// heard from are "not reached", which says nothing about their health
 	// and does not change Status.
@@ -82,7 +82,9 @@ type SeverityGroup struct {
 // Aggregate builds the fleet report from every rank's report; ranks in
 // missing never answered.
 func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
-	fr := &FleetReport{Status: erdma.SeverityOK, Size: size, ByStatus: map[string][]string{}}
+	// Lists are [] when empty (jq '.differences[]' on agreeing hosts).
+	fr := &FleetReport{Status: erdma.SeverityOK, Size: size, ByStatus: map[string][]string{},
+		Hosts: []HostSummary{}, Differences: []Difference{}, Errors: []string{}}
 	sort.Slice(reports, func(i, j int) bool { return reports[i].Rank < reports[j].Rank })
 	names := make([]string, len(reports))
 	ranks := make([]int, len(reports))

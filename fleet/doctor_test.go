@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -165,4 +166,15 @@ func TestJoinGivesUpWhenRankZeroNeverListens(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "could not reach rank 0")
 	assert.Less(t, time.Since(start), 3*time.Second)
+}
+
+// TestAggregateListsNeverNull: hosts that agree gave "differences": null,
+// so jq '.differences[]' failed.
+func TestAggregateListsNeverNull(t *testing.T) {
+	fr := Aggregate(1, nil, nil)
+	b, err := json.Marshal(fr)
+	require.NoError(t, err)
+	for _, k := range []string{`"differences":[]`, `"errors":[]`, `"hosts":[]`} {
+		assert.Contains(t, string(b), k)
+	}
 }

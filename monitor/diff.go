@@ -19,8 +19,8 @@ type Interval struct {
 	End      time.Time   `json:"end"`
 	Seconds  float64     `json:"seconds"`
 	Ports    []PortRates `json:"ports"`
-	Appeared []string    `json:"appeared,omitempty"` // "erdma_1/1": ports new in this interval
-	Gone     []string    `json:"gone,omitempty"`     // ports that disappeared
+	Appeared []string    `json:"appeared"` // "erdma_1/1": ports new in this interval
+	Gone     []string    `json:"gone"`     // ports that disappeared
 }
 
 // PortRates is one port's traffic and events over an interval. Rates are nil
@@ -35,10 +35,10 @@ type PortRates struct {
 	TxPacketsPerS *float64 `json:"tx_packets_per_s,omitempty"`
 	RxPacketsPerS *float64 `json:"rx_packets_per_s,omitempty"`
 	// Moved are the problem counters (drops, failures, timeouts) that grew.
-	Moved []CounterMove `json:"moved,omitempty"`
+	Moved []CounterMove `json:"moved"`
 	// Resets names counters that went backwards other than by a 32-bit wrap
 	// (driver reload, device reset): their delta is taken from zero.
-	Resets []string `json:"resets,omitempty"`
+	Resets []string `json:"resets"`
 }
 
 // CounterMove is a counter's growth over the interval.
@@ -71,7 +71,9 @@ func delta(prev, cur uint64) (d uint64, reset bool) {
 // port number; a port present in only one sample is listed as appeared or
 // gone, without rates. A non-positive interval yields no rates.
 func Diff(prev, cur *Sample) Interval {
-	iv := Interval{Start: prev.Time, End: cur.Time, Seconds: cur.Time.Sub(prev.Time).Seconds()}
+	// Lists are [] when empty, never null (the documented JSON).
+	iv := Interval{Start: prev.Time, End: cur.Time, Seconds: cur.Time.Sub(prev.Time).Seconds(),
+		Ports: []PortRates{}, Appeared: []string{}, Gone: []string{}}
 	before := make(map[PortKey]*PortSample, len(prev.Ports))
 	for i := range prev.Ports {
 		before[prev.Ports[i].Key()] = &prev.Ports[i]
@@ -97,7 +99,7 @@ func Diff(prev, cur *Sample) Interval {
 }
 
 func portRates(b, p *PortSample, secs float64) PortRates {
-	r := PortRates{Device: p.Device, Port: p.Port, State: p.State}
+	r := PortRates{Device: p.Device, Port: p.Port, State: p.State, Moved: []CounterMove{}, Resets: []string{}}
 	if b.State != p.State {
 		r.StateBefore = b.State
 	}
