@@ -74,7 +74,12 @@ type LaunchClassifier struct {
 	rankHosts map[int]string
 	block     FailureKind // inside an Open MPI help block of this kind
 	pending   *LaunchFailure
-	sshLines  []string
+	// aborted is Open MPI's "Primary job terminated normally, but N
+	// process(es) returned a non-zero exit code" banner: mpirun prints it
+	// first and, depending on how the other ranks ended, not always the
+	// block naming the rank.
+	aborted  string
+	sshLines []string
 }
 
 // Line feeds one line of output (without its newline).
@@ -117,6 +122,8 @@ func (c *LaunchClassifier) Line(line string) {
 			Evidence: []string{s},
 			Fix:      "build nccl-tests (make MPI=1) at the same path on every host, or pass --binary with an absolute path that exists on all hosts"})
 		c.block = FailExecutable
+	case strings.HasPrefix(s, "Primary job") && strings.Contains(s, "terminated normally, but"):
+		c.aborted = s
 	case strings.Contains(s, "detected that one or more processes exited with non-zero status"):
 		c.pending = &LaunchFailure{Kind: FailRankExit, Rank: -1, Summary: "a rank exited with a non-zero status", Evidence: []string{s}}
 	case strings.Contains(s, " noticed that process rank "):
@@ -150,6 +157,7 @@ var classifierWords = [][]byte{
 	[]byte("Rank"), []byte("mpirun"), []byte("slots"), []byte("ORTE"), []byte("PRTE"), []byte("daemon"),
 	[]byte("ssh"), []byte("Host key"), []byte("Permission denied"), []byte("orted"), []byte("srun"), []byte("-----"),
 	[]byte("noticed that process rank"), []byte("unable to launch"), []byte("unable to find"), []byte("non-zero status"),
+	[]byte("Primary job"),
 }
 
 // wants reports whether Line could act on b; false means Line would ignore
@@ -170,14 +178,27 @@ func (c *LaunchClassifier) wants(b []byte) bool {
 func (c *LaunchClassifier) Failures() []LaunchFailure {
 	out := append([]LaunchFailure(nil), c.failures...)
 	if c.pending != nil { // a truncated rank block: report what is known
-		p := *c.pending
-		p = c.completeRank(p)
-		out = append(out, p)
+		out = append(out, *c.pending)
 	}
+	rankFailed := false
 	for i := range out {
+		// Completed now, not when the block was read: the nccl-tests
+		// header naming the rank's host may come later (stdout and stderr
+		// are read apart).
+		if out[i].Kind == FailRankExit || out[i].Kind == FailRankSignal {
+			out[i] = c.completeRank(out[i])
+			rankFailed = true
+		}
 		if out[i].Rank >= 0 && out[i].Host == "" {
 			out[i].Host = c.hostOf(out[i].Rank)
 		}
+	}
+	if !rankFailed && c.aborted != "" {
+		out = append(out, LaunchFailure{Kind: FailRankExit, Rank: -1,
+			Summary:  "a rank exited with a non-zero status (mpirun did not say which)",
+			Evidence: []string{c.aborted},
+			Fix: "read the ranks' output before the abort (Test NCCL failure / Test CUDA failure lines, NCCL WARN); " +
+				"rerun with NCCL_DEBUG=INFO and check the hosts with erdmakit doctor"})
 	}
 	return out
 }
@@ -329,8 +350,9 @@ func (c *LaunchClassifier) completeRank(f LaunchFailure) LaunchFailure {
 	return f
 }
 
+// finishRank keeps a rank's failure; Failures completes it.
 func (c *LaunchClassifier) finishRank(f LaunchFailure) {
-	c.failures = append(c.failures, c.completeRank(f))
+	c.failures = append(c.failures, f)
 }
 
 func (c *LaunchClassifier) hostOf(rank int) string {
