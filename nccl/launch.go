@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -69,6 +70,10 @@ type LaunchClassifier struct {
 	// HostOfRank, when set, names the host of a rank the log does not name
 	// (Command.HostOfRank).
 	HostOfRank func(rank int) string
+	// LauncherExit is the launcher's exit status when known (RunArgv sets
+	// it before asking Failures): mpirun exits with the status of the
+	// process that failed.
+	LauncherExit int
 
 	failures  []LaunchFailure
 	rankHosts map[int]string
@@ -78,8 +83,11 @@ type LaunchClassifier struct {
 	// process(es) returned a non-zero exit code" banner: mpirun prints it
 	// first and, depending on how the other ranks ended, not always the
 	// block naming the rank.
-	aborted  string
-	sshLines []string
+	aborted string
+	// failedRanks are the ranks that printed an nccl-tests failure
+	// (RankFailed), at most maxEvidence of them.
+	failedRanks []int
+	sshLines    []string
 }
 
 // Line feeds one line of output (without its newline).
@@ -194,11 +202,7 @@ func (c *LaunchClassifier) Failures() []LaunchFailure {
 		}
 	}
 	if !rankFailed && c.aborted != "" {
-		out = append(out, LaunchFailure{Kind: FailRankExit, Rank: -1,
-			Summary:  "a rank exited with a non-zero status (mpirun did not say which)",
-			Evidence: []string{c.aborted},
-			Fix: "read the ranks' output before the abort (Test NCCL failure / Test CUDA failure lines, NCCL WARN); " +
-				"rerun with NCCL_DEBUG=INFO and check the hosts with erdmakit doctor"})
+		out = append(out, c.abortedRank())
 	}
 	return out
 }
@@ -347,6 +351,33 @@ func (c *LaunchClassifier) completeRank(f LaunchFailure) LaunchFailure {
 	}
 	f.Fix = "read that rank's output above its exit (Test NCCL failure / Test CUDA failure lines, NCCL WARN); " +
 		"rerun with NCCL_DEBUG=INFO and check that host with erdmakit doctor"
+	return f
+}
+
+// RankFailed notes that rank printed an nccl-tests failure ("Test NCCL
+// failure", "Test CUDA failure"; the runner knows the rank from mpirun's
+// --tag-output).
+func (c *LaunchClassifier) RankFailed(rank int) {
+	if slices.Contains(c.failedRanks, rank) || len(c.failedRanks) >= maxEvidence {
+		return
+	}
+	c.failedRanks = append(c.failedRanks, rank)
+}
+
+// abortedRank is the failure behind mpirun's abort banner when mpirun did
+// not print the block naming the rank: when the banner counts one process,
+// the only rank that printed an nccl-tests failure is that process, and
+// mpirun's own exit status is its code.
+func (c *LaunchClassifier) abortedRank() LaunchFailure {
+	f := LaunchFailure{Kind: FailRankExit, Rank: -1, Evidence: []string{c.aborted}}
+	if len(c.failedRanks) == 1 && c.LauncherExit > 0 && strings.Contains(c.aborted, "but 1 process returned") {
+		f.Rank, f.ExitCode = c.failedRanks[0], c.LauncherExit
+		f.Evidence = append(f.Evidence, fmt.Sprintf("rank %d alone printed an nccl-tests failure; mpirun exited %d", f.Rank, f.ExitCode))
+		return c.completeRank(f)
+	}
+	f.Summary = "a rank exited with a non-zero status (mpirun did not say which)"
+	f.Fix = "read the ranks' output before the abort (Test NCCL failure / Test CUDA failure lines, NCCL WARN); " +
+		"rerun with NCCL_DEBUG=INFO and check the hosts with erdmakit doctor"
 	return f
 }
 

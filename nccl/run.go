@@ -113,6 +113,9 @@ func RunArgv(ctx context.Context, argv []string, opts RunOptions) (*RunResult, e
 	s.flush()
 	res.Lines = s.lines
 	res.Result = s.parser.Result()
+	if cmd.ProcessState != nil {
+		s.classifier.LauncherExit = cmd.ProcessState.ExitCode()
+	}
 	res.Failures = s.classifier.Failures()
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
@@ -169,8 +172,8 @@ func (s *stream) flush() {
 	s.err.flush()
 }
 
-// line hands one whole line on.
-func (s *stream) line(b []byte) {
+// line hands one whole line on; tag is its rank's --tag-output tag, if any.
+func (s *stream) line(tag, b []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b = bytes.TrimSuffix(b, []byte("\r"))
@@ -192,6 +195,22 @@ func (s *stream) line(b []byte) {
 			s.opts.OnLine(line)
 		}
 	}
+	if len(tag) > 0 && bytes.Contains(b, []byte("Test ")) && bytes.Contains(b, []byte(" failure ")) {
+		if r, ok := tagRank(tag); ok {
+			s.classifier.RankFailed(r)
+		}
+	}
+}
+
+// tagRank reads the rank from "[<job>,<rank>]<stdout>:".
+func tagRank(tag []byte) (int, bool) {
+	i := bytes.IndexByte(tag, ']')
+	j := bytes.LastIndexByte(tag[:max(i, 0)], ',')
+	if i < 0 || j < 0 {
+		return 0, false
+	}
+	r, err := strconv.Atoi(string(tag[j+1 : i]))
+	return r, err == nil
 }
 
 // pipe is one of the launcher's output pipes. Open MPI forwards each rank's
@@ -271,7 +290,7 @@ func (p *pipe) keep(tagb, text []byte) {
 func (p *pipe) finish(tagb, text []byte) {
 	prev, ok := p.cut[string(tagb)] // no allocation for the lookup
 	if !ok {
-		p.s.line(text)
+		p.s.line(tagb, text)
 		return
 	}
 	tag := string(tagb)
@@ -286,7 +305,7 @@ func (p *pipe) finish(tagb, text []byte) {
 	if len(text) > room {
 		text = text[:room]
 	}
-	p.s.line(append(prev, text...))
+	p.s.line(tagb, append(prev, text...))
 }
 
 // flush ends what is left: the pipe's last line without a newline, then
@@ -296,7 +315,7 @@ func (p *pipe) flush() {
 		p.end()
 	}
 	for _, t := range p.tags {
-		p.s.line(p.cut[t])
+		p.s.line([]byte(t), p.cut[t])
 	}
 	p.cut, p.tags = nil, nil
 }

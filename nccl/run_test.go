@@ -132,6 +132,30 @@ func TestStreamRejoinsRanksLines(t *testing.T) {
 	}
 }
 
+// mpirun 4.1.4 sometimes prints only its abort banner on stderr, not the
+// block naming the rank: the one rank whose tagged output holds an
+// nccl-tests failure, with mpirun's exit status, is the rank that exited.
+func TestStreamNamesTheRankBehindTheAbortBanner(t *testing.T) {
+	out, err := os.ReadFile(filepath.Join("testdata", "mpirun_4.1.4_tag_output_row_cut_by_other_rank.txt"))
+	require.NoError(t, err)
+	g04, err := os.ReadFile(filepath.Join("testdata", "G04_openmpi4.1.4_rank_exit_code_3.txt"))
+	require.NoError(t, err)
+	banner := strings.Join(strings.Split(string(g04), "\n")[1:5], "\n") + "\n"
+	s := newStream(RunOptions{})
+	_, _ = s.out.Write(out)
+	_, _ = s.err.Write([]byte(banner))
+	s.flush()
+	s.classifier.LauncherExit = 3
+	got := s.classifier.Failures()
+	require.Len(t, got, 1, "%+v", got)
+	assert.Equal(t, "rank 1 on ztan-mig-235z exited with code 3", got[0].Summary)
+	assert.Equal(t, "launch-rank-exited", got[0].Finding().ID)
+
+	// Without the exit status nothing says which rank.
+	s.classifier.LauncherExit = 0
+	assert.Contains(t, s.classifier.Failures()[0].Summary, "mpirun did not say which")
+}
+
 // Pieces of several ranks and untagged text on one pipe line; a rank whose
 // line never ends is flushed at the end.
 func TestPipePieces(t *testing.T) {
