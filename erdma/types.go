@@ -1,5 +1,7 @@
 package erdma
 
+import "github.com/erdmakit/erdmakit/health"
+
 // This file holds the inventory's nouns. Their JSON names are the public
 // schema of `erdmakit devices --json` and of the "host" object of
 // `erdmakit doctor --json`: add fields, never rename them.
@@ -142,9 +144,13 @@ type GPUInfo struct {
 	Reason        string `json:"reason,omitempty"`
 	Count         int    `json:"count"`
 	DriverVersion string `json:"driver_version,omitempty"` // "535.161.08"
-	// GDRPath is the GPUDirect RDMA path in effect: "nvidia_peermem",
-	// "nv_peer_mem", "memory_peers", or "" when none.
+	// GDRPath is the GPUDirect RDMA path in effect: "dmabuf",
+	// "nvidia_peermem", "nv_peer_mem", "memory_peers", or "" when none.
 	GDRPath string `json:"gdr_path,omitempty"`
+	// DMABUF says whether GPUDirect RDMA through DMA-BUF is supported:
+	// "yes", "no", "unknown" (not all of kernel, module flavour and
+	// rdma-core were seen), "" when not checked.
+	DMABUF string `json:"dmabuf,omitempty"`
 	// NICDistances is, per GPU index, the nvidia-smi distance word (PIX, PXB,
 	// PHB, NODE, SYS) to its nearest eRDMA device, and that device.
 	Nearest []GPUNIC `json:"nearest,omitempty"`
@@ -175,24 +181,20 @@ type Inventory struct {
 	Errors []string `json:"errors,omitempty"`
 }
 
-// Severity of a doctor finding, in increasing order of badness except Skip.
-type Severity string
-
-const (
-	SeverityOK   Severity = "ok"
-	SeveritySkip Severity = "skip"
-	SeverityWarn Severity = "warn"
-	SeverityFail Severity = "fail"
+// Severity and Finding are the shared verdict types of package health,
+// named here too so existing code reads as before.
+type (
+	Severity = health.Severity
+	Finding  = health.Finding
 )
 
-// Finding is the result of one doctor check.
-type Finding struct {
-	ID          string   `json:"id"` // stable kebab-case: "port-active"
-	Severity    Severity `json:"severity"`
-	Summary     string   `json:"summary"`
-	Evidence    []string `json:"evidence"`              // what was read, with paths
-	Remediation string   `json:"remediation,omitempty"` // the step that fixes it
-}
+// The severities, as in package health.
+const (
+	SeverityOK   = health.OK
+	SeveritySkip = health.Skip
+	SeverityWarn = health.Warn
+	SeverityFail = health.Fail
+)
 
 // Report is the doctor's output, the public schema of `doctor --json`.
 type Report struct {

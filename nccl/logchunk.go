@@ -204,6 +204,8 @@ func (a *LogAnalyzer) merge(b *LogAnalyzer) {
 	s.QPCreateFailures += t.QPCreateFailures
 	s.MemlockSuspect = s.MemlockSuspect || t.MemlockSuspect
 	s.NCCLLines += t.NCCLLines
+	a.nic.merge(&b.nic)
+	// Transport, NICs and NICSpread are derived in Summary.
 }
 
 // firstSet keeps the first non-empty value.

@@ -63,6 +63,10 @@ func genLog(seed uint64, n int) []byte {
 		func() string { return "NCCL INFO Assigned NET plugin IB to comm" },
 		func() string { return "NET/IB : Using [0]erdma_1:1/RoCE" },
 		func() string {
+			return fmt.Sprintf("NCCL INFO NET/IB: NCCL Dev %d IbDev %d Port 1 qpn %d mtu 4096 GID %d (80FE/%X) fifoRkey=0x1 fifoLkey=0x2", rng.IntN(4), rng.IntN(4), rng.IntN(999), rng.IntN(4), rng.IntN(12))
+		},
+		func() string { return fmt.Sprintf("NCCL INFO DMA-BUF is available on GPU device %d", rng.IntN(8)) },
+		func() string {
 			return "     4194304       1048576     float     sum      -1    80.10   52.36   98.18      0"
 		},
 		func() string { return "noise without the letter" },

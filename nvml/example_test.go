@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/nvml"
 )
 
@@ -17,9 +18,15 @@ func ExampleNormalizeBusID() {
 
 // Replay a recorded host's GPUs, GPUDirect RDMA readiness and topology:
 // the same code a live host runs, with NVML answered from
-// <root>/erdmakit/nvml.json.
+// <root>/erdmakit/nvml.json. erdma.OpenHost unpacks the recording.
 func ExampleInspect() {
-	root := "../testdata/hosts/ebmgn8is-healthy"
+	h, closer, err := erdma.OpenHost("../testdata/hosts/ebmgn8is-healthy.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	root := h.Root()
 	lib, err := nvml.ForRoot(root)
 	if err != nil {
 		fmt.Println(err)
@@ -36,7 +43,7 @@ func ExampleInspect() {
 	for _, n := range rep.Topology.Nearest[3:5] {
 		fmt.Printf("GPU%d -> %s %s\n", n.GPU, n.NIC, n.Distance)
 	}
-	for _, f := range rep.Findings(nil) {
+	for _, f := range []erdma.Finding{rep.CountFinding(nil), rep.DistanceFinding()} {
 		fmt.Println(f.ID, f.Severity)
 	}
 	// Output:
@@ -45,8 +52,6 @@ func ExampleInspect() {
 	// GPU3 -> erdma_0 NODE
 	// GPU4 -> erdma_1 NODE
 	// gpu-count ok
-	// gpu-driver ok
-	// gdr-peermem ok
 	// gpu-nic-distance ok
 }
 
@@ -70,9 +75,20 @@ func ExampleParseTopo() {
 }
 
 func ExampleReadGDR() {
-	g := nvml.ReadGDR("../testdata/hosts/no-peermem", "535.161.08")
-	fmt.Println(g.Ready, g.Missing)
-	// Output: false driver 535 >= 470 bundles nvidia_peermem but it is not loaded
+	h, closer, err := erdma.OpenHost("../testdata/hosts/no-peermem.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	g := nvml.ReadGDR(h.Root(), "535.161.08")
+	fmt.Println("ready:", g.Ready)
+	fmt.Printf("peermem: %q\n", g.Peermem)
+	fmt.Println("DMA-BUF:", g.DMABUF.Supported, g.DMABUF.Missing[0])
+	// Output:
+	// ready: false
+	// peermem: ""
+	// DMA-BUF: no kernel 5.10.134-16.3.al8.x86_64 predates 5.12 (RDMA dma-buf registration)
 }
 
 // Record this host's NVML for a recorded host tree (what `erdmakit record`

@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
 // GPU is one NVIDIA GPU as NVML and sysfs describe it.
@@ -176,12 +177,24 @@ func cString(b []int8) string {
 	return s.String()
 }
 
-// sysfsNUMANode reads sys/bus/pci/devices/<bdf>/numa_node; -1 (the kernel's
-// "unknown") and unreadable files report false.
+// sysfsNUMANode reads the function's numa_node, through the
+// sys/bus/pci/devices link or, where a recording kept no links, in the
+// device tree; -1 (the kernel's "unknown") and unreadable files report false.
 func sysfsNUMANode(root, bdf string) (int, bool) {
-	b, err := os.ReadFile(filepath.Join(root, "sys/bus/pci/devices", bdf, "numa_node"))
+	r, err := hostfs.Open(root)
 	if err != nil {
 		return -1, false
+	}
+	defer r.Close()
+	b, err := r.ReadFile(path.Join("sys/bus/pci/devices", bdf, "numa_node"), maxSysfsFile)
+	if err != nil {
+		rel, rerr := resolvePCI(r, bdf)
+		if rerr != nil {
+			return -1, false
+		}
+		if b, err = r.ReadFile(path.Join("sys", rel, "numa_node"), maxSysfsFile); err != nil {
+			return -1, false
+		}
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || n < 0 {

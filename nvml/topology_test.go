@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func path(rel string, numa int) PCIPath {
+func pciPath(rel string, numa int) PCIPath {
 	p, err := parsePCIDevicePath(rel)
 	if err != nil {
 		panic(err)
@@ -24,7 +24,7 @@ func TestDistance(t *testing.T) {
 		sw     = "devices/pci0000:16/0000:16:01.0/0000:17:00.0"
 		nested = sw + "/0000:18:02.0/0000:20:00.0"
 	)
-	gpu := path(sw+"/0000:18:00.0/0000:19:00.0", 0)
+	gpu := pciPath(sw+"/0000:18:00.0/0000:19:00.0", 0)
 	for _, tc := range []struct {
 		name   string
 		a, b   PCIPath
@@ -32,15 +32,15 @@ func TestDistance(t *testing.T) {
 		want   Link
 	}{
 		{"same device", gpu, gpu, false, LinkSelf},
-		{"same switch", gpu, path(sw+"/0000:18:01.0/0000:1a:00.0", 0), false, LinkPIX},
-		{"nested switch", gpu, path(nested+"/0000:21:00.0/0000:22:00.0", 0), false, LinkPXB},
-		{"same host bridge, other root port", gpu, path("devices/pci0000:16/0000:16:02.0/0000:30:00.0/0000:31:00.0/0000:32:00.0", 0), false, LinkPHB},
-		{"same root bus, no bridges", path("devices/pci0000:00/0000:00:07.0", 0), path("devices/pci0000:00/0000:00:05.0", 0), false, LinkPHB},
-		{"other host bridge, same NUMA", gpu, path("devices/pci0000:00/0000:00:05.0", 0), false, LinkNODE},
-		{"other host bridge, other NUMA", gpu, path("devices/pci0000:80/0000:80:05.0", 1), false, LinkSYS},
-		{"NUMA unknown on a two-node host", path("devices/pci0000:16/0000:16:00.0", -1), path("devices/pci0000:80/0000:80:05.0", -1), false, LinkSYS},
-		{"NUMA unknown on a one-node host", path("devices/pci0000:16/0000:16:00.0", -1), path("devices/pci0000:80/0000:80:05.0", -1), true, LinkNODE},
-		{"one NUMA unknown", gpu, path("devices/pci0000:80/0000:80:05.0", -1), true, LinkSYS},
+		{"same switch", gpu, pciPath(sw+"/0000:18:01.0/0000:1a:00.0", 0), false, LinkPIX},
+		{"nested switch", gpu, pciPath(nested+"/0000:21:00.0/0000:22:00.0", 0), false, LinkPXB},
+		{"same host bridge, other root port", gpu, pciPath("devices/pci0000:16/0000:16:02.0/0000:30:00.0/0000:31:00.0/0000:32:00.0", 0), false, LinkPHB},
+		{"same root bus, no bridges", pciPath("devices/pci0000:00/0000:00:07.0", 0), pciPath("devices/pci0000:00/0000:00:05.0", 0), false, LinkPHB},
+		{"other host bridge, same NUMA", gpu, pciPath("devices/pci0000:00/0000:00:05.0", 0), false, LinkNODE},
+		{"other host bridge, other NUMA", gpu, pciPath("devices/pci0000:80/0000:80:05.0", 1), false, LinkSYS},
+		{"NUMA unknown on a two-node host", pciPath("devices/pci0000:16/0000:16:00.0", -1), pciPath("devices/pci0000:80/0000:80:05.0", -1), false, LinkSYS},
+		{"NUMA unknown on a one-node host", pciPath("devices/pci0000:16/0000:16:00.0", -1), pciPath("devices/pci0000:80/0000:80:05.0", -1), true, LinkNODE},
+		{"one NUMA unknown", gpu, pciPath("devices/pci0000:80/0000:80:05.0", -1), true, LinkSYS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, Distance(tc.a, tc.b, tc.single))
@@ -71,15 +71,15 @@ func healthyNICs() []NIC {
 
 func fixtureGPUs(t *testing.T, host string) []GPU {
 	t.Helper()
-	lib, err := ForRoot(hostRoot(host))
+	lib, err := ForRoot(hostRoot(t, host))
 	require.NoError(t, err)
-	g, err := ReadGPUs(t.Context(), lib, hostRoot(host))
+	g, err := ReadGPUs(t.Context(), lib, hostRoot(t, host))
 	require.NoError(t, err)
 	return g.GPUs
 }
 
 func TestComputeTopologyHealthy(t *testing.T) {
-	topo := ComputeTopology(hostRoot("ebmgn8is-healthy"), fixtureGPUs(t, "ebmgn8is-healthy"), healthyNICs())
+	topo := ComputeTopology(hostRoot(t, "ebmgn8is-healthy"), fixtureGPUs(t, "ebmgn8is-healthy"), healthyNICs())
 	require.Empty(t, topo.Errors)
 	m := &topo.Matrix
 	require.Len(t, m.Endpoints, 10)
@@ -111,7 +111,7 @@ func TestComputeTopologyHealthy(t *testing.T) {
 }
 
 func TestComputeTopologyVM(t *testing.T) {
-	topo := ComputeTopology(hostRoot("gn8is-single"), fixtureGPUs(t, "gn8is-single"), healthyNICs()[:1])
+	topo := ComputeTopology(hostRoot(t, "gn8is-single"), fixtureGPUs(t, "gn8is-single"), healthyNICs()[:1])
 	require.Empty(t, topo.Errors)
 	require.Len(t, topo.Nearest, 2)
 	assert.Equal(t, LinkPHB, topo.Nearest[0].Distance)
@@ -121,7 +121,7 @@ func TestComputeTopologyVM(t *testing.T) {
 func TestComputeTopologyMissingDevices(t *testing.T) {
 	gpus := fixtureGPUs(t, "ebmgn8is-healthy")[:2]
 	gpus[1].PCIAddress = "0000:55:00.0"
-	topo := ComputeTopology(hostRoot("ebmgn8is-healthy"), gpus, []NIC{{Name: "erdma_9", PCIAddress: "0000:00:09.0"}, {Name: "erdma_0", PCIAddress: "0000:00:05.0"}})
+	topo := ComputeTopology(hostRoot(t, "ebmgn8is-healthy"), gpus, []NIC{{Name: "erdma_9", PCIAddress: "0000:00:09.0"}, {Name: "erdma_0", PCIAddress: "0000:00:05.0"}})
 	require.Len(t, topo.Errors, 2)
 	assert.Contains(t, topo.Errors[0], "GPU1")
 	assert.ErrorContains(t, errorsJoin(topo.Errors), "PCI device not found")
@@ -138,7 +138,7 @@ type joined struct{ s string }
 func (j *joined) Error() string { return j.s }
 
 func TestReadPCIPath(t *testing.T) {
-	p, err := ReadPCIPath(hostRoot("ebmgn8is-healthy"), "00000000:1A:00.0")
+	p, err := ReadPCIPath(hostRoot(t, "ebmgn8is-healthy"), "00000000:1A:00.0")
 	require.NoError(t, err)
 	assert.Equal(t, PCIPath{Address: "0000:1a:00.0", HostBridge: "pci0000:16",
 		Chain:    []string{"0000:16:01.0", "0000:17:00.0", "0000:18:01.0", "0000:1a:00.0"},
