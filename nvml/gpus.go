@@ -23,6 +23,9 @@ type GPU struct {
 	NUMASource string `json:"numa_source,omitempty"`
 	// MemoryTotal is the framebuffer size in bytes.
 	MemoryTotal uint64 `json:"memory_total_bytes"`
+	// NVLinks is the number of active NVLink links (0: none, NVML's
+	// NOT_SUPPORTED); nil when NVML could not say.
+	NVLinks *int `json:"nvlinks,omitempty"`
 }
 
 // GPUs is what NVML says about the host: driver, CUDA driver API version and
@@ -58,6 +61,24 @@ func FormatCUDAVersion(v int) string {
 		return ""
 	}
 	return fmt.Sprintf("%d.%d", v/1000, (v%1000)/10)
+}
+
+// NVLink says whether the GPUs have NVLink: yes when any has an active
+// link, no when NVML said none has, unknown otherwise (or no GPU).
+func (g *GPUs) NVLink() Support {
+	if g == nil || len(g.GPUs) == 0 {
+		return SupportUnknown
+	}
+	out := SupportNo
+	for _, x := range g.GPUs {
+		switch {
+		case x.NVLinks == nil:
+			out = SupportUnknown
+		case *x.NVLinks > 0:
+			return SupportYes
+		}
+	}
+	return out
 }
 
 // sysfsNUMANode reads the function's numa_node, through the

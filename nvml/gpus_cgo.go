@@ -41,6 +41,7 @@ func ReadGPUs(ctx context.Context, lib Library, root string) (*GPUs, error) {
 		return nil, nvmlError(lib, "nvmlDeviceGetCount", r)
 	}
 	numaCall := hasSymbol(lib, "nvmlDeviceGetNumaNodeId")
+	nvlinkCall := hasSymbol(lib, "nvmlDeviceGetNvLinkState")
 	for i := 0; i < n; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -50,6 +51,9 @@ func ReadGPUs(ctx context.Context, lib Library, root string) (*GPUs, error) {
 			return nil, nvmlError(lib, fmt.Sprintf("nvmlDeviceGetHandleByIndex(%d)", i), r)
 		}
 		g, warns := readGPU(lib, root, i, dev, numaCall)
+		if nvlinkCall {
+			g.NVLinks = nvLinks(dev)
+		}
 		out.GPUs = append(out.GPUs, g)
 		out.Warnings = append(out.Warnings, warns...)
 	}
@@ -100,6 +104,29 @@ func readGPU(lib Library, root string, i int, dev gonvml.Device, numaCall bool) 
 		}
 	}
 	return g, warns
+}
+
+// maxNVLinks is NVML's NVML_NVLINK_MAX_LINKS.
+const maxNVLinks = 18
+
+// nvLinks counts dev's active NVLink links: 0 when NVML says NVLink is not
+// supported on it, nil when it fails otherwise.
+func nvLinks(dev gonvml.Device) *int {
+	n := 0
+	for l := range maxNVLinks {
+		state, r := dev.GetNvLinkState(l)
+		switch r {
+		case gonvml.SUCCESS:
+			if state == gonvml.FEATURE_ENABLED {
+				n++
+			}
+		case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_INVALID_ARGUMENT:
+			return &n // no NVLink, or past the GPU's last link
+		default:
+			return nil
+		}
+	}
+	return &n
 }
 
 // hasSymbol reports whether lib exports name; a library that cannot say

@@ -39,6 +39,10 @@ type SnapshotGPU struct {
 	// support it (old driver), which makes readers fall back to sysfs.
 	NUMANode    *int   `json:"numa_node"`
 	MemoryTotal uint64 `json:"memory_total_bytes"`
+	// NVLinks is the count of active NVLink links (0: NVLink not
+	// supported); absent in recordings made before it was captured, which
+	// then replay as "not known".
+	NVLinks *int `json:"nvlinks,omitempty"`
 }
 
 // ReadSnapshot decodes and checks a snapshot.
