@@ -55,6 +55,33 @@ func DiscoverRank(getenv func(string) string) (Rank, error) {
 	return Rank{}, ErrNoLauncher
 }
 
+// ResolveRank decides this process's rank from the --rank and --ranks flags
+// (rank < 0 and size 0 when not given) and the launcher's environment: a
+// flag given wins, what it leaves out comes from the launcher, so
+// `srun erdmakit ... --ranks 8` still takes each rank from SLURM_PROCID.
+func ResolveRank(rank, size int, getenv func(string) string) (Rank, error) {
+	if rank >= 0 && size > 0 {
+		return NewRank(rank, size, "flag")
+	}
+	env, err := DiscoverRank(getenv)
+	if err != nil {
+		if rank < 0 && size <= 0 {
+			return Rank{}, err
+		}
+		return Rank{}, fmt.Errorf("fleet: pass both --rank and --ranks outside mpirun/srun: %w", err)
+	}
+	if rank < 0 && size <= 0 {
+		return env, nil
+	}
+	if rank < 0 {
+		rank = env.Rank
+	}
+	if size <= 0 {
+		size = env.Size
+	}
+	return NewRank(rank, size, env.Launcher+"+flag")
+}
+
 // NewRank validates a rank and size.
 func NewRank(rank, size int, launcher string) (Rank, error) {
 	if size < 1 {

@@ -88,3 +88,28 @@ func FuzzFirstHost(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) { _, _ = FirstHost(s) })
 }
+
+// TestResolveRankFlagsAndLauncher: --ranks without --rank under srun ignored
+// SLURM_PROCID (every process claimed rank -1 or failed).
+func TestResolveRankFlagsAndLauncher(t *testing.T) {
+	slurm := func(k string) string {
+		return map[string]string{"SLURM_PROCID": "3", "SLURM_NTASKS": "8"}[k]
+	}
+	none := func(string) string { return "" }
+	r, err := ResolveRank(-1, 8, slurm)
+	require.NoError(t, err)
+	assert.Equal(t, 3, r.Rank)
+	assert.Equal(t, 8, r.Size)
+	r, err = ResolveRank(1, 0, slurm)
+	require.NoError(t, err)
+	assert.Equal(t, Rank{Rank: 1, Size: 8, Launcher: "slurm+flag"}, r)
+	r, err = ResolveRank(2, 4, slurm)
+	require.NoError(t, err)
+	assert.Equal(t, Rank{Rank: 2, Size: 4, Launcher: "flag"}, r)
+	_, err = ResolveRank(-1, 8, none)
+	assert.ErrorIs(t, err, ErrNoLauncher)
+	assert.Contains(t, err.Error(), "--rank and --ranks")
+	r, err = ResolveRank(-1, 0, slurm)
+	require.NoError(t, err)
+	assert.Equal(t, "slurm", r.Launcher)
+}

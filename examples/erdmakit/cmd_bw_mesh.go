@@ -74,6 +74,7 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 		},
 	}
 	f.add(c, true)
+	c.Flags().Lookup("plot").Usage = "draw the pairwise Gbit/s matrix as an SVG heat map into this file"
 	ff.add(c)
 	return c
 }

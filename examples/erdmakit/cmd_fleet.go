@@ -31,15 +31,7 @@ func (f *fleetFlags) add(c *cobra.Command) {
 
 // resolve finds this rank and the rendezvous address.
 func (f *fleetFlags) resolve() (fleet.Rank, string, fleet.Options, error) {
-	var (
-		me  fleet.Rank
-		err error
-	)
-	if f.rank >= 0 || f.size > 0 {
-		me, err = fleet.NewRank(f.rank, f.size, "flag")
-	} else {
-		me, err = fleet.DiscoverRank(os.Getenv)
-	}
+	me, err := fleet.ResolveRank(f.rank, f.size, os.Getenv)
 	if err != nil {
 		return me, "", fleet.Options{}, err
 	}

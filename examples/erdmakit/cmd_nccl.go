@@ -314,7 +314,7 @@ func newNCCLEnvCmd(g *globals) *cobra.Command {
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.format, "format", "shell", "shell (export lines) or mpirun (-x NAME=VALUE)")
+	fl.StringVar(&f.format, "format", "shell", "shell (export lines), mpirun (-x NAME=VALUE) or json (the same as --json)")
 	fl.StringVar(&f.inventory, "inventory", "", "read the inventory from FILE (erdmakit devices --json) instead of --root")
 	fl.StringVar(&f.version, "nccl-version", "", "the NCCL version in use (default: libnccl.so.2.X.Y and nvidia_nccl wheels under --root)")
 	fl.StringVar(&f.socketIfname, "socket-ifname", "", "the bootstrap interface (default: eth0, else the first interface up with IPv4)")
@@ -324,8 +324,13 @@ func newNCCLEnvCmd(g *globals) *cobra.Command {
 }
 
 func runNCCLEnv(ctx context.Context, g *globals, f ncclEnvFlags) error {
-	if f.format != "shell" && f.format != "mpirun" {
-		return &exitError{code: ExitUnknown, err: fmt.Errorf("--format %q: want shell or mpirun", f.format)}
+	switch {
+	case f.format == "json": // as doctor --format json: the same as --json
+		g.json = true
+	case g.json && f.format == "mpirun":
+		return &exitError{code: ExitUnknown, err: fmt.Errorf("--json and --format %s contradict each other", f.format)}
+	case f.format != "shell" && f.format != "mpirun":
+		return &exitError{code: ExitUnknown, err: fmt.Errorf("--format %q: want shell, mpirun or json", f.format)}
 	}
 	a, _, err := hostEnvAdvice(ctx, g, f)
 	if err != nil {

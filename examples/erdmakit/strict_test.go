@@ -32,3 +32,20 @@ func TestUnknownCommandExits3(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpAndFormatFixes: bw mesh --plot described the sweep plot; nccl
+// env refused --format json while doctor took it.
+func TestHelpAndFormatFixes(t *testing.T) {
+	_, out, _ := runCLI("bw", "mesh", "--help")
+	if !strings.Contains(out, "heat map into this file") || strings.Contains(out, "against message size") {
+		t.Errorf("bw mesh --plot help:\n%s", out)
+	}
+	code, outFlag, _ := runCLI("nccl", "env", "--json", "--root", hostDir("ebmgn8is-healthy"))
+	code2, outFormat, stderr := runCLI("nccl", "env", "--format", "json", "--root", hostDir("ebmgn8is-healthy"))
+	if code2 != code || outFormat != outFlag || !strings.HasPrefix(outFormat, "{") {
+		t.Errorf("nccl env --format json: exit %d (--json %d), stderr %s", code2, code, stderr)
+	}
+	if code, _, _ := runCLI("nccl", "env", "--format", "yaml", "--root", hostDir("ebmgn8is-healthy")); code != ExitUnknown {
+		t.Errorf("--format yaml: exit %d", code)
+	}
+}
