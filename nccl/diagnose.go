@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"fmt"
+	"github.com/erdmakit/erdmakit/health"
 	"slices"
 	"sort"
 	"strings"
@@ -87,17 +88,9 @@ func DiagnoseRun(run *RunResult, exp Expectation) []erdma.Finding {
 	return append(fs, Diagnose(run.Result, exp)...)
 }
 
-// Worst returns the most severe severity of fs (ok when fs is empty).
-func Worst(fs []erdma.Finding) erdma.Severity {
-	worst := erdma.SeverityOK
-	rank := map[erdma.Severity]int{erdma.SeverityOK: 0, erdma.SeveritySkip: 0, erdma.SeverityWarn: 1, erdma.SeverityFail: 2}
-	for _, f := range fs {
-		if rank[f.Severity] > rank[worst] {
-			worst = f.Severity
-		}
-	}
-	return worst
-}
+// Worst returns the status of fs (ok when fs is empty): health.Status,
+// the one rule every erdmakit report uses.
+func Worst(fs []erdma.Finding) erdma.Severity { return health.Status(fs) }
 
 func diagnoseLog(l *LogSummary) []erdma.Finding {
 	var fs []erdma.Finding

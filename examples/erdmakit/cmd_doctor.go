@@ -120,8 +120,13 @@ func runDoctorOn(ctx context.Context, root string, opt doctor.Options) (*erdma.R
 // doctorHint names the flags that answer a finding (library findings never
 // name CLI flags).
 func doctorHint(f health.Finding) string {
-	if f.ID == erdma.FindingInstanceProfile && f.Severity != health.OK {
-		return "erdmakit doctor --instance-type ecs.<family>.<size> checks against a type you name; without --no-metadata it asks the metadata service"
+	switch {
+	case f.ID == erdma.FindingInstanceProfile && f.Severity != health.OK:
+		return "--instance-type ecs.<family>.<size> checks against a type you name; without --no-metadata the doctor asks the metadata service"
+	case f.ID == erdma.FindingRateLimitDrops && f.Severity == health.Skip:
+		return "--interval 2s on the live host reads the counters twice"
+	case f.ID == erdma.FindingEadm && f.Severity == health.Skip:
+		return "without --skip-tools the doctor looks for eadm on PATH"
 	}
 	return ""
 }

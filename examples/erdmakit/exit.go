@@ -1,6 +1,6 @@
 package main
 
-import "github.com/erdmakit/erdmakit/erdma"
+import "github.com/erdmakit/erdmakit/health"
 
 // Exit codes follow the Nagios convention so that health checkers can use
 // them directly. Every subcommand returns its code through exitError.
@@ -35,13 +35,6 @@ func exitCode(code int) error {
 	return &exitError{code: code}
 }
 
-// severityExit maps a doctor-style severity to the exit code.
-func severityExit(s erdma.Severity) int {
-	switch s {
-	case erdma.SeverityFail:
-		return ExitFail
-	case erdma.SeverityWarn:
-		return ExitWarn
-	}
-	return ExitOK
-}
+// severityExit maps a status to the exit code: health's rule (0 ok and
+// skip, 1 warn, 2 fail).
+func severityExit(s health.Severity) int { return s.Exit() }
