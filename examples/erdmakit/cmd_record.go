@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/nvml"
@@ -32,10 +31,6 @@ func newRecordCmd(g *globals) *cobra.Command {
 				return &exitError{code: ExitUnknown, err: err}
 			}
 			defer closer.Close()
-			f, err := os.Create(out)
-			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
-			}
 			opt := erdma.RecordOptions{Redact: redact, Inventory: erdma.InventoryOptions{SkipTools: skipTools}}
 			// The GPUs: what NVML says (or why it cannot), and the PCI and
 			// GPUDirect files the nvml package reads, so --root replays them.
@@ -46,12 +41,9 @@ func newRecordCmd(g *globals) *cobra.Command {
 				}
 				opt.Files = files
 			}
-			inv, err := erdma.Record(cmd.Context(), h, f, opt)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
+			// Atomic: a failure leaves whatever --out was untouched.
+			inv, err := erdma.RecordFile(cmd.Context(), h, out, opt)
 			if err != nil {
-				_ = os.Remove(out)
 				return &exitError{code: ExitUnknown, err: err}
 			}
 			red := ""

@@ -1,6 +1,9 @@
 package main
 
-import "github.com/erdmakit/erdmakit/health"
+import (
+	"github.com/erdmakit/erdmakit/health"
+	"github.com/spf13/cobra"
+)
 
 // Exit codes follow the Nagios convention so that health checkers can use
 // them directly. Every subcommand returns its code through exitError.
@@ -38,3 +41,18 @@ func exitCode(code int) error {
 // severityExit maps a status to the exit code: health's rule (0 ok and
 // skip, 1 warn, 2 fail).
 func severityExit(s health.Severity) int { return s.Exit() }
+
+// untilInterrupted marks a command that runs until SIGINT/SIGTERM (bw serve,
+// exporter, stat -l): the signal is its normal end, not an interruption.
+const untilInterrupted = "erdmakit/until-interrupted"
+
+func markUntilInterrupted(c *cobra.Command) {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[untilInterrupted] = "true"
+}
+
+func runsUntilInterrupted(c *cobra.Command) bool {
+	return c != nil && c.Annotations[untilInterrupted] == "true"
+}
