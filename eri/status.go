@@ -1,6 +1,7 @@
 package eri
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
@@ -58,4 +59,33 @@ func Match(v *View, inv *erdma.Inventory) *Status {
 		}
 	}
 	return st
+}
+
+// Warnings are what `eri status` warns about: ERIs sharing a channel (half
+// bandwidth each) and ERIs without an eRDMA device in the OS.
+func (s *Status) Warnings() []string {
+	var out []string
+	shared := s.View.SharedChannels()
+	for _, k := range keysInt(boolKeys(shared)) {
+		out = append(out, fmt.Sprintf("ERIs %s share NetworkCardIndex %d: each gets half the bandwidth; "+
+			"detach one and run erdmakit eri attach (it picks a free channel)", strings.Join(shared[k], ", "), k))
+	}
+	for _, e := range s.ENIs {
+		if e.IsERI() && e.InstanceID == s.View.Target.InstanceID && e.RDMADevice == "" {
+			where := "no netdev with its MAC (driver or ENI not configured)"
+			if e.Netdev != "" {
+				where = "netdev " + e.Netdev + " has no eRDMA device (eRDMA driver missing: env_setup.sh --egs)"
+			}
+			out = append(out, fmt.Sprintf("ERI %s (%s): %s", e.ID, e.MAC, where))
+		}
+	}
+	return out
+}
+
+func boolKeys[V any](m map[int]V) map[int]bool {
+	out := map[int]bool{}
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/erdmakit/erdmakit/eri"
+	"github.com/erdmakit/erdmakit/internal/ecsfake"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// eriEnv points the CLI at a fake ECS endpoint holding a fresh ebmgn8is
+// instance with one Standard primary ENI, credentials in the environment;
+// the RAM-role path is disabled so nothing can reach 100.100.100.200.
+func eriEnv(t *testing.T) (*ecsfake.Server, []string) {
+	t.Helper()
+	f := &ecsfake.Server{AccessKeyID: "LTAI5tCLIFake", AccessKeySecret: "cli-fake-secret",
+		Types: map[string]ecsfake.Type{"ecs.ebmgn8is.32xlarge": {ID: "ecs.ebmgn8is.32xlarge", EriQuantity: 2,
+			Cards: []int{0, 1}, GPUAmount: 8, GPUSpec: "NVIDIA L20", BandwidthRx: 160000000, QPs: 8}}}
+	f.AddENI(ecsfake.ENI{ID: "eni-primary", MAC: "00:16:3e:2f:37:70", Type: "Primary", Mode: "Standard",
+		IP: "192.168.10.11", Status: "InUse", InstanceID: "i-cli", VSwitchID: "vsw-1", SecurityGroups: []string{"sg-1"}})
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	t.Setenv("ALIBABA_CLOUD_ACCESS_KEY_ID", f.AccessKeyID)
+	t.Setenv("ALIBABA_CLOUD_ACCESS_KEY_SECRET", f.AccessKeySecret)
+	t.Setenv("ALIBABA_CLOUD_ECS_METADATA_DISABLED", "true")
+	t.Setenv(eri.EndpointEnv, srv.URL)
+	return f, []string{"--region", "cn-hangzhou", "--instance-id", "i-cli", "--instance-type", "ecs.ebmgn8is.32xlarge",
+		"--root", hostDir("ebmgn8is-healthy")}
+}
+
+func TestERIAttachDryRunThenAttachThenStatus(t *testing.T) {
+	f, flags := eriEnv(t)
+	code, out, stderr := runCLI(append([]string{"eri", "attach", "--dry-run"}, flags...)...)
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, out, "0 ERI(s) attached, 2 wanted; calls would make (dry run: none made):")
+	assert.Contains(t, out, "CreateNetworkInterface ClientToken=erdmakit-i-cli-eri-0 NetworkInterfaceName=erdmakit-eri-0 "+
+		"NetworkInterfaceTrafficMode=HighPerformance QueuePairNumber=8 RegionId=cn-hangzhou SecurityGroupIds.1=sg-1 "+
+		"Tag.1.Key=erdmakit:creator Tag.1.Value=erdmakit Tag.2.Key=erdmakit:instance-id Tag.2.Value=i-cli VSwitchId=vsw-1")
+	assert.Contains(t, out, "AttachNetworkInterface InstanceId=i-cli NetworkCardIndex=1 NetworkInterfaceId=<created above> RegionId=cn-hangzhou")
+	assert.Zero(t, f.Count("CreateNetworkInterface"))
+
+	code, out, stderr = runCLI(append([]string{"eri", "attach", "--wait", "10s"}, flags...)...)
+	require.Equal(t, ExitOK, code, "%s\n%s", out, stderr)
+	assert.Contains(t, stderr, "attaching eni-fake0002 on NetworkCardIndex 1")
+	assert.Contains(t, out, "ERI eni-fake0001 mac 00:16:3e:aa:00:01 NetworkCardIndex 0 InUse")
+
+	code, out, stderr = runCLI(append([]string{"eri", "status", "--json"}, flags...)...)
+	require.Equal(t, ExitWarn, code, stderr) // the fake's new ERIs have no eRDMA device on the fixture
+	var st eri.Status
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	require.Len(t, st.ENIs, 3)
+	assert.Equal(t, "eth0", st.ENIs[0].Netdev, "the primary matched by MAC")
+	assert.Equal(t, 2, st.View.TypeInfo.EriQuantity)
+
+	code, out, _ = runCLI(append([]string{"eri", "status"}, flags...)...)
+	assert.Equal(t, ExitWarn, code)
+	assert.Contains(t, out, "EriQuantity 2, network cards [0 1], 8 x NVIDIA L20, bandwidth 160 Gbit/s")
+	assert.Contains(t, out, "warn: ERI eni-fake0001 (00:16:3e:aa:00:01): no netdev with its MAC")
+}
+
+func TestERIErrorsExitCodes(t *testing.T) {
+	f, flags := eriEnv(t)
+	f.Fail("DescribeInstanceTypes", ecsfake.Fault{Code: "Forbidden.RAM", Status: 403, Times: 1})
+	code, _, stderr := runCLI(append([]string{"eri", "status"}, flags...)...)
+	assert.Equal(t, ExitUnknown, code)
+	assert.Contains(t, stderr, "Forbidden.RAM")
+	assert.Contains(t, stderr, `"ecs:DescribeNetworkInterfaces"`)
+
+	code, _, stderr = runCLI(append([]string{"eri", "convert", "eni-nope"}, flags...)...)
+	assert.Equal(t, ExitFail, code)
+	assert.Contains(t, stderr, "eni-nope is not attached to i-cli")
+
+	t.Setenv("ALIBABA_CLOUD_ACCESS_KEY_ID", "")
+	t.Setenv("ALIBABA_CLOUD_ACCESS_KEY_SECRET", "")
+	t.Setenv("HOME", t.TempDir())
+	code, _, stderr = runCLI(append([]string{"eri", "status"}, flags...)...)
+	assert.Equal(t, ExitUnknown, code)
+	assert.Contains(t, stderr, "no Alibaba Cloud credentials")
+}
