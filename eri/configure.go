@@ -70,7 +70,7 @@ func NetConfigFor(ctx context.Context, md *erdma.MetadataClient, mac string) (Ne
 
 // Configure brings each ERI netdev (found by MAC) up with the address and
 // gateway the metadata service gives, a default route with a metric above
-// the primary's, and the MTU. A netdev already up with an IPv4 is left
+// the primary's (primary+100, +1 per further ERI), and the MTU. A netdev already up with an IPv4 is left
 // alone and reported. Netlink in the caller's network namespace.
 func Configure(ctx context.Context, macs []string, opt ConfigureOptions) ([]LinkResult, error) {
 	mtu := opt.MTU
@@ -94,10 +94,11 @@ func Configure(ctx context.Context, macs []string, opt ConfigureOptions) ([]Link
 	metric := primaryMetric(byMAC, macs) + 100
 	var out []LinkResult
 	var firstErr error
-	for _, mac := range macs {
+	for i, mac := range macs {
 		mac = strings.ToLower(mac)
 		r := LinkResult{MAC: mac}
-		err := configureOne(ctx, &r, byMAC[mac], mtu, metric, opt)
+		// One default route per ERI: equal metrics would collide (EEXIST).
+		err := configureOne(ctx, &r, byMAC[mac], mtu, metric+i, opt)
 		if err != nil {
 			r.Error = err.Error()
 			if firstErr == nil {
