@@ -384,7 +384,8 @@ func driverMajor(v string) (int, error) {
 }
 
 // checkPeermem: guide step 2, GPUDirect RDMA needs nvidia_peermem (driver
-// >= 470) or nv_peer_mem, loaded again after every reboot.
+// >= 470) or nv_peer_mem, loaded again after every reboot, or DMA-BUF
+// (inv.GPU.DMABUF, from nvml); it fails only when neither is available.
 func checkPeermem(_ context.Context, d *diag) Finding {
 	g := d.gpu()
 	if !g.present {
@@ -401,13 +402,30 @@ func checkPeermem(_ context.Context, d *diag) Finding {
 			path = m
 		}
 	}
+	if gi := d.inv.GPU; gi != nil && gi.DMABUF != "" {
+		ev = append(ev, "GPUDirect RDMA through DMA-BUF (kernel >= 5.12, open NVIDIA module, rdma-core >= 34): "+gi.DMABUF)
+	}
 	if path == "" {
-		return Finding{Severity: SeverityFail,
-			Summary:  "GPUDirect RDMA not ready: neither nvidia_peermem nor nv_peer_mem is loaded",
+		f := Finding{Severity: SeverityFail,
+			Summary:  "GPUDirect RDMA not ready: neither nvidia_peermem nor nv_peer_mem is loaded, and DMA-BUF is not supported",
 			Evidence: ev,
 			Remediation: "modprobe nvidia_peermem (bundled with NVIDIA driver >= 470; older drivers: install and load nv_peer_mem); " +
-				"it must be loaded again after every reboot: echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf",
+				"it must be loaded again after every reboot: echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf; " +
+				"or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, the NVIDIA open GPU kernel module, rdma-core >= 34",
 		}
+		if gi := d.inv.GPU; gi == nil || gi.DMABUF == "" {
+			f.Evidence = append(f.Evidence, "GPUDirect RDMA through DMA-BUF: not checked (no GPU facts)")
+		} else if gi.DMABUF == "unknown" {
+			// DMA-BUF may work: what decides it was not all seen.
+			f.Severity = SeverityWarn
+			f.Summary = "GPUDirect RDMA not proven: neither nvidia_peermem nor nv_peer_mem is loaded, and DMA-BUF support could not be decided"
+		}
+		return f
+	}
+	if path == "dmabuf" {
+		return Finding{Severity: SeverityOK,
+			Summary:  "GPUDirect RDMA ready through DMA-BUF (nvidia_peermem not needed; NCCL uses it over eRDMA only with NCCL_NET_GDR_LEVEL=SYS)",
+			Evidence: ev}
 	}
 	if gi := d.inv.GPU; gi != nil {
 		for _, n := range gi.Nearest {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -149,14 +150,23 @@ func (c *dirCloser) Close() error {
 	return c.err
 }
 
-// Limits on what an archive may unpack to: recordings are small.
+// Limits on what an archive may unpack to: recordings are small (a host
+// with 8 devices is a few thousand entries). Every entry costs at least
+// entryCost bytes of the budget and a directory dirCost (the file system
+// spends a block on each), so an archive of empty directories is bounded
+// like one of files.
 const (
-	maxArchiveEntries = 100000
+	maxArchiveEntries = 50000
+	maxArchiveDirs    = 10000
 	maxArchiveBytes   = 256 << 20
+	entryCost         = 512
+	dirCost           = 4096
 )
 
-// unpack extracts a recording safely: no absolute names, no "..", nothing
-// written through a symlink, bounded size.
+// unpack extracts a recording into dir through an os.Root, so that no name
+// and no symlink met on the way writes outside dir; absolute names, ".."
+// and links that point out are refused outright with a clear error. Size,
+// entries and directories are bounded.
 func unpack(archive, dir string) error {
 	f, err := os.Open(archive)
 	if err != nil {
@@ -168,8 +178,27 @@ func unpack(archive, dir string) error {
 		return fmt.Errorf("%w: not gzip: %v", ErrMalformed, err)
 	}
 	defer zr.Close()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	tr := tar.NewReader(zr)
 	var total int64
+	charge := func(n int64) error {
+		if total += n; total > maxArchiveBytes {
+			return fmt.Errorf("%w: more than %d bytes unpacked (each entry counts %d bytes, each directory %d)",
+				ErrMalformed, maxArchiveBytes, entryCost, dirCost)
+		}
+		return nil
+	}
+	dirs := 0
+	chargeDir := func() error {
+		if dirs++; dirs > maxArchiveDirs {
+			return fmt.Errorf("%w: more than %d directories", ErrMalformed, maxArchiveDirs)
+		}
+		return charge(dirCost)
+	}
 	for n := 0; ; n++ {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -181,33 +210,43 @@ func unpack(archive, dir string) error {
 		if n >= maxArchiveEntries {
 			return fmt.Errorf("%w: more than %d entries", ErrMalformed, maxArchiveEntries)
 		}
-		name := filepath.Clean(strings.TrimPrefix(hdr.Name, "./"))
+		if err := charge(entryCost); err != nil {
+			return err
+		}
+		name := path.Clean(strings.TrimPrefix(hdr.Name, "./"))
 		if name == "." {
 			continue
 		}
-		if filepath.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
+		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
 			return fmt.Errorf("%w: entry %q leaves the archive root", ErrMalformed, hdr.Name)
 		}
-		if err := noLinkInPath(dir, filepath.Dir(name)); err != nil {
-			return fmt.Errorf("%w: entry %q: %v", ErrMalformed, hdr.Name, err)
+		// Parent directories the entry creates count as directories.
+		for d := path.Dir(name); d != "." && d != "/"; d = path.Dir(d) {
+			if _, err := root.Lstat(d); err == nil {
+				break
+			}
+			if err := chargeDir(); err != nil {
+				return err
+			}
 		}
-		dst := filepath.Join(dir, name)
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(dst, 0o755); err != nil {
+			if err := chargeDir(); err != nil {
 				return err
+			}
+			if err := root.MkdirAll(name, 0o755); err != nil {
+				return fmt.Errorf("%w: entry %q: %v", ErrMalformed, hdr.Name, err)
 			}
 		case tar.TypeReg:
-			total += hdr.Size
-			if total > maxArchiveBytes {
-				return fmt.Errorf("%w: more than %d bytes", ErrMalformed, maxArchiveBytes)
-			}
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			if err := charge(hdr.Size); err != nil {
 				return err
 			}
-			out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+			if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
+				return fmt.Errorf("%w: entry %q: %v", ErrMalformed, hdr.Name, err)
+			}
+			out, err := root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 			if err != nil {
-				return err
+				return fmt.Errorf("%w: entry %q: %v", ErrMalformed, hdr.Name, err)
 			}
 			_, err = io.Copy(out, io.LimitReader(tr, hdr.Size))
 			if cerr := out.Close(); err == nil {
@@ -217,43 +256,21 @@ func unpack(archive, dir string) error {
 				return err
 			}
 		case tar.TypeSymlink:
-			// Links stay inside the recording: relative, and not climbing
-			// above the root (so a replay never reads this machine's files).
+			// Reads are confined to the root whatever the links say
+			// (hostfs); a link that plainly points out is refused here so
+			// the user learns it at once.
 			t := hdr.Linkname
-			if filepath.IsAbs(t) || strings.HasPrefix(filepath.Clean(filepath.Join(filepath.Dir(name), t)), "..") {
+			if path.IsAbs(t) || strings.HasPrefix(path.Join(path.Dir(name), t), "..") {
 				return fmt.Errorf("%w: symlink %q -> %q leaves the archive root", ErrMalformed, hdr.Name, t)
 			}
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return err
+			if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
+				return fmt.Errorf("%w: entry %q: %v", ErrMalformed, hdr.Name, err)
 			}
-			if err := os.Symlink(hdr.Linkname, dst); err != nil {
-				return err
+			if err := root.Symlink(t, name); err != nil {
+				return fmt.Errorf("%w: entry %q: %v", ErrMalformed, hdr.Name, err)
 			}
 		default:
 			// Devices, fifos, hard links: a recording has none; skip.
 		}
 	}
-}
-
-// noLinkInPath fails when a directory component of rel under dir is a
-// symlink (so an archive cannot write outside dir through one).
-func noLinkInPath(dir, rel string) error {
-	if rel == "." {
-		return nil
-	}
-	cur := dir
-	for _, p := range strings.Split(rel, string(filepath.Separator)) {
-		cur = filepath.Join(cur, p)
-		fi, err := os.Lstat(cur)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("path component %s is a symlink", p)
-		}
-	}
-	return nil
 }

@@ -107,6 +107,7 @@ func ReadInventory(ctx context.Context, h Host, opt InventoryOptions) (*Inventor
 }
 
 func statRoot(h Host) (bool, error) {
+	// The root itself is what the user named; reads under it are confined.
 	fi, err := os.Stat(h.root)
 	if err != nil {
 		return false, err
@@ -421,7 +422,8 @@ func ReadCounters(h Host, dev string, port int) (map[string]uint64, error) {
 type CounterReader struct {
 	dir   string
 	names []string
-	fds   []int
+	files []*os.File // opened through the root; they own fds
+	fds   []int      // their descriptors: one pread per counter
 	buf   [64]byte
 }
 
@@ -437,6 +439,11 @@ func OpenCounters(h Host, dev string, port int) (*CounterReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.dir, err)
 	}
+	r, err := h.open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
 	for _, n := range names {
 		if n == "lifespan" {
 			continue
@@ -444,13 +451,14 @@ func OpenCounters(h Host, dev string, port int) (*CounterReader, error) {
 		if h.tr != nil {
 			h.tr.add(h.tr.files, rel+"/"+n)
 		}
-		fd, err := unix.Open(c.dir+"/"+n, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		f, err := r.Open(rel + "/" + n)
 		if err != nil {
 			c.Close()
-			return nil, fmt.Errorf("%s/%s: %w", c.dir, n, err)
+			return nil, err
 		}
 		c.names = append(c.names, n)
-		c.fds = append(c.fds, fd)
+		c.files = append(c.files, f)
+		c.fds = append(c.fds, int(f.Fd()))
 	}
 	return c, nil
 }
@@ -488,11 +496,12 @@ func (c *CounterReader) Read(m map[string]uint64) error {
 // Close closes the counter files; it is idempotent.
 func (c *CounterReader) Close() error {
 	var first error
-	for i, fd := range c.fds {
-		if fd >= 0 {
-			if err := unix.Close(fd); err != nil && first == nil {
+	for i, f := range c.files {
+		if f != nil {
+			if err := f.Close(); err != nil && first == nil {
 				first = err
 			}
+			c.files[i] = nil
 			c.fds[i] = -1
 		}
 	}

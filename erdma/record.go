@@ -8,11 +8,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
 // RecordOptions tunes Record.
@@ -73,6 +74,11 @@ func Record(ctx context.Context, h Host, w io.Writer, opt RecordOptions) (*Inven
 			return nil, fmt.Errorf("record: %w", err)
 		}
 	}
+	root, err := h.open()
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
 	for _, p := range opt.Paths {
 		rel := strings.TrimPrefix(path.Clean("/"+p), "/")
 		names, err := th.readDir(rel)
@@ -82,12 +88,12 @@ func Record(ctx context.Context, h Host, w io.Writer, opt RecordOptions) (*Inven
 		}
 		th.tr.add(th.tr.dirs, rel)
 		for _, n := range names {
-			if fi, err := os.Stat(h.Path(rel, n)); err == nil && fi.Mode().IsRegular() {
+			if fi, err := root.Stat(path.Join(rel, n)); err == nil && fi.Mode().IsRegular() {
 				th.tr.add(th.tr.files, path.Join(rel, n))
 			}
 		}
 	}
-	r := &recorder{h: h, entries: map[string]*entry{}}
+	r := &recorder{h: h, root: root, entries: map[string]*entry{}}
 	for _, rel := range sortedKeys(th.tr.dirs) {
 		r.capture(rel, true)
 	}
@@ -153,6 +159,7 @@ func Record(ctx context.Context, h Host, w io.Writer, opt RecordOptions) (*Inven
 
 type recorder struct {
 	h       Host
+	root    *hostfs.Root
 	entries map[string]*entry
 }
 
@@ -169,7 +176,7 @@ func (r *recorder) putJSON(rel string, v any) error {
 // nvml.json) into the new recording; generators' manifests (*-files.txt)
 // stay behind.
 func (r *recorder) carryRecorded() {
-	names, err := os.ReadDir(r.h.Path("erdmakit"))
+	names, err := r.root.ReadDir("erdmakit")
 	if err != nil {
 		return
 	}
@@ -206,16 +213,23 @@ func (r *recorder) capture(rel string, followLast bool) {
 			continue
 		}
 		next := path.Join(cur, p)
-		fi, err := os.Lstat(r.h.Path(next))
+		fi, err := r.root.Lstat(next)
 		if err != nil {
 			return
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			t, err := os.Readlink(r.h.Path(next))
+			t, err := r.root.Readlink(next)
 			if err != nil {
 				return
 			}
-			r.entries[next] = &entry{kind: tar.TypeSymlink, target: t}
+			// An absolute link names a path of the recorded host: store it
+			// relative to the link, as a replay (confined to its root)
+			// refuses absolute links.
+			stored := t
+			if path.IsAbs(t) {
+				stored = relLink(path.Dir(next), t)
+			}
+			r.entries[next] = &entry{kind: tar.TypeSymlink, target: stored}
 			if len(parts) == 0 && !followLast {
 				return
 			}
@@ -248,6 +262,24 @@ func (r *recorder) capture(rel string, followLast bool) {
 			r.entries[cur] = &entry{kind: tar.TypeReg}
 		}
 	}
+}
+
+// relLink is the relative form of the absolute target abs for a link in
+// directory dir (both relative to the root): /sys/devices/x seen from
+// sys/class/infiniband is ../../devices/x.
+func relLink(dir, abs string) string {
+	target := path.Clean(abs)[1:]
+	if dir == "." {
+		dir = ""
+	}
+	up := 0
+	if dir != "" {
+		up = strings.Count(dir, "/") + 1
+	}
+	if target == "" {
+		target = "."
+	}
+	return path.Clean(strings.Repeat("../", up) + target)
 }
 
 func splitRel(p string) []string {

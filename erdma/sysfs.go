@@ -3,16 +3,15 @@ package erdma
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
-	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
 // maxAttrSize bounds one sysfs read: attributes are at most a page; a bigger
@@ -46,24 +45,24 @@ func (h Host) readFile(rel string) ([]byte, error) {
 	if h.tr != nil {
 		h.tr.add(h.tr.files, rel)
 	}
-	p := h.Path(rel)
-	f, err := os.Open(p)
+	r, err := h.open()
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxAttrSize+1))
-	if err != nil {
-		if errors.Is(err, syscall.EINVAL) {
-			return nil, fmt.Errorf("%s: %w", p, errNoAttr)
-		}
-		return nil, fmt.Errorf("%s: %w", p, err)
+	defer r.Close()
+	b, err := r.ReadFile(rel, maxAttrSize)
+	switch {
+	case errors.Is(err, hostfs.ErrTooLarge):
+		return nil, fmt.Errorf("%s: %w: larger than %d bytes", h.Path(rel), ErrMalformed, maxAttrSize)
+	case errors.Is(err, syscall.EINVAL):
+		return nil, fmt.Errorf("%s: %w", h.Path(rel), errNoAttr)
 	}
-	if len(b) > maxAttrSize {
-		return nil, fmt.Errorf("%s: %w: larger than %d bytes", p, ErrMalformed, maxAttrSize)
-	}
-	return b, nil
+	return b, err
 }
+
+// open is the one way to read under the root: hostfs confines every name
+// and link to it (a recording cannot point a read at this machine's files).
+func (h Host) open() (*hostfs.Root, error) { return hostfs.Open(h.root) }
 
 // ReadFile reads a file under the host root (at most 64 KiB). Other
 // packages read the host through it (and ReadLink, ReadDir) so that Record
@@ -121,7 +120,12 @@ func (h Host) readlink(rel string) (string, error) {
 	if h.tr != nil {
 		h.tr.add(h.tr.links, rel)
 	}
-	return os.Readlink(h.Path(rel))
+	r, err := h.open()
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	return r.Readlink(rel)
 }
 
 // readDir lists a directory under the root, names sorted.
@@ -129,7 +133,12 @@ func (h Host) readDir(rel string) ([]string, error) {
 	if h.tr != nil {
 		h.tr.add(h.tr.dirs, rel)
 	}
-	ents, err := os.ReadDir(h.Path(rel))
+	r, err := h.open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	ents, err := r.ReadDir(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +146,6 @@ func (h Host) readDir(rel string) ([]string, error) {
 	for i, e := range ents {
 		names[i] = e.Name()
 	}
-	sort.Strings(names)
 	return names, nil
 }
 
@@ -147,7 +155,12 @@ func (h Host) exists(rel string) bool {
 	if h.tr != nil {
 		h.tr.add(h.tr.files, rel)
 	}
-	_, err := os.Lstat(h.Path(rel))
+	r, err := h.open()
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	_, err = r.Lstat(rel)
 	return err == nil
 }
 

@@ -142,9 +142,13 @@ type GPUInfo struct {
 	Reason        string `json:"reason,omitempty"`
 	Count         int    `json:"count"`
 	DriverVersion string `json:"driver_version,omitempty"` // "535.161.08"
-	// GDRPath is the GPUDirect RDMA path in effect: "nvidia_peermem",
-	// "nv_peer_mem", "memory_peers", or "" when none.
+	// GDRPath is the GPUDirect RDMA path in effect: "dmabuf",
+	// "nvidia_peermem", "nv_peer_mem", "memory_peers", or "" when none.
 	GDRPath string `json:"gdr_path,omitempty"`
+	// DMABUF says whether GPUDirect RDMA through DMA-BUF is supported:
+	// "yes", "no", "unknown" (not all of kernel, module flavour and
+	// rdma-core were seen), "" when not checked.
+	DMABUF string `json:"dmabuf,omitempty"`
 	// NICDistances is, per GPU index, the nvidia-smi distance word (PIX, PXB,
 	// PHB, NODE, SYS) to its nearest eRDMA device, and that device.
 	Nearest []GPUNIC `json:"nearest,omitempty"`

@@ -3,10 +3,15 @@ package ibverbs
 import (
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
+
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
+
+// maxSysfsAttr bounds one attribute read: a page at most.
+const maxSysfsAttr = 64 << 10
 
 // sysfsGIDEntry reads one GID table entry and its type from
 // <root>/sys/class/infiniband/<dev>/ports/<port>/{gids,gid_attrs/types}/<index>,
@@ -14,27 +19,32 @@ import (
 // unpopulated entry (all zeros) returns ok == false. A missing types file
 // means an IB port (type IB).
 func sysfsGIDEntry(root, dev string, port, index int) (e GIDEntry, ok bool, err error) {
-	dir := filepath.Join(root, "sys/class/infiniband", dev, "ports", strconv.Itoa(port))
-	name := filepath.Join(dir, "gids", strconv.Itoa(index))
-	b, err := os.ReadFile(name)
+	r, err := hostfs.Open(root)
+	if err != nil {
+		return GIDEntry{}, false, err
+	}
+	defer r.Close()
+	dir := path.Join("sys/class/infiniband", dev, "ports", strconv.Itoa(port))
+	name := path.Join(dir, "gids", strconv.Itoa(index))
+	b, err := r.ReadFile(name, maxSysfsAttr)
 	if err != nil {
 		return GIDEntry{}, false, fmt.Errorf("gid %s/%d/%d: %w", dev, port, index, err)
 	}
 	g, err := ParseGID(string(b))
 	if err != nil {
-		return GIDEntry{}, false, fmt.Errorf("%s: %w", name, err)
+		return GIDEntry{}, false, fmt.Errorf("%s: %w", r.Path(name), err)
 	}
 	if g.IsZero() {
 		return GIDEntry{}, false, nil
 	}
 	e = GIDEntry{Index: index, GID: g, Type: GIDTypeIB}
-	tname := filepath.Join(dir, "gid_attrs/types", strconv.Itoa(index))
-	t, err := os.ReadFile(tname)
+	tname := path.Join(dir, "gid_attrs/types", strconv.Itoa(index))
+	t, err := r.ReadFile(tname, maxSysfsAttr)
 	switch {
 	case err == nil:
 		e.Type, err = parseSysfsGIDType(string(t))
 		if err != nil {
-			return GIDEntry{}, false, fmt.Errorf("%s: %w", tname, err)
+			return GIDEntry{}, false, fmt.Errorf("%s: %w", r.Path(tname), err)
 		}
 	case os.IsNotExist(err):
 	default:

@@ -84,7 +84,7 @@ type Command struct {
 	// Oversubscribe adds --oversubscribe (mpirun): more ranks than slots.
 	Oversubscribe bool
 	// SocketIfname is the interface for Open MPI's TCP traffic
-	// (-mca btl_tcp_if_include) and NCCL's bootstrap (NCCL_SOCKET_IFNAME,
+	// (-mca btl_tcp_if_include and oob_tcp_if_include) and NCCL's bootstrap (NCCL_SOCKET_IFNAME,
 	// unless Env sets it); "" for neither.
 	SocketIfname string
 	// Env is given to every rank with its value (-x NAME=VALUE).
@@ -151,6 +151,40 @@ func (c Command) vars() []Var {
 	}
 	return append(out, c.Env...)
 }
+
+// ApplyAdvice gives every rank what a host's EnvAdvice recommends (the
+// variables of `erdmakit nccl env`, the graph file among them), except the
+// variables c.Env already sets: those were chosen by hand. The advised
+// NCCL_SOCKET_IFNAME becomes c.SocketIfname, so Open MPI's TCP traffic
+// takes the same interface. A graph file is refused unless the ranks per
+// host equal its GPU count: NCCL fails a communicator whose GPUs the graph
+// does not name ("XML Import Channel : dev N not found").
+func (c *Command) ApplyAdvice(a *EnvAdvice) error {
+	if a == nil {
+		return nil
+	}
+	if path, ok := a.Get("NCCL_GRAPH_FILE"); ok && !c.hasEnv("NCCL_GRAPH_FILE") && a.Graph != nil {
+		if n := a.Graph.GPUCount(); c.RanksPerHost > 0 && c.RanksPerHost != n {
+			return fmt.Errorf("%w: the graph file %s puts %d GPUs in each channel but the command runs %d ranks per host: "+
+				"run %d ranks per host or leave the graph out", ErrBadCommand, path, n, c.RanksPerHost, n)
+		}
+	}
+	for _, v := range a.Vars {
+		if c.hasEnv(v.Name) {
+			continue
+		}
+		if v.Name == "NCCL_SOCKET_IFNAME" {
+			c.SocketIfname = v.Value
+			continue
+		}
+		c.Env = append(c.Env, Var{Name: v.Name, Value: v.Value})
+	}
+	return nil
+}
+
+// Vars returns every variable the command gives each rank with a value,
+// NCCL_SOCKET_IFNAME first when SocketIfname supplies it.
+func (c Command) Vars() []Var { return c.vars() }
 
 func (c Command) hasEnv(name string) bool {
 	for _, v := range c.Env {
@@ -260,7 +294,11 @@ func (c Command) mpirunArgv() ([]string, error) {
 	}
 	a = append(a, "--bind-to", "none")
 	if c.SocketIfname != "" {
-		a = append(a, "-mca", "btl_tcp_if_include", c.SocketIfname)
+		// Both of Open MPI's TCP paths on the same interface: the byte
+		// transfer layer and the daemons' out-of-band channel (the
+		// erdma-controller runbook's line), else ORTE may pick an eRDMA
+		// netdev or a container bridge for its control traffic.
+		a = append(a, "-mca", "btl_tcp_if_include", c.SocketIfname, "-mca", "oob_tcp_if_include", c.SocketIfname)
 	}
 	for _, v := range c.vars() {
 		a = append(a, "-x", v.Name+"="+v.Value)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
+	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
 // EnvVar is one variable of the advised NCCL environment, with why.
@@ -30,6 +31,13 @@ type EnvAdvice struct {
 	Warnings []string `json:"warnings"`
 	// NCCLVersions are the installed NCCL versions that were seen.
 	NCCLVersions []NCCLInstall `json:"nccl_versions,omitempty"`
+	// Graph is the graph file this host should use (two or more eRDMA
+	// NICs and a known GPU count, see PlanGraph); nil otherwise. It is
+	// exported as NCCL_GRAPH_FILE when EnvOptions.GraphFile names where
+	// it is written.
+	Graph *Graphs `json:"graph,omitempty"`
+	// Notes are advice that needs a choice from the user (not a problem).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // GDRMode says whether NCCL_NET_GDR_LEVEL should be advised.
@@ -53,6 +61,9 @@ type EnvOptions struct {
 	// SocketIfname overrides the choice of the bootstrap interface.
 	SocketIfname string
 	GDR          GDRMode
+	// GraphFile is the path (the same on every host) where the caller
+	// writes Advice.Graph; "" means no NCCL_GRAPH_FILE is advised.
+	GraphFile string
 }
 
 // crashingNCCL are the NCCL releases known to segfault in
@@ -78,6 +89,7 @@ func AdviseEnv(inv *erdma.Inventory, opts EnvOptions) *EnvAdvice {
 	devs := a.hca(inv)
 	a.gidIndex(inv, devs)
 	a.gdr(inv, devs, opts.GDR)
+	a.graph(inv, opts.GraphFile)
 	if inv.Memlock != nil && !inv.Memlock.Unlimited {
 		a.warn(fmt.Sprintf("locked-memory limit is %s (soft), not unlimited: NCCL's ibv_create_qp fails with ENOMEM "+
 			"('Unknown error -12'); run ulimit -l unlimited, LimitMEMLOCK=infinity for systemd/containerd services",
@@ -96,6 +108,35 @@ func (a *EnvAdvice) set(name, value, reason string) {
 }
 
 func (a *EnvAdvice) warn(s string) { a.Warnings = append(a.Warnings, s) }
+
+// graph advises the multi-NIC graph file: NCCL puts every GPU on the first
+// of two NICs at equal distance (the runbook's finding).
+func (a *EnvAdvice) graph(inv *erdma.Inventory, path string) {
+	p, err := PlanGraph(inv)
+	if err != nil {
+		if path != "" {
+			a.warn("NCCL_GRAPH_FILE not set: " + strings.TrimPrefix(err.Error(), ErrGraph.Error()+": "))
+		}
+		return
+	}
+	g, err := MultiNICGraph(p)
+	if err != nil {
+		if path != "" {
+			a.warn("NCCL_GRAPH_FILE not set: " + err.Error())
+		}
+		return
+	}
+	a.Graph = g
+	what := fmt.Sprintf("%d eRDMA NICs (%s) at equal distance: NCCL puts every GPU on the first", len(p.NICs), strings.Join(p.NICs, ", "))
+	if path == "" {
+		a.Notes = append(a.Notes, what+"; --graph-file PATH writes a graph giving each NIC a channel with all "+
+			strconv.Itoa(len(p.GPUs))+" GPUs (NCCL_GRAPH_FILE, runbook)")
+		return
+	}
+	a.set("NCCL_GRAPH_FILE", path, fmt.Sprintf("%s; this graph gives channel i to net dev i (%s), all %d GPUs in each "+
+		"(run %d ranks per host: NCCL refuses a graph naming GPUs it does not have)",
+		what, strings.Join(p.NICs, ", "), len(p.GPUs), len(p.GPUs)))
+}
 
 // Get returns the advised value of name and whether it is set.
 func (a *EnvAdvice) Get(name string) (string, bool) {
@@ -172,6 +213,19 @@ func (a *EnvAdvice) hca(inv *erdma.Inventory) []erdma.Device {
 	}
 	a.set("NCCL_IB_HCA", strings.Join(names, ","), "the eRDMA devices with an ACTIVE port: "+strings.Join(desc, ", "))
 	return usable
+}
+
+// usableDevices are the eRDMA devices NCCL can use, in inventory order
+// (NCCL_IB_HCA's order, hence NCCL's net dev numbers): not in iWARP mode,
+// with an ACTIVE port.
+func usableDevices(inv *erdma.Inventory) []erdma.Device {
+	var out []erdma.Device
+	for _, d := range inv.Devices {
+		if d.ERDMA && d.Transport != erdma.TransportIWARP && activePort(d) != nil {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func activePort(d erdma.Device) *erdma.Port {
@@ -281,7 +335,8 @@ func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode)
 	if mode == GDROn {
 		reason := "GPUDirect RDMA asked for on the command line"
 		if g == nil || g.GDRPath == "" {
-			a.warn("NCCL_NET_GDR_LEVEL=SYS without nvidia_peermem: NCCL reports 'GPU Direct RDMA Disabled'; modprobe nvidia_peermem")
+			a.warn("NCCL_NET_GDR_LEVEL=SYS without a GPUDirect RDMA path (nvidia_peermem or DMA-BUF): NCCL reports 'GPU Direct RDMA Disabled'; " +
+				"modprobe nvidia_peermem, or DMA-BUF: kernel >= 5.12, the NVIDIA open kernel module, rdma-core >= 34")
 		}
 		a.set("NCCL_NET_GDR_LEVEL", "SYS", reason)
 		return
@@ -301,8 +356,8 @@ func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode)
 		return
 	}
 	if g.GDRPath == "" {
-		a.warn("GPUDirect RDMA is not ready (no nvidia_peermem/nv_peer_mem): NCCL copies through host memory; " +
-			"modprobe nvidia_peermem (again after every reboot), then NCCL_NET_GDR_LEVEL=SYS")
+		a.warn("GPUDirect RDMA is not ready (no nvidia_peermem/nv_peer_mem, DMA-BUF " + orUnknown(g.DMABUF) + "): NCCL copies through host memory; " +
+			"modprobe nvidia_peermem (again after every reboot), or DMA-BUF (kernel >= 5.12, the NVIDIA open kernel module, rdma-core >= 34), then NCCL_NET_GDR_LEVEL=SYS")
 		return
 	}
 	var sys []string
@@ -317,8 +372,16 @@ func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode)
 	if len(sys) > 4 {
 		sys = append(sys[:4], "...")
 	}
-	a.set("NCCL_NET_GDR_LEVEL", "SYS", fmt.Sprintf("%s is ready and the GPU<->NIC distance is SYS (%s): "+
-		"NCCL only uses GPUDirect RDMA at that distance when told to", g.GDRPath, strings.Join(sys, ", ")))
+	a.set("NCCL_NET_GDR_LEVEL", "SYS", fmt.Sprintf("GPUDirect RDMA is ready through %s and the GPU<->NIC distance is SYS (%s): "+
+		"NCCL only uses GPUDirect RDMA at that distance when told to", gdrPathName(g.GDRPath), strings.Join(sys, ", ")))
+}
+
+// gdrPathName names a GPUInfo.GDRPath for people.
+func gdrPathName(p string) string {
+	if p == "dmabuf" {
+		return "DMA-BUF"
+	}
+	return p
 }
 
 // peerMemModule returns the loaded GPUDirect RDMA module, "" if none.
@@ -337,6 +400,9 @@ func (a *EnvAdvice) Shell() string {
 	var b strings.Builder
 	for _, w := range a.Warnings {
 		b.WriteString("# WARNING: " + w + "\n")
+	}
+	for _, n := range a.Notes {
+		b.WriteString("# note: " + n + "\n")
 	}
 	for _, v := range a.Vars {
 		b.WriteString("# " + v.Reason + "\n")
@@ -395,25 +461,28 @@ var ncclWheelGlobs = []string{
 // directories are skipped; the result is sorted by path.
 func DetectNCCL(root string) []NCCLInstall {
 	var out []NCCLInstall
+	r, err := hostfs.Open(root)
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
 	seen := map[string]bool{}
-	add := func(v, p string) {
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			rel = p
-		}
+	// add takes a path relative to the root.
+	add := func(v, rel string) {
+		rel = path.Clean(rel)
 		if !seen[rel] {
 			seen[rel] = true
 			out = append(out, NCCLInstall{Version: v, Path: rel})
 		}
 	}
 	for _, d := range ncclLibDirs {
-		ents, err := os.ReadDir(filepath.Join(root, d))
+		ents, err := r.ReadDir(d)
 		if err != nil {
 			continue
 		}
 		for _, e := range ents {
 			if m := ncclSOName.FindStringSubmatch(e.Name()); m != nil {
-				add(m[1], filepath.Join(root, d, e.Name()))
+				add(m[1], path.Join(d, e.Name()))
 				continue
 			}
 			if e.Name() != "libnccl.so.2" || e.Type()&os.ModeSymlink == 0 {
@@ -421,30 +490,28 @@ func DetectNCCL(root string) []NCCLInstall {
 			}
 			// libnccl.so.2 -> somewhere/libnccl.so.2.X.Y: the target's
 			// name carries the version even when it lives elsewhere.
-			target, err := os.Readlink(filepath.Join(root, d, e.Name()))
+			target, err := r.Readlink(path.Join(d, e.Name()))
 			if err != nil {
 				continue
 			}
-			if m := ncclSOName.FindStringSubmatch(filepath.Base(target)); m != nil {
-				if !filepath.IsAbs(target) {
-					target = filepath.Join(root, d, target)
-				} else {
-					target = filepath.Join(root, target)
+			if m := ncclSOName.FindStringSubmatch(path.Base(target)); m != nil {
+				if !path.IsAbs(target) {
+					target = path.Join(d, target)
 				}
-				add(m[1], target)
+				add(m[1], strings.TrimPrefix(path.Clean("/"+target), "/"))
 			}
 		}
 	}
 	for _, g := range ncclWheelGlobs {
-		dirs, _ := filepath.Glob(filepath.Join(root, g))
+		dirs, _ := r.Glob(g)
 		for _, d := range dirs {
-			ents, err := os.ReadDir(d)
+			ents, err := r.ReadDir(d)
 			if err != nil {
 				continue
 			}
 			for _, e := range ents {
 				if m := ncclWheelName.FindStringSubmatch(e.Name()); m != nil {
-					add(m[1], filepath.Join(d, e.Name()))
+					add(m[1], path.Join(d, e.Name()))
 				}
 			}
 		}

@@ -65,7 +65,7 @@ func TestAdviseEnv(t *testing.T) {
 			map[string]string{"NCCL_NET_GDR_LEVEL": ""}, nil},
 		{"GDR off", nil, EnvOptions{GDR: GDROff}, map[string]string{"NCCL_NET_GDR_LEVEL": ""}, nil},
 		{"GDR forced without peermem", func(i *erdma.Inventory) { i.GPU = nil }, EnvOptions{GDR: GDROn},
-			map[string]string{"NCCL_NET_GDR_LEVEL": "SYS"}, []string{"without nvidia_peermem"}},
+			map[string]string{"NCCL_NET_GDR_LEVEL": "SYS"}, []string{"without a GPUDirect RDMA path"}},
 		{"inactive port dropped", func(i *erdma.Inventory) { i.Devices[1].Ports[0].State = "DOWN"; i.Devices[1].Ports[0].StateCode = 1 }, EnvOptions{},
 			map[string]string{"NCCL_IB_HCA": "erdma_0", "NCCL_IB_GID_INDEX": "1"}, []string{"erdma_1 has no ACTIVE port"}},
 		{"iWARP device dropped", func(i *erdma.Inventory) {
@@ -110,6 +110,23 @@ func TestAdviseEnv(t *testing.T) {
 		})
 	}
 	assert.NotEmpty(t, AdviseEnv(nil, EnvOptions{}).Warnings)
+}
+
+func TestAdviseEnvGDRThroughDMABUF(t *testing.T) {
+	inv := host()
+	inv.GPU.GDRPath, inv.GPU.DMABUF = "dmabuf", "yes"
+	a := AdviseEnv(inv, EnvOptions{})
+	v, ok := a.Get("NCCL_NET_GDR_LEVEL")
+	require.True(t, ok, "GDR through DMA-BUF needs no nvidia_peermem")
+	assert.Equal(t, "SYS", v)
+	assert.Contains(t, a.Vars[len(a.Vars)-1].Reason, "ready through DMA-BUF")
+
+	inv.GPU.GDRPath, inv.GPU.DMABUF = "", "no"
+	a = AdviseEnv(inv, EnvOptions{})
+	_, ok = a.Get("NCCL_NET_GDR_LEVEL")
+	assert.False(t, ok)
+	require.NotEmpty(t, a.Warnings)
+	assert.Contains(t, a.Warnings[0], "DMA-BUF no")
 }
 
 func TestEnvAdviceFormats(t *testing.T) {

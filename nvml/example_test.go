@@ -71,8 +71,13 @@ func ExampleParseTopo() {
 
 func ExampleReadGDR() {
 	g := nvml.ReadGDR("../testdata/hosts/no-peermem", "535.161.08")
-	fmt.Println(g.Ready, g.Missing)
-	// Output: false driver 535 >= 470 bundles nvidia_peermem but it is not loaded
+	fmt.Println("ready:", g.Ready)
+	fmt.Printf("peermem: %q\n", g.Peermem)
+	fmt.Println("DMA-BUF:", g.DMABUF.Supported, g.DMABUF.Missing[0])
+	// Output:
+	// ready: false
+	// peermem: ""
+	// DMA-BUF: no kernel 5.10.134-16.3.al8.x86_64 predates 5.12 (RDMA dma-buf registration)
 }
 
 // Record this host's NVML for a recorded host tree (what `erdmakit record`

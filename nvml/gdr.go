@@ -3,9 +3,11 @@ package nvml
 import (
 	"bufio"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
+	"path"
 	"strings"
+
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
 // GDR paths: how GPUDirect RDMA reaches the RDMA stack.
@@ -29,9 +31,15 @@ const PeermemMinDriver = 470
 // sys/module/nvidia_peermem/version).
 type GDR struct {
 	Ready bool `json:"ready"`
-	// Path is the mechanism in effect: "nvidia_peermem", "nv_peer_mem",
+	// Path is the mechanism NCCL will use: "dmabuf" when DMA-BUF is
+	// supported (NCCL prefers it), else "nvidia_peermem", "nv_peer_mem",
 	// "memory_peers", or "" when none is.
 	Path string `json:"path,omitempty"`
+	// Peermem is the peer-memory mechanism seen ("nvidia_peermem",
+	// "nv_peer_mem", "memory_peers"), "" when none, whatever Path is.
+	Peermem string `json:"peermem,omitempty"`
+	// DMABUF is what decides GPUDirect RDMA through DMA-BUF.
+	DMABUF DMABUF `json:"dmabuf"`
 	// Version is the module's or memory_peers' version file, where present.
 	Version string `json:"version,omitempty"`
 	// Persistent reports whether the module (nvidia_peermem or nv_peer_mem)
@@ -49,17 +57,44 @@ type GDR struct {
 	Remediation string `json:"remediation,omitempty"`
 }
 
-// ReadGDR checks GPUDirect RDMA readiness under root. driverVersion is
-// NVML's ("535.161.08"), "" when NVML is unavailable: it only shapes the
-// advice, the readiness comes from the files NCCL reads.
+// ReadGDR checks GPUDirect RDMA readiness under root through both paths:
+// a peer-memory module (the files NCCL reads) and DMA-BUF (ReadDMABUF).
+// driverVersion is NVML's ("535.161.08"), "" when NVML is unavailable: it
+// only shapes the advice.
 func ReadGDR(root, driverVersion string) GDR {
+	g := readPeermem(root, driverVersion)
+	g.DMABUF = ReadDMABUF(root)
+	g.Evidence = append(g.Evidence, g.DMABUF.Evidence...)
+	switch {
+	case g.DMABUF.Supported == SupportYes:
+		// Persistence of a module NCCL does not need is no concern.
+		g.Ready, g.Path, g.Version = true, GDRDMABUF, ""
+		g.Missing, g.Remediation = "", ""
+	case g.Ready:
+	default:
+		g.Missing += "; DMA-BUF: " + strings.Join(g.DMABUF.Missing, "; ")
+		g.Remediation += "; or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, " +
+			"the NVIDIA open GPU kernel module, rdma-core >= 34"
+	}
+	return g
+}
+
+// readPeermem is the peer-memory path: nvidia_peermem, nv_peer_mem, or a
+// memory_peers registration.
+func readPeermem(root, driverVersion string) GDR {
 	g := GDR{Evidence: []string{}}
+	r, err := hostfs.Open(root)
+	if err != nil {
+		g.Missing = err.Error()
+		return g
+	}
+	defer r.Close()
 	exists := func(rel string) bool {
-		_, err := os.Stat(filepath.Join(root, rel))
+		_, err := r.Stat(rel)
 		return err == nil
 	}
 	version := func(rel string) string {
-		b, err := os.ReadFile(filepath.Join(root, rel))
+		b, err := r.ReadFile(rel, maxSysfsFile)
 		if err != nil {
 			return ""
 		}
@@ -102,10 +137,11 @@ func ReadGDR(root, driverVersion string) GDR {
 		g.Ready, g.Path = true, GDRMemoryPeers
 		g.Version = version(peers[0])
 	}
+	g.Peermem = g.Path
 	if g.Ready {
 		if g.Path != GDRMemoryPeers {
 			var where string
-			g.PersistenceKnown, g.Persistent, where = modulePersistent(root, g.Path)
+			g.PersistenceKnown, g.Persistent, where = modulePersistent(r, g.Path)
 			switch {
 			case !g.PersistenceKnown:
 				g.Evidence = append(g.Evidence, "etc/modules-load.d, etc/modules, rc.local: absent (persistence across reboots not checked)")
@@ -138,34 +174,32 @@ func ReadGDR(root, driverVersion string) GDR {
 
 // modulePersistent reports whether any boot-time module list exists under
 // root (known), whether one names module, and which.
-func modulePersistent(root, module string) (known, listed bool, where string) {
-	files, _ := filepath.Glob(filepath.Join(root, "etc/modules-load.d/*.conf"))
-	if _, err := os.Stat(filepath.Join(root, "etc/modules-load.d")); err == nil {
+func modulePersistent(r *hostfs.Root, module string) (known, listed bool, where string) {
+	files, _ := r.Glob("etc/modules-load.d/*.conf")
+	if _, err := r.Stat("etc/modules-load.d"); err == nil {
 		known = true
 	}
 	for _, rel := range []string{"etc/modules", "etc/rc.local", "etc/rc.d/rc.local"} {
-		p := filepath.Join(root, rel)
-		if _, err := os.Stat(p); err == nil {
+		if _, err := r.Stat(rel); err == nil {
 			known = true
-			files = append(files, p)
+			files = append(files, rel)
 		}
 	}
-	for _, f := range files {
-		if fileListsModule(f, module) {
-			rel, _ := filepath.Rel(root, f)
+	for _, rel := range files {
+		if fileListsModule(r, rel, module) {
 			return true, true, rel
 		}
 	}
 	return known, false, ""
 }
 
-func fileListsModule(path, module string) bool {
-	f, err := os.Open(path)
+func fileListsModule(r *hostfs.Root, rel, module string) bool {
+	f, err := r.Open(rel)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(io.LimitReader(f, maxConfigFile))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if i := strings.IndexAny(line, "#;"); i >= 0 {
@@ -174,7 +208,7 @@ func fileListsModule(path, module string) bool {
 		// A modules list names the module first; rc.local runs
 		// "modprobe nvidia_peermem" (or insmod a path).
 		for _, f := range strings.Fields(line) {
-			f = strings.TrimSuffix(filepath.Base(f), ".ko")
+			f = strings.TrimSuffix(path.Base(f), ".ko")
 			if strings.ReplaceAll(f, "-", "_") == module {
 				return true
 			}

@@ -3,6 +3,7 @@ package nvml
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -82,6 +83,9 @@ func TestReadGDRFixtures(t *testing.T) {
 
 	g = ReadGDR(hostRoot("no-peermem"), "535.161.08")
 	assert.False(t, g.Ready)
-	assert.Equal(t, "driver 535 >= 470 bundles nvidia_peermem but it is not loaded", g.Missing)
+	assert.True(t, strings.HasPrefix(g.Missing, "driver 535 >= 470 bundles nvidia_peermem but it is not loaded; DMA-BUF: "), g.Missing)
 	assert.Contains(t, g.Evidence, "sys/module/nvidia_peermem: absent")
+	// The recording's Alibaba Cloud Linux 3 kernel predates 5.12.
+	assert.Equal(t, SupportNo, g.DMABUF.Supported)
+	assert.Contains(t, g.Evidence, "proc/sys/kernel/osrelease: 5.10.134-16.3.al8.x86_64 (< 5.12)")
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
 // GPU is one NVIDIA GPU as NVML and sysfs describe it.
@@ -179,7 +180,12 @@ func cString(b []int8) string {
 // sysfsNUMANode reads sys/bus/pci/devices/<bdf>/numa_node; -1 (the kernel's
 // "unknown") and unreadable files report false.
 func sysfsNUMANode(root, bdf string) (int, bool) {
-	b, err := os.ReadFile(filepath.Join(root, "sys/bus/pci/devices", bdf, "numa_node"))
+	r, err := hostfs.Open(root)
+	if err != nil {
+		return -1, false
+	}
+	defer r.Close()
+	b, err := r.ReadFile(path.Join("sys/bus/pci/devices", bdf, "numa_node"), maxSysfsFile)
 	if err != nil {
 		return -1, false
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
 // Library is the part of go-nvml's nvml.Interface that erdmakit calls.
@@ -49,8 +51,12 @@ func ForRoot(root string) (Library, error) {
 	if root == "" || filepath.Clean(root) == "/" {
 		return Live(), nil
 	}
-	path := filepath.Join(root, SnapshotPath)
-	s, err := ReadSnapshotFile(path)
+	r, err := hostfs.Open(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	s, err := readSnapshotIn(r)
 	if errors.Is(err, os.ErrNotExist) {
 		return (&Snapshot{Init: "ERROR_LIBRARY_NOT_FOUND",
 			Note: "recorded host has no " + SnapshotPath}).Library(), nil

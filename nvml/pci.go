@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
+
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
 // PCIPath is where a PCI function sits in the host's PCI tree, read from
@@ -37,7 +38,16 @@ func ReadPCIPath(root, bdf string) (PCIPath, error) {
 	if err != nil {
 		return PCIPath{}, err
 	}
-	rel, err := resolvePCI(root, addr)
+	r, err := hostfs.Open(root)
+	if err != nil {
+		return PCIPath{}, err
+	}
+	defer r.Close()
+	return readPCIPath(r, addr)
+}
+
+func readPCIPath(r *hostfs.Root, addr string) (PCIPath, error) {
+	rel, err := resolvePCI(r, addr)
 	if err != nil {
 		return PCIPath{}, err
 	}
@@ -48,9 +58,9 @@ func ReadPCIPath(root, bdf string) (PCIPath, error) {
 	if p.Address != addr {
 		return PCIPath{}, fmt.Errorf("sys/bus/pci/devices/%s points at %s", addr, rel)
 	}
-	dir := filepath.Join(root, "sys", rel)
+	dir := path.Join("sys", rel)
 	p.NUMANode = -1
-	if b, err := os.ReadFile(filepath.Join(dir, "numa_node")); err == nil {
+	if b, err := r.ReadFile(path.Join(dir, "numa_node"), maxSysfsFile); err == nil {
 		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
 		if err != nil {
 			return PCIPath{}, fmt.Errorf("sys/%s/numa_node: %q is not a number", rel, strings.TrimSpace(string(b)))
@@ -59,38 +69,38 @@ func ReadPCIPath(root, bdf string) (PCIPath, error) {
 			p.NUMANode = n
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "local_cpulist")); err == nil {
+	if b, err := r.ReadFile(path.Join(dir, "local_cpulist"), maxSysfsFile); err == nil {
 		p.CPUList = strings.TrimSpace(string(b))
 	}
 	return p, nil
 }
 
 // resolvePCI returns the device's directory relative to root/sys, e.g.
-// "devices/pci0000:16/0000:16:01.0/0000:17:00.0".
-func resolvePCI(root, addr string) (string, error) {
-	sys := filepath.Join(root, "sys")
-	link := filepath.Join(sys, "bus/pci/devices", addr)
-	target, err := os.Readlink(link)
+// "devices/pci0000:16/0000:16:01.0/0000:17:00.0". The link's text is only
+// a name: what is read under it goes through the root.
+func resolvePCI(r *hostfs.Root, addr string) (string, error) {
+	link := path.Join("sys/bus/pci/devices", addr)
+	target, err := r.Readlink(link)
 	if err == nil {
 		var abs string
-		if filepath.IsAbs(target) {
-			// An absolute link names the live host's /sys: keep it in root.
-			abs = filepath.Join(root, target)
+		if path.IsAbs(target) {
+			// An absolute link names the host's /sys: read it in root.
+			abs = path.Clean(target)[1:]
 		} else {
-			abs = filepath.Join(filepath.Dir(link), target)
+			abs = path.Join(path.Dir(link), target)
 		}
-		rel, err := filepath.Rel(sys, abs)
-		if err != nil || strings.HasPrefix(rel, "..") {
+		rel, ok := strings.CutPrefix(abs, "sys/")
+		if !ok || strings.HasPrefix(abs, "..") {
 			return "", fmt.Errorf("sys/bus/pci/devices/%s: link %q leaves sys", addr, target)
 		}
-		return filepath.ToSlash(rel), nil
+		return rel, nil
 	}
 	// No link (or not a link): search the device tree.
 	var found string
-	devs := filepath.Join(sys, "devices")
-	roots, _ := filepath.Glob(filepath.Join(devs, "pci*"))
-	for _, r := range roots {
-		_ = filepath.WalkDir(r, func(path string, d fs.DirEntry, err error) error {
+	roots, _ := r.Glob("sys/devices/pci*")
+	fsys := r.FS()
+	for _, root := range roots {
+		_ = fs.WalkDir(fsys, root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || found != "" {
 				return fs.SkipDir
 			}
@@ -101,14 +111,13 @@ func resolvePCI(root, addr string) (string, error) {
 				found = path
 				return fs.SkipAll
 			}
-			if path != r && !looksLikeBDF(d.Name()) {
+			if path != root && !looksLikeBDF(d.Name()) {
 				return fs.SkipDir
 			}
 			return nil
 		})
 		if found != "" {
-			rel, _ := filepath.Rel(sys, found)
-			return filepath.ToSlash(rel), nil
+			return strings.TrimPrefix(found, "sys/"), nil
 		}
 	}
 	return "", fmt.Errorf("%s: %w (no sys/bus/pci/devices/%s, not under sys/devices/pci*)", addr, ErrNoPCIDevice, addr)
@@ -163,6 +172,18 @@ func (p PCIPath) switches() []string {
 // numaNodes counts sys/devices/system/node/node<N> under root (0 when the
 // directory is absent).
 func numaNodes(root string) int {
-	m, _ := filepath.Glob(filepath.Join(root, "sys/devices/system/node/node[0-9]*"))
+	r, err := hostfs.Open(root)
+	if err != nil {
+		return 0
+	}
+	defer r.Close()
+	m, _ := r.Glob("sys/devices/system/node/node[0-9]*")
 	return len(m)
 }
+
+// Bounds on what a host root may make a reader hold: sysfs attributes are
+// at most a page, module lists a few lines.
+const (
+	maxSysfsFile  = 64 << 10
+	maxConfigFile = 1 << 20
+)

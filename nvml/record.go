@@ -3,9 +3,10 @@ package nvml
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
+	"path"
 	"strings"
+
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
 // RecordFiles returns what a recording of root needs so that `--root`
@@ -25,9 +26,14 @@ func RecordFiles(ctx context.Context, lib Library, root, note string) (map[strin
 		return nil, err
 	}
 	out := map[string][]byte{SnapshotPath: buf.Bytes()}
+	r, err := hostfs.Open(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
 	add := func(rel string) {
-		if b, err := os.ReadFile(filepath.Join(root, rel)); err == nil {
-			out[filepath.ToSlash(rel)] = b
+		if b, err := r.ReadFile(rel, maxSysfsFile); err == nil {
+			out[rel] = b
 		}
 	}
 	for _, g := range s.GPUs {
@@ -35,7 +41,7 @@ func RecordFiles(ctx context.Context, lib Library, root, note string) (map[strin
 		if err != nil {
 			continue
 		}
-		rel, err := resolvePCI(root, bdf)
+		rel, err := resolvePCI(r, bdf)
 		if err != nil {
 			continue
 		}
@@ -50,12 +56,20 @@ func RecordFiles(ctx context.Context, lib Library, root, note string) (map[strin
 	for _, rel := range gdrRecordFiles {
 		add(rel)
 	}
-	confs, _ := filepath.Glob(filepath.Join(root, "etc/modules-load.d/*.conf"))
-	nodes, _ := filepath.Glob(filepath.Join(root, "sys/devices/system/node/node[0-9]*/cpulist"))
-	for _, p := range append(confs, nodes...) {
-		if rel, err := filepath.Rel(root, p); err == nil {
-			add(rel)
+	// libibverbs only by name (its file name carries rdma-core's
+	// version): an empty stand-in, as dev/infiniband's files are.
+	for _, g := range LibIBVerbsGlobs {
+		libs, _ := r.Glob(g)
+		for _, rel := range libs {
+			if libibverbsVer.MatchString(path.Base(rel)) {
+				out[rel] = []byte{}
+			}
 		}
+	}
+	confs, _ := r.Glob("etc/modules-load.d/*.conf")
+	nodes, _ := r.Glob("sys/devices/system/node/node[0-9]*/cpulist")
+	for _, rel := range append(confs, nodes...) {
+		add(rel)
 	}
 	return out, nil
 }
@@ -69,12 +83,17 @@ func RecordFiles(ctx context.Context, lib Library, root, note string) (map[strin
 // SnapshotPath (Snapshot.Write).
 func RecordPaths(root string, s *Snapshot) []string {
 	var out []string
+	r, err := hostfs.Open(root)
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
 	seen := map[string]bool{}
 	add := func(rel string) {
 		if seen[rel] {
 			return
 		}
-		if fi, err := os.Stat(filepath.Join(root, rel)); err == nil && fi.Mode().IsRegular() {
+		if fi, err := r.Stat(rel); err == nil && fi.Mode().IsRegular() {
 			seen[rel] = true
 			out = append(out, rel)
 		}
@@ -84,7 +103,7 @@ func RecordPaths(root string, s *Snapshot) []string {
 		if err != nil {
 			continue
 		}
-		p, err := ReadPCIPath(root, bdf)
+		p, err := readPCIPath(r, bdf)
 		if err != nil {
 			continue
 		}
@@ -99,13 +118,11 @@ func RecordPaths(root string, s *Snapshot) []string {
 	}
 	var globbed []string
 	for _, pat := range []string{"etc/modules-load.d/*.conf", "sys/devices/system/node/node[0-9]*/cpulist"} {
-		m, _ := filepath.Glob(filepath.Join(root, pat))
+		m, _ := r.Glob(pat)
 		globbed = append(globbed, m...)
 	}
-	for _, p := range globbed {
-		if rel, err := filepath.Rel(root, p); err == nil {
-			add(filepath.ToSlash(rel))
-		}
+	for _, rel := range globbed {
+		add(rel)
 	}
 	return out
 }
@@ -117,4 +134,6 @@ var gdrRecordFiles = []string{
 	"sys/module/nv_peer_mem/version", "sys/module/nv_peer_mem/initstate",
 	"sys/kernel/mm/memory_peers/nv_mem/version", "sys/kernel/mm/memory_peers/nv_mem_nc/version",
 	"etc/modules", "etc/rc.local", "etc/rc.d/rc.local",
+	// DMA-BUF: the kernel release and the NVIDIA module's flavour.
+	"proc/sys/kernel/osrelease", "proc/driver/nvidia/version", "sys/module/nvidia/taint",
 }

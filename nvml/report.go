@@ -55,7 +55,7 @@ func Inspect(ctx context.Context, lib Library, root string, nics []NIC) (*Report
 
 // GPUInfo fills the inventory's summary of the GPUs (erdma.GPUInfo).
 func (r *Report) GPUInfo() erdma.GPUInfo {
-	info := erdma.GPUInfo{Available: r.Available, Reason: r.Reason, GDRPath: r.GDR.Path}
+	info := erdma.GPUInfo{Available: r.Available, Reason: r.Reason, GDRPath: r.GDR.Path, DMABUF: string(r.GDR.DMABUF.Supported)}
 	if r.GPUs != nil {
 		info.Count = len(r.GPUs.GPUs)
 		info.DriverVersion = r.GPUs.DriverVersion
@@ -152,11 +152,22 @@ func (r *Report) checkDriver() erdma.Finding {
 	return f
 }
 
-// checkGDR: guide step 2, nvidia_peermem (or nv_peer_mem) loaded so NCCL
-// can use GPUDirect RDMA.
+// checkGDR: guide step 2, GPUDirect RDMA through DMA-BUF or nvidia_peermem
+// (or nv_peer_mem); fails only when neither path is available, warns when
+// DMA-BUF could not be decided.
 func (r *Report) checkGDR() erdma.Finding {
 	g := r.GDR
 	f := erdma.Finding{ID: FindingGDRPeermem, Evidence: append([]string{}, g.Evidence...)}
+	if g.Ready && g.Path == GDRDMABUF {
+		f.Severity = erdma.SeverityOK
+		f.Summary = "GPUDirect RDMA ready through DMA-BUF (" + g.DMABUF.Summary() + ")"
+		if g.Peermem != "" {
+			f.Summary += "; " + g.Peermem + " also loaded, NCCL prefers DMA-BUF"
+		} else {
+			f.Summary += ": nvidia_peermem not needed"
+		}
+		return f
+	}
 	if g.Ready {
 		f.Severity = erdma.SeverityOK
 		f.Summary = "GPUDirect RDMA ready through " + g.Path
@@ -171,6 +182,10 @@ func (r *Report) checkGDR() erdma.Finding {
 		return f
 	}
 	f.Severity = erdma.SeverityFail
+	if g.DMABUF.Supported == SupportUnknown {
+		// DMA-BUF may work: what decides it was not all seen.
+		f.Severity = erdma.SeverityWarn
+	}
 	f.Summary = "GPUDirect RDMA not ready: " + g.Missing
 	f.Remediation = g.Remediation
 	return f

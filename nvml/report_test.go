@@ -59,7 +59,7 @@ func TestInspectNoPeermem(t *testing.T) {
 	f := byID(rep.Findings(ebmgn8is))
 	g := f[FindingGDRPeermem]
 	assert.Equal(t, erdma.SeverityFail, g.Severity)
-	assert.Equal(t, "GPUDirect RDMA not ready: driver 535 >= 470 bundles nvidia_peermem but it is not loaded", g.Summary)
+	assert.Contains(t, g.Summary, "GPUDirect RDMA not ready: driver 535 >= 470 bundles nvidia_peermem but it is not loaded; DMA-BUF: kernel 5.10.134")
 	assert.Contains(t, g.Remediation, "modprobe nvidia_peermem")
 	assert.Contains(t, g.Remediation, "/etc/modules-load.d/")
 	assert.Contains(t, f[FindingGPUDistance].Remediation, "load nvidia_peermem first")
@@ -74,7 +74,7 @@ func TestInspectInitFailure(t *testing.T) {
 	assert.False(t, rep.Available)
 	assert.Equal(t, "no NVIDIA driver", rep.Reason)
 	info := rep.GPUInfo()
-	assert.Equal(t, erdma.GPUInfo{Available: false, Reason: "no NVIDIA driver"}, info)
+	assert.Equal(t, erdma.GPUInfo{Available: false, Reason: "no NVIDIA driver", DMABUF: "no"}, info)
 	f := byID(rep.Findings(ebmgn8is))
 	assert.Equal(t, erdma.SeverityFail, f[FindingGPUCount].Severity)
 	assert.Equal(t, "cannot count GPUs (no NVIDIA driver); ebmgn8is has 8", f[FindingGPUCount].Summary)

@@ -11,6 +11,8 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
 // SnapshotSchema is the version of the nvml.json format.
@@ -57,6 +59,23 @@ func ReadSnapshot(r io.Reader) (*Snapshot, error) {
 		return nil, fmt.Errorf("NVML snapshot: %w", err)
 	}
 	return &s, nil
+}
+
+// maxSnapshot bounds a recorded snapshot: a few KiB per GPU.
+const maxSnapshot = 16 << 20
+
+// readSnapshotIn reads SnapshotPath under a host root (confined to it).
+func readSnapshotIn(r *hostfs.Root) (*Snapshot, error) {
+	f, err := r.Open(SnapshotPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	s, err := ReadSnapshot(io.LimitReader(f, maxSnapshot))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	return s, nil
 }
 
 // ReadSnapshotFile reads a snapshot file; a missing file matches

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func path(rel string, numa int) PCIPath {
+func pciPath(rel string, numa int) PCIPath {
 	p, err := parsePCIDevicePath(rel)
 	if err != nil {
 		panic(err)
@@ -24,7 +24,7 @@ func TestDistance(t *testing.T) {
 		sw     = "devices/pci0000:16/0000:16:01.0/0000:17:00.0"
 		nested = sw + "/0000:18:02.0/0000:20:00.0"
 	)
-	gpu := path(sw+"/0000:18:00.0/0000:19:00.0", 0)
+	gpu := pciPath(sw+"/0000:18:00.0/0000:19:00.0", 0)
 	for _, tc := range []struct {
 		name   string
 		a, b   PCIPath
@@ -32,15 +32,15 @@ func TestDistance(t *testing.T) {
 		want   Link
 	}{
 		{"same device", gpu, gpu, false, LinkSelf},
-		{"same switch", gpu, path(sw+"/0000:18:01.0/0000:1a:00.0", 0), false, LinkPIX},
-		{"nested switch", gpu, path(nested+"/0000:21:00.0/0000:22:00.0", 0), false, LinkPXB},
-		{"same host bridge, other root port", gpu, path("devices/pci0000:16/0000:16:02.0/0000:30:00.0/0000:31:00.0/0000:32:00.0", 0), false, LinkPHB},
-		{"same root bus, no bridges", path("devices/pci0000:00/0000:00:07.0", 0), path("devices/pci0000:00/0000:00:05.0", 0), false, LinkPHB},
-		{"other host bridge, same NUMA", gpu, path("devices/pci0000:00/0000:00:05.0", 0), false, LinkNODE},
-		{"other host bridge, other NUMA", gpu, path("devices/pci0000:80/0000:80:05.0", 1), false, LinkSYS},
-		{"NUMA unknown on a two-node host", path("devices/pci0000:16/0000:16:00.0", -1), path("devices/pci0000:80/0000:80:05.0", -1), false, LinkSYS},
-		{"NUMA unknown on a one-node host", path("devices/pci0000:16/0000:16:00.0", -1), path("devices/pci0000:80/0000:80:05.0", -1), true, LinkNODE},
-		{"one NUMA unknown", gpu, path("devices/pci0000:80/0000:80:05.0", -1), true, LinkSYS},
+		{"same switch", gpu, pciPath(sw+"/0000:18:01.0/0000:1a:00.0", 0), false, LinkPIX},
+		{"nested switch", gpu, pciPath(nested+"/0000:21:00.0/0000:22:00.0", 0), false, LinkPXB},
+		{"same host bridge, other root port", gpu, pciPath("devices/pci0000:16/0000:16:02.0/0000:30:00.0/0000:31:00.0/0000:32:00.0", 0), false, LinkPHB},
+		{"same root bus, no bridges", pciPath("devices/pci0000:00/0000:00:07.0", 0), pciPath("devices/pci0000:00/0000:00:05.0", 0), false, LinkPHB},
+		{"other host bridge, same NUMA", gpu, pciPath("devices/pci0000:00/0000:00:05.0", 0), false, LinkNODE},
+		{"other host bridge, other NUMA", gpu, pciPath("devices/pci0000:80/0000:80:05.0", 1), false, LinkSYS},
+		{"NUMA unknown on a two-node host", pciPath("devices/pci0000:16/0000:16:00.0", -1), pciPath("devices/pci0000:80/0000:80:05.0", -1), false, LinkSYS},
+		{"NUMA unknown on a one-node host", pciPath("devices/pci0000:16/0000:16:00.0", -1), pciPath("devices/pci0000:80/0000:80:05.0", -1), true, LinkNODE},
+		{"one NUMA unknown", gpu, pciPath("devices/pci0000:80/0000:80:05.0", -1), true, LinkSYS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, Distance(tc.a, tc.b, tc.single))

@@ -34,8 +34,11 @@ type ncclRunFlags struct {
 	np, perHost                                                             int
 	expect                                                                  float64
 	env, launcherArgs                                                       []string
-	oversubscribe, noRoot, dryRun                                           bool
+	oversubscribe, noRoot, dryRun, socketIfnameSet                          bool
 	timeout                                                                 time.Duration
+	// hostEnv: give every rank `nccl env`'s advice for this host (--root).
+	hostEnv bool
+	advice  ncclEnvFlags
 }
 
 func newNCCLRunCmd(g *globals) *cobra.Command {
@@ -44,16 +47,21 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 		Use:   "run [flags] [-- nccl-tests flags]",
 		Short: "Run an nccl-tests binary across hosts, show rows as they finish, and diagnose the result",
 		Long: "Builds the guide's command (mpirun --allow-run-as-root -np 16 -npernode 8 -H host1:8,host2:8 --bind-to none\n" +
-			"-mca btl_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO -x LD_LIBRARY_PATH -x PATH\n" +
+			"-mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO -x LD_LIBRARY_PATH -x PATH\n" +
 			"./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20) from the flags, runs it, and prints the result\n" +
 			"table and what NCCL really used (NET/IB or sockets, GPUDirect RDMA), #wrong, and bus bandwidth against\n" +
 			"--expect-busbw. Flags after -- replace the test's flags. Exit 0 ok, 1 below expectation (or another\n" +
 			"warning), 2 failed (launcher failure, test failure, socket fallback, #wrong), 3 could not run.",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.socketIfnameSet = cmd.Flags().Changed("socket-ifname")
 			return runNCCL(cmd.Context(), g, f, args)
 		},
 	}
 	fl := c.Flags()
+	fl.BoolVar(&f.hostEnv, "host-env", false, "give every rank the variables `erdmakit nccl env` advises for this host (--root), with -x; -x NAME=VALUE still wins")
+	fl.StringVar(&f.advice.graphFile, "graph-file", "", "with --host-env on a host with two or more eRDMA NICs: write the NCCL graph to PATH and pass NCCL_GRAPH_FILE=PATH (PATH must hold it on every host)")
+	fl.StringVar(&f.advice.gdr, "gdr", "auto", "with --host-env: auto, on or off, as nccl env --gdr")
+	fl.StringVar(&f.advice.inventory, "inventory", "", "with --host-env: read the inventory from FILE (erdmakit devices --json) instead of --root")
 	fl.StringVar(&f.hosts, "hosts", "", "hosts and ranks per host, as mpirun -H: h1:8,h2:8")
 	fl.StringVar(&f.hostfile, "hostfile", "", "hostfile (mpirun --hostfile, srun --nodelist FILE)")
 	fl.IntVar(&f.np, "np", 0, "total ranks (default: ranks per host x hosts)")
@@ -113,6 +121,13 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 	c, err := ncclCommand(f, args)
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}
+	}
+	if f.hostEnv {
+		if err := applyHostEnv(ctx, g, f, &c); err != nil {
+			return &exitError{code: ExitUnknown, err: err}
+		}
+	} else if f.advice.graphFile != "" || f.advice.inventory != "" || f.advice.gdr != "auto" {
+		return &exitError{code: ExitUnknown, err: errors.New("--graph-file, --gdr and --inventory go with --host-env")}
 	}
 	if f.dryRun {
 		fmt.Fprintln(g.stdout, c)
@@ -189,6 +204,36 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 	return exitCode(severityExit(rep.Status))
 }
 
+// applyHostEnv gives c the NCCL environment advised for this host, with
+// the advice's warnings on stderr.
+func applyHostEnv(ctx context.Context, g *globals, f ncclRunFlags, c *nccl.Command) error {
+	f.advice.socketIfname = ""
+	if f.socketIfnameSet {
+		f.advice.socketIfname = f.socketIfname
+	}
+	a, err := hostEnvAdvice(ctx, g, f.advice)
+	if err != nil {
+		return fmt.Errorf("--host-env: %w", err)
+	}
+	for _, w := range a.Warnings {
+		fmt.Fprintln(g.stderr, "nccl env warning:", w)
+	}
+	for _, n := range a.Notes {
+		fmt.Fprintln(g.stderr, "nccl env note:", n)
+	}
+	keep := c.SocketIfname
+	if err := c.ApplyAdvice(a); err != nil {
+		return err
+	}
+	if f.socketIfnameSet {
+		c.SocketIfname = keep
+	}
+	if _, err := c.Argv(); err != nil {
+		return err
+	}
+	return nil
+}
+
 func printNCCLReport(g *globals, rep *nccl.RunReport, rowsShown bool) {
 	w := g.stdout
 	if !rowsShown && len(rep.Rows) > 0 {
@@ -236,7 +281,7 @@ func printFindings(g *globals, fs []erdma.Finding) {
 }
 
 type ncclEnvFlags struct {
-	format, inventory, version, socketIfname, gdr string
+	format, inventory, version, socketIfname, gdr, graphFile string
 }
 
 func newNCCLEnvCmd(g *globals) *cobra.Command {
@@ -260,38 +305,18 @@ func newNCCLEnvCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.version, "nccl-version", "", "the NCCL version in use (default: libnccl.so.2.X.Y and nvidia_nccl wheels under --root)")
 	fl.StringVar(&f.socketIfname, "socket-ifname", "", "the bootstrap interface (default: eth0, else the first interface up with IPv4)")
 	fl.StringVar(&f.gdr, "gdr", "auto", "auto, on or off: whether to advise NCCL_NET_GDR_LEVEL=SYS")
+	fl.StringVar(&f.graphFile, "graph-file", "", "with two or more ACTIVE eRDMA devices: write the NCCL graph giving each NIC a channel to PATH and export NCCL_GRAPH_FILE=PATH (copy it to the same path on every host)")
 	return c
 }
 
 func runNCCLEnv(ctx context.Context, g *globals, f ncclEnvFlags) error {
-	opts := nccl.EnvOptions{SocketIfname: f.socketIfname}
-	switch f.gdr {
-	case "auto":
-	case "on":
-		opts.GDR = nccl.GDROn
-	case "off":
-		opts.GDR = nccl.GDROff
-	default:
-		return &exitError{code: ExitUnknown, err: fmt.Errorf("--gdr %q: want auto, on or off", f.gdr)}
-	}
 	if f.format != "shell" && f.format != "mpirun" {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("--format %q: want shell or mpirun", f.format)}
 	}
-	h, closer, err := erdma.OpenHost(g.root)
+	a, err := hostEnvAdvice(ctx, g, f)
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}
 	}
-	defer closer.Close()
-	inv, err := ncclInventory(ctx, h, f.inventory)
-	if err != nil {
-		return &exitError{code: ExitUnknown, err: err}
-	}
-	if f.version != "" {
-		opts.NCCL = []nccl.NCCLInstall{{Version: f.version, Path: "--nccl-version"}}
-	} else {
-		opts.NCCL = nccl.DetectNCCL(h.Root())
-	}
-	a := nccl.AdviseEnv(inv, opts)
 	switch {
 	case g.json:
 		if err := render.JSON(g.stdout, a); err != nil {
@@ -301,6 +326,9 @@ func runNCCLEnv(ctx context.Context, g *globals, f ncclEnvFlags) error {
 		for _, w := range a.Warnings {
 			fmt.Fprintln(g.stderr, "warning:", w)
 		}
+		for _, n := range a.Notes {
+			fmt.Fprintln(g.stderr, "note:", n)
+		}
 		fmt.Fprintln(g.stdout, nccl.ShellJoin(a.MPIRunArgs()))
 	default:
 		fmt.Fprint(g.stdout, a.Shell())
@@ -309,6 +337,42 @@ func runNCCLEnv(ctx context.Context, g *globals, f ncclEnvFlags) error {
 		return exitCode(ExitWarn)
 	}
 	return nil
+}
+
+// hostEnvAdvice reads the host (or --inventory) and advises its NCCL
+// environment, writing the graph file when one is advised.
+func hostEnvAdvice(ctx context.Context, g *globals, f ncclEnvFlags) (*nccl.EnvAdvice, error) {
+	opts := nccl.EnvOptions{SocketIfname: f.socketIfname, GraphFile: f.graphFile}
+	switch f.gdr {
+	case "auto", "":
+	case "on":
+		opts.GDR = nccl.GDROn
+	case "off":
+		opts.GDR = nccl.GDROff
+	default:
+		return nil, fmt.Errorf("--gdr %q: want auto, on or off", f.gdr)
+	}
+	h, closer, err := erdma.OpenHost(g.root)
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	inv, err := ncclInventory(ctx, h, f.inventory)
+	if err != nil {
+		return nil, err
+	}
+	if f.version != "" {
+		opts.NCCL = []nccl.NCCLInstall{{Version: f.version, Path: "--nccl-version"}}
+	} else {
+		opts.NCCL = nccl.DetectNCCL(h.Root())
+	}
+	a := nccl.AdviseEnv(inv, opts)
+	if _, ok := a.Get("NCCL_GRAPH_FILE"); ok && a.Graph != nil {
+		if err := a.Graph.WriteFile(f.graphFile); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
 }
 
 // ncclInventory reads the host's inventory (with the GPUs, for the GDR

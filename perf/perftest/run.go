@@ -5,14 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/erdmakit/erdmakit/internal/execx"
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
 // DefaultPort is perftest's out-of-band port; the n-th device of a run uses
@@ -328,13 +328,18 @@ func tail(out []byte, n int) string {
 // deviceIPv4 returns the IPv4 address in dev's port 1 GID table (rdma_cm
 // needs an address of the device).
 func deviceIPv4(root, dev string) (string, error) {
-	dir := filepath.Join(root, "sys/class/infiniband", dev, "ports/1/gids")
-	ents, err := os.ReadDir(dir)
+	r, err := hostfs.Open(root)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	dir := path.Join("sys/class/infiniband", dev, "ports/1/gids")
+	ents, err := r.ReadDir(dir)
 	if err != nil {
 		return "", fmt.Errorf("%s: reading GIDs for its address: %w", dev, err)
 	}
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		b, err := r.ReadFile(path.Join(dir, e.Name()), 4096)
 		if err != nil {
 			continue
 		}

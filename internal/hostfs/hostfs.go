@@ -1,0 +1,175 @@
+// Package hostfs is the one place that reads files under a host root: the
+// live machine ("/") or a recorded host (a directory, or a recording
+// unpacked from an archive). Every reader of a root in erdmakit goes through
+// it, so that no symlink and no ".." can make a replay read this machine's
+// files: under any root but "/" it resolves names with os.Root, which follows
+// relative links that stay inside (sysfs is made of them:
+// class/infiniband/X -> ../../devices/...) and refuses a name or link that
+// leaves the root, and absolute links.
+package hostfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// ErrTooLarge is wrapped by ReadFile when a file is bigger than its bound.
+var ErrTooLarge = errors.New("file too large")
+
+// Root reads under one directory. The zero Root is not usable; use Open.
+type Root struct {
+	dir string
+	// r confines every read; nil for "/", where nothing lies outside.
+	r *os.Root
+}
+
+// Open opens dir as a root ("" is "/"). Close it when done.
+func Open(dir string) (*Root, error) {
+	if dir == "" {
+		dir = "/"
+	}
+	dir = filepath.Clean(dir)
+	if dir == "/" {
+		return &Root{dir: dir}, nil
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("host root %s: %w", dir, err)
+	}
+	return &Root{dir: dir, r: r}, nil
+}
+
+// Close releases the root; it is idempotent.
+func (r *Root) Close() error {
+	if r.r == nil {
+		return nil
+	}
+	err := r.r.Close()
+	return err
+}
+
+// Dir is the root directory.
+func (r *Root) Dir() string { return r.dir }
+
+// Path is rel under the root, for messages (never opened as such).
+func (r *Root) Path(rel string) string { return filepath.Join(r.dir, clean(rel)) }
+
+// clean makes rel relative ("/sys/x" and "sys/x" are the same file).
+func clean(rel string) string {
+	rel = strings.TrimLeft(filepath.ToSlash(rel), "/")
+	if rel == "" {
+		return "."
+	}
+	return rel
+}
+
+// named rewrites an error's path from the relative name to the full one.
+func (r *Root) named(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		pe.Path = r.Path(pe.Path)
+	}
+	return err
+}
+
+// Open opens a file for reading.
+func (r *Root) Open(rel string) (*os.File, error) {
+	if r.r == nil {
+		return os.Open(r.Path(rel))
+	}
+	f, err := r.r.Open(clean(rel))
+	return f, r.named(err)
+}
+
+// ReadFile reads a whole file of at most max bytes; a larger one wraps
+// ErrTooLarge (so a recording cannot make a reader hold gigabytes).
+func (r *Root) ReadFile(rel string, max int64) ([]byte, error) {
+	f, err := r.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: r.Path(rel), Err: err}
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: %w: larger than %d bytes", r.Path(rel), ErrTooLarge, max)
+	}
+	return b, nil
+}
+
+// ReadDir lists a directory, sorted by name.
+func (r *Root) ReadDir(rel string) ([]fs.DirEntry, error) {
+	f, err := r.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, &fs.PathError{Op: "readdir", Path: r.Path(rel), Err: err}
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	return ents, nil
+}
+
+// Readlink returns a symlink's text (not resolved: the caller resolves it
+// by reading through the root).
+func (r *Root) Readlink(rel string) (string, error) {
+	if r.r == nil {
+		return os.Readlink(r.Path(rel))
+	}
+	s, err := r.r.Readlink(clean(rel))
+	return s, r.named(err)
+}
+
+// Stat follows links (inside the root).
+func (r *Root) Stat(rel string) (fs.FileInfo, error) {
+	if r.r == nil {
+		return os.Stat(r.Path(rel))
+	}
+	fi, err := r.r.Stat(clean(rel))
+	return fi, r.named(err)
+}
+
+// Lstat does not follow a final link.
+func (r *Root) Lstat(rel string) (fs.FileInfo, error) {
+	if r.r == nil {
+		return os.Lstat(r.Path(rel))
+	}
+	fi, err := r.r.Lstat(clean(rel))
+	return fi, r.named(err)
+}
+
+// Glob returns the relative names matching pattern (path.Match syntax,
+// slash-separated, relative to the root), sorted.
+func (r *Root) Glob(pattern string) ([]string, error) {
+	return fs.Glob(r.FS(), clean(pattern))
+}
+
+// FS is the root as an fs.FS (for fs.WalkDir, fs.Glob); names are
+// slash-separated and relative.
+func (r *Root) FS() fs.FS {
+	if r.r == nil {
+		return os.DirFS("/")
+	}
+	return r.r.FS()
+}
+
+// Rel is the name of p (a path joined under Dir) relative to the root, or
+// false when p is not under it.
+func (r *Root) Rel(p string) (string, bool) {
+	rel, err := filepath.Rel(r.dir, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", false
+	}
+	return path.Clean(filepath.ToSlash(rel)), true
+}

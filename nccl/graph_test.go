@@ -1,0 +1,282 @@
+package nccl
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/erdma"
+)
+
+// runbookGraph is the erdma-controller runbook's published graph
+// (docs/erdma-benchmark/nccl-graph.xml at 72e8f0c9): 8 GPUs, 2 NICs.
+const runbookGraph = "testdata/graph/runbook-nccl-graph.xml"
+
+func gpus(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func TestMultiNICGraphIsTheRunbooksGraph(t *testing.T) {
+	f, err := os.Open(runbookGraph)
+	require.NoError(t, err)
+	defer f.Close()
+	want, err := ParseGraph(f)
+	require.NoError(t, err)
+
+	got, err := MultiNICGraph(GraphPlan{GPUs: gpus(8), NICs: []string{"erdma_0", "erdma_1"}})
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "same structure as the runbook's graph for an 8-GPU, 2-NIC host")
+}
+
+func TestMultiNICGraphRoundTrip(t *testing.T) {
+	for _, n := range []int{1, 2, 8, 16} {
+		for _, nics := range [][]string{{"erdma_0", "erdma_1"}, {"erdma_0", "erdma_1", "erdma_2"}} {
+			t.Run(fmt.Sprintf("%d GPUs %d NICs", n, len(nics)), func(t *testing.T) {
+				g, err := MultiNICGraph(GraphPlan{GPUs: gpus(n), NICs: nics})
+				require.NoError(t, err)
+				var b bytes.Buffer
+				_, err = g.WriteTo(&b)
+				require.NoError(t, err)
+				text := b.String()
+				// What NCCL's tokenizer needs (src/graph/xml.cc): no tabs, no
+				// prolog, no double spaces inside a tag.
+				assert.NotContains(t, text, "\t")
+				assert.NotContains(t, text, "<?")
+				assert.NotRegexp(t, `<[^>]*  [^>]*>`, text)
+				back, err := ParseGraph(&b)
+				require.NoError(t, err)
+				assert.Equal(t, g, back)
+				assert.Equal(t, n, back.GPUCount())
+				assert.Len(t, back.NetDevs(), len(nics))
+				for _, gr := range back.Graphs[:2] {
+					require.Len(t, gr.Channels, len(nics))
+					for i, c := range gr.Channels {
+						assert.Equal(t, i, c.NetIn, "channel %d enters by net dev %d", i, i)
+						assert.Equal(t, i, c.NetOut)
+						assert.Equal(t, gpus(n), c.GPUs, "every GPU in every channel")
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestGraphDevsAreHexAsNCCLReadsThem(t *testing.T) {
+	g, err := MultiNICGraph(GraphPlan{GPUs: gpus(16), NICs: []string{"erdma_0", "erdma_1"}})
+	require.NoError(t, err)
+	var b bytes.Buffer
+	_, err = g.WriteTo(&b)
+	require.NoError(t, err)
+	// NCCL: dev = strtol(str, NULL, 16); a decimal "10" would be GPU 16.
+	assert.Contains(t, b.String(), `<gpu dev="0xa"/>`)
+	assert.Contains(t, b.String(), `<gpu dev="0xf"/>`)
+	assert.NotContains(t, b.String(), `dev="10"`)
+}
+
+func TestMultiNICGraphRefuses(t *testing.T) {
+	_, err := MultiNICGraph(GraphPlan{GPUs: gpus(8), NICs: []string{"erdma_0"}})
+	assert.ErrorIs(t, err, ErrGraph)
+	assert.ErrorContains(t, err, "1 eRDMA NIC")
+	_, err = MultiNICGraph(GraphPlan{NICs: []string{"erdma_0", "erdma_1"}})
+	assert.ErrorContains(t, err, "no GPU")
+	_, err = MultiNICGraph(GraphPlan{GPUs: []int{0, 0}, NICs: []string{"erdma_0", "erdma_1"}})
+	assert.ErrorContains(t, err, "repeated")
+}
+
+func TestPlanGraph(t *testing.T) {
+	tests := []struct {
+		name     string
+		edit     func(*erdma.Inventory)
+		wantGPUs int
+		wantNICs []string
+		err      string
+	}{
+		{"2 NICs 2 GPUs", nil, 2, []string{"erdma_0", "erdma_1"}, ""},
+		{"2 NICs 8 GPUs", func(i *erdma.Inventory) { i.GPU.Count = 8 }, 8, []string{"erdma_0", "erdma_1"}, ""},
+		{"2 NICs 1 GPU", func(i *erdma.Inventory) { i.GPU.Count = 1 }, 1, []string{"erdma_0", "erdma_1"}, ""},
+		{"1 NIC 8 GPUs", func(i *erdma.Inventory) { i.Devices = i.Devices[:1]; i.GPU.Count = 8 }, 0, nil, "1 eRDMA device"},
+		{"second NIC down", func(i *erdma.Inventory) { i.Devices[1].Ports[0].State, i.Devices[1].Ports[0].StateCode = "DOWN", 1 }, 0, nil, "1 eRDMA device"},
+		{"second NIC in iWARP mode", func(i *erdma.Inventory) { i.Devices[1].Transport = erdma.TransportIWARP }, 0, nil, "1 eRDMA device"},
+		{"no GPU facts", func(i *erdma.Inventory) { i.GPU = &erdma.GPUInfo{Reason: "libnvidia-ml not found"} }, 0, nil, "libnvidia-ml not found"},
+		{"NIC order is the inventory's", func(i *erdma.Inventory) { i.Devices[0], i.Devices[1] = i.Devices[1], i.Devices[0] }, 2, []string{"erdma_1", "erdma_0"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inv := host()
+			if tt.edit != nil {
+				tt.edit(inv)
+			}
+			p, err := PlanGraph(inv)
+			if tt.err != "" {
+				assert.ErrorIs(t, err, ErrGraph)
+				assert.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Len(t, p.GPUs, tt.wantGPUs)
+			assert.Equal(t, tt.wantNICs, p.NICs)
+			// NICs follow NCCL_IB_HCA's order: net dev i is NICs[i].
+			hca, _ := AdviseEnv(inv, EnvOptions{}).Get("NCCL_IB_HCA")
+			assert.Equal(t, strings.Join(tt.wantNICs, ","), hca)
+		})
+	}
+}
+
+func TestAdviseEnvGraphFile(t *testing.T) {
+	inv := host()
+	inv.GPU.Count = 8
+	a := AdviseEnv(inv, EnvOptions{GraphFile: "/root/nccl-graph.xml"})
+	v, ok := a.Get("NCCL_GRAPH_FILE")
+	require.True(t, ok)
+	assert.Equal(t, "/root/nccl-graph.xml", v)
+	require.NotNil(t, a.Graph)
+	assert.Equal(t, 8, a.Graph.GPUCount())
+	assert.Empty(t, a.Warnings)
+
+	// Without --graph-file: no variable, a note saying how.
+	a = AdviseEnv(inv, EnvOptions{})
+	_, ok = a.Get("NCCL_GRAPH_FILE")
+	assert.False(t, ok)
+	require.Len(t, a.Notes, 1)
+	assert.Contains(t, a.Notes[0], "--graph-file")
+	assert.Empty(t, a.Warnings)
+
+	// Asked for on a one-NIC host: a warning, never a graph that cannot match.
+	inv.Devices = inv.Devices[:1]
+	a = AdviseEnv(inv, EnvOptions{GraphFile: "/root/nccl-graph.xml"})
+	_, ok = a.Get("NCCL_GRAPH_FILE")
+	assert.False(t, ok)
+	assert.Nil(t, a.Graph)
+	require.Len(t, a.Warnings, 1)
+	assert.Contains(t, a.Warnings[0], "NCCL_GRAPH_FILE not set")
+}
+
+func TestGraphWriteFile(t *testing.T) {
+	g, err := MultiNICGraph(GraphPlan{GPUs: gpus(2), NICs: []string{"erdma_0", "erdma_1"}})
+	require.NoError(t, err)
+	p := filepath.Join(t.TempDir(), "g.xml")
+	require.NoError(t, g.WriteFile(p))
+	f, err := os.Open(p)
+	require.NoError(t, err)
+	defer f.Close()
+	back, err := ParseGraph(f)
+	require.NoError(t, err)
+	assert.Equal(t, g, back)
+	ents, _ := os.ReadDir(filepath.Dir(p))
+	assert.Len(t, ents, 1, "no temporary file left")
+
+	err = g.WriteFile(filepath.Join(t.TempDir(), "missing", "g.xml"))
+	assert.ErrorIs(t, err, ErrGraph)
+	assert.True(t, errors.Is(err, os.ErrNotExist))
+}
+
+func TestParseGraphBadInput(t *testing.T) {
+	tests := []struct{ name, in, err string }{
+		{"empty", "", "no <graphs>"},
+		{"wrong root", `<graph id="0"/>`, "want <graphs>"},
+		{"wrong version", `<graphs version="2"></graphs>`, "version 2"},
+		{"no version", `<graphs></graphs>`, "no version"},
+		{"unterminated", `<graphs version="1">`, "unterminated <graphs>"},
+		{"mismatch", `<graphs version="1"></graph>`, "unexpected </graph>"},
+		{"text", `<graphs version="1">x</graphs>`, "expected '<'"},
+		{"unterminated comment", `<!-- x <graphs version="1"/>`, "unterminated comment"},
+		{"bad link type", `<graphs version="1"><graph id="0" pattern="4" crossnic="0" nchannels="0" speedintra="1" speedinter="1" typeintra="XYZ" typeinter="SYS" samechannels="0"/></graphs>`, "typeintra"},
+		{"missing attribute", `<graphs version="1"><graph id="0" pattern="4"/></graphs>`, "no crossnic"},
+		{"bad dev", `<graphs version="1"><graph id="0" pattern="4" crossnic="0" nchannels="1" speedintra="1" speedinter="1" typeintra="SYS" typeinter="SYS" samechannels="0"><channel><gpu dev="zz"/></channel></graph></graphs>`, "not a hex"},
+		{"too deep", `<graphs version="1"><graph><channel><gpu><x>`, "nested deeper"},
+		{"unquoted value", `<graphs version=1/>`, "not name=\"value\""},
+		{"long value", `<graphs version="` + strings.Repeat("1", 300) + `"/>`, "longer than 255"},
+		{"two roots", `<graphs version="1"/><graphs version="1"/>`, "after the root"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseGraph(strings.NewReader(tt.in))
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrGraph)
+			assert.ErrorContains(t, err, tt.err)
+		})
+	}
+}
+
+func TestParseGraphBounds(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`<graphs version="1">`)
+	for i := 0; i < maxGraphSubs+1; i++ {
+		b.WriteString(`<graph id="0" pattern="4" crossnic="0" nchannels="0" speedintra="0" speedinter="0" typeintra="LOC" typeinter="LOC" samechannels="0"/>`)
+	}
+	b.WriteString(`</graphs>`)
+	_, err := ParseGraph(strings.NewReader(b.String()))
+	assert.ErrorContains(t, err, "more than 640 children")
+}
+
+func FuzzParseGraph(f *testing.F) {
+	b, err := os.ReadFile(runbookGraph)
+	require.NoError(f, err)
+	f.Add(string(b))
+	for _, n := range []int{1, 8} {
+		g, _ := MultiNICGraph(GraphPlan{GPUs: gpus(n), NICs: []string{"erdma_0", "erdma_1"}})
+		var buf bytes.Buffer
+		_, _ = g.WriteTo(&buf)
+		f.Add(buf.String())
+	}
+	f.Add(`<graphs version="1"><!-- c --></graphs>`)
+	f.Fuzz(func(t *testing.T, in string) {
+		g, err := ParseGraph(strings.NewReader(in))
+		if err != nil {
+			if !errors.Is(err, ErrGraph) {
+				t.Fatalf("error does not wrap ErrGraph: %v", err)
+			}
+			return
+		}
+		// What parses writes and parses back to the same graphs.
+		var buf bytes.Buffer
+		if _, err := g.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseGraph(&buf)
+		if err != nil {
+			t.Fatalf("written graph does not parse: %v\n%s", err, buf.String())
+		}
+		if g.GPUCount() != back.GPUCount() || len(g.Graphs) != len(back.Graphs) {
+			t.Fatalf("round trip changed the graph")
+		}
+	})
+}
+
+func TestCommandApplyAdvice(t *testing.T) {
+	inv := host()
+	inv.GPU.Count = 8
+	a := AdviseEnv(inv, EnvOptions{GraphFile: "/root/g.xml", SocketIfname: "bond0"})
+	c := DefaultCommand()
+	c.Env = append(c.Env, Var{Name: "NCCL_IB_GID_INDEX", Value: "3"})
+	require.NoError(t, c.ApplyAdvice(a))
+	assert.Equal(t, "bond0", c.SocketIfname, "the advised bootstrap interface carries Open MPI's TCP traffic too")
+	got := map[string]string{}
+	for _, v := range c.Vars() {
+		got[v.Name] = v.Value
+	}
+	assert.Equal(t, "3", got["NCCL_IB_GID_INDEX"], "a variable set by hand wins")
+	assert.Equal(t, "erdma_0,erdma_1", got["NCCL_IB_HCA"])
+	assert.Equal(t, "/root/g.xml", got["NCCL_GRAPH_FILE"])
+	assert.Equal(t, "bond0", got["NCCL_SOCKET_IFNAME"])
+	argv, err := c.Argv()
+	require.NoError(t, err)
+	assert.Contains(t, ShellJoin(argv), "-mca btl_tcp_if_include bond0 -mca oob_tcp_if_include bond0")
+
+	c = DefaultCommand()
+	c.RanksPerHost = 4
+	err = c.ApplyAdvice(a)
+	assert.ErrorIs(t, err, ErrBadCommand)
+	assert.ErrorContains(t, err, "8 GPUs in each channel but the command runs 4 ranks per host")
+}
