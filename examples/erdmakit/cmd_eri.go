@@ -277,6 +277,9 @@ func newERIConfigureCmd(g *globals, f *eriFlags) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if g.root != "/" {
+				return &exitError{code: ExitUnknown, err: errors.New("eri configure acts on this host's network: --root does not apply")}
+			}
 			var view *eri.View
 			if cloud {
 				t, c, err := f.open(ctx)
