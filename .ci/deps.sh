@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(
-	gcc make pkg-config
+	gcc make pkg-config git # git: the module-zip test lists the checkout
 	libibverbs-dev librdmacm-dev ibverbs-utils rdma-core perftest # verbs headers, ibv_devinfo, ib_write_bw
 	openmpi-bin                                                   # mpirun for the nccl and fleet tests
 	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod    # the RDMA lab (Soft-RoCE under qemu)

@@ -14,7 +14,7 @@ import (
 // The doctor on a recorded host, as `erdmakit doctor --root` runs it.
 func ExampleDiagnose() {
 	ctx := context.Background()
-	h, closer, err := erdma.OpenHost("../testdata/hosts/port-down-no-ip")
+	h, closer, err := erdma.OpenHost("../testdata/hosts/port-down-no-ip.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -45,7 +45,12 @@ func ExampleDiagnose() {
 // counters rise; on a live host the reader is erdma.ReadCounters.
 func ExampleDoctorOptions_counters() {
 	ctx := context.Background()
-	h := erdma.RecordedHost("../testdata/hosts/gn8is-single")
+	h, closer, err := erdma.OpenHost("../testdata/hosts/gn8is-single.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
 	inv, _ := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{})
 	calls := 0
 	reader := erdma.CounterSourceFunc(func(ctx context.Context, dev string, port int) (map[string]uint64, error) {

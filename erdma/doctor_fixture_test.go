@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/erdmakit/erdmakit/internal/hostgen"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,7 +21,7 @@ import (
 
 var updateDoctorGolden = flag.Bool("update-doctor-golden", false, "rewrite testdata/doctor/*.json from the current doctor")
 
-func hostDir(name string) string { return filepath.Join("..", "testdata", "hosts", name) }
+func hostDir(t testing.TB, name string) string { return fixture.Host(t, name) }
 
 // diagnoseRecorded runs the doctor the way `erdmakit doctor --root DIR` does.
 func diagnoseRecorded(t testing.TB, dir string) (*erdma.Report, error) {
@@ -80,7 +81,7 @@ func TestDoctorFixtures(t *testing.T) {
 			text: map[string]string{"mtu": "1400 on eth2; 8500 on eth1"}},
 	} {
 		t.Run(tc.host, func(t *testing.T) {
-			r, err := diagnoseRecorded(t, hostDir(tc.host))
+			r, err := diagnoseRecorded(t, hostDir(t, tc.host))
 			require.NoError(t, err)
 			got := severities(r)
 			require.Len(t, r.Findings, len(erdma.Checks()))
@@ -119,21 +120,24 @@ func summaryOf(r *erdma.Report, id string) string {
 // of "host" (the inventory, tested by its own package) every key the golden
 // file has must still be there: fields may be added, never renamed.
 func TestDoctorHealthyGolden(t *testing.T) {
-	r, err := diagnoseRecorded(t, hostDir("ebmgn8is-healthy"))
+	root := hostDir(t, "ebmgn8is-healthy")
+	r, err := diagnoseRecorded(t, root)
 	require.NoError(t, err)
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	require.NoError(t, enc.Encode(r))
+	// The fixture is unpacked somewhere new each run: the golden says ROOT.
+	out := bytes.ReplaceAll(b.Bytes(), []byte(root), []byte("ROOT"))
 	golden := filepath.Join("testdata", "doctor", "ebmgn8is-healthy.report.json")
 	if *updateDoctorGolden {
-		require.NoError(t, os.WriteFile(golden, b.Bytes(), 0o644))
+		require.NoError(t, os.WriteFile(golden, out, 0o644))
 	}
 	raw, err := os.ReadFile(golden)
 	require.NoError(t, err, "run go test -run TestDoctorHealthyGolden ./erdma/ -args -update-doctor-golden")
 	var want, got map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(raw, &want))
-	require.NoError(t, json.Unmarshal(b.Bytes(), &got))
+	require.NoError(t, json.Unmarshal(out, &got))
 	assert.ElementsMatch(t, []string{"status", "findings", "host"}, keys(got))
 	assert.JSONEq(t, string(want["status"]), string(got["status"]))
 	assert.JSONEq(t, string(want["findings"]), string(got["findings"]))
@@ -188,7 +192,7 @@ func keys[V any](m map[string]V) []string {
 // Only files the doctor does not judge may change nothing.
 func TestDoctorMutations(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, hostgen.CopyTree(hostDir("ebmgn8is-healthy"), dir))
+	require.NoError(t, hostgen.CopyTree(hostDir(t, "ebmgn8is-healthy"), dir))
 	base, err := diagnoseRecorded(t, dir)
 	require.NoError(t, err)
 	// The GID entries the doctor recommends are judged; the others are not.
@@ -302,7 +306,7 @@ func namesFile(r *erdma.Report, rel string) bool {
 // BenchmarkDoctor is `erdmakit doctor --root` on the 8-GPU/2-NIC healthy
 // fixture: ReadInventory (tools and counters from the recording) + Diagnose.
 func BenchmarkDoctor(b *testing.B) {
-	h := erdma.RecordedHost(hostDir("ebmgn8is-healthy"))
+	h := erdma.RecordedHost(hostDir(b, "ebmgn8is-healthy"))
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -320,7 +324,7 @@ func BenchmarkDoctor(b *testing.B) {
 
 // BenchmarkDiagnose is the checks alone on the healthy fixture's inventory.
 func BenchmarkDiagnose(b *testing.B) {
-	inv, err := erdma.ReadInventory(context.Background(), erdma.RecordedHost(hostDir("ebmgn8is-healthy")), erdma.InventoryOptions{})
+	inv, err := erdma.ReadInventory(context.Background(), erdma.RecordedHost(hostDir(b, "ebmgn8is-healthy")), erdma.InventoryOptions{})
 	require.NoError(b, err)
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -357,12 +361,13 @@ func BenchmarkDoctorDevices(b *testing.B) {
 func TestDoctorRecordReplay(t *testing.T) {
 	for _, s := range hostgen.Fixtures() {
 		t.Run(s.Name, func(t *testing.T) {
-			orig, err := diagnoseRecorded(t, hostDir(s.Name))
+			root := hostDir(t, s.Name)
+			orig, err := diagnoseRecorded(t, root)
 			require.NoError(t, err)
 			archive := filepath.Join(t.TempDir(), "host.tar.gz")
 			out, err := os.Create(archive)
 			require.NoError(t, err)
-			_, err = erdma.Record(context.Background(), erdma.RecordedHost(hostDir(s.Name)), out, erdma.RecordOptions{})
+			_, err = erdma.Record(context.Background(), erdma.RecordedHost(root), out, erdma.RecordOptions{})
 			require.NoError(t, err)
 			require.NoError(t, out.Close())
 			h, closer, err := erdma.OpenHost(archive)
@@ -379,7 +384,7 @@ func TestDoctorRecordReplay(t *testing.T) {
 				assert.Equal(t, f.Summary, g.Summary, f.ID)
 				assert.Equal(t, f.Remediation, g.Remediation, f.ID)
 				for j := range f.Evidence {
-					f.Evidence[j] = strings.ReplaceAll(f.Evidence[j], hostDir(s.Name), "ROOT")
+					f.Evidence[j] = strings.ReplaceAll(f.Evidence[j], root, "ROOT")
 				}
 				for j := range g.Evidence {
 					g.Evidence[j] = strings.ReplaceAll(g.Evidence[j], h.Root(), "ROOT")

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -18,8 +19,17 @@ func fixtureSeeds(f *testing.F) [][]byte {
 	f.Helper()
 	seen := map[string]bool{}
 	var seeds [][]byte
-	root := filepath.Join("..", "testdata", "hosts")
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	root := f.TempDir()
+	archives, err := filepath.Glob(filepath.Join("..", "testdata", "hosts", "*.tar.gz"))
+	if err != nil || len(archives) == 0 {
+		f.Fatalf("no fixture archives: %v", err)
+	}
+	for _, a := range archives {
+		if err := fixture.Unpack(a, filepath.Join(root, filepath.Base(a))); err != nil {
+			f.Fatal(err)
+		}
+	}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
@@ -212,7 +222,7 @@ func TestParsers(t *testing.T) {
 // attribute", not errors.
 func TestUnpopulatedGIDAttrs(t *testing.T) {
 	dir := t.TempDir()
-	copyTree(t, filepath.Join("..", "testdata", "hosts", "gn8is-single"), dir)
+	copyTree(t, fixture.Host(t, "gn8is-single"), dir)
 	p := filepath.Join(dir, "sys/devices/pci0000:00/0000:00:05.0/infiniband/erdma_0/ports/1/gid_attrs/types/5")
 	require.NoError(t, os.WriteFile(p, nil, 0o644))
 	inv, err := ReadInventory(context.Background(), RecordedHost(dir), InventoryOptions{})
@@ -225,7 +235,7 @@ func TestUnpopulatedGIDAttrs(t *testing.T) {
 // 1ded:107f is eRDMA; a device named erdma_x that is rxe is not.
 func TestERDMAByPCIIDNotName(t *testing.T) {
 	dir := t.TempDir()
-	copyTree(t, filepath.Join("..", "testdata", "hosts", "gn8is-single"), dir)
+	copyTree(t, fixture.Host(t, "gn8is-single"), dir)
 	require.NoError(t, os.Remove(filepath.Join(dir, "sys/devices/pci0000:00/0000:00:05.0/driver")))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sys/devices/virtual/infiniband/erdma_fake/ports/1"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "sys/devices/virtual/infiniband/erdma_fake/node_type"), []byte("1: CA\n"), 0o644))

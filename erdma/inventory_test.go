@@ -9,16 +9,15 @@ import (
 	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/erdmakit/erdmakit/internal/hostgen"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func fixture(name string) string { return filepath.Join("..", "testdata", "hosts", name) }
-
 func readFixture(t testing.TB, name string) *erdma.Inventory {
 	t.Helper()
-	inv, err := erdma.ReadInventory(context.Background(), erdma.RecordedHost(fixture(name)), erdma.InventoryOptions{})
+	inv, err := erdma.ReadInventory(context.Background(), erdma.RecordedHost(fixture.Host(t, name)), erdma.InventoryOptions{})
 	require.NoError(t, err)
 	return inv
 }
@@ -157,14 +156,14 @@ func TestReadInventoryFixtures(t *testing.T) {
 		t.Run(tc.host, func(t *testing.T) {
 			inv := readFixture(t, tc.host)
 			assert.Empty(t, inv.Errors)
-			assert.Equal(t, fixture(tc.host), inv.Root)
+			assert.Equal(t, tc.host, filepath.Base(inv.Root))
 			tc.check(t, inv)
 		})
 	}
 }
 
 func TestRecordedInstance(t *testing.T) {
-	in, err := erdma.RecordedHost(fixture("ebmgn8is-healthy")).RecordedInstance()
+	in, err := erdma.RecordedHost(fixture.Host(t, "ebmgn8is-healthy")).RecordedInstance()
 	require.NoError(t, err)
 	require.NotNil(t, in)
 	assert.Equal(t, "ecs.ebmgn8is.32xlarge", in.Type)
@@ -180,12 +179,12 @@ func TestReadInventoryBadRoot(t *testing.T) {
 	assert.Error(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = erdma.ReadInventory(ctx, erdma.RecordedHost(fixture("ebmgn8is-healthy")), erdma.InventoryOptions{})
+	_, err = erdma.ReadInventory(ctx, erdma.RecordedHost(fixture.Host(t, "ebmgn8is-healthy")), erdma.InventoryOptions{})
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
 func TestReadCounters(t *testing.T) {
-	h := erdma.RecordedHost(fixture("ebmgn8is-healthy"))
+	h := erdma.RecordedHost(fixture.Host(t, "ebmgn8is-healthy"))
 	c, err := erdma.ReadCounters(h, "erdma_1", 1)
 	require.NoError(t, err)
 	assert.Len(t, c, 55)
@@ -200,11 +199,20 @@ func TestOpenHost(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, h.Live())
 	assert.NoError(t, c.Close())
-	h, c, err = erdma.OpenHost(fixture("gn8is-single"))
+	dir := fixture.Host(t, "gn8is-single")
+	h, c, err = erdma.OpenHost(dir)
 	require.NoError(t, err)
 	assert.False(t, h.Live())
-	assert.Equal(t, filepath.Join(fixture("gn8is-single"), "sys/class/infiniband"), h.Path("sys/class/infiniband"))
+	assert.Equal(t, filepath.Join(dir, "sys/class/infiniband"), h.Path("sys/class/infiniband"))
 	assert.NoError(t, c.Close())
+	archive := fixture.Archive(t, "gn8is-single")
+	h, c, err = erdma.OpenHost(archive)
+	require.NoError(t, err)
+	assert.False(t, h.Live())
+	assert.Equal(t, archive, h.Source())
+	assert.FileExists(t, h.Path("sys/class/infiniband/erdma_0/node_guid"))
+	assert.NoError(t, c.Close())
+	assert.NoDirExists(t, h.Root(), "Close removes the unpacked recording")
 	_, _, err = erdma.OpenHost("/nonexistent.tar.gz")
 	assert.ErrorContains(t, err, "/nonexistent.tar.gz")
 	_, _, err = erdma.OpenHost("inventory_test.go")
@@ -212,7 +220,12 @@ func TestOpenHost(t *testing.T) {
 }
 
 func ExampleReadInventory() {
-	h := erdma.RecordedHost("../testdata/hosts/ebmgn8is-healthy")
+	h, closer, err := erdma.OpenHost("../testdata/hosts/ebmgn8is-healthy.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
 	inv, err := erdma.ReadInventory(context.Background(), h, erdma.InventoryOptions{SkipTools: true})
 	if err != nil {
 		fmt.Println(err)
@@ -229,7 +242,12 @@ func ExampleReadInventory() {
 }
 
 func ExampleReadCounters() {
-	h := erdma.RecordedHost("../testdata/hosts/ebmgn8is-healthy")
+	h, closer, err := erdma.OpenHost("../testdata/hosts/ebmgn8is-healthy.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
 	c, err := erdma.ReadCounters(h, "erdma_0", 1)
 	if err != nil {
 		fmt.Println(err)
@@ -243,7 +261,7 @@ func ExampleReadCounters() {
 // BenchmarkReadInventory reads the healthy 2-device fixture (tools from the
 // recording, counters included).
 func BenchmarkReadInventory(b *testing.B) {
-	h := erdma.RecordedHost(fixture("ebmgn8is-healthy"))
+	h := erdma.RecordedHost(fixture.Host(b, "ebmgn8is-healthy"))
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -276,7 +294,7 @@ func BenchmarkReadInventoryDevices(b *testing.B) {
 
 // BenchmarkReadCounters is the exporter's hot path: one port's 55 counters.
 func BenchmarkReadCounters(b *testing.B) {
-	h := erdma.RecordedHost(fixture("ebmgn8is-healthy"))
+	h := erdma.RecordedHost(fixture.Host(b, "ebmgn8is-healthy"))
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := erdma.ReadCounters(h, "erdma_0", 1); err != nil {
@@ -308,7 +326,7 @@ func TestReadCountersUpstreamNames(t *testing.T) {
 func ExampleOpenHost() {
 	// "/" is this machine; a directory or a .tar.gz from `erdmakit record`
 	// is a recorded host.
-	h, closer, err := erdma.OpenHost("../testdata/hosts/iwarp-mode")
+	h, closer, err := erdma.OpenHost("../testdata/hosts/iwarp-mode.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -328,7 +346,7 @@ func ExampleOpenHost() {
 
 // BenchmarkCounterReader is the exporter's polling path: zero allocations.
 func BenchmarkCounterReader(b *testing.B) {
-	c, err := erdma.OpenCounters(erdma.RecordedHost(fixture("ebmgn8is-healthy")), "erdma_0", 1)
+	c, err := erdma.OpenCounters(erdma.RecordedHost(fixture.Host(b, "ebmgn8is-healthy")), "erdma_0", 1)
 	require.NoError(b, err)
 	defer c.Close()
 	m := map[string]uint64{}
@@ -343,7 +361,7 @@ func BenchmarkCounterReader(b *testing.B) {
 }
 
 func TestCounterReader(t *testing.T) {
-	c, err := erdma.OpenCounters(erdma.RecordedHost(fixture("ebmgn8is-healthy")), "erdma_0", 1)
+	c, err := erdma.OpenCounters(erdma.RecordedHost(fixture.Host(t, "ebmgn8is-healthy")), "erdma_0", 1)
 	require.NoError(t, err)
 	m := map[string]uint64{}
 	require.NoError(t, c.Read(m))
@@ -356,12 +374,9 @@ func TestCounterReader(t *testing.T) {
 }
 
 // TestRealKernelTreeLabRXE reads the lab's recording of a real kernel's
-// ib_core tree (testdata/hosts/lab-rxe, from the lab branch; skipped until
-// merged): Soft-RoCE is not eRDMA, and its GIDs and pairing read right.
+// ib_core tree (testdata/hosts/lab-rxe.tar.gz): Soft-RoCE is not eRDMA, and
+// its GIDs and pairing read right.
 func TestRealKernelTreeLabRXE(t *testing.T) {
-	if _, err := os.Stat(fixture("lab-rxe")); err != nil {
-		t.Skip("testdata/hosts/lab-rxe comes with the lab branch")
-	}
 	inv := readFixture(t, "lab-rxe")
 	assert.Empty(t, inv.Errors)
 	require.Len(t, inv.Devices, 1)

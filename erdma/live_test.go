@@ -13,6 +13,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/execx"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/erdmakit/erdmakit/internal/hostgen"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,7 +58,7 @@ func TestLiveNamespace(t *testing.T) {
 	needRootAndUnshare(t)
 	for _, name := range []string{"ebmgn8is-healthy", "iwarp-mode", "port-down-no-ip"} {
 		t.Run(name, func(t *testing.T) {
-			fx, err := filepath.Abs(fixture(name))
+			fx, err := filepath.Abs(fixture.Host(t, name))
 			require.NoError(t, err)
 			out := filepath.Join(t.TempDir(), "inventory.json")
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

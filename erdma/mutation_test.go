@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -60,7 +61,7 @@ var garbles = []struct {
 // Inventory.Errors (or the error).
 func TestMutateHealthyFixture(t *testing.T) {
 	dir := t.TempDir()
-	copyTree(t, filepath.Join("..", "testdata", "hosts", "ebmgn8is-healthy"), dir)
+	copyTree(t, fixture.Host(t, "ebmgn8is-healthy"), dir)
 	h := RecordedHost(dir)
 
 	// Which files does a read touch (resolved through symlinks)?
@@ -135,7 +136,7 @@ func namesFile(errs []string, real string) bool {
 // TestMutateSymlinks: device links pointing nowhere or in a loop.
 func TestMutateSymlinks(t *testing.T) {
 	dir := t.TempDir()
-	copyTree(t, filepath.Join("..", "testdata", "hosts", "ebmgn8is-healthy"), dir)
+	copyTree(t, fixture.Host(t, "ebmgn8is-healthy"), dir)
 	h := RecordedHost(dir)
 	for _, l := range []string{
 		"sys/class/infiniband/erdma_0",

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/erdmakit/erdmakit/internal/hostgen"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -43,7 +44,7 @@ func replay(t *testing.T, h erdma.Host, opt erdma.RecordOptions) (*erdma.Invento
 func TestRecordReplay(t *testing.T) {
 	for _, s := range hostgen.Fixtures() {
 		t.Run(s.Name, func(t *testing.T) {
-			orig, got, _ := replay(t, erdma.RecordedHost(fixture(s.Name)), erdma.RecordOptions{})
+			orig, got, _ := replay(t, erdma.RecordedHost(fixture.Host(t, s.Name)), erdma.RecordOptions{})
 			orig.Root, got.Root = "", ""
 			assert.Equal(t, orig, got)
 		})
@@ -54,7 +55,7 @@ func TestRecordReplay(t *testing.T) {
 // symlinks, not the whole tree (no sys_image_guid, lid, initstate, README).
 func TestRecordCapturesOnlyWhatIsRead(t *testing.T) {
 	var buf bytes.Buffer
-	_, err := erdma.Record(context.Background(), erdma.RecordedHost(fixture("ebmgn8is-healthy")), &buf, erdma.RecordOptions{})
+	_, err := erdma.Record(context.Background(), erdma.RecordedHost(fixture.Host(t, "ebmgn8is-healthy")), &buf, erdma.RecordOptions{})
 	require.NoError(t, err)
 	entries := untar(t, buf.Bytes())
 	assert.Equal(t, "../../devices/pci0000:00/0000:00:05.0/infiniband/erdma_0", entries["sys/class/infiniband/erdma_0"].Linkname)
@@ -92,7 +93,7 @@ func untar(t *testing.T, b []byte) map[string]*tar.Header {
 // TestRecordRedact: redacted replay keeps pairing and GID choice while no
 // MAC, IPv4, GUID, host name or instance id of the original survives.
 func TestRecordRedact(t *testing.T) {
-	orig, got, archive := replay(t, erdma.RecordedHost(fixture("ebmgn8is-healthy")), erdma.RecordOptions{Redact: true})
+	orig, got, archive := replay(t, erdma.RecordedHost(fixture.Host(t, "ebmgn8is-healthy")), erdma.RecordOptions{Redact: true})
 	require.Len(t, got.Devices, 2)
 	for i, d := range got.Devices {
 		o := orig.Devices[i]
@@ -118,7 +119,7 @@ func TestRecordRedact(t *testing.T) {
 	}
 	// With the live-pairing rule alone (no gid_attrs), the redacted GUID
 	// still finds its netdev: iwarp-mode pairs by MAC.
-	_, giw, _ := replay(t, erdma.RecordedHost(fixture("iwarp-mode")), erdma.RecordOptions{Redact: true})
+	_, giw, _ := replay(t, erdma.RecordedHost(fixture.Host(t, "iwarp-mode")), erdma.RecordOptions{Redact: true})
 	assert.Equal(t, "eth1", giw.Devices[0].Netdev)
 	assert.Equal(t, "mac", giw.Devices[0].NetdevBy)
 }
@@ -238,12 +239,17 @@ func TestReplayBuildVM(t *testing.T) {
 func ExampleRecord() {
 	// Record a host (here a fixture; erdma.LiveHost() for this machine),
 	// redacted, and replay the archive.
+	src, srcCloser, err := erdma.OpenHost("../testdata/hosts/ebmgn8is-healthy.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srcCloser.Close()
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
 	archive := filepath.Join(dir, "host.tar.gz")
 	f, _ := os.Create(archive)
-	_, err := erdma.Record(context.Background(), erdma.RecordedHost("../testdata/hosts/ebmgn8is-healthy"), f,
-		erdma.RecordOptions{Redact: true})
+	_, err = erdma.Record(context.Background(), src, f, erdma.RecordOptions{Redact: true})
 	f.Close()
 	if err != nil {
 		fmt.Println(err)
@@ -264,7 +270,7 @@ func ExampleRecord() {
 // extra paths, land in the recording.
 func TestRecordReadersAndPaths(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, hostgen.CopyTree(fixture("gn8is-single"), dir))
+	require.NoError(t, hostgen.CopyTree(fixture.Host(t, "gn8is-single"), dir))
 	gpu := filepath.Join(dir, "sys/devices/pci0000:16/0000:16:00.0")
 	require.NoError(t, os.MkdirAll(gpu, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(gpu, "vendor"), []byte("0x10de\n"), 0o644))
@@ -291,7 +297,7 @@ func TestRecordReadersAndPaths(t *testing.T) {
 // with an error; what opens reads without panicking, and Close cleans up.
 func FuzzOpenHostArchive(f *testing.F) {
 	var buf bytes.Buffer
-	if _, err := erdma.Record(context.Background(), erdma.RecordedHost(fixture("gn8is-single")), &buf,
+	if _, err := erdma.Record(context.Background(), erdma.RecordedHost(fixture.Host(f, "gn8is-single")), &buf,
 		erdma.RecordOptions{Inventory: erdma.InventoryOptions{SkipTools: true}}); err != nil {
 		f.Fatal(err)
 	}

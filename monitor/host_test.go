@@ -6,27 +6,23 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-const healthy = "../testdata/hosts/ebmgn8is-healthy"
+// healthy unpacks the healthy fixture host into a temporary directory.
+func healthy(t testing.TB) string { return fixture.Host(t, "ebmgn8is-healthy") }
 
-// copyHost copies a fixture host so that a test can change its counters.
-func copyHost(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("cp", "-a", healthy+"/.", dir).CombinedOutput()
-	require.NoError(t, err, string(out))
-	return dir
-}
+// copyHost is a fresh copy of the healthy fixture that a test may change
+// (its counters).
+func copyHost(t *testing.T) string { return healthy(t) }
 
 func counterPath(root, dev, name string) string {
 	return filepath.Join(root, "sys/class/infiniband", dev, "ports/1/hw_counters", name)
@@ -82,7 +78,7 @@ func TestRecordedCounterSequence(t *testing.T) {
 }
 
 func TestHostSamplerDeviceFilter(t *testing.T) {
-	s := HostSampler{Host: erdma.RecordedHost(healthy), Devices: []string{"erdma_1"}}
+	s := HostSampler{Host: erdma.RecordedHost(healthy(t)), Devices: []string{"erdma_1"}}
 	smp, err := s.Sample(context.Background())
 	require.NoError(t, err)
 	require.Len(t, smp.Ports, 1)
@@ -107,7 +103,7 @@ func TestExporterScrapesRecordedHost(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _ = Serve(ctx, l, NewCollector(inventorySnapshot(healthy), 5*time.Second)) }()
+	go func() { _ = Serve(ctx, l, NewCollector(inventorySnapshot(healthy(t)), 5*time.Second)) }()
 	resp, err := http.Get("http://" + l.Addr().String() + "/metrics")
 	require.NoError(t, err)
 	body, err := io.ReadAll(resp.Body)
@@ -124,7 +120,7 @@ func TestExporterScrapesRecordedHost(t *testing.T) {
 // BenchmarkScrape is the cost of one scrape of the 2-device fixture: read
 // the inventory (sysfs + recorded netdevs) and render the text format.
 func BenchmarkScrape(b *testing.B) {
-	h := Handler(NewCollector(inventorySnapshot(healthy), 5*time.Second))
+	h := Handler(NewCollector(inventorySnapshot(healthy(b)), 5*time.Second))
 	req, _ := http.NewRequest("GET", "/metrics", nil)
 	for b.Loop() {
 		w := &discardWriter{h: http.Header{}}

@@ -22,7 +22,7 @@ func BenchmarkParseTopo(b *testing.B) {
 }
 
 func BenchmarkComputeTopology(b *testing.B) {
-	root := hostRoot("ebmgn8is-healthy")
+	root := hostRoot(b, "ebmgn8is-healthy")
 	lib, err := ForRoot(root)
 	if err != nil {
 		b.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/nvml"
 )
 
@@ -17,9 +18,15 @@ func ExampleNormalizeBusID() {
 
 // Replay a recorded host's GPUs, GPUDirect RDMA readiness and topology:
 // the same code a live host runs, with NVML answered from
-// <root>/erdmakit/nvml.json.
+// <root>/erdmakit/nvml.json. erdma.OpenHost unpacks the recording.
 func ExampleInspect() {
-	root := "../testdata/hosts/ebmgn8is-healthy"
+	h, closer, err := erdma.OpenHost("../testdata/hosts/ebmgn8is-healthy.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	root := h.Root()
 	lib, err := nvml.ForRoot(root)
 	if err != nil {
 		fmt.Println(err)
@@ -70,7 +77,13 @@ func ExampleParseTopo() {
 }
 
 func ExampleReadGDR() {
-	g := nvml.ReadGDR("../testdata/hosts/no-peermem", "535.161.08")
+	h, closer, err := erdma.OpenHost("../testdata/hosts/no-peermem.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	g := nvml.ReadGDR(h.Root(), "535.161.08")
 	fmt.Println("ready:", g.Ready)
 	fmt.Printf("peermem: %q\n", g.Peermem)
 	fmt.Println("DMA-BUF:", g.DMABUF.Supported, g.DMABUF.Missing[0])

@@ -75,13 +75,13 @@ func TestReadGDR(t *testing.T) {
 }
 
 func TestReadGDRFixtures(t *testing.T) {
-	g := ReadGDR(hostRoot("ebmgn8is-healthy"), "535.161.08")
+	g := ReadGDR(hostRoot(t, "ebmgn8is-healthy"), "535.161.08")
 	assert.True(t, g.Ready)
 	assert.Equal(t, GDRPeermem, g.Path)
 	assert.Equal(t, "535.161.08", g.Version)
 	assert.Contains(t, g.Evidence, "sys/module/nvidia_peermem: present")
 
-	g = ReadGDR(hostRoot("no-peermem"), "535.161.08")
+	g = ReadGDR(hostRoot(t, "no-peermem"), "535.161.08")
 	assert.False(t, g.Ready)
 	assert.True(t, strings.HasPrefix(g.Missing, "driver 535 >= 470 bundles nvidia_peermem but it is not loaded; DMA-BUF: "), g.Missing)
 	assert.Contains(t, g.Evidence, "sys/module/nvidia_peermem: absent")

@@ -3,17 +3,19 @@ package nvml
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/internal/fixture"
 )
 
-// hostRoot is a recorded host tree of the repository's testdata/hosts.
-func hostRoot(name string) string { return filepath.Join("..", "testdata", "hosts", name) }
+// hostRoot unpacks a recorded host of the repository's testdata/hosts into
+// a temporary directory and returns its root.
+func hostRoot(t testing.TB, name string) string { return fixture.Host(t, name) }
 
 // healthyGPUs is what the ebmgn8is-healthy fixture's GPUs are: NVML bus ids
 // and NUMA nodes.
@@ -68,7 +70,7 @@ func mockNVML(numa bool) *mock.Interface {
 
 func TestReadGPUsFromMock(t *testing.T) {
 	lib := mockNVML(true)
-	got, err := ReadGPUs(context.Background(), lib, hostRoot("ebmgn8is-healthy"))
+	got, err := ReadGPUs(context.Background(), lib, hostRoot(t, "ebmgn8is-healthy"))
 	require.NoError(t, err)
 	assert.Equal(t, "535.161.08", got.DriverVersion)
 	assert.Equal(t, 535, got.DriverMajor())
@@ -84,7 +86,7 @@ func TestReadGPUsFromMock(t *testing.T) {
 }
 
 func TestReadGPUsNUMAFallsBackToSysfs(t *testing.T) {
-	got, err := ReadGPUs(context.Background(), mockNVML(false), hostRoot("ebmgn8is-healthy"))
+	got, err := ReadGPUs(context.Background(), mockNVML(false), hostRoot(t, "ebmgn8is-healthy"))
 	require.NoError(t, err)
 	for i, g := range got.GPUs {
 		assert.Equal(t, healthyGPUs[i].numa, g.NUMANode, "GPU%d", i)
@@ -102,7 +104,7 @@ func TestReadGPUsSkipsMissingNumaSymbol(t *testing.T) {
 	lib.ExtensionsFunc = func() gonvml.ExtendedInterface {
 		return &mock.ExtendedInterface{LookupSymbolFunc: func(string) error { return errors.New("undefined symbol") }}
 	}
-	got, err := ReadGPUs(context.Background(), lib, hostRoot("ebmgn8is-healthy"))
+	got, err := ReadGPUs(context.Background(), lib, hostRoot(t, "ebmgn8is-healthy"))
 	require.NoError(t, err)
 	assert.Equal(t, "sysfs", got.GPUs[0].NUMASource)
 }

@@ -75,7 +75,7 @@ func TestParseTopoRoundTrip(t *testing.T) {
 		})
 	}
 	// Our own computed matrix prints in the same format.
-	topo := ComputeTopology(hostRoot("ebmgn8is-healthy"), fixtureGPUs(t, "ebmgn8is-healthy"), healthyNICs())
+	topo := ComputeTopology(hostRoot(t, "ebmgn8is-healthy"), fixtureGPUs(t, "ebmgn8is-healthy"), healthyNICs())
 	var buf bytes.Buffer
 	require.NoError(t, topo.Matrix.WriteText(&buf))
 	again, err := ParseTopo(&buf)

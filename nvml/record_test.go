@@ -16,7 +16,7 @@ import (
 // Recording the healthy fixture's GPU files into a fresh tree (regular files
 // only, no sys/bus/pci/devices links) replays the same report.
 func TestRecordFilesReplay(t *testing.T) {
-	src := hostRoot("ebmgn8is-healthy")
+	src := hostRoot(t, "ebmgn8is-healthy")
 	lib, err := ForRoot(src)
 	require.NoError(t, err)
 	files, err := RecordFiles(context.Background(), lib, src, "test")
@@ -52,7 +52,7 @@ func TestRecordFilesReplay(t *testing.T) {
 // erdma.Record with RecordPaths (symlinks kept) and the snapshot in Files
 // replays the same report from the archive.
 func TestRecordPathsThroughErdmaRecord(t *testing.T) {
-	src := hostRoot("ebmgn8is-healthy")
+	src := hostRoot(t, "ebmgn8is-healthy")
 	lib, err := ForRoot(src)
 	require.NoError(t, err)
 	s, err := Capture(context.Background(), lib, "test")

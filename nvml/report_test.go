@@ -13,9 +13,9 @@ import (
 
 func inspectFixture(t *testing.T, host string, nics []NIC) *Report {
 	t.Helper()
-	lib, err := ForRoot(hostRoot(host))
+	lib, err := ForRoot(hostRoot(t, host))
 	require.NoError(t, err)
-	rep, err := Inspect(context.Background(), lib, hostRoot(host), nics)
+	rep, err := Inspect(context.Background(), lib, hostRoot(t, host), nics)
 	require.NoError(t, err)
 	return rep
 }
@@ -69,7 +69,7 @@ func TestInspectNoPeermem(t *testing.T) {
 func TestInspectInitFailure(t *testing.T) {
 	lib := mockNVML(true)
 	lib.InitFunc = func() gonvml.Return { return gonvml.ERROR_DRIVER_NOT_LOADED }
-	rep, err := Inspect(context.Background(), lib, hostRoot("no-peermem"), healthyNICs())
+	rep, err := Inspect(context.Background(), lib, hostRoot(t, "no-peermem"), healthyNICs())
 	require.NoError(t, err, "an NVML failure is a finding, not an error")
 	assert.False(t, rep.Available)
 	assert.Equal(t, "no NVIDIA driver", rep.Reason)
@@ -89,7 +89,7 @@ func TestFindingsCountAndDriver(t *testing.T) {
 	lib := mockNVML(true)
 	lib.DeviceGetCountFunc = func() (int, gonvml.Return) { return 7, gonvml.SUCCESS }
 	lib.SystemGetDriverVersionFunc = func() (string, gonvml.Return) { return "460.106.00", gonvml.SUCCESS }
-	rep, err := Inspect(context.Background(), lib, hostRoot("ebmgn8is-healthy"), nil)
+	rep, err := Inspect(context.Background(), lib, hostRoot(t, "ebmgn8is-healthy"), nil)
 	require.NoError(t, err)
 	f := byID(rep.Findings(ebmgn8is))
 	assert.Equal(t, erdma.SeverityFail, f[FindingGPUCount].Severity)

@@ -30,9 +30,9 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, s1, s3)
 
-	live, err := ReadGPUs(context.Background(), mockNVML(true), hostRoot("ebmgn8is-healthy"))
+	live, err := ReadGPUs(context.Background(), mockNVML(true), hostRoot(t, "ebmgn8is-healthy"))
 	require.NoError(t, err)
-	replayed, err := ReadGPUs(context.Background(), s2.Library(), hostRoot("ebmgn8is-healthy"))
+	replayed, err := ReadGPUs(context.Background(), s2.Library(), hostRoot(t, "ebmgn8is-healthy"))
 	require.NoError(t, err)
 	for i := range live.GPUs {
 		live.GPUs[i].UUID, replayed.GPUs[i].UUID = "", ""
@@ -80,9 +80,9 @@ func TestReadSnapshotErrors(t *testing.T) {
 }
 
 func TestForRoot(t *testing.T) {
-	lib, err := ForRoot(hostRoot("ebmgn8is-healthy"))
+	lib, err := ForRoot(hostRoot(t, "ebmgn8is-healthy"))
 	require.NoError(t, err)
-	g, err := ReadGPUs(context.Background(), lib, hostRoot("ebmgn8is-healthy"))
+	g, err := ReadGPUs(context.Background(), lib, hostRoot(t, "ebmgn8is-healthy"))
 	require.NoError(t, err)
 	assert.Len(t, g.GPUs, 8)
 
@@ -101,7 +101,7 @@ func TestForRoot(t *testing.T) {
 }
 
 func FuzzReadSnapshot(f *testing.F) {
-	b, err := os.ReadFile(filepath.Join(hostRoot("ebmgn8is-healthy"), SnapshotPath))
+	b, err := os.ReadFile(filepath.Join(hostRoot(f, "ebmgn8is-healthy"), SnapshotPath))
 	require.NoError(f, err)
 	f.Add(b)
 	f.Add([]byte(`{"schema":1,"init":"ERROR_DRIVER_NOT_LOADED","gpus":[]}`))

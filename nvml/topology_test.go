@@ -71,15 +71,15 @@ func healthyNICs() []NIC {
 
 func fixtureGPUs(t *testing.T, host string) []GPU {
 	t.Helper()
-	lib, err := ForRoot(hostRoot(host))
+	lib, err := ForRoot(hostRoot(t, host))
 	require.NoError(t, err)
-	g, err := ReadGPUs(t.Context(), lib, hostRoot(host))
+	g, err := ReadGPUs(t.Context(), lib, hostRoot(t, host))
 	require.NoError(t, err)
 	return g.GPUs
 }
 
 func TestComputeTopologyHealthy(t *testing.T) {
-	topo := ComputeTopology(hostRoot("ebmgn8is-healthy"), fixtureGPUs(t, "ebmgn8is-healthy"), healthyNICs())
+	topo := ComputeTopology(hostRoot(t, "ebmgn8is-healthy"), fixtureGPUs(t, "ebmgn8is-healthy"), healthyNICs())
 	require.Empty(t, topo.Errors)
 	m := &topo.Matrix
 	require.Len(t, m.Endpoints, 10)
@@ -111,7 +111,7 @@ func TestComputeTopologyHealthy(t *testing.T) {
 }
 
 func TestComputeTopologyVM(t *testing.T) {
-	topo := ComputeTopology(hostRoot("gn8is-single"), fixtureGPUs(t, "gn8is-single"), healthyNICs()[:1])
+	topo := ComputeTopology(hostRoot(t, "gn8is-single"), fixtureGPUs(t, "gn8is-single"), healthyNICs()[:1])
 	require.Empty(t, topo.Errors)
 	require.Len(t, topo.Nearest, 2)
 	assert.Equal(t, LinkPHB, topo.Nearest[0].Distance)
@@ -121,7 +121,7 @@ func TestComputeTopologyVM(t *testing.T) {
 func TestComputeTopologyMissingDevices(t *testing.T) {
 	gpus := fixtureGPUs(t, "ebmgn8is-healthy")[:2]
 	gpus[1].PCIAddress = "0000:55:00.0"
-	topo := ComputeTopology(hostRoot("ebmgn8is-healthy"), gpus, []NIC{{Name: "erdma_9", PCIAddress: "0000:00:09.0"}, {Name: "erdma_0", PCIAddress: "0000:00:05.0"}})
+	topo := ComputeTopology(hostRoot(t, "ebmgn8is-healthy"), gpus, []NIC{{Name: "erdma_9", PCIAddress: "0000:00:09.0"}, {Name: "erdma_0", PCIAddress: "0000:00:05.0"}})
 	require.Len(t, topo.Errors, 2)
 	assert.Contains(t, topo.Errors[0], "GPU1")
 	assert.ErrorContains(t, errorsJoin(topo.Errors), "PCI device not found")
@@ -138,7 +138,7 @@ type joined struct{ s string }
 func (j *joined) Error() string { return j.s }
 
 func TestReadPCIPath(t *testing.T) {
-	p, err := ReadPCIPath(hostRoot("ebmgn8is-healthy"), "00000000:1A:00.0")
+	p, err := ReadPCIPath(hostRoot(t, "ebmgn8is-healthy"), "00000000:1A:00.0")
 	require.NoError(t, err)
 	assert.Equal(t, PCIPath{Address: "0000:1a:00.0", HostBridge: "pci0000:16",
 		Chain:    []string{"0000:16:01.0", "0000:17:00.0", "0000:18:01.0", "0000:1a:00.0"},

@@ -10,7 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func hostDir(name string) string { return filepath.Join("..", "..", "testdata", "hosts", name) }
+// hostDir is what a test passes as --root for fixture host name: its
+// archive, testdata/hosts/<name>.tar.gz (the CLI unpacks it, as it does a
+// user's recording). A test that needs the tree unpacked uses fixture.Host.
+func hostDir(name string) string {
+	return filepath.Join("..", "..", "testdata", "hosts", name+".tar.gz")
+}
 
 func TestDevicesTable(t *testing.T) {
 	code, out, stderr := runCLI("devices", "--root", hostDir("ebmgn8is-healthy"))

@@ -36,7 +36,7 @@ func newDoctorCmd(g *globals) *cobra.Command {
 			"and the step that fixes it.\n\n" +
 			"Exit code: 0 ok, 1 warn, 2 fail, 3 could not run (Nagios convention).",
 		Example: "  erdmakit doctor\n" +
-			"  erdmakit doctor --root testdata/hosts/ebmgn8is-healthy\n" +
+			"  erdmakit doctor --root testdata/hosts/ebmgn8is-healthy.tar.gz\n" +
 			"  erdmakit doctor --json\n" +
 			"  erdmakit doctor --format prom > /var/lib/node_exporter/textfile/erdmakit.prom.$$ && mv ...",
 		Args: cobra.NoArgs,

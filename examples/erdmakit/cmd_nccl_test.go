@@ -185,7 +185,7 @@ func TestNCCLEnvFromRecordedHosts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.host, func(t *testing.T) {
-			code, out, errs := runCLI("--root", filepath.Join("..", "..", "testdata", "hosts", tt.host), "nccl", "env")
+			code, out, errs := runCLI("--root", hostDir(tt.host), "nccl", "env")
 			assert.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", out, errs)
 			for _, w := range tt.want {
 				assert.Contains(t, out, w)

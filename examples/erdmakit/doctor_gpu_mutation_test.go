@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/erdmakit/erdmakit/erdma"
-	"github.com/erdmakit/erdmakit/internal/hostgen"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 )
 
 // TestDoctorGPUFileMutations damages, one at a time, every GPU-side file of
@@ -19,8 +19,7 @@ import (
 // GPUs' PCI tree): the doctor completes with a valid report, never panics,
 // and every damage it can see changes a finding or names the file.
 func TestDoctorGPUFileMutations(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, hostgen.CopyTree(hostDir("ebmgn8is-healthy"), dir))
+	dir := fixture.Host(t, "ebmgn8is-healthy")
 	doctor := func() (*erdma.Report, int) {
 		code, out, stderr := runCLI("doctor", "--json", "--root", dir)
 		if code == ExitUnknown {

@@ -181,7 +181,8 @@ func ManyNICs(n int) []NIC {
 const made = "Made by `go run ./internal/hostgen/cmd/hostgen` from the spec in internal/hostgen/fixtures.go " +
 	"(values modelled on the domain doc and the public eRDMA samples, not captured from a real host)."
 
-// Fixtures returns the specs of every committed fixture under testdata/hosts.
+// Fixtures returns the specs of every committed fixture,
+// testdata/hosts/<name>.tar.gz.
 func Fixtures() []Spec {
 	healthy := func(name, readme string) Spec {
 		s := Host(name, HealthyNICs())

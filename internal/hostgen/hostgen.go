@@ -1,6 +1,6 @@
-// Package hostgen writes recorded-host trees (testdata/hosts/<name>) from a
-// spec, laid out like the kernel's ib_core sysfs, so that the fixtures are
-// reproducible and a benchmark can generate a host with any number of
+// Package hostgen writes recorded-host trees from a spec (cmd/hostgen packs
+// them as testdata/hosts/<name>.tar.gz), laid out like the kernel's ib_core
+// sysfs, so that the fixtures are reproducible and a benchmark can generate a host with any number of
 // devices.
 //
 // The generator owns only the files it writes: it lists them in

@@ -6,19 +6,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/erdmakit/erdmakit/internal/hostgen"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // TestFixturesUpToDate regenerates every fixture into a temporary directory
-// and compares the files the generator owns with the committed trees.
+// and compares the files the generator owns with the committed archives.
 func TestFixturesUpToDate(t *testing.T) {
 	for _, s := range hostgen.Fixtures() {
 		t.Run(s.Name, func(t *testing.T) {
 			tmp := t.TempDir()
 			require.NoError(t, hostgen.Write(tmp, s))
-			committed := filepath.Join("..", "..", "testdata", "hosts", s.Name)
+			committed := fixture.Host(t, s.Name)
 			manifest, err := os.ReadFile(filepath.Join(tmp, hostgen.ManifestPath))
 			require.NoError(t, err)
 			for _, rel := range strings.Fields(string(manifest)) {

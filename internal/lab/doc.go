@@ -7,7 +7,7 @@
 //	go run ./internal/lab/cmd/labrun -pkg ./ibverbs -run 'TestLabQP'
 //	go run ./internal/lab/cmd/labrun -shell 'ibv_devinfo -v; rdma res show'
 //	go run ./internal/lab/cmd/labrun -shell2 'hostname; ip -4 addr'   # on both VMs
-//	go run ./internal/lab/cmd/labrun -record testdata/hosts/lab-rxe   # re-record the fixture
+//	go run ./internal/lab/cmd/labrun -record testdata/hosts/lab-rxe.tar.gz   # re-record the fixture
 //	make lab LAB_FLAGS='-pkg ./perf -bench BenchmarkLab -v'
 //
 // Other flags: -v echoes the consoles and every test's output, -json prints

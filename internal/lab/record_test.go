@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 )
 
 func TestNetdevsFromIPJSON(t *testing.T) {
@@ -29,7 +30,7 @@ func TestNetdevsFromIPJSON(t *testing.T) {
 // Recording the committed lab-rxe fixture (as if it were a live root) gives
 // back its kernel files: symlinks with the same targets, the same contents.
 func TestRecordReproducesFixture(t *testing.T) {
-	src := filepath.Join("..", "..", "testdata", "hosts", "lab-rxe")
+	src := fixture.Host(t, "lab-rxe")
 	dst := t.TempDir()
 	require.NoError(t, Record(t.Context(), src, dst, RecordOptions{}))
 	for _, rel := range []string{"sys/class/infiniband/rxe0", "sys/class/infiniband_verbs/uverbs0", "sys/class/net/eth0"} {

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/erdmakit/erdmakit/internal/execx"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 )
 
 // RecordHost boots the one-VM lab, runs cmd/labrecord in it and copies the
-// recorded tree to dst (which is replaced).
+// recorded tree to dst (which is replaced): a directory, or a .tar.gz packed
+// the way the committed fixtures are (testdata/hosts/lab-rxe.tar.gz).
 func RecordHost(ctx context.Context, o Options, dst string) error {
 	env, err := Prepare(ctx, &o)
 	if err != nil {
@@ -39,6 +42,13 @@ func RecordHost(ctx context.Context, o Options, dst string) error {
 		return fmt.Errorf("record: %w", err)
 	}
 	defer f.Close()
+	if strings.HasSuffix(dst, ".tar.gz") {
+		tree := filepath.Join(env.WorkDir, "out", RoleSingleName, "tree")
+		if err := ExtractTreeTar(f, tree); err != nil {
+			return err
+		}
+		return fixture.Pack(tree, dst)
+	}
 	if err := os.RemoveAll(dst); err != nil {
 		return fmt.Errorf("record: %w", err)
 	}

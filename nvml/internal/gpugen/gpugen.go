@@ -1,4 +1,4 @@
-// Package gpugen adds GPUs to recorded-host trees (testdata/hosts/<name>):
+// Package gpugen adds GPUs to recorded-host trees (testdata/hosts/<name>.tar.gz):
 // the PCI tree under sys/devices (root ports, PCIe switches, GPU functions
 // with vendor, device, class, numa_node, local_cpulist), the
 // sys/bus/pci/devices links, sys/devices/system/node and the NVML snapshot
@@ -27,7 +27,7 @@ const ManifestPath = "erdmakit/gpugen-files.txt"
 
 // Spec is the GPU side of one recorded host.
 type Spec struct {
-	Host string // tree name under testdata/hosts
+	Host string // fixture name: testdata/hosts/<Host>.tar.gz
 	// Snapshot is written as erdmakit/nvml.json; its GPUs' bus ids must be
 	// those of GPUs.
 	Snapshot nvml.Snapshot

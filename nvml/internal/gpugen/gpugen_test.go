@@ -7,26 +7,27 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // TestFixturesUpToDate regenerates every spec into a scratch tree and
-// compares each file it owns with testdata/hosts: run
+// compares each file it owns with testdata/hosts/<host>.tar.gz: run
 // `go run ./nvml/internal/gpugen/cmd/gpugen` after changing a spec.
 func TestFixturesUpToDate(t *testing.T) {
-	hosts := filepath.Join("..", "..", "..", "testdata", "hosts")
 	for _, s := range Fixtures() {
 		t.Run(s.Host, func(t *testing.T) {
+			committed := fixture.Host(t, s.Host)
 			tmp := t.TempDir()
 			require.NoError(t, Write(tmp, s))
 			want, err := os.ReadFile(filepath.Join(tmp, ManifestPath))
 			require.NoError(t, err)
-			got, err := os.ReadFile(filepath.Join(hosts, s.Host, ManifestPath))
+			got, err := os.ReadFile(filepath.Join(committed, ManifestPath))
 			require.NoError(t, err, "tree not generated")
 			require.Equal(t, string(want), string(got), "owned files differ: regenerate")
 			for _, rel := range strings.Split(strings.TrimSpace(string(want)), "\n") {
-				a, b := filepath.Join(tmp, rel), filepath.Join(hosts, s.Host, rel)
+				a, b := filepath.Join(tmp, rel), filepath.Join(committed, rel)
 				if la, err := os.Readlink(a); err == nil {
 					lb, err := os.Readlink(b)
 					require.NoError(t, err, rel)

@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	jsonOut := fs.Bool("json", false, "print the summary as JSON")
 	seq := fs.Bool("seq", false, "boot the two-VM pair after the one-VM run instead of alongside it")
 	root := fs.String("C", ".", "module root (the checkout)")
-	record := fs.String("record", "", "record the guest's rxe host tree into this dir (replaced) instead of testing")
+	record := fs.String("record", "", "record the guest's rxe host tree into this dir or .tar.gz (replaced) instead of testing")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -1,0 +1,203 @@
+package moduletest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/zip"
+
+	"github.com/erdmakit/erdmakit/internal/execx"
+	"github.com/erdmakit/erdmakit/internal/fixture"
+	"github.com/erdmakit/erdmakit/internal/lab/labtest"
+)
+
+const modulePath = "github.com/erdmakit/erdmakit"
+
+// need fails t under CI=true and skips it elsewhere: a module test that
+// cannot run in CI has silently stopped guarding anything.
+func need(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if labtest.InCI() {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// checkout copies what a clone of this tree holds (the files git tracks,
+// plus untracked ones it does not ignore: what the next commit would hold)
+// into a fresh directory, symlinks as symlinks, and returns it.
+func checkout(t *testing.T) string {
+	t.Helper()
+	root, err := fixture.ModuleRoot()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := execx.Command(ctx, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		need(t, "git ls-files in %s: %v (the module test needs a git checkout)", root, err)
+	}
+	dst := filepath.Join(t.TempDir(), "erdmakit")
+	n := 0
+	for _, rel := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		src := filepath.Join(root, filepath.FromSlash(rel))
+		fi, err := os.Lstat(src)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // deleted in the worktree, not yet committed
+		}
+		require.NoError(t, err)
+		to := filepath.Join(dst, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(to), 0o755))
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(src)
+			require.NoError(t, err)
+			require.NoError(t, os.Symlink(target, to))
+			n++
+			continue
+		}
+		if !fi.Mode().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(src)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(to, b, 0o644))
+		n++
+	}
+	require.NotZero(t, n, "git lists no files")
+	return dst
+}
+
+// TestModuleZip is what the module proxy does with a tagged commit: the
+// tree must pass the module zip's checks with nothing omitted (a path with
+// ':' is invalid; a symlink is dropped, so a fixture built on links would
+// arrive broken).
+func TestModuleZip(t *testing.T) {
+	dir := checkout(t)
+	cf, err := zip.CheckDir(dir)
+	for _, f := range cf.Omitted {
+		t.Errorf("omitted from the module zip: %v", f)
+	}
+	if err == nil {
+		err = cf.Err()
+	}
+	if err != nil {
+		msg := err.Error()
+		if len(msg) > 4000 {
+			msg = msg[:4000] + "..."
+		}
+		t.Fatalf("the module zip refuses the tree: %s", msg)
+	}
+	var buf bytes.Buffer
+	require.NoError(t, zip.CreateFromDir(&buf, module.Version{Path: modulePath, Version: "v0.0.0-20260101000000-000000000000"}, dir))
+	assert.Less(t, buf.Len(), 50<<20, "the module zip stays far below the proxy's 500 MB limit")
+}
+
+// TestGoGetFromProxy is a new user's first step: a fresh module outside
+// the repository `go get`s erdmakit through a module proxy (a file:// one
+// holding this tree's zip; every other module comes from this machine's
+// module cache, so nothing is downloaded) and builds a program importing
+// the library packages.
+func TestGoGetFromProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a fresh module: not in -short")
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		need(t, "go not on PATH: %v", err)
+	}
+	dir := checkout(t)
+	tmp := t.TempDir()
+	version := "v0.0.0-" + time.Now().UTC().Format("20060102150405") + "-000000000000"
+	at := filepath.Join(tmp, "proxy", modulePath, "@v")
+	require.NoError(t, os.MkdirAll(at, 0o755))
+	zf, err := os.Create(filepath.Join(at, version+".zip"))
+	require.NoError(t, err)
+	require.NoError(t, zip.CreateFromDir(zf, module.Version{Path: modulePath, Version: version}, dir))
+	require.NoError(t, zf.Close())
+	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(at, version+".mod"), gomod, 0o644))
+	info := fmt.Sprintf(`{"Version":%q,"Time":%q}`, version, time.Now().UTC().Format(time.RFC3339))
+	require.NoError(t, os.WriteFile(filepath.Join(at, version+".info"), []byte(info), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(at, "list"), []byte(version+"\n"), 0o644))
+
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	goenv := func(name string) string {
+		out, err := execx.Command(ctx, gobin, "env", name).Output()
+		require.NoError(t, err)
+		return strings.TrimSpace(string(out))
+	}
+	cache := filepath.Join(goenv("GOMODCACHE"), "cache", "download")
+	importer := filepath.Join(tmp, "importer")
+	require.NoError(t, os.MkdirAll(importer, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(importer, "go.mod"), []byte("module example.com/importer\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(importer, "main.go"), []byte(importerMain), 0o644))
+	env := append(os.Environ(),
+		"GOPROXY=file://"+filepath.Join(tmp, "proxy")+",file://"+cache,
+		"GOMODCACHE="+filepath.Join(tmp, "modcache"),
+		"GOFLAGS=-modcacherw -mod=mod",
+		"GOSUMDB=off", "GOWORK=off", "GOTOOLCHAIN=local",
+	)
+	run := func(args ...string) {
+		t.Helper()
+		cmd := execx.Command(ctx, gobin, args...)
+		cmd.Dir, cmd.Env = importer, env
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), out)
+	}
+	run("get", modulePath+"@"+version)
+	run("build", "-o", filepath.Join(tmp, "importer.bin"), ".")
+	// The fixture as the fetched module holds it (read-only module cache).
+	var modDir bytes.Buffer
+	cmd := execx.Command(ctx, gobin, "list", "-m", "-f", "{{.Dir}}", modulePath)
+	cmd.Dir, cmd.Env, cmd.Stdout = importer, env, &modDir
+	require.NoError(t, cmd.Run())
+	archive := filepath.Join(strings.TrimSpace(modDir.String()), "testdata", "hosts", "ebmgn8is-healthy.tar.gz")
+	out, err := execx.Command(ctx, filepath.Join(tmp, "importer.bin"), archive).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "devices: 2, perftest parse of garbage fails: true\n", string(out))
+}
+
+// importerMain is a user's program: read a recorded host (an archive from
+// the fetched module's own testdata) and parse a perftest log.
+const importerMain = `package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/perf/perftest"
+)
+
+func main() {
+	h, closer, err := erdma.OpenHost(os.Args[1])
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	defer closer.Close()
+	inv, err := erdma.ReadInventory(context.Background(), h, erdma.InventoryOptions{})
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	_, err = perftest.Parse(strings.NewReader("not perftest output"))
+	fmt.Printf("devices: %d, perftest parse of garbage fails: %v\n", len(inv.Devices), err != nil)
+}
+`
