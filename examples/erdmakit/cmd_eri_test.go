@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/eri"
 	"github.com/erdmakit/erdmakit/internal/ecsfake"
 	"github.com/stretchr/testify/assert"
@@ -79,4 +85,31 @@ func TestERIErrorsExitCodes(t *testing.T) {
 	code, _, stderr = runCLI(append([]string{"eri", "status"}, flags...)...)
 	assert.Equal(t, ExitUnknown, code)
 	assert.Contains(t, stderr, "no Alibaba Cloud credentials")
+}
+
+// TestRecordCloudView: record --cloud stores what the API said, without the
+// credentials, and a replay reads it back.
+func TestRecordCloudView(t *testing.T) {
+	f, flags := eriEnv(t)
+	out := filepath.Join(t.TempDir(), "h.tar.gz")
+	code, _, stderr := runCLI(append([]string{"record", "--cloud", "--out", out}, flags...)...)
+	require.Equal(t, ExitOK, code, stderr)
+	raw, err := os.ReadFile(out)
+	require.NoError(t, err)
+	gz, err := gzip.NewReader(bytes.NewReader(raw))
+	require.NoError(t, err)
+	all, err := io.ReadAll(gz)
+	require.NoError(t, err)
+	assert.NotContains(t, string(all), f.AccessKeySecret, "no secret in the recording")
+	assert.NotContains(t, string(all), f.AccessKeyID, "no key id in the recording")
+
+	h, closer, err := erdma.OpenHost(out)
+	require.NoError(t, err)
+	defer closer.Close()
+	v, err := eri.RecordedView(h)
+	require.NoError(t, err)
+	require.NotNil(t, v)
+	assert.Equal(t, "recorded", v.Source)
+	assert.Equal(t, "eni-primary", v.ENIs[0].ID)
+	assert.Equal(t, 2, v.TypeInfo.EriQuantity)
 }
