@@ -3,8 +3,8 @@ package erdma
 import (
 	"context"
 	"fmt"
+	"github.com/erdmakit/erdmakit/health"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"time"
 )
@@ -24,7 +24,7 @@ func (f CounterSourceFunc) ReadCounters(ctx context.Context, dev string, port in
 	return f(ctx, dev, port)
 }
 
-// DoctorOptions tune Diagnose.
+// DoctorOptions are what the host checks read besides the inventory.
 type DoctorOptions struct {
 	// Counters, with Interval > 0, lets the rate-limit-drops check take two
 	// readings Interval apart and see whether the drop counters rise. When
@@ -46,102 +46,75 @@ type Check struct {
 	Title string `json:"title"`
 }
 
-// check is a Check with the function that decides it.
-type check struct {
+// Ids of the checks this package owns; the doctor's JSON and users'
+// alerting use them.
+const (
+	FindingHostRead           = "host-read"
+	FindingInstanceProfile    = "instance-profile"
+	FindingERDMADevices       = "erdma-devices"
+	FindingNetworkCardChannel = "network-card-channel"
+	FindingERDMADriver        = "erdma-driver"
+	FindingEadm               = "eadm"
+	FindingUVerbs             = "uverbs"
+	FindingGPUDriver          = "gpu-driver"
+	FindingGDRPeermem         = "gdr-peermem"
+	FindingNetdevIP           = "netdev-ip"
+	FindingPortActive         = "port-active"
+	FindingTransportMode      = "transport-mode"
+	FindingGIDIndex           = "gid-index"
+	FindingMTU                = "mtu"
+	FindingMemlock            = "memlock"
+	FindingRateLimitDrops     = "rate-limit-drops"
+)
+
+// HostCheck is one check this package owns: a Check and the function that
+// decides it from the inventory. The doctor package runs them, with the
+// checks other packages own, in the guide's order.
+type HostCheck struct {
 	Check
-	run func(ctx context.Context, d *diag) Finding
+	Run func(ctx context.Context, inv *Inventory, opt DoctorOptions) Finding
 }
 
-// checks returns every check in the order the guide goes. A function, not a
-// variable: the list cannot be changed by anyone.
-func checks() []check {
-	return []check{
-		{Check{"host-read", "-", "every file of the host could be read"}, checkHostRead},
-		{Check{"instance-profile", "guide step 1", "the instance type is a known eRDMA GPU type"}, checkInstanceProfile},
-		{Check{"erdma-devices", "guide steps 1, 4", "eRDMA devices present, as many as the instance type has"}, checkERDMADevices},
-		{Check{"network-card-channel", "guide step 1", "two ERIs sit on different network-card channels"}, checkNetworkCardChannel},
-		{Check{"erdma-driver", "guide step 2", "the erdma driver is loaded and bound"}, checkDriver},
-		{Check{"eadm", "guide step 2", "the eRDMA tools (eadm) are installed"}, checkEadm},
-		{Check{"uverbs", "guide step 2", "ib_uverbs is loaded and every device has its /dev/infiniband/uverbsN"}, checkUVerbs},
-		{Check{"gpu-driver", "guide step 2", "the NVIDIA driver is loaded, version >= 470"}, checkGPUDriver},
-		{Check{"gdr-peermem", "guide step 2", "nvidia_peermem (or nv_peer_mem) is loaded for GPUDirect RDMA"}, checkPeermem},
-		{Check{"netdev-ip", "guide step 3", "every ERI's netdev is up with an IPv4 address"}, checkNetdevIP},
-		{Check{"port-active", "guide step 4", "every eRDMA port is ACTIVE"}, checkPortActive},
-		{Check{"transport-mode", "domain section 3", "compat (RoCE v2) vs iWARP, the same on every device"}, checkTransport},
-		{Check{"gid-index", "domain section 3", "a RoCE v2 GID ::ffff:<IPv4> exists; its index"}, checkGIDIndex},
-		{Check{"mtu", "MTU guide", "ERI MTUs are 8500 (jumbo frames) or 1400 and agree"}, checkMTU},
-		{Check{"memlock", "domain section 5", "RLIMIT_MEMLOCK is unlimited"}, checkMemlock},
-		{Check{"rate-limit-drops", "domain section 4", "the *_limit_drop_cnt counters are not rising"}, checkRateLimitDrops},
-	}
-}
-
-// Checks lists every check the doctor runs, in order.
-func Checks() []Check {
-	cs := checks()
-	out := make([]Check, len(cs))
-	for i, c := range cs {
-		out[i] = c.Check
-	}
-	return out
-}
-
-// Diagnose runs every check on inv and returns the report; Status is the
-// worst severity found. It never fails: what cannot be checked is a finding
-// with severity skip. ctx bounds the counter interval.
-func Diagnose(ctx context.Context, inv *Inventory, opt DoctorOptions) *Report {
-	if inv == nil {
-		inv = &Inventory{}
-	}
-	d := newDiag(inv, opt)
-	rep := &Report{Status: SeverityOK, Host: inv}
-	for _, c := range checks() {
-		f := runCheck(ctx, c, d)
-		rep.Findings = append(rep.Findings, f)
-		rep.Status = Worst(rep.Status, f.Severity)
-	}
-	return rep
-}
-
-// runCheck runs one check; a panic in a check (a bug) becomes a warning
-// finding rather than ending the doctor.
-func runCheck(ctx context.Context, c check, d *diag) (f Finding) {
-	defer func() {
-		if r := recover(); r != nil {
-			f = Finding{ID: c.ID, Severity: SeverityWarn,
-				Summary:  fmt.Sprintf("internal error in check %s: %v", c.ID, r),
-				Evidence: []string{strings.TrimSpace(string(debug.Stack()))}}
+// hostCheck adapts a check on the shared lookups to HostCheck.
+func hostCheck(id, step, title string, run func(context.Context, *diag) Finding) HostCheck {
+	return HostCheck{Check{id, step, title}, func(ctx context.Context, inv *Inventory, opt DoctorOptions) Finding {
+		if inv == nil {
+			inv = &Inventory{}
 		}
-	}()
-	f = c.run(ctx, d)
-	f.ID = c.ID
-	if f.Evidence == nil {
-		f.Evidence = []string{}
-	}
-	return f
+		f := run(ctx, newDiag(inv, opt))
+		f.ID = id
+		if f.Evidence == nil {
+			f.Evidence = []string{}
+		}
+		return f
+	}}
 }
 
-// rank orders severities for Worst; skip counts as ok.
-func rank(s Severity) int {
-	switch s {
-	case SeverityWarn:
-		return 1
-	case SeverityFail:
-		return 2
+// HostChecks returns the checks this package owns, in the order the guide
+// goes. A function, not a variable: the list cannot be changed by anyone.
+func HostChecks() []HostCheck {
+	return []HostCheck{
+		hostCheck(FindingHostRead, "-", "every file of the host could be read", checkHostRead),
+		hostCheck(FindingInstanceProfile, "guide step 1", "the instance type is a known eRDMA GPU type", checkInstanceProfile),
+		hostCheck(FindingERDMADevices, "guide steps 1, 4", "eRDMA devices present, as many as the instance type has", checkERDMADevices),
+		hostCheck(FindingNetworkCardChannel, "guide step 1", "two ERIs sit on different network-card channels", checkNetworkCardChannel),
+		hostCheck(FindingERDMADriver, "guide step 2", "the erdma driver is loaded and bound", checkDriver),
+		hostCheck(FindingEadm, "guide step 2", "the eRDMA tools (eadm) are installed", checkEadm),
+		hostCheck(FindingUVerbs, "guide step 2", "ib_uverbs is loaded and every device has its /dev/infiniband/uverbsN", checkUVerbs),
+		hostCheck(FindingGPUDriver, "guide step 2", "the NVIDIA driver is loaded, version >= 470", checkGPUDriver),
+		hostCheck(FindingGDRPeermem, "guide step 2", "nvidia_peermem (or nv_peer_mem) is loaded for GPUDirect RDMA", checkPeermem),
+		hostCheck(FindingNetdevIP, "guide step 3", "every ERI's netdev is up with an IPv4 address", checkNetdevIP),
+		hostCheck(FindingPortActive, "guide step 4", "every eRDMA port is ACTIVE", checkPortActive),
+		hostCheck(FindingTransportMode, "domain section 3", "compat (RoCE v2) vs iWARP, the same on every device", checkTransport),
+		hostCheck(FindingGIDIndex, "domain section 3", "a RoCE v2 GID ::ffff:<IPv4> exists; its index", checkGIDIndex),
+		hostCheck(FindingMTU, "MTU guide", "ERI MTUs are 8500 (jumbo frames) or 1400 and agree", checkMTU),
+		hostCheck(FindingMemlock, "domain section 5", "RLIMIT_MEMLOCK is unlimited", checkMemlock),
+		hostCheck(FindingRateLimitDrops, "domain section 4", "the *_limit_drop_cnt counters are not rising", checkRateLimitDrops),
 	}
-	return 0
 }
 
-// Worst returns the worse of a report status and a severity, as a status
-// (ok, warn or fail: skip never makes a status worse).
-func Worst(status, s Severity) Severity {
-	if rank(s) > rank(status) {
-		return s
-	}
-	if status == SeveritySkip || status == "" {
-		return SeverityOK
-	}
-	return status
-}
+// Worst is health.Worst: the worse of a status and a severity, as a status.
+func Worst(status, s Severity) Severity { return health.Worst(status, s) }
 
 // diag is what every check shares: the inventory and lookups built once.
 type diag struct {

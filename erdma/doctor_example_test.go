@@ -11,62 +11,6 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 )
 
-// The doctor on a recorded host, as `erdmakit doctor --root` runs it.
-func ExampleDiagnose() {
-	ctx := context.Background()
-	h, closer, err := erdma.OpenHost("../testdata/hosts/port-down-no-ip.tar.gz")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer closer.Close()
-	inv, err := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	inst, _ := h.RecordedInstance()
-	erdma.SetInstance(inv, inst)
-	rep := erdma.Diagnose(ctx, inv, erdma.DoctorOptions{})
-	fmt.Println("status:", rep.Status)
-	for _, f := range rep.Findings {
-		if f.Severity == erdma.SeverityFail {
-			fmt.Printf("%s: %s\n", f.ID, f.Summary)
-		}
-	}
-	// Output:
-	// status: fail
-	// netdev-ip: eth2 (erdma_1) is down; eth2 (erdma_1) has no IPv4 address: the secondary NIC is not configured in the OS
-	// port-active: erdma_1 port 1 is DOWN (ibv_devinfo: not PORT_ACTIVE / "invalid state": the secondary NIC is not configured, check its IP)
-	// gid-index: erdma_1 port 1 has no RoCE v2 GID ::ffff:<IPv4>: NCCL_IB_GID_INDEX has nothing to point at
-}
-
-// Two counter readings some interval apart show whether the rate-limit drop
-// counters rise; on a live host the reader is erdma.ReadCounters.
-func ExampleDoctorOptions_counters() {
-	ctx := context.Background()
-	h, closer, err := erdma.OpenHost("../testdata/hosts/gn8is-single.tar.gz")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer closer.Close()
-	inv, _ := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{})
-	calls := 0
-	reader := erdma.CounterSourceFunc(func(ctx context.Context, dev string, port int) (map[string]uint64, error) {
-		calls++
-		return map[string]uint64{"hw_bps_limit_drop_cnt": uint64(100 * calls)}, nil
-	})
-	rep := erdma.Diagnose(ctx, inv, erdma.DoctorOptions{Counters: reader, Interval: 1})
-	for _, f := range rep.Findings {
-		if f.ID == "rate-limit-drops" {
-			fmt.Println(f.Severity, f.Summary)
-		}
-	}
-	// Output:
-	// warn rate-limit drops rising over 1ns (erdma_0 port 1 hw_bps_limit_drop_cnt +100): traffic exceeds the instance's bandwidth/PPS meter
-}
-
 func ExampleLookupProfile() {
 	for _, t := range []string{"ecs.ebmgn9gc.64xlarge", "ecs.gn8is-2x.8xlarge", "ecs.ebmgn8is.32xlarge", "ecs.g7.large"} {
 		p, ok, err := erdma.LookupProfile(t)

@@ -38,7 +38,7 @@ func FuzzDiagnose(f *testing.F) {
 			SetInstance(&inv, inv.Instance)
 		}
 		r := Diagnose(context.Background(), &inv, DoctorOptions{})
-		if len(r.Findings) != len(checks()) {
+		if len(r.Findings) != len(HostChecks()) {
 			t.Fatalf("%d findings", len(r.Findings))
 		}
 		for _, f := range r.Findings {

@@ -1,5 +1,7 @@
 package erdma
 
+import "github.com/erdmakit/erdmakit/health"
+
 // This file holds the inventory's nouns. Their JSON names are the public
 // schema of `erdmakit devices --json` and of the "host" object of
 // `erdmakit doctor --json`: add fields, never rename them.
@@ -187,24 +189,20 @@ type Inventory struct {
 	Errors []string `json:"errors,omitempty"`
 }
 
-// Severity of a doctor finding, in increasing order of badness except Skip.
-type Severity string
-
-const (
-	SeverityOK   Severity = "ok"
-	SeveritySkip Severity = "skip"
-	SeverityWarn Severity = "warn"
-	SeverityFail Severity = "fail"
+// Severity and Finding are the shared verdict types of package health,
+// named here too so existing code reads as before.
+type (
+	Severity = health.Severity
+	Finding  = health.Finding
 )
 
-// Finding is the result of one doctor check.
-type Finding struct {
-	ID          string   `json:"id"` // stable kebab-case: "port-active"
-	Severity    Severity `json:"severity"`
-	Summary     string   `json:"summary"`
-	Evidence    []string `json:"evidence"`              // what was read, with paths
-	Remediation string   `json:"remediation,omitempty"` // the step that fixes it
-}
+// The severities, as in package health.
+const (
+	SeverityOK   = health.OK
+	SeveritySkip = health.Skip
+	SeverityWarn = health.Warn
+	SeverityFail = health.Fail
+)
 
 // Report is the doctor's output, the public schema of `doctor --json`.
 type Report struct {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
@@ -64,6 +65,9 @@ func Diagnose(res *TestResult, exp Expectation) []erdma.Finding {
 			Evidence:    firstN(res.Failures, 6),
 			Remediation: "read the NCCL WARN lines before the failure (rerun with NCCL_DEBUG=INFO); run erdmakit doctor on the hosts named"})
 	}
+	if f, ok := blackwellFinding(res); ok {
+		fs = append(fs, f)
+	}
 	if res.NCCL != nil {
 		fs = append(fs, diagnoseLog(res.NCCL)...)
 	}
@@ -84,7 +88,29 @@ func DiagnoseRun(run *RunResult, exp Expectation) []erdma.Finding {
 	if len(fs) > 0 && (run.Result == nil || len(run.Result.Rows) == 0) {
 		return fs // the launch failed: the missing table says nothing more
 	}
-	return append(fs, Diagnose(run.Result, exp)...)
+	return append(fs, Diagnose(withPassedEnv(run.Result, run.Env), exp)...)
+}
+
+// withPassedEnv returns res with the variables the run gave every rank
+// added to what the log reported (NCCL prints them only with the ENV
+// subsystem), so the diagnosis knows what was passed; res is not changed.
+func withPassedEnv(res *TestResult, env []Var) *TestResult {
+	if res == nil || res.NCCL == nil || len(env) == 0 {
+		return res
+	}
+	r := *res
+	l := *res.NCCL
+	l.Env = make(map[string]string, len(res.NCCL.Env)+len(env))
+	for k, v := range res.NCCL.Env {
+		l.Env[k] = v
+	}
+	for _, v := range env {
+		if _, ok := l.Env[v.Name]; !ok {
+			l.Env[v.Name] = v.Value
+		}
+	}
+	r.NCCL = &l
+	return &r
 }
 
 // Worst returns the most severe severity of fs (ok when fs is empty).
@@ -109,14 +135,18 @@ func diagnoseLog(l *LogSummary) []erdma.Finding {
 	}
 	ib := l.Channels["NET/IB"]
 	sock := l.Channels["NET/Socket"]
-	switch {
-	case l.Network == "Socket" || (l.Network == "" && sock > 0 && ib == 0):
+	switch l.NetTransport() {
+	case NetSocket:
 		fs = append(fs, socketFallback(l))
-	case slices.Contains(l.Networks, "Socket"):
+	case NetMixed:
 		f := socketFallback(l)
-		f.Summary = "some ranks fell back to TCP sockets (" + strings.Join(l.Networks, " and ") + " in one run): eRDMA was not used everywhere"
+		nets := l.Networks
+		if len(nets) == 0 {
+			nets = []string{"NET/IB", "NET/Socket channels"}
+		}
+		f.Summary = "some ranks fell back to TCP sockets (" + strings.Join(nets, " and ") + " in one run): eRDMA was not used everywhere"
 		fs = append(fs, f)
-	case l.Network == "IB" || (l.Network == "" && len(l.IBDevices) > 0 && sock == 0):
+	case NetRDMA:
 		names := make([]string, len(l.IBDevices))
 		for i, d := range l.IBDevices {
 			names[i] = fmt.Sprintf("%s:%d/%s", d.Name, d.Port, d.Link)
@@ -134,7 +164,10 @@ func diagnoseLog(l *LogSummary) []erdma.Finding {
 		fs = append(fs, erdma.Finding{ID: "nccl-network", Severity: erdma.SeverityOK,
 			Summary: "NCCL used RDMA (NET/IB) on " + orNone(strings.Join(names, ", ")), Evidence: ev})
 		fs = append(fs, gdrFinding(l))
-	case l.Network != "":
+		if f, ok := nicsFinding(l); ok {
+			fs = append(fs, f)
+		}
+	case NetPlugin:
 		fs = append(fs, erdma.Finding{ID: "nccl-network", Severity: erdma.SeverityWarn,
 			Summary:     "NCCL used the network plugin " + l.Network + ", not its own NET/IB over eRDMA",
 			Evidence:    append([]string{"Using network " + l.Network}, firstN(l.Plugins, 3)...),
@@ -208,17 +241,38 @@ func socketFallback(l *LogSummary) erdma.Finding {
 		Remediation: strings.Join(why, "; ") + "; then rerun with the variables of erdmakit nccl env"}
 }
 
+// gdrPathText says which GPUDirect RDMA path NCCL's log shows: DMA-BUF when
+// it printed "DMA-BUF is available on GPU device N" (NCCL then registers
+// through DMA-BUF wherever the NIC takes it), else peer memory.
+func gdrPathText(l *LogSummary) (string, []string) {
+	if len(l.DMABUFGPUs) == 0 {
+		return "", nil
+	}
+	ev := make([]string, 0, 4)
+	for i, d := range l.DMABUFGPUs {
+		if i == 4 {
+			ev = append(ev, fmt.Sprintf("... (%d GPUs)", len(l.DMABUFGPUs)))
+			break
+		}
+		ev = append(ev, fmt.Sprintf("DMA-BUF is available on GPU device %d", d))
+	}
+	return " through DMA-BUF", ev
+}
+
 func gdrFinding(l *LogSummary) erdma.Finding {
+	path, pathEv := gdrPathText(l)
 	switch {
 	case l.GDRDMAChannels > 0:
 		return erdma.Finding{ID: "nccl-gdr", Severity: erdma.SeverityOK,
-			Summary:  fmt.Sprintf("GPUDirect RDMA in use (%d channel connections via NET/IB/.../GDRDMA)", l.GDRDMAChannels),
-			Evidence: prefixAll("GPU Direct RDMA Enabled for HCA ", l.GDR.Enabled)}
+			Summary:  fmt.Sprintf("GPUDirect RDMA in use%s (%d channel connections via NET/IB/.../GDRDMA)", path, l.GDRDMAChannels),
+			Evidence: append(prefixAll("GPU Direct RDMA Enabled for HCA ", l.GDR.Enabled), pathEv...)}
 	case len(l.GDR.Disabled) > 0:
 		return erdma.Finding{ID: "nccl-gdr", Severity: erdma.SeverityWarn,
-			Summary:     "GPUDirect RDMA disabled: NCCL found no peer-memory support for " + strings.Join(l.GDR.Disabled, ", "),
-			Evidence:    prefixAll("NET/IB : GPU Direct RDMA Disabled for HCA ", l.GDR.Disabled),
-			Remediation: "modprobe nvidia_peermem on every host (again after each reboot; check /sys/module/nvidia_peermem), then rerun with NCCL_NET_GDR_LEVEL=SYS"}
+			Summary:  "GPUDirect RDMA disabled: NCCL found neither peer-memory nor DMA-BUF support for " + strings.Join(l.GDR.Disabled, ", "),
+			Evidence: append(prefixAll("NET/IB : GPU Direct RDMA Disabled for HCA ", l.GDR.Disabled), pathEv...),
+			Remediation: "modprobe nvidia_peermem on every host (again after each reboot; check /sys/module/nvidia_peermem), " +
+				"or GPUDirect RDMA through DMA-BUF (kernel >= 5.12, the NVIDIA open kernel module, rdma-core >= 34; erdmakit doctor says which the host has), " +
+				"then rerun with NCCL_NET_GDR_LEVEL=SYS"}
 	case len(l.GDR.Enabled) > 0:
 		return erdma.Finding{ID: "nccl-gdr", Severity: erdma.SeverityWarn,
 			Summary:     "GPUDirect RDMA is possible but no channel used it: the GPU<->NIC distance (SYS on eRDMA hosts) is above NCCL's GDR level",
@@ -229,10 +283,135 @@ func gdrFinding(l *LogSummary) erdma.Finding {
 		return erdma.Finding{ID: "nccl-gdr", Severity: erdma.SeverityWarn,
 			Summary:     fmt.Sprintf("GPUDirect RDMA not used: %d channel connections via NET/IB, none via .../GDRDMA", n),
 			Evidence:    []string{fmt.Sprintf("%d NET/IB channel connections, 0 GDRDMA", n)},
-			Remediation: "load nvidia_peermem on every host and rerun with NCCL_NET_GDR_LEVEL=SYS"}
+			Remediation: "rerun with NCCL_NET_GDR_LEVEL=SYS (with nvidia_peermem loaded, or DMA-BUF: erdmakit doctor's gdr-peermem says which path the host has)"}
 	}
 	return erdma.Finding{ID: "nccl-gdr", Severity: erdma.SeveritySkip,
 		Summary: "the log does not say whether GPUDirect RDMA was used (no GDR or GDRDMA lines; NCCL_DEBUG=INFO needed)", Evidence: []string{}}
+}
+
+// BlackwellMinNCCL is the first NCCL release for Blackwell GPUs (sm_100,
+// sm_120): older ones fail even on one GPU with "Cuda failure 'invalid
+// argument'" (erdma-controller runbook: NCCL 2.21.5 + CUDA 12.2 on RTX PRO).
+const BlackwellMinNCCL = "2.27"
+
+// blackwellGPU reports whether an nccl-tests device name is a Blackwell GPU.
+func blackwellGPU(name string) bool {
+	for _, k := range []string{"Blackwell", "B100", "B200", "B300", "GB200", "GB300", "RTX 50"} {
+		if strings.Contains(name, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// blackwellFinding: NCCL older than 2.27 on Blackwell GPUs, or the error it
+// gives there ("Cuda failure 'invalid argument'") with an old NCCL.
+func blackwellFinding(res *TestResult) (erdma.Finding, bool) {
+	version := ""
+	var warnings []string
+	if res.NCCL != nil {
+		version, warnings = res.NCCL.NCCLVersion, res.NCCL.Warnings
+	}
+	var gpuEv, errEv string
+	for _, d := range res.Devices {
+		if blackwellGPU(d.GPU) {
+			gpuEv = fmt.Sprintf("rank %d on %s: %s", d.Rank, d.Host, d.GPU)
+			break
+		}
+	}
+	for _, w := range append(append([]string(nil), res.Failures...), warnings...) {
+		if strings.Contains(strings.ToLower(w), "cuda failure") && strings.Contains(w, "invalid argument") {
+			errEv = w
+			break
+		}
+	}
+	blackwell, invalid := gpuEv != "", errEv != ""
+	old := version != "" && versionLess(version, BlackwellMinNCCL)
+	if !(old && (blackwell || invalid)) && !(version == "" && blackwell && invalid) {
+		return erdma.Finding{}, false
+	}
+	var ev []string
+	for _, e := range []string{gpuEv, errEv} {
+		if e != "" {
+			ev = append(ev, e)
+		}
+	}
+	what := "NCCL " + version
+	if version == "" {
+		what = "this NCCL"
+	} else {
+		ev = append([]string{"NCCL version " + version}, ev...)
+	}
+	gpus := "Blackwell GPUs"
+	if !blackwell {
+		gpus = "Blackwell GPUs (the GPU model was not in the log; 'Cuda failure invalid argument' is how an older NCCL fails there)"
+	}
+	return erdma.Finding{ID: "nccl-version-blackwell", Severity: erdma.SeverityFail,
+		Summary:     fmt.Sprintf("%s predates %s, the first NCCL for %s", what, BlackwellMinNCCL, gpus),
+		Evidence:    ev,
+		Remediation: "use NCCL " + BlackwellMinNCCL + " or later (not 2.28.7 or 2.28.9, which crash on eRDMA) with a CUDA that supports the GPU, and rebuild nccl-tests against it"}, true
+}
+
+// versionLess compares dotted versions ("2.21.5" < "2.27").
+func versionLess(a, b string) bool {
+	a, _, _ = strings.Cut(a, "+")
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := range max(len(as), len(bs)) {
+		x, y := 0, 0
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
+// nicsFinding: with two or more NET/IB devices listed, did every one carry
+// channels? At equal GPU<->NIC distance NCCL puts every GPU on the first
+// NIC; the runbook's fix is the graph file (NCCL_GRAPH_FILE).
+func nicsFinding(l *LogSummary) (erdma.Finding, bool) {
+	spread := l.NICBalance()
+	if spread == NICsUnknown || spread == NICsOne {
+		return erdma.Finding{}, false
+	}
+	ev := make([]string, 0, len(l.NICs)+1)
+	for _, u := range l.NICs {
+		ev = append(ev, u.text())
+	}
+	var unused []string
+	for _, d := range l.IBDevices {
+		if !slices.ContainsFunc(l.NICs, func(u NICUse) bool { return u.Index == d.Index && u.Channels > 0 }) {
+			unused = append(unused, fmt.Sprintf("%s (NET/IB/%d): no channel", d.Name, d.Index))
+		}
+	}
+	ev = append(ev, unused...)
+	f := erdma.Finding{ID: "nccl-nics", Evidence: ev}
+	graph, hasGraph := l.Env["NCCL_GRAPH_FILE"]
+	switch spread {
+	case NICsBalanced:
+		f.Severity = erdma.SeverityOK
+		f.Summary = fmt.Sprintf("every NET/IB device carried traffic, balanced (%d devices)", len(l.NICs))
+	case NICsUnbalanced:
+		f.Severity = erdma.SeverityOK
+		f.Summary = "every NET/IB device carried traffic, unevenly (the least under half the most)"
+	case NICsFirstOnly:
+		f.Severity = erdma.SeverityWarn
+		f.Summary = fmt.Sprintf("only %d of %d NET/IB devices carried traffic: the others sat idle", len(l.IBDevices)-len(unused), len(l.IBDevices))
+		if hasGraph {
+			f.Summary += " although NCCL_GRAPH_FILE was set"
+			f.Remediation = "NCCL_GRAPH_FILE=" + graph + " did not take: check that the file is at that path on every host, that each host runs as many " +
+				"ranks as the graph has GPUs per channel (NCCL ignores or refuses a graph naming other GPUs), and the 'NCCL_GRAPH_FILE' and 'XML' lines of the log"
+		} else {
+			f.Remediation = "at equal GPU<->NIC distance NCCL puts every GPU on the first NIC: give each NIC a channel with a graph file " +
+				"(erdmakit nccl env --graph-file /root/nccl-graph.xml, copy it to every host, NCCL_GRAPH_FILE; or erdmakit nccl run --host-env --graph-file PATH)"
+		}
+	}
+	return f, true
 }
 
 func diagnoseRows(res *TestResult) []erdma.Finding {

@@ -58,6 +58,19 @@ type LogSummary struct {
 	MemlockSuspect bool `json:"memlock_suspect,omitempty"`
 	// NCCLLines is how many lines NCCL printed (INFO, WARN, version).
 	NCCLLines int64 `json:"nccl_lines"`
+
+	// Transport is the answer to "RDMA or sockets?" (NetTransport).
+	Transport NetTransport `json:"transport"`
+	// NICs is the use of each NET/IB net device: channels, GDRDMA
+	// channels, the GIDs its queue pairs used (log_nic.go).
+	NICs []NICUse `json:"nics"`
+	// NICSpread says whether every listed NET/IB device carried channels
+	// (NICBalance).
+	NICSpread NICBalance `json:"nic_balance"`
+	// DMABUFGPUs are the GPU devices of "DMA-BUF is available on GPU
+	// device N": NCCL registers GPU memory through DMA-BUF there when the
+	// NIC takes it (GPU Direct RDMA Enabled), no nvidia_peermem needed.
+	DMABUFGPUs []int `json:"dmabuf_gpus,omitempty"`
 }
 
 // IBDevice is one "[0]erdma_0:1/RoCE" entry of the NET/IB Using line.
@@ -287,6 +300,7 @@ type LogAnalyzer struct {
 	// prints the same): a repeat costs one hash lookup
 	seenIB, seenSocket map[string]struct{}
 	envKeys            []string // the keys of s.Env, in the order seen
+	nic                nicStats
 }
 
 // seenLine reports whether line is in seen, and adds it (up to maxListed lines).
@@ -465,6 +479,10 @@ func (a *LogAnalyzer) info(msg []byte) {
 				a.s.BootstrapInterface = string(ifaceName(msg[i+len("Using "):]))
 			}
 		}
+	case 'D':
+		if bytes.HasPrefix(msg, bDMABUFAvail) {
+			a.nic.dmabuf(msg[len(bDMABUFAvail):])
+		}
 	case 'c':
 		if bytes.HasPrefix(msg, []byte("comm ")) {
 			if i := bytes.Index(msg, bNRanks); i >= 0 {
@@ -487,6 +505,8 @@ func (a *LogAnalyzer) net(msg []byte) {
 		a.socketUsing(msg[len(bSockUsing):])
 	case bytes.HasPrefix(msg, bPlugin):
 		a.addText(&a.s.PluginErrors, msg)
+	case bytes.HasPrefix(msg, bIBQP):
+		a.nic.qp(msg)
 	default:
 		// "NET/<name> : GPU Direct RDMA ..." (the plugin name may have spaces)
 		if i := bytes.IndexByte(msg, ':'); i > 0 && bytes.HasPrefix(msg[i-1:], bGDR) {
@@ -533,6 +553,7 @@ func (a *LogAnalyzer) channel(msg []byte) {
 		switch string(name) {
 		case "IB":
 			a.chIB++
+			a.nic.channel(via[slash+1:])
 		case "Socket":
 			a.chSocket++
 		default:
@@ -802,5 +823,12 @@ func (a *LogAnalyzer) Summary() *LogSummary {
 			s.Network = "Socket"
 		}
 	}
+	s.NICs = a.nic.uses(s.IBDevices)
+	if s.NICs == nil {
+		s.NICs = []NICUse{}
+	}
+	s.DMABUFGPUs = append([]int(nil), a.nic.dmabufGPUs...)
+	s.Transport = s.NetTransport()
+	s.NICSpread = s.NICBalance()
 	return &s
 }

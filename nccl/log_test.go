@@ -237,6 +237,8 @@ func TestAnalyzeLogBadInput(t *testing.T) {
 
 func FuzzAnalyzeLog(f *testing.F) {
 	addSamples(f)
+	f.Add([]byte(twoNICLog([]int{0, 1}, true)))
+	f.Add([]byte(twoNICLog([]int{0}, false)))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		s, err := AnalyzeLog(strings.NewReader(string(in)))
 		if err != nil {

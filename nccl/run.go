@@ -54,6 +54,9 @@ type RunResult struct {
 	Failures []LaunchFailure `json:"launch_failures"`
 	// Lines is how many output lines were read.
 	Lines int64 `json:"lines"`
+	// Env is what the command gave every rank with a value (-x NAME=VALUE,
+	// --export), for the diagnosis; set by Run, nil from RunArgv.
+	Env []Var `json:"env,omitempty"`
 }
 
 // Run builds c's argv and runs it (see RunArgv).
@@ -66,7 +69,11 @@ func Run(ctx context.Context, c Command, opts RunOptions) (*RunResult, error) {
 	if opts.HostOfRank == nil {
 		opts.HostOfRank = c.HostOfRank
 	}
-	return RunArgv(ctx, argv, opts)
+	res, err := RunArgv(ctx, argv, opts)
+	if res != nil {
+		res.Env = c.Vars()
+	}
+	return res, err
 }
 
 // RunArgv execs argv (argv[0] looked up on PATH) in its own process group

@@ -14,6 +14,9 @@ import (
 type RunReport struct {
 	*TestResult
 	Argv []string `json:"argv"`
+	// Env is every variable given to the ranks with its value (the advice
+	// of --host-env among them): what the diagnosis took as passed.
+	Env []Var `json:"env"`
 	// LauncherExitCode is mpirun's or srun's exit status (-1: killed or
 	// not started).
 	LauncherExitCode int             `json:"launcher_exit_code"`
@@ -29,10 +32,13 @@ type RunReport struct {
 
 // NewRunReport diagnoses run and returns the report.
 func NewRunReport(run *RunResult, exp Expectation) *RunReport {
-	rep := &RunReport{LauncherExitCode: -1, LaunchFailures: []LaunchFailure{}}
+	rep := &RunReport{LauncherExitCode: -1, LaunchFailures: []LaunchFailure{}, Env: []Var{}}
 	if run != nil {
 		rep.TestResult = run.Result
 		rep.Argv = run.Argv
+		if run.Env != nil {
+			rep.Env = run.Env
+		}
 		rep.LauncherExitCode = run.ExitCode
 		rep.DurationS = run.Duration.Seconds()
 		rep.Cancelled = run.Cancelled

@@ -177,8 +177,9 @@ func cString(b []int8) string {
 	return s.String()
 }
 
-// sysfsNUMANode reads sys/bus/pci/devices/<bdf>/numa_node; -1 (the kernel's
-// "unknown") and unreadable files report false.
+// sysfsNUMANode reads the function's numa_node, through the
+// sys/bus/pci/devices link or, where a recording kept no links, in the
+// device tree; -1 (the kernel's "unknown") and unreadable files report false.
 func sysfsNUMANode(root, bdf string) (int, bool) {
 	r, err := hostfs.Open(root)
 	if err != nil {
@@ -187,7 +188,13 @@ func sysfsNUMANode(root, bdf string) (int, bool) {
 	defer r.Close()
 	b, err := r.ReadFile(path.Join("sys/bus/pci/devices", bdf, "numa_node"), maxSysfsFile)
 	if err != nil {
-		return -1, false
+		rel, rerr := resolvePCI(r, bdf)
+		if rerr != nil {
+			return -1, false
+		}
+		if b, err = r.ReadFile(path.Join("sys", rel, "numa_node"), maxSysfsFile); err != nil {
+			return -1, false
+		}
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || n < 0 {

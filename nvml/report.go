@@ -68,21 +68,27 @@ func (r *Report) GPUInfo() erdma.GPUInfo {
 	return info
 }
 
-// Finding ids, stable: the doctor's JSON and users' alerting use them.
+// Ids of the checks this package owns (the doctor package runs them in the
+// guide's order); gpu-driver and gdr-peermem are erdma's.
 const (
 	FindingGPUCount    = "gpu-count"
-	FindingGPUDriver   = "gpu-driver"
-	FindingGDRPeermem  = "gdr-peermem"
 	FindingGPUDistance = "gpu-nic-distance"
 )
 
-// Findings are the doctor's GPU checks, in the guide's order: GPU count
-// against the instance profile (nil when unknown), driver >= 470, GPUDirect
-// RDMA readiness (guide step 2), and the GPU<->eRDMA distances with what
-// they mean for NCCL.
-func (r *Report) Findings(profile *erdma.Profile) []erdma.Finding {
-	return []erdma.Finding{r.checkCount(profile), r.checkDriver(), r.checkGDR(), r.checkDistance()}
+// Unavailable is the report of a host whose NVML could not even be set up
+// (a recorded snapshot that does not parse): every GPU check skips with err
+// as its reason.
+func Unavailable(root string, err error) *Report {
+	return &Report{Root: root, Reason: "NVML not set up", Error: err.Error()}
 }
+
+// CountFinding is the gpu-count check: the instance has the GPUs its type
+// promises (profile nil or GPUs 0: unknown, never guessed).
+func (r *Report) CountFinding(profile *erdma.Profile) erdma.Finding { return r.checkCount(profile) }
+
+// DistanceFinding is the gpu-nic-distance check: each GPU's nearest eRDMA
+// device and what that distance means for NCCL.
+func (r *Report) DistanceFinding() erdma.Finding { return r.checkDistance() }
 
 // checkCount: the instance has the GPUs its type promises.
 func (r *Report) checkCount(p *erdma.Profile) erdma.Finding {
@@ -120,74 +126,6 @@ func (r *Report) checkCount(p *erdma.Profile) erdma.Finding {
 		f.Summary = fmt.Sprintf("%d GPUs, %s has %d", got, p.Family, want)
 		f.Remediation = "a GPU is missing: check lspci -d 10de: and dmesg for Xid errors; stop and start the instance, or open a ticket"
 	}
-	return f
-}
-
-// checkDriver: guide step 2, a GPU driver new enough to bundle
-// nvidia_peermem.
-func (r *Report) checkDriver() erdma.Finding {
-	f := erdma.Finding{ID: FindingGPUDriver, Evidence: []string{}}
-	if !r.Available {
-		f.Severity, f.Summary = erdma.SeverityFail, "NVIDIA driver unusable: "+r.Reason
-		f.Evidence = append(f.Evidence, "NVML: "+r.Error)
-		f.Remediation = r.Remediation
-		return f
-	}
-	v := r.GPUs.DriverVersion
-	f.Evidence = append(f.Evidence, "NVML driver version: "+v)
-	if r.GPUs.CUDAVersion != "" {
-		f.Evidence = append(f.Evidence, "CUDA driver API: "+r.GPUs.CUDAVersion)
-	}
-	major := r.GPUs.DriverMajor()
-	switch {
-	case major >= PeermemMinDriver:
-		f.Severity, f.Summary = erdma.SeverityOK, fmt.Sprintf("driver %s (>= %d, bundles nvidia_peermem)", v, PeermemMinDriver)
-	case major == 0:
-		f.Severity, f.Summary = erdma.SeverityWarn, fmt.Sprintf("driver version %q does not parse", v)
-	default:
-		f.Severity = erdma.SeverityWarn
-		f.Summary = fmt.Sprintf("driver %s predates %d: no bundled nvidia_peermem", v, PeermemMinDriver)
-		f.Remediation = "upgrade the NVIDIA driver to >= 470 (or use the legacy nv_peer_mem module)"
-	}
-	return f
-}
-
-// checkGDR: guide step 2, GPUDirect RDMA through DMA-BUF or nvidia_peermem
-// (or nv_peer_mem); fails only when neither path is available, warns when
-// DMA-BUF could not be decided.
-func (r *Report) checkGDR() erdma.Finding {
-	g := r.GDR
-	f := erdma.Finding{ID: FindingGDRPeermem, Evidence: append([]string{}, g.Evidence...)}
-	if g.Ready && g.Path == GDRDMABUF {
-		f.Severity = erdma.SeverityOK
-		f.Summary = "GPUDirect RDMA ready through DMA-BUF (" + g.DMABUF.Summary() + ")"
-		if g.Peermem != "" {
-			f.Summary += "; " + g.Peermem + " also loaded, NCCL prefers DMA-BUF"
-		} else {
-			f.Summary += ": nvidia_peermem not needed"
-		}
-		return f
-	}
-	if g.Ready {
-		f.Severity = erdma.SeverityOK
-		f.Summary = "GPUDirect RDMA ready through " + g.Path
-		if g.Version != "" {
-			f.Summary += " " + g.Version
-		}
-		if g.Path != GDRMemoryPeers && g.PersistenceKnown && !g.Persistent {
-			f.Summary += " (not in /etc/modules-load.d: gone after a reboot)"
-			f.Severity = erdma.SeverityWarn
-			f.Remediation = g.Remediation
-		}
-		return f
-	}
-	f.Severity = erdma.SeverityFail
-	if g.DMABUF.Supported == SupportUnknown {
-		// DMA-BUF may work: what decides it was not all seen.
-		f.Severity = erdma.SeverityWarn
-	}
-	f.Summary = "GPUDirect RDMA not ready: " + g.Missing
-	f.Remediation = g.Remediation
 	return f
 }
 
@@ -240,7 +178,31 @@ func (r *Report) checkDistance() erdma.Finding {
 	if r.GDR.Ready {
 		f.Remediation = fmt.Sprintf("to use GPUDirect RDMA over eRDMA: export NCCL_NET_GDR_LEVEL=%s", worst)
 	} else {
-		f.Remediation = fmt.Sprintf("load nvidia_peermem first (see %s), then export NCCL_NET_GDR_LEVEL=%s", FindingGDRPeermem, worst)
+		f.Remediation = fmt.Sprintf("load nvidia_peermem first (see %s), then export NCCL_NET_GDR_LEVEL=%s", erdma.FindingGDRPeermem, worst)
 	}
 	return f
+}
+
+// NICsOf picks the RDMA devices to place GPUs against: the eRDMA devices,
+// else every PCI RDMA device. note says which fallback was taken ("" for
+// eRDMA devices).
+func NICsOf(devs []erdma.Device) (nics []NIC, note string) {
+	var erdmaNICs, all []NIC
+	for _, d := range devs {
+		if d.PCIAddress == "" {
+			continue
+		}
+		n := NIC{Name: d.Name, PCIAddress: d.PCIAddress}
+		all = append(all, n)
+		if d.ERDMA {
+			erdmaNICs = append(erdmaNICs, n)
+		}
+	}
+	if len(erdmaNICs) > 0 {
+		return erdmaNICs, ""
+	}
+	if len(all) > 0 {
+		return all, "no eRDMA devices: showing every PCI RDMA device"
+	}
+	return nil, "no RDMA devices with a PCI address: GPU<->NIC distances cannot be computed"
 }

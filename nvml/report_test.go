@@ -28,6 +28,11 @@ func byID(fs []erdma.Finding) map[string]erdma.Finding {
 	return out
 }
 
+// findings are the checks this package owns.
+func findings(r *Report, p *erdma.Profile) []erdma.Finding {
+	return []erdma.Finding{r.CountFinding(p), r.DistanceFinding()}
+}
+
 var ebmgn8is = &erdma.Profile{Family: "ebmgn8is", ERIs: 2, GPUs: 8, Source: "test"}
 
 func TestInspectHealthy(t *testing.T) {
@@ -40,10 +45,9 @@ func TestInspectHealthy(t *testing.T) {
 	require.Len(t, info.Nearest, 8)
 	assert.Equal(t, erdma.GPUNIC{GPU: 5, Device: "erdma_1", Distance: "NODE"}, info.Nearest[5])
 
-	fs := rep.Findings(ebmgn8is)
-	require.Len(t, fs, 4)
-	assert.Equal(t, []string{FindingGPUCount, FindingGPUDriver, FindingGDRPeermem, FindingGPUDistance},
-		[]string{fs[0].ID, fs[1].ID, fs[2].ID, fs[3].ID}, "stable ids, in the guide's order")
+	fs := findings(rep, ebmgn8is)
+	require.Len(t, fs, 2)
+	assert.Equal(t, []string{FindingGPUCount, FindingGPUDistance}, []string{fs[0].ID, fs[1].ID}, "stable ids")
 	for _, f := range fs {
 		assert.Equal(t, erdma.SeverityOK, f.Severity, "%s: %s", f.ID, f.Summary)
 		assert.NotEmpty(t, f.Evidence, f.ID)
@@ -56,12 +60,11 @@ func TestInspectHealthy(t *testing.T) {
 
 func TestInspectNoPeermem(t *testing.T) {
 	rep := inspectFixture(t, "no-peermem", healthyNICs())
-	f := byID(rep.Findings(ebmgn8is))
-	g := f[FindingGDRPeermem]
-	assert.Equal(t, erdma.SeverityFail, g.Severity)
-	assert.Contains(t, g.Summary, "GPUDirect RDMA not ready: driver 535 >= 470 bundles nvidia_peermem but it is not loaded; DMA-BUF: kernel 5.10.134")
-	assert.Contains(t, g.Remediation, "modprobe nvidia_peermem")
-	assert.Contains(t, g.Remediation, "/etc/modules-load.d/")
+	f := byID(findings(rep, ebmgn8is))
+	assert.False(t, rep.GDR.Ready)
+	assert.Contains(t, rep.GDR.Missing, "driver 535 >= 470 bundles nvidia_peermem but it is not loaded; DMA-BUF: kernel 5.10.134")
+	assert.Contains(t, rep.GDR.Remediation, "modprobe nvidia_peermem")
+	assert.Contains(t, rep.GDR.Remediation, "/etc/modules-load.d/")
 	assert.Contains(t, f[FindingGPUDistance].Remediation, "load nvidia_peermem first")
 	assert.Empty(t, rep.GPUInfo().GDRPath)
 }
@@ -75,14 +78,12 @@ func TestInspectInitFailure(t *testing.T) {
 	assert.Equal(t, "no NVIDIA driver", rep.Reason)
 	info := rep.GPUInfo()
 	assert.Equal(t, erdma.GPUInfo{Available: false, Reason: "no NVIDIA driver", DMABUF: "no"}, info)
-	f := byID(rep.Findings(ebmgn8is))
+	f := byID(findings(rep, ebmgn8is))
 	assert.Equal(t, erdma.SeverityFail, f[FindingGPUCount].Severity)
 	assert.Equal(t, "cannot count GPUs (no NVIDIA driver); ebmgn8is has 8", f[FindingGPUCount].Summary)
-	assert.Equal(t, erdma.SeverityFail, f[FindingGPUDriver].Severity)
-	assert.Contains(t, f[FindingGPUDriver].Remediation, "modprobe nvidia")
 	assert.Equal(t, erdma.SeveritySkip, f[FindingGPUDistance].Severity)
 	// Without a profile a host without GPUs is not a failure of the count.
-	assert.Equal(t, erdma.SeveritySkip, byID(rep.Findings(nil))[FindingGPUCount].Severity)
+	assert.Equal(t, erdma.SeveritySkip, byID(findings(rep, nil))[FindingGPUCount].Severity)
 }
 
 func TestFindingsCountAndDriver(t *testing.T) {
@@ -91,18 +92,16 @@ func TestFindingsCountAndDriver(t *testing.T) {
 	lib.SystemGetDriverVersionFunc = func() (string, gonvml.Return) { return "460.106.00", gonvml.SUCCESS }
 	rep, err := Inspect(context.Background(), lib, hostRoot(t, "ebmgn8is-healthy"), nil)
 	require.NoError(t, err)
-	f := byID(rep.Findings(ebmgn8is))
+	f := byID(findings(rep, ebmgn8is))
 	assert.Equal(t, erdma.SeverityFail, f[FindingGPUCount].Severity)
 	assert.Equal(t, "7 GPUs, ebmgn8is has 8", f[FindingGPUCount].Summary)
-	assert.Equal(t, erdma.SeverityWarn, f[FindingGPUDriver].Severity)
-	assert.Contains(t, f[FindingGPUDriver].Summary, "predates 470")
 	assert.Equal(t, erdma.SeveritySkip, f[FindingGPUDistance].Severity, "no eRDMA devices given")
-	assert.Equal(t, erdma.SeverityOK, byID(rep.Findings(nil))[FindingGPUCount].Severity)
+	assert.Equal(t, erdma.SeverityOK, byID(findings(rep, nil))[FindingGPUCount].Severity)
 }
 
 func TestFindingsVMPHB(t *testing.T) {
 	rep := inspectFixture(t, "gn8is-single", healthyNICs()[:1])
-	d := byID(rep.Findings(nil))[FindingGPUDistance]
+	d := byID(findings(rep, nil))[FindingGPUDistance]
 	assert.Equal(t, erdma.SeverityOK, d.Severity)
 	assert.Contains(t, d.Summary, "PHB")
 	assert.Equal(t, "sysfs", rep.GPUs.GPUs[0].NUMASource, "this snapshot has no NVML NUMA ids")
@@ -111,7 +110,7 @@ func TestFindingsVMPHB(t *testing.T) {
 func TestFindingsDistanceUnplacedNIC(t *testing.T) {
 	nics := append(healthyNICs(), NIC{Name: "erdma_2", PCIAddress: "0000:00:09.0"})
 	rep := inspectFixture(t, "ebmgn8is-healthy", nics)
-	d := byID(rep.Findings(nil))[FindingGPUDistance]
+	d := byID(findings(rep, nil))[FindingGPUDistance]
 	assert.Equal(t, erdma.SeverityWarn, d.Severity)
 	assert.Equal(t, "1 devices not found in the PCI tree; 8 of 8 GPUs placed", d.Summary)
 	assert.Contains(t, d.Evidence[0], "erdma_2")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/perf"
@@ -407,8 +408,7 @@ func profileExpectGbps(ctx context.Context, root string) (float64, string) {
 		return 0, ""
 	}
 	defer closer.Close()
-	f := defaultDoctorFlags()
-	inst, err := doctorInstance(ctx, h, f, nil)
+	inst, err := doctor.Instance(ctx, h, doctor.DefaultOptions())
 	if err != nil || inst == nil {
 		return 0, ""
 	}

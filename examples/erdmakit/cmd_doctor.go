@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
+	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/spf13/cobra"
 )
@@ -47,9 +46,24 @@ func newDoctorCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&f.noMetadata, "no-metadata", false, "do not ask the ECS metadata service for the instance type")
 	fl.StringVar(&f.metadataURL, "metadata-url", erdma.DefaultMetadataURL, "ECS metadata service address")
 	fl.StringVar(&f.instanceType, "instance-type", "", "instance type to check against (ecs.<family>.<size>), instead of the metadata service's")
-	fl.DurationVar(&f.interval, "interval", doctorDefaultInterval, "time between the two hw_counters readings of the rate-limit-drops check (live host; 0: one reading)")
+	fl.DurationVar(&f.interval, "interval", doctor.DefaultInterval, "time between the two hw_counters readings of the rate-limit-drops check (live host; 0: one reading)")
 	fl.BoolVar(&f.skipTools, "skip-tools", false, "do not look for eadm and the other tools on PATH")
 	return c
+}
+
+// options turns the flags into the doctor's options.
+func (f doctorFlags) options() doctor.Options {
+	opt := doctor.Options{InstanceType: f.instanceType, Interval: f.interval, SkipTools: f.skipTools}
+	if !f.noMetadata {
+		opt.Metadata = &erdma.MetadataClient{BaseURL: f.metadataURL}
+	}
+	return opt
+}
+
+// defaultDoctorFlags are the doctor's flag defaults, for the commands that
+// run it without its flags (fleet doctor).
+func defaultDoctorFlags() doctorFlags {
+	return doctorFlags{format: "table", metadataURL: erdma.DefaultMetadataURL, interval: doctor.DefaultInterval}
 }
 
 func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
@@ -66,36 +80,26 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 	if f.interval < 0 {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("--interval %s: must not be negative", f.interval)}
 	}
-	var flagInstance *erdma.Instance
 	if f.instanceType != "" {
-		t, err := erdma.ParseInstanceType(f.instanceType)
-		if err != nil {
+		if _, err := erdma.ParseInstanceType(f.instanceType); err != nil {
 			return &exitError{code: ExitUnknown, err: fmt.Errorf("--instance-type: %w", err)}
 		}
-		flagInstance = &erdma.Instance{Type: t.String(), Source: "flag"}
 	}
-
-	h, closer, err := erdma.OpenHost(g.root)
+	opt := f.options()
+	if format == "table" && render.IsTerminal(g.stderr) {
+		opt.Progress = func(msg string) { fmt.Fprintln(g.stderr, msg) }
+	}
+	rep, err := runDoctorOn(ctx, g.root, opt)
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}
 	}
-	defer closer.Close()
-	rep, err := doctorReport(ctx, h, f, flagInstance, func(inv *erdma.Inventory) {
-		if format == "table" && render.IsTerminal(g.stderr) && hasERDMA(inv) && h.Live() && f.interval > 0 {
-			fmt.Fprintf(g.stderr, "reading hw_counters twice, %s apart...\n", f.interval)
-		}
-	})
-	if err != nil {
-		return &exitError{code: ExitUnknown, err: err}
-	}
-
 	switch format {
 	case "json":
 		err = render.JSON(g.stdout, rep)
 	case "prom":
 		err = erdma.WritePrometheus(g.stdout, rep)
 	default:
-		err = printDoctor(g.stdout, rep, render.ColorWanted(g.stdout), g.verbose)
+		err = doctor.WriteTable(g.stdout, rep, doctor.TableOptions{Color: render.ColorWanted(g.stdout), Verbose: g.verbose, Hint: doctorHint})
 	}
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}
@@ -103,97 +107,21 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 	return exitCode(severityExit(rep.Status))
 }
 
-// doctorInstance decides the instance: the flag, else what a recorded host
-// carries, else the metadata service (unless --no-metadata). The error says
-// why it is unknown; it is evidence, not a reason to stop.
-func doctorInstance(ctx context.Context, h erdma.Host, f doctorFlags, flag *erdma.Instance) (*erdma.Instance, error) {
-	if flag != nil {
-		return flag, nil
-	}
-	if !h.Live() {
-		inst, err := h.RecordedInstance()
-		if err != nil {
-			return nil, fmt.Errorf("recorded instance: %w", err)
-		}
-		if inst == nil {
-			return nil, errors.New("the recorded host has no " + erdma.RecordedInstanceFile)
-		}
-		inst.Source = "recorded"
-		return inst, nil
-	}
-	if f.noMetadata {
-		return nil, errors.New("--no-metadata: the metadata service was not asked")
-	}
-	inst, err := (&erdma.MetadataClient{BaseURL: f.metadataURL}).Instance(ctx)
+// runDoctorOn opens root (directory, archive or "/") and runs the doctor.
+func runDoctorOn(ctx context.Context, root string, opt doctor.Options) (*erdma.Report, error) {
+	h, closer, err := erdma.OpenHost(root)
 	if err != nil {
 		return nil, err
 	}
-	return inst, nil
+	defer closer.Close()
+	return doctor.Run(ctx, h, opt)
 }
 
-func hasERDMA(inv *erdma.Inventory) bool {
-	for _, d := range inv.Devices {
-		if d.ERDMA {
-			return true
-		}
+// doctorHint names the flags that answer a finding (library findings never
+// name CLI flags).
+func doctorHint(f health.Finding) string {
+	if f.ID == erdma.FindingInstanceProfile && f.Severity != health.OK {
+		return "erdmakit doctor --instance-type ecs.<family>.<size> checks against a type you name; without --no-metadata it asks the metadata service"
 	}
-	return false
+	return ""
 }
-
-// printDoctor prints the findings as a table, then the evidence and the fix
-// of every warning and failure (of every finding with verbose).
-func printDoctor(w io.Writer, rep *erdma.Report, color, verbose bool) error {
-	var b strings.Builder
-	root, typ := "/", "unknown"
-	if rep.Host != nil {
-		root = rep.Host.Root
-		if rep.Host.Instance != nil && rep.Host.Instance.Type != "" {
-			typ = rep.Host.Instance.Type + " (" + rep.Host.Instance.Source + ")"
-		}
-	}
-	fmt.Fprintf(&b, "erdmakit doctor: host %s, instance type %s\n\n", root, typ)
-	t := render.NewTable("RESULT", "CHECK", "SUMMARY")
-	t.Color, t.SeverityColumn = color, 0
-	counts := map[erdma.Severity]int{}
-	for _, f := range rep.Findings {
-		t.Add(string(f.Severity), f.ID, f.Summary)
-		counts[f.Severity]++
-	}
-	if err := t.Write(&b); err != nil {
-		return err
-	}
-	sev := func(s erdma.Severity) string {
-		if color {
-			return render.Severity(string(s))
-		}
-		return string(s)
-	}
-	var next string
-	for _, f := range rep.Findings {
-		problem := f.Severity == erdma.SeverityWarn || f.Severity == erdma.SeverityFail
-		if !problem && !verbose {
-			continue
-		}
-		fmt.Fprintf(&b, "\n%s %s: %s\n", sev(f.Severity), f.ID, f.Summary)
-		for _, e := range f.Evidence {
-			fmt.Fprintf(&b, "    read: %s\n", e)
-		}
-		if f.Remediation != "" {
-			fmt.Fprintf(&b, "    fix:  %s\n", f.Remediation)
-		}
-		if next == "" && f.Severity == erdma.SeverityFail && f.Remediation != "" {
-			next = f.ID + ": " + f.Remediation
-		}
-	}
-	fmt.Fprintf(&b, "\nstatus: %s (%d ok, %d warn, %d fail, %d skip)\n", sev(rep.Status),
-		counts[erdma.SeverityOK], counts[erdma.SeverityWarn], counts[erdma.SeverityFail], counts[erdma.SeveritySkip])
-	if next != "" {
-		fmt.Fprintf(&b, "first step: %s\n", next)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// doctorDefaultInterval is the time between the two counter readings of the
-// rate-limit-drops check on a live host.
-const doctorDefaultInterval = 2 * time.Second

@@ -2,12 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"slices"
-	"strings"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -69,7 +67,9 @@ func TestDoctorJSON(t *testing.T) {
 	assert.Equal(t, erdma.SeverityFail, rep.Status)
 	// Every check of the erdma doctor, plus the nvml package's GPU count and
 	// GPU<->eRDMA distance checks (the fixture has GPUs), after gdr-peermem.
-	require.Len(t, rep.Findings, len(erdma.Checks())+2)
+	checks, err := doctor.Checks()
+	require.NoError(t, err)
+	require.Len(t, rep.Findings, len(checks))
 	ids := make([]string, len(rep.Findings))
 	for i, f := range rep.Findings {
 		ids[i] = f.ID
@@ -127,38 +127,6 @@ func TestDoctorBadFlags(t *testing.T) {
 		assert.Equal(t, ExitUnknown, code, "%v", args)
 		assert.NotEmpty(t, stderr, "%v", args)
 	}
-}
-
-func TestDoctorInstanceFromMetadata(t *testing.T) {
-	// doctorInstance on the live host asks the metadata service.
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/latest/api/token" {
-			w.Write([]byte("tok"))
-			return
-		}
-		w.Write([]byte(map[string]string{
-			"/latest/meta-data/instance-id":            "i-bp1test",
-			"/latest/meta-data/instance/instance-type": "ecs.ebmgn9gc.64xlarge",
-			"/latest/meta-data/region-id":              "cn-beijing",
-		}[r.URL.Path]))
-	}))
-	defer srv.Close()
-	inst, err := doctorInstance(t.Context(), erdma.LiveHost(), doctorFlags{metadataURL: srv.URL}, nil)
-	require.NoError(t, err)
-	assert.Equal(t, "ecs.ebmgn9gc.64xlarge", inst.Type)
-
-	_, err = doctorInstance(t.Context(), erdma.LiveHost(), doctorFlags{noMetadata: true}, nil)
-	assert.ErrorContains(t, err, "--no-metadata")
-
-	srv.Close()
-	_, err = doctorInstance(t.Context(), erdma.LiveHost(), doctorFlags{metadataURL: srv.URL}, nil)
-	assert.ErrorIs(t, err, erdma.ErrMetadataUnavailable)
-}
-
-func TestDoctorRecordedWithoutInstance(t *testing.T) {
-	inst, err := doctorInstance(t.Context(), erdma.RecordedHost(t.TempDir()), doctorFlags{}, nil)
-	assert.Nil(t, inst)
-	assert.True(t, strings.Contains(err.Error(), erdma.RecordedInstanceFile), err)
 }
 
 func TestDoctorLiveHost(t *testing.T) {

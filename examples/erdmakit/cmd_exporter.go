@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/monitor"
 	"github.com/spf13/cobra"
@@ -57,7 +58,7 @@ so alerts can fire on "nvidia_peermem not loaded". --root serves a recorded host
 
 // hostSnapshot reads the inventory on every scrape; the tool versions (which
 // cost process starts) are cached for ttl.
-func hostSnapshot(h erdma.Host, doctor bool, ttl time.Duration) monitor.SnapshotFunc {
+func hostSnapshot(h erdma.Host, withDoctor bool, ttl time.Duration) monitor.SnapshotFunc {
 	var (
 		mu      sync.Mutex
 		tools   []erdma.Tool
@@ -69,7 +70,7 @@ func hostSnapshot(h erdma.Host, doctor bool, ttl time.Duration) monitor.Snapshot
 			return nil, err
 		}
 		snap := &monitor.Snapshot{Inventory: inv}
-		if !doctor {
+		if !withDoctor {
 			return snap, nil
 		}
 		mu.Lock()
@@ -80,7 +81,13 @@ func hostSnapshot(h erdma.Host, doctor bool, ttl time.Duration) monitor.Snapshot
 		}
 		inv.Tools = tools
 		mu.Unlock()
-		snap.Report = exporterDiagnose(ctx, h, inv)
+		// No counter interval: the scrape exposes the counters and
+		// Prometheus computes their rates.
+		opt := doctor.DefaultOptions()
+		opt.Interval = 0
+		if snap.Report, err = doctor.Diagnose(ctx, h, inv, opt); err != nil {
+			return nil, err
+		}
 		return snap, nil
 	}
 }

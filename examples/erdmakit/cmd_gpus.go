@@ -67,7 +67,7 @@ func inspectGPUs(ctx context.Context, g *globals, withNICs bool) (*nvml.Report, 
 		}
 		notes = append(notes, errs...)
 		var note string
-		nics, note = nicsOf(devs)
+		nics, note = nvml.NICsOf(devs)
 		if note != "" {
 			notes = append(notes, note)
 		}
@@ -78,30 +78,6 @@ func inspectGPUs(ctx context.Context, g *globals, withNICs bool) (*nvml.Report, 
 	}
 	rep.Root = g.root
 	return rep, notes, nil
-}
-
-// nicsOf maps the inventory's RDMA devices to the NICs whose distance to
-// the GPUs matters: the eRDMA devices, or every PCI RDMA device when the
-// host has no eRDMA (then it says so).
-func nicsOf(devs []erdma.Device) ([]nvml.NIC, string) {
-	var erdmaNICs, all []nvml.NIC
-	for _, d := range devs {
-		if d.PCIAddress == "" {
-			continue
-		}
-		n := nvml.NIC{Name: d.Name, PCIAddress: d.PCIAddress}
-		all = append(all, n)
-		if d.ERDMA {
-			erdmaNICs = append(erdmaNICs, n)
-		}
-	}
-	if len(erdmaNICs) > 0 {
-		return erdmaNICs, ""
-	}
-	if len(all) > 0 {
-		return all, "no eRDMA devices: showing every PCI RDMA device"
-	}
-	return nil, "no RDMA devices with a PCI address: GPU<->NIC distances cannot be computed"
 }
 
 func printGPUs(g *globals, rep *nvml.Report) error {

@@ -109,13 +109,13 @@ func TestNICsOf(t *testing.T) {
 		{Name: "mlx5_0", PCIAddress: "0000:17:00.0"},
 		{Name: "erdma_0", PCIAddress: "0000:00:05.0", ERDMA: true},
 	}
-	nics, note := nicsOf(devs)
+	nics, note := nvml.NICsOf(devs)
 	assert.Equal(t, []nvml.NIC{{Name: "erdma_0", PCIAddress: "0000:00:05.0"}}, nics)
 	assert.Empty(t, note)
-	nics, note = nicsOf(devs[:2])
+	nics, note = nvml.NICsOf(devs[:2])
 	assert.Equal(t, []nvml.NIC{{Name: "mlx5_0", PCIAddress: "0000:17:00.0"}}, nics)
 	assert.Contains(t, note, "no eRDMA devices")
-	nics, note = nicsOf(devs[:1])
+	nics, note = nvml.NICsOf(devs[:1])
 	assert.Empty(t, nics)
 	assert.Contains(t, note, "cannot be computed")
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nccl"
@@ -396,6 +397,6 @@ func ncclInventory(ctx context.Context, h erdma.Host, path string) (*erdma.Inven
 	for _, e := range inv.Errors {
 		slog.Warn("nccl env: read error", "err", e)
 	}
-	doctorGPUs(ctx, h, inv)
+	doctor.GPUs(ctx, h, inv, nil)
 	return inv, nil
 }

@@ -123,6 +123,7 @@ func printParsedNCCLLog(w io.Writer, s *nccl.LogSummary) error {
 		network += " (ranks disagree: " + strings.Join(s.Networks, ", ") + ")"
 	}
 	add("network", network)
+	add("transport", string(s.NetTransport()))
 	var devs []string
 	for _, d := range s.IBDevices {
 		devs = append(devs, fmt.Sprintf("%s:%d/%s", d.Name, d.Port, d.Link))
@@ -143,6 +144,23 @@ func printParsedNCCLLog(w io.Writer, s *nccl.LogSummary) error {
 	}
 	add("channels", strings.Join(ch, " "))
 	add("gdrdma channels", strconv.Itoa(s.GDRDMAChannels))
+	for _, u := range s.NICs {
+		v := fmt.Sprintf("NET/IB/%d", u.Index)
+		if u.Name != "" {
+			v += " " + u.Name
+		}
+		v += fmt.Sprintf(": %d channels, %d GDRDMA", u.Channels, u.GDRDMAChannels)
+		for _, g := range u.GIDs {
+			v += fmt.Sprintf(", GID %d %s", g.Index, g.Address)
+		}
+		add("nic", v)
+	}
+	if s.NICSpread != nccl.NICsUnknown {
+		add("nic balance", string(s.NICSpread))
+	}
+	if len(s.DMABUFGPUs) > 0 {
+		add("dma-buf gpus", strings.Trim(fmt.Sprint(s.DMABUFGPUs), "[]"))
+	}
 	add("plugins", strings.Join(s.Plugins, ", "))
 	for _, e := range s.PluginErrors {
 		add("plugin error", e)

@@ -1,4 +1,4 @@
-package erdma_test
+package doctor_test
 
 import (
 	"bytes"
@@ -12,9 +12,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/erdmakit/erdmakit/internal/hostgen"
+	"github.com/erdmakit/erdmakit/nvml"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,15 +28,14 @@ func hostDir(t testing.TB, name string) string { return fixture.Host(t, name) }
 // diagnoseRecorded runs the doctor the way `erdmakit doctor --root DIR` does.
 func diagnoseRecorded(t testing.TB, dir string) (*erdma.Report, error) {
 	t.Helper()
-	h := erdma.RecordedHost(dir)
-	inv, err := erdma.ReadInventory(context.Background(), h, erdma.InventoryOptions{})
-	if err != nil {
-		return nil, err
-	}
-	inst, err := h.RecordedInstance()
-	opt := erdma.DoctorOptions{InstanceError: err}
-	erdma.SetInstance(inv, inst)
-	return erdma.Diagnose(context.Background(), inv, opt), nil
+	return doctor.Run(context.Background(), erdma.RecordedHost(dir), doctor.DefaultOptions())
+}
+
+// allChecks are the pipeline's checks.
+func allChecks(t testing.TB) []erdma.Check {
+	cs, err := doctor.Checks()
+	require.NoError(t, err)
+	return cs
 }
 
 func severities(r *erdma.Report) map[string]erdma.Severity {
@@ -71,7 +72,7 @@ func TestDoctorFixtures(t *testing.T) {
 			text: map[string]string{"port-active": "erdma_1 port 1 is DOWN", "netdev-ip": "eth2 (erdma_1) has no IPv4 address"}},
 		{host: "no-erdma-driver", status: fail, want: map[string]erdma.Severity{"erdma-devices": fail, "erdma-driver": fail, "eadm": warn,
 			"network-card-channel": skip, "uverbs": skip, "netdev-ip": skip, "port-active": skip, "transport-mode": skip,
-			"gid-index": skip, "mtu": skip, "rate-limit-drops": skip},
+			"gid-index": skip, "mtu": skip, "rate-limit-drops": skip, "gpu-nic-distance": skip},
 			text: map[string]string{"erdma-devices": "no eRDMA device on this host", "erdma-driver": "not loaded"}},
 		{host: "no-peermem", status: fail, want: map[string]erdma.Severity{"gdr-peermem": fail},
 			text: map[string]string{"gdr-peermem": "neither nvidia_peermem nor nv_peer_mem"}},
@@ -84,8 +85,8 @@ func TestDoctorFixtures(t *testing.T) {
 			r, err := diagnoseRecorded(t, hostDir(t, tc.host))
 			require.NoError(t, err)
 			got := severities(r)
-			require.Len(t, r.Findings, len(erdma.Checks()))
-			for _, c := range erdma.Checks() {
+			require.Len(t, r.Findings, len(allChecks(t)))
+			for _, c := range allChecks(t) {
 				want, listed := tc.want[c.ID]
 				if !listed {
 					want = ok
@@ -129,12 +130,12 @@ func TestDoctorHealthyGolden(t *testing.T) {
 	require.NoError(t, enc.Encode(r))
 	// The fixture is unpacked somewhere new each run: the golden says ROOT.
 	out := bytes.ReplaceAll(b.Bytes(), []byte(root), []byte("ROOT"))
-	golden := filepath.Join("testdata", "doctor", "ebmgn8is-healthy.report.json")
+	golden := filepath.Join("testdata", "ebmgn8is-healthy.report.json")
 	if *updateDoctorGolden {
 		require.NoError(t, os.WriteFile(golden, out, 0o644))
 	}
 	raw, err := os.ReadFile(golden)
-	require.NoError(t, err, "run go test -run TestDoctorHealthyGolden ./erdma/ -args -update-doctor-golden")
+	require.NoError(t, err, "run go test -run TestDoctorHealthyGolden ./doctor/ -args -update-doctor-golden")
 	var want, got map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(raw, &want))
 	require.NoError(t, json.Unmarshal(out, &got))
@@ -205,9 +206,11 @@ func TestDoctorMutations(t *testing.T) {
 		}
 	}
 	// The GPU side of the fixture (written by nvml's gpugen, listed in
-	// erdmakit/gpugen-files.txt) is read by the nvml package, not by this
-	// package's doctor: the CLI's doctor test damages those files.
-	gpuFiles := map[string]bool{"erdmakit/gpugen-files.txt": true}
+	// erdmakit/gpugen-files.txt): the CLI's GPU mutation test damages those
+	// files.
+	// With NVML's snapshot the driver version is NVML's; the module's
+	// version file is only the fallback without NVML.
+	gpuFiles := map[string]bool{"erdmakit/gpugen-files.txt": true, "sys/module/nvidia/version": true}
 	if b, err := os.ReadFile(filepath.Join(dir, "erdmakit/gpugen-files.txt")); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
@@ -268,7 +271,7 @@ func TestDoctorMutations(t *testing.T) {
 				assert.Contains(t, err.Error(), filepath.Base(rel), "%s %s: the error names the file", mut, rel)
 				continue
 			}
-			require.Len(t, r.Findings, len(erdma.Checks()), "%s %s", mut, rel)
+			require.Len(t, r.Findings, len(allChecks(t)), "%s %s", mut, rel)
 			for _, f := range r.Findings {
 				assert.NotContains(t, f.Summary, "internal error", "%s %s", mut, rel)
 			}
@@ -310,26 +313,25 @@ func BenchmarkDoctor(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		inv, err := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		inst, _ := h.RecordedInstance()
-		erdma.SetInstance(inv, inst)
-		if r := erdma.Diagnose(ctx, inv, erdma.DoctorOptions{}); r.Status != erdma.SeverityOK {
-			b.Fatal(r.Status)
+		r, err := doctor.Run(ctx, h, doctor.Options{})
+		if err != nil || r.Status != erdma.SeverityOK {
+			b.Fatal(err, r)
 		}
 	}
 }
 
-// BenchmarkDiagnose is the checks alone on the healthy fixture's inventory.
+// BenchmarkDiagnose is the pipeline without the inventory read (instance,
+// NVML snapshot, checks) on the healthy fixture's inventory.
 func BenchmarkDiagnose(b *testing.B) {
-	inv, err := erdma.ReadInventory(context.Background(), erdma.RecordedHost(hostDir(b, "ebmgn8is-healthy")), erdma.InventoryOptions{})
+	h := erdma.RecordedHost(hostDir(b, "ebmgn8is-healthy"))
+	inv, err := erdma.ReadInventory(context.Background(), h, erdma.InventoryOptions{})
 	require.NoError(b, err)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		erdma.Diagnose(ctx, inv, erdma.DoctorOptions{})
+		if _, err := doctor.Diagnose(ctx, h, inv, doctor.Options{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -344,11 +346,10 @@ func BenchmarkDoctorDevices(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				inv, err := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{})
-				if err != nil || len(inv.Devices) != n {
+				r, err := doctor.Run(ctx, h, doctor.Options{})
+				if err != nil || len(r.Host.Devices) != n {
 					b.Fatal(err)
 				}
-				erdma.Diagnose(ctx, inv, erdma.DoctorOptions{})
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/device")
 		})
@@ -367,7 +368,12 @@ func TestDoctorRecordReplay(t *testing.T) {
 			archive := filepath.Join(t.TempDir(), "host.tar.gz")
 			out, err := os.Create(archive)
 			require.NoError(t, err)
-			_, err = erdma.Record(context.Background(), erdma.RecordedHost(root), out, erdma.RecordOptions{})
+			// As `erdmakit record` does: the GPU files nvml reads go along.
+			lib, err := nvml.ForRoot(root)
+			require.NoError(t, err)
+			files, err := nvml.RecordFiles(context.Background(), lib, root, "test")
+			require.NoError(t, err)
+			_, err = erdma.Record(context.Background(), erdma.RecordedHost(root), out, erdma.RecordOptions{Files: files})
 			require.NoError(t, err)
 			require.NoError(t, out.Close())
 			h, closer, err := erdma.OpenHost(archive)

@@ -1,0 +1,281 @@
+// Package doctor is erdmakit's one doctor pipeline: read the host, learn
+// the instance type, look at the GPUs through NVML, run every check in the
+// order the eRDMA guide goes, and return the report. `erdmakit doctor`,
+// `erdmakit fleet doctor` and the exporter all call it, so an importer gets
+// the CLI's answer with one call.
+//
+// Each check has exactly one owner: the host checks are package erdma's,
+// gpu-count and gpu-nic-distance package nvml's. Other packages contribute
+// checks through Options.Checks (see Check).
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/nvml"
+)
+
+// DefaultInterval is the time between the two hw_counters readings of the
+// rate-limit-drops check on a live host.
+const DefaultInterval = 2 * time.Second
+
+// ErrOptions is what every invalid option wraps.
+var ErrOptions = errors.New("invalid doctor options")
+
+// Options tune the pipeline. The zero value reads the host, asks no
+// metadata service and takes one counter reading; DefaultOptions is what
+// `erdmakit doctor` runs with.
+type Options struct {
+	// InstanceType, when set ("ecs.<family>.<size>"), is checked against
+	// instead of the metadata service's or the recording's.
+	InstanceType string
+	// Metadata is asked for the instance on a live host; nil: not asked.
+	Metadata *erdma.MetadataClient
+	// Interval between two hw_counters readings on a live host, for
+	// rate-limit-drops; 0 means one reading. Ignored on a recorded host.
+	Interval time.Duration
+	// SkipTools: do not look for eadm and the other tools on PATH.
+	SkipTools bool
+	// NVML is the GPU library; nil means nvml.ForRoot(host root) (the live
+	// NVML on "/", the recorded snapshot otherwise).
+	NVML nvml.Library
+	// Checks are contributed by other packages; see Check.
+	Checks []Check
+	// Progress, when set, is told what the doctor is about to wait for
+	// (the counter interval), so a terminal can say so.
+	Progress func(msg string)
+}
+
+// DefaultOptions are `erdmakit doctor`'s defaults: the metadata service at
+// its default address, counters read DefaultInterval apart.
+func DefaultOptions() Options {
+	return Options{Metadata: &erdma.MetadataClient{}, Interval: DefaultInterval}
+}
+
+// Input is what a check reads. The pipeline fills it once per run.
+type Input struct {
+	Host      erdma.Host
+	Inventory *erdma.Inventory // Instance, Profile and GPU filled in
+	// GPUs is NVML's view; never nil (Available false says why not).
+	GPUs *nvml.Report
+	// InstanceError says why Inventory.Instance is unknown.
+	InstanceError error
+	// Findings are the findings of the checks run before this one.
+	Findings []health.Finding
+	counters erdma.DoctorOptions
+}
+
+// Check is a check another package contributes: a stable kebab-case ID,
+// the guide step it enforces, and Run, which decides it. Run may close over
+// whatever it needs that the pipeline does not read (a verbs probe, a cloud
+// API client). The finding's ID is set to Check.ID.
+//
+// Placement: a Check whose ID is a built-in check's replaces that check in
+// place (one owner at a time); otherwise it goes right after the check
+// named by After, or at the end when After is "".
+type Check struct {
+	ID    string
+	Step  string
+	Title string
+	After string
+	Run   func(ctx context.Context, in *Input) health.Finding
+}
+
+// builtins are the checks the pipeline always runs, in the guide's order.
+func builtins() []Check {
+	var cs []Check
+	for _, hc := range erdma.HostChecks() {
+		run := hc.Run
+		cs = append(cs, Check{ID: hc.ID, Step: hc.Step, Title: hc.Title,
+			Run: func(ctx context.Context, in *Input) health.Finding { return run(ctx, in.Inventory, in.counters) }})
+		if hc.ID == erdma.FindingGDRPeermem {
+			cs = append(cs,
+				Check{ID: nvml.FindingGPUCount, Step: "guide step 1", Title: "as many GPUs as the instance type has",
+					Run: func(_ context.Context, in *Input) health.Finding { return in.GPUs.CountFinding(in.Inventory.Profile) }},
+				Check{ID: nvml.FindingGPUDistance, Step: "domain section 5", Title: "each GPU's nearest eRDMA device and the PCIe distance",
+					Run: func(_ context.Context, in *Input) health.Finding { return in.GPUs.DistanceFinding() }})
+		}
+	}
+	return cs
+}
+
+// plan merges the contributed checks into the built-in list.
+func plan(extra []Check) ([]Check, error) {
+	cs := builtins()
+	seen := map[string]bool{}
+	for _, c := range extra {
+		switch {
+		case c.ID == "" || c.Run == nil:
+			return nil, fmt.Errorf("%w: check %q needs an ID and a Run", ErrOptions, c.ID)
+		case seen[c.ID]:
+			return nil, fmt.Errorf("%w: check %q given twice", ErrOptions, c.ID)
+		}
+		seen[c.ID] = true
+		if i := slices.IndexFunc(cs, func(b Check) bool { return b.ID == c.ID }); i >= 0 {
+			cs[i] = c
+			continue
+		}
+		if c.After == "" {
+			cs = append(cs, c)
+			continue
+		}
+		i := slices.IndexFunc(cs, func(b Check) bool { return b.ID == c.After })
+		if i < 0 {
+			return nil, fmt.Errorf("%w: check %q: After %q is no check", ErrOptions, c.ID, c.After)
+		}
+		cs = slices.Insert(cs, i+1, c)
+	}
+	return cs, nil
+}
+
+// Checks lists the checks a run with these contributed checks makes, in
+// order.
+func Checks(extra ...Check) ([]erdma.Check, error) {
+	cs, err := plan(extra)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]erdma.Check, len(cs))
+	for i, c := range cs {
+		out[i] = erdma.Check{ID: c.ID, Step: c.Step, Title: c.Title}
+	}
+	return out, nil
+}
+
+// Run reads the host and diagnoses it: the whole doctor. The error is for
+// what stops it (invalid options, an unreadable host, a cancelled context);
+// everything else is a finding.
+func Run(ctx context.Context, h erdma.Host, opt Options) (*erdma.Report, error) {
+	if _, err := validate(opt); err != nil {
+		return nil, err
+	}
+	inv, err := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{SkipTools: opt.SkipTools})
+	if err != nil {
+		return nil, err
+	}
+	return Diagnose(ctx, h, inv, opt)
+}
+
+// Diagnose runs the pipeline on an inventory already read (the exporter
+// reads one per scrape): instance, GPUs, checks. It fills inv's Instance,
+// Profile and GPU.
+func Diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Options) (*erdma.Report, error) {
+	cs, err := validate(opt)
+	if err != nil {
+		return nil, err
+	}
+	if inv == nil {
+		return nil, fmt.Errorf("%w: no inventory", ErrOptions)
+	}
+	inst, instErr := Instance(ctx, h, opt)
+	erdma.SetInstance(inv, inst)
+	in := &Input{Host: h, Inventory: inv, InstanceError: instErr, GPUs: GPUs(ctx, h, inv, opt.NVML)}
+	in.counters.InstanceError = instErr
+	if h.Live() && opt.Interval > 0 {
+		in.counters.Interval = opt.Interval
+		in.counters.Counters = erdma.CounterSourceFunc(func(_ context.Context, dev string, port int) (map[string]uint64, error) {
+			return erdma.ReadCounters(h, dev, port)
+		})
+		if opt.Progress != nil && slices.ContainsFunc(inv.Devices, func(d erdma.Device) bool { return d.ERDMA }) {
+			opt.Progress(fmt.Sprintf("reading hw_counters twice, %s apart...", opt.Interval))
+		}
+	}
+	rep := &erdma.Report{Status: health.OK, Host: inv, Findings: make([]health.Finding, 0, len(cs))}
+	for _, c := range cs {
+		in.Findings = rep.Findings
+		f := run(ctx, c, in)
+		rep.Findings = append(rep.Findings, f)
+		rep.Status = health.Worst(rep.Status, f.Severity)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+func validate(opt Options) ([]Check, error) {
+	if opt.Interval < 0 {
+		return nil, fmt.Errorf("%w: interval %s is negative", ErrOptions, opt.Interval)
+	}
+	if opt.InstanceType != "" {
+		if _, err := erdma.ParseInstanceType(opt.InstanceType); err != nil {
+			return nil, fmt.Errorf("%w: instance type: %w", ErrOptions, err)
+		}
+	}
+	return plan(opt.Checks)
+}
+
+// Instance decides the instance the host is checked against: the
+// InstanceType option, else what a recorded host carries, else the
+// metadata service (when Options.Metadata is set). The error says why it
+// is unknown; the pipeline makes it evidence, not a reason to stop.
+func Instance(ctx context.Context, h erdma.Host, opt Options) (*erdma.Instance, error) {
+	if opt.InstanceType != "" {
+		t, err := erdma.ParseInstanceType(opt.InstanceType)
+		if err != nil {
+			return nil, err
+		}
+		return &erdma.Instance{Type: t.String(), Source: "flag"}, nil
+	}
+	if !h.Live() {
+		inst, err := h.RecordedInstance()
+		if err != nil {
+			return nil, fmt.Errorf("recorded instance: %w", err)
+		}
+		if inst == nil {
+			return nil, errors.New("the recorded host has no " + erdma.RecordedInstanceFile)
+		}
+		inst.Source = "recorded"
+		return inst, nil
+	}
+	if opt.Metadata == nil {
+		return nil, errors.New("the metadata service was not asked")
+	}
+	return opt.Metadata.Instance(ctx)
+}
+
+// GPUs reads the host's GPUs through lib (nil: nvml.ForRoot(host root))
+// and fills inv.GPU, the GPU facts the checks and nccl.AdviseEnv use. What
+// cannot be read is the report's reason, never an error.
+func GPUs(ctx context.Context, h erdma.Host, inv *erdma.Inventory, lib nvml.Library) *nvml.Report {
+	if lib == nil {
+		var err error
+		if lib, err = nvml.ForRoot(h.Root()); err != nil {
+			return nvml.Unavailable(h.Root(), err)
+		}
+	}
+	nics, _ := nvml.NICsOf(inv.Devices)
+	rep, err := nvml.Inspect(ctx, lib, h.Root(), nics)
+	if err != nil {
+		return nvml.Unavailable(h.Root(), err)
+	}
+	info := rep.GPUInfo()
+	inv.GPU = &info
+	return rep
+}
+
+// run runs one check; a panic in a check (a bug) becomes a warning finding
+// rather than ending the doctor.
+func run(ctx context.Context, c Check, in *Input) (f health.Finding) {
+	defer func() {
+		if r := recover(); r != nil {
+			f = health.Finding{ID: c.ID, Severity: health.Warn,
+				Summary:  fmt.Sprintf("internal error in check %s: %v", c.ID, r),
+				Evidence: []string{strings.TrimSpace(string(debug.Stack()))}}
+		}
+	}()
+	f = c.Run(ctx, in)
+	f.ID = c.ID
+	if f.Evidence == nil {
+		f.Evidence = []string{}
+	}
+	return f
+}

@@ -1,0 +1,106 @@
+package doctor_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/erdmakit/erdmakit/doctor"
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
+)
+
+// The doctor on a recorded host: exactly `erdmakit doctor --root DIR --json`.
+func ExampleRun() {
+	ctx := context.Background()
+	h, closer, err := erdma.OpenHost("../testdata/hosts/port-down-no-ip.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	rep, err := doctor.Run(ctx, h, doctor.DefaultOptions())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("status:", rep.Status)
+	for _, f := range rep.Findings {
+		if f.Severity == health.Fail {
+			fmt.Printf("%s: %s\n", f.ID, f.Summary)
+		}
+	}
+	// Output:
+	// status: fail
+	// netdev-ip: eth2 (erdma_1) is down; eth2 (erdma_1) has no IPv4 address: the secondary NIC is not configured in the OS
+	// port-active: erdma_1 port 1 is DOWN (ibv_devinfo: not PORT_ACTIVE / "invalid state": the secondary NIC is not configured, check its IP)
+	// gid-index: erdma_1 port 1 has no RoCE v2 GID ::ffff:<IPv4>: NCCL_IB_GID_INDEX has nothing to point at
+}
+
+// Another package contributes a check: it runs in the pipeline, in its
+// place, with the inventory, the GPUs and the findings before it; its Run
+// closes over what the pipeline does not read (here a stand-in for a cloud
+// API answer).
+func ExampleCheck() {
+	attached := 2 // what a cloud API would say
+	cloud := doctor.Check{
+		ID: "eri-attached", Step: "guide step 1", Title: "the ERIs the cloud shows are the ones the host sees",
+		After: erdma.FindingERDMADevices,
+		Run: func(_ context.Context, in *doctor.Input) health.Finding {
+			seen := 0
+			for _, d := range in.Inventory.Devices {
+				if d.ERDMA {
+					seen++
+				}
+			}
+			if seen != attached {
+				return health.Finding{Severity: health.Warn, Summary: fmt.Sprintf("%d ERIs attached, %d seen", attached, seen),
+					Remediation: "wait for the driver to probe the new ERI, or reboot"}
+			}
+			return health.Finding{Severity: health.OK, Summary: fmt.Sprintf("%d ERIs attached and seen", seen)}
+		},
+	}
+	opt := doctor.DefaultOptions()
+	opt.Checks = []doctor.Check{cloud}
+	h, closer, err := erdma.OpenHost("../testdata/hosts/gn8is-single.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	rep, err := doctor.Run(context.Background(), h, opt)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, f := range rep.Findings[2:4] {
+		fmt.Println(f.ID, f.Severity, f.Summary)
+	}
+	fmt.Println("status:", rep.Status)
+	// Output:
+	// erdma-devices ok 1 eRDMA device(s): erdma_0 (as gn8is-2x has)
+	// eri-attached warn 2 ERIs attached, 1 seen
+	// status: warn
+}
+
+func ExampleWriteTable() {
+	rep := &erdma.Report{Status: health.Fail, Host: &erdma.Inventory{Root: "/"}, Findings: []health.Finding{
+		{ID: "memlock", Severity: health.Fail, Summary: "memlock 64 KiB: every ibv_create_qp fails with ENOMEM",
+			Evidence: []string{"RLIMIT_MEMLOCK soft 64 KiB, hard 64 KiB (getrlimit)"}, Remediation: "ulimit -l unlimited"},
+		{ID: "rate-limit-drops", Severity: health.OK, Summary: "no rate-limit drops"},
+	}}
+	_ = doctor.WriteTable(os.Stdout, rep, doctor.TableOptions{})
+	// Output:
+	// erdmakit doctor: host /, instance type unknown
+	//
+	// RESULT  CHECK             SUMMARY
+	// fail    memlock           memlock 64 KiB: every ibv_create_qp fails with ENOMEM
+	// ok      rate-limit-drops  no rate-limit drops
+	//
+	// fail memlock: memlock 64 KiB: every ibv_create_qp fails with ENOMEM
+	//     read: RLIMIT_MEMLOCK soft 64 KiB, hard 64 KiB (getrlimit)
+	//     fix:  ulimit -l unlimited
+	//
+	// status: fail (1 ok, 0 warn, 1 fail, 0 skip)
+	// first step: memlock: ulimit -l unlimited
+}

@@ -1,0 +1,80 @@
+package doctor
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/render"
+)
+
+// TableOptions tune WriteTable.
+type TableOptions struct {
+	Color   bool // ANSI colours on the severity words
+	Verbose bool // evidence and fix of every finding, not only problems
+	// Hint, when set, may add a line to a finding's fix (the CLI names its
+	// flags there; library findings never do).
+	Hint func(f health.Finding) string
+}
+
+// WriteTable prints a report the way `erdmakit doctor` does: the findings
+// as a table, then the evidence and the fix of every warning and failure
+// (of every finding with Verbose), the status and the first step to take.
+func WriteTable(w io.Writer, rep *erdma.Report, opt TableOptions) error {
+	var b strings.Builder
+	root, typ := "/", "unknown"
+	if rep.Host != nil {
+		root = rep.Host.Root
+		if rep.Host.Instance != nil && rep.Host.Instance.Type != "" {
+			typ = rep.Host.Instance.Type + " (" + rep.Host.Instance.Source + ")"
+		}
+	}
+	fmt.Fprintf(&b, "erdmakit doctor: host %s, instance type %s\n\n", root, typ)
+	t := render.NewTable("RESULT", "CHECK", "SUMMARY")
+	t.Color, t.SeverityColumn = opt.Color, 0
+	counts := map[health.Severity]int{}
+	for _, f := range rep.Findings {
+		t.Add(string(f.Severity), f.ID, f.Summary)
+		counts[f.Severity]++
+	}
+	if err := t.Write(&b); err != nil {
+		return err
+	}
+	sev := func(s health.Severity) string {
+		if opt.Color {
+			return render.Severity(string(s))
+		}
+		return string(s)
+	}
+	var next string
+	for _, f := range rep.Findings {
+		problem := f.Severity == health.Warn || f.Severity == health.Fail
+		if !problem && !opt.Verbose {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s %s: %s\n", sev(f.Severity), f.ID, f.Summary)
+		for _, e := range f.Evidence {
+			fmt.Fprintf(&b, "    read: %s\n", e)
+		}
+		if f.Remediation != "" {
+			fmt.Fprintf(&b, "    fix:  %s\n", f.Remediation)
+		}
+		if opt.Hint != nil {
+			if h := opt.Hint(f); h != "" {
+				fmt.Fprintf(&b, "    hint: %s\n", h)
+			}
+		}
+		if next == "" && f.Severity == health.Fail && f.Remediation != "" {
+			next = f.ID + ": " + f.Remediation
+		}
+	}
+	fmt.Fprintf(&b, "\nstatus: %s (%d ok, %d warn, %d fail, %d skip)\n", sev(rep.Status),
+		counts[health.OK], counts[health.Warn], counts[health.Fail], counts[health.Skip])
+	if next != "" {
+		fmt.Fprintf(&b, "first step: %s\n", next)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

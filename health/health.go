@@ -1,0 +1,82 @@
+// Package health holds the one verdict type every erdmakit check shares: a
+// Severity, a Finding (one check's result with its evidence and fix) and
+// Worst, the rule that turns findings into a status. It imports only the
+// standard library, so parsers and other portable packages can report
+// findings without pulling in the host readers.
+package health
+
+import "fmt"
+
+// Severity of a finding. Skip means "could not be checked or does not
+// apply"; it never makes a status worse.
+type Severity string
+
+const (
+	OK   Severity = "ok"
+	Skip Severity = "skip"
+	Warn Severity = "warn"
+	Fail Severity = "fail"
+)
+
+// Rank orders severities by badness: ok and skip 0, warn 1, fail 2; an
+// unknown severity ranks as fail, so a typo is never mistaken for health.
+func (s Severity) Rank() int {
+	switch s {
+	case OK, Skip, "":
+		return 0
+	case Warn:
+		return 1
+	}
+	return 2
+}
+
+// Valid reports whether s is one of the four severities.
+func (s Severity) Valid() bool {
+	return s == OK || s == Skip || s == Warn || s == Fail
+}
+
+// Exit is the process exit code of a status: 0 ok (and skip), 1 warn,
+// 2 fail (the Nagios convention; 3 "could not run" is the caller's).
+func (s Severity) Exit() int { return s.Rank() }
+
+// ParseSeverity reads a severity as JSON and tables spell it.
+func ParseSeverity(s string) (Severity, error) {
+	if v := Severity(s); v.Valid() {
+		return v, nil
+	}
+	return "", fmt.Errorf("severity %q: want ok, skip, warn or fail", s)
+}
+
+// Finding is the result of one check.
+type Finding struct {
+	ID          string   `json:"id"` // stable kebab-case: "port-active"
+	Severity    Severity `json:"severity"`
+	Summary     string   `json:"summary"`
+	Evidence    []string `json:"evidence"`              // what was read, with paths
+	Remediation string   `json:"remediation,omitempty"` // the step that fixes it
+}
+
+// Worst returns the worse of a status and a severity, as a status: ok, warn
+// or fail (skip and "" count as ok).
+func Worst(status, s Severity) Severity {
+	if s.Rank() > status.Rank() {
+		status = s
+	}
+	switch status.Rank() {
+	case 0:
+		return OK
+	case 1:
+		return Warn
+	}
+	return Fail
+}
+
+// Status is the worst severity among findings, as a status (ok when there
+// are none).
+func Status(fs []Finding) Severity {
+	st := OK
+	for _, f := range fs {
+		st = Worst(st, f.Severity)
+	}
+	return st
+}
