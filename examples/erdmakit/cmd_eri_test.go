@@ -8,10 +8,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/eri"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/ecsfake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -112,4 +116,72 @@ func TestRecordCloudView(t *testing.T) {
 	assert.Equal(t, "recorded", v.Source)
 	assert.Equal(t, "eni-primary", v.ENIs[0].ID)
 	assert.Equal(t, 2, v.TypeInfo.EriQuantity)
+}
+
+func findingOf(t *testing.T, rep *erdma.Report, id string) erdma.Finding {
+	t.Helper()
+	for _, f := range rep.Findings {
+		if f.ID == id {
+			return f
+		}
+	}
+	t.Fatalf("no finding %s", id)
+	return erdma.Finding{}
+}
+
+// TestDoctorReplaysRecordedCloudView: a recording made with --cloud gives
+// the doctor the real channel check; one without gives today's report.
+func TestDoctorReplaysRecordedCloudView(t *testing.T) {
+	for name, cards := range map[string][2]int{"distinct channels": {0, 1}, "one channel": {1, 1}} {
+		t.Run(name, func(t *testing.T) {
+			f, flags := eriEnv(t)
+			// The fixture's eth1/eth2 (erdma_0/erdma_1) are the instance's two ERIs.
+			for i, mac := range []string{"00:16:3e:2f:37:75", "00:16:3e:2f:37:76"} {
+				f.AddENI(ecsfake.ENI{ID: "eni-eri" + strconv.Itoa(i), MAC: mac, Type: "Secondary", Mode: "HighPerformance",
+					Status: "InUse", InstanceID: "i-cli", CardIndex: cards[i], DeviceIndex: i + 1})
+			}
+			out := filepath.Join(t.TempDir(), "h.tar.gz")
+			code, _, stderr := runCLI(append([]string{"record", "--cloud", "--out", out}, flags...)...)
+			require.Equal(t, ExitOK, code, stderr)
+			t.Setenv(eri.EndpointEnv, "http://127.0.0.1:1") // a replay asks nothing
+
+			code, js, stderr := runCLI("doctor", "--json", "--root", out)
+			var rep erdma.Report
+			require.NoError(t, json.Unmarshal([]byte(js), &rep), stderr)
+			ch := findingOf(t, &rep, "network-card-channel")
+			assert.Contains(t, strings.Join(ch.Evidence, "\n"), "DescribeNetworkInterfaces (recorded): eni-eri0 mac 00:16:3e:2f:37:75 NetworkCardIndex")
+			assert.Equal(t, health.OK, findingOf(t, &rep, "eri-mode").Severity)
+			if cards[0] == cards[1] {
+				assert.Equal(t, ExitFail, code)
+				assert.Equal(t, health.Fail, ch.Severity)
+				assert.Contains(t, ch.Summary, "eni-eri0 and eni-eri1 on NetworkCardIndex 1")
+				assert.Contains(t, ch.Remediation, "erdmakit eri attach")
+			} else {
+				assert.Equal(t, ExitOK, code, js)
+				assert.Equal(t, health.OK, ch.Severity)
+			}
+		})
+	}
+
+	// The same fixture without a recorded view: exactly the doctor's report without cloud checks.
+	_, withCloud, _ := runCLI("doctor", "--json", "--root", hostDir("ebmgn8is-healthy"))
+	_, without, _ := runCLI("doctor", "--json", "--cloud", "off", "--root", hostDir("ebmgn8is-healthy"))
+	assert.Equal(t, without, withCloud)
+}
+
+// TestDoctorLiveWithoutCloud: on this (non-ECS) host without an instance the
+// cloud checks cost nothing and say why they were skipped.
+func TestDoctorLiveWithoutCloud(t *testing.T) {
+	t.Setenv("ALIBABA_CLOUD_ECS_METADATA_DISABLED", "true")
+	start := time.Now()
+	_, js, stderr := runCLI("doctor", "--json", "--no-metadata", "--interval", "0", "--skip-tools")
+	took := time.Since(start)
+	var rep erdma.Report
+	require.NoError(t, json.Unmarshal([]byte(js), &rep), stderr)
+	m := findingOf(t, &rep, "eri-mode")
+	assert.Equal(t, health.Skip, m.Severity)
+	assert.Contains(t, m.Summary, "not on an ECS instance")
+	start = time.Now()
+	runCLI("doctor", "--json", "--no-metadata", "--interval", "0", "--skip-tools", "--cloud", "off")
+	assert.Less(t, took-time.Since(start), time.Second, "the cloud checks add well under a second")
 }
