@@ -17,6 +17,10 @@ type Expectation struct {
 	BusBWGBs float64
 	// Profile is the hosts' instance profile.
 	Profile *erdma.Profile
+	// NoNVLink is true when the hosts' GPUs have no NVLink between them
+	// (NVML, or nvidia-smi nvlink -s empty): intra-node all_reduce then
+	// goes over PCIe, which caps what a second NIC adds.
+	NoNVLink bool
 }
 
 // profileBusBWShare is the share of the profile's aggregate RDMA write
@@ -489,11 +493,42 @@ func diagnoseBusBW(res *TestResult, exp Expectation) []erdma.Finding {
 			Summary:  fmt.Sprintf("bus bandwidth %.2f GB/s at %s meets the expected %.2f GB/s", got, sizeText(r.Size), want),
 			Evidence: ev}}
 	}
+	if f, ok := pcieCapped(res, exp, got, want, ev); ok {
+		return []erdma.Finding{f}
+	}
 	return []erdma.Finding{{ID: "nccl-busbw", Severity: erdma.SeverityWarn,
 		Summary:  fmt.Sprintf("bus bandwidth %.2f GB/s at %s is below the expected %.2f GB/s (%.0f%%)", got, sizeText(r.Size), want, 100*got/want),
 		Evidence: ev,
 		Remediation: "check that NCCL used NET/IB on every eRDMA device (NCCL_IB_HCA), GPUDirect RDMA (NCCL_NET_GDR_LEVEL=SYS, nvidia_peermem), " +
 			"the two ERIs on different network-card channels, and erdmakit perf for each NIC's write bandwidth"}}
+}
+
+// pcieCapped explains a low bus bandwidth on hosts without NVLink that
+// used two or more NICs: intra-node all_reduce over PCIe caps it, not eRDMA
+// (erdma-controller runbook: 2 NICs x 8 GPUs with GDR ~18-20 GB/s, below
+// 1 NIC x 2 GPUs with GDR at 26.6 GB/s, "a limit of the instance's
+// topology, not an eRDMA problem").
+func pcieCapped(res *TestResult, exp Expectation, got, want float64, ev []string) (erdma.Finding, bool) {
+	l := res.NCCL
+	if !exp.NoNVLink || l == nil {
+		return erdma.Finding{}, false
+	}
+	used := 0
+	for _, u := range l.NICs {
+		if u.Channels > 0 {
+			used++
+		}
+	}
+	if used < 2 {
+		return erdma.Finding{}, false
+	}
+	ev = append(ev, fmt.Sprintf("%d NET/IB devices carried channels; the GPUs have no NVLink", used))
+	return erdma.Finding{ID: "nccl-busbw", Severity: erdma.SeverityWarn,
+		Summary: fmt.Sprintf("bus bandwidth %.2f GB/s is below the expected %.2f GB/s, as expected without NVLink: intra-node traffic "+
+			"goes over PCIe and caps what the second NIC adds (not an eRDMA fault)", got, want),
+		Evidence: ev,
+		Remediation: "judge each NIC alone (erdmakit bw, or nccl run with NCCL_IB_HCA=erdma_0 and 2 GPUs per host), or expect less " +
+			"from the two-NIC run on this GPU type (the runbook's 2 NICs x 8 GPUs: ~18-20 GB/s against 26.6 GB/s for 1 NIC x 2 GPUs)"}, true
 }
 
 func sizeText(n int64) string {

@@ -225,3 +225,23 @@ func TestDiagnoseBlackwellOldNCCL(t *testing.T) {
 	assert.False(t, versionLess("2.27.0", "2.27"))
 	assert.False(t, versionLess("2.30.7+cuda13.0", "2.27"))
 }
+
+func TestDiagnoseBusBWWithoutNVLink(t *testing.T) {
+	s, err := AnalyzeLog(strings.NewReader(twoNICLog([]int{0, 1}, true)))
+	require.NoError(t, err)
+	res := &TestResult{NCCL: s, Hosts: 2, Rows: []Row{{Size: 1 << 30, OutOfPlace: Measurement{BusBWGB: 19.9}}}}
+	f := byFindingID(Diagnose(res, Expectation{BusBWGBs: 26.6, NoNVLink: true}))["nccl-busbw"]
+	assert.Equal(t, erdma.SeverityWarn, f.Severity)
+	assert.Contains(t, f.Summary, "as expected without NVLink")
+	assert.Contains(t, f.Evidence, "2 NET/IB devices carried channels; the GPUs have no NVLink")
+
+	// With NVLink (or not known), the usual advice.
+	f = byFindingID(Diagnose(res, Expectation{BusBWGBs: 26.6}))["nccl-busbw"]
+	assert.NotContains(t, f.Summary, "NVLink")
+	// One NIC used: PCIe does not explain it.
+	one, err := AnalyzeLog(strings.NewReader(twoNICLog([]int{0}, true)))
+	require.NoError(t, err)
+	res.NCCL = one
+	f = byFindingID(Diagnose(res, Expectation{BusBWGBs: 26.6, NoNVLink: true}))["nccl-busbw"]
+	assert.NotContains(t, f.Summary, "NVLink")
+}

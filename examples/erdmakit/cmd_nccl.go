@@ -40,6 +40,8 @@ type ncclRunFlags struct {
 	// hostEnv: give every rank `nccl env`'s advice for this host (--root).
 	hostEnv bool
 	advice  ncclEnvFlags
+	// noNVLink: the GPUs have no NVLink (explains a capped two-NIC busbw).
+	noNVLink bool
 }
 
 func newNCCLRunCmd(g *globals) *cobra.Command {
@@ -59,6 +61,7 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 		},
 	}
 	fl := c.Flags()
+	fl.BoolVar(&f.noNVLink, "no-nvlink", false, "the hosts' GPUs have no NVLink (nvidia-smi nvlink -s prints nothing): a two-NIC bus bandwidth below the expectation is explained by intra-node PCIe")
 	fl.BoolVar(&f.hostEnv, "host-env", false, "give every rank the variables `erdmakit nccl env` advises for this host (--root), with -x; -x NAME=VALUE still wins")
 	fl.StringVar(&f.advice.graphFile, "graph-file", "", "with --host-env on a host with two or more eRDMA NICs: write the NCCL graph to PATH and pass NCCL_GRAPH_FILE=PATH (PATH must hold it on every host)")
 	fl.StringVar(&f.advice.gdr, "gdr", "auto", "with --host-env: auto, on or off, as nccl env --gdr")
@@ -180,7 +183,7 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		}
 		return &exitError{code: ExitUnknown, err: err}
 	}
-	rep := nccl.NewRunReport(run, nccl.Expectation{BusBWGBs: f.expect})
+	rep := nccl.NewRunReport(run, nccl.Expectation{BusBWGBs: f.expect, NoNVLink: f.noNVLink})
 	if f.plot != "" {
 		if perr := writeSVG(f.plot, func(w io.Writer) error {
 			title := rep.Collective
