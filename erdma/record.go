@@ -5,10 +5,13 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -154,6 +157,50 @@ func Record(ctx context.Context, h Host, w io.Writer, opt RecordOptions) (*Inven
 	if err := writeArchive(w, r.entries); err != nil {
 		return nil, err
 	}
+	return inv, nil
+}
+
+// RecordFile is Record into the file out, atomically: the recording goes to
+// a temporary file in out's directory, synced, then renamed over out. A
+// failure (a full disk, a cancelled context) removes only the temporary
+// file: whatever out was stays as it was. out must be a regular file or
+// absent (a device node or a directory is refused, never replaced).
+func RecordFile(ctx context.Context, h Host, out string, opt RecordOptions) (*Inventory, error) {
+	if fi, err := os.Lstat(out); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("record: %s exists and is not a regular file (%s): refusing to replace it", out, fi.Mode().Type())
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	inv, err := Record(ctx, h, tmp, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := tmp.Sync(); err != nil {
+		return nil, fmt.Errorf("record %s: %w", out, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return nil, fmt.Errorf("record %s: %w", out, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, fmt.Errorf("record %s: %w", out, err)
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		os.Remove(tmp.Name())
+		done = true
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	done = true
 	return inv, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -13,8 +14,12 @@ import (
 // Redactor replaces identifying values consistently: within one Redactor the
 // same input always maps to the same output.
 //
-//   - MACs keep their first three bytes (the vendor OUI, 00:16:3e on Alibaba
-//     Cloud) and get 00:00:01, 00:00:02, ... in order of appearance.
+//   - MACs keep their first three bytes when they are a vendor OUI (00:16:3e
+//     on Alibaba Cloud) and get 00:00:01, 00:00:02, ... in order of
+//     appearance; a locally administered (random) MAC has no OUI, all of it
+//     identifies the host: it becomes 02:00:00:00:00:N.
+//   - GPU UUIDs (GPU-..., MIG-...) become GPU-00000000-0000-0000-0000-00000000000N;
+//     the region becomes xx-redacted.
 //   - GUIDs that are the EUI-64 of a MAC become the EUI-64 of the redacted
 //     MAC, so node_guid still pairs with the netdev; other GUIDs get
 //     0000:0000:0000:000N.
@@ -31,12 +36,13 @@ type Redactor struct {
 	ip6   map[string]net.IP
 	names map[string]string
 	ids   map[string]string
+	gpus  map[string]string
 }
 
 // NewRedactor returns an empty Redactor.
 func NewRedactor() *Redactor {
 	return &Redactor{macs: map[string]net.HardwareAddr{}, guids: map[[8]byte][8]byte{}, nets: map[[3]byte]int{},
-		ip6: map[string]net.IP{}, names: map[string]string{}, ids: map[string]string{}}
+		ip6: map[string]net.IP{}, names: map[string]string{}, ids: map[string]string{}, gpus: map[string]string{}}
 }
 
 // MAC redacts a MAC; strings that are not MACs are returned unchanged.
@@ -57,6 +63,10 @@ func (r *Redactor) mac(hw net.HardwareAddr) net.HardwareAddr {
 	}
 	n := len(r.macs) + 1
 	m := net.HardwareAddr{hw[0], hw[1], hw[2], byte(n >> 16), byte(n >> 8), byte(n)}
+	if hw[0]&0x02 != 0 {
+		// Locally administered: the first bytes are random, not a vendor.
+		m[0], m[1], m[2] = 0x02, 0, 0
+	}
 	r.macs[string(hw)] = m
 	return m
 }
@@ -178,6 +188,24 @@ func (r *Redactor) InstanceID(s string) string {
 	return m
 }
 
+// gpuUUID matches NVIDIA GPU and MIG UUIDs.
+var gpuUUID = regexp.MustCompile(`\b(GPU|MIG)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`)
+
+// GPUUUIDs redacts every GPU and MIG UUID in s.
+func (r *Redactor) GPUUUIDs(s string) string {
+	return gpuUUID.ReplaceAllStringFunc(s, func(u string) string {
+		if m, ok := r.gpus[u]; ok {
+			return m
+		}
+		m := fmt.Sprintf("%s-00000000-0000-0000-0000-%012d", u[:3], len(r.gpus)+1)
+		r.gpus[u] = m
+		return m
+	})
+}
+
+// RedactedRegion replaces the region: it locates the host.
+const RedactedRegion = "xx-redacted"
+
 // Netdev redacts a netdev's MACs and addresses.
 func (r *Redactor) Netdev(n Netdev) Netdev {
 	n.MAC = r.MAC(n.MAC)
@@ -234,11 +262,17 @@ func redactEntries(entries map[string]*entry) error {
 				return fmt.Errorf("redact %s: %w", n, err)
 			}
 			in.ID = r.InstanceID(in.ID)
+			if in.Region != "" {
+				in.Region = RedactedRegion
+			}
 			b, err := json.MarshalIndent(in, "", "  ")
 			if err != nil {
 				return err
 			}
 			e.data = append(b, '\n')
+		case strings.HasPrefix(n, "erdmakit/") && strings.HasSuffix(n, ".json"):
+			// Snapshots of other sources (nvml.json): GPU UUIDs.
+			e.data = []byte(r.GPUUUIDs(string(e.data)))
 		}
 	}
 	return nil

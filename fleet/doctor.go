@@ -33,13 +33,32 @@ type FleetReport struct {
 	// the rarest result first: a single host missing nvidia_peermem stands out.
 	Differences []Difference `json:"differences"`
 	Errors      []string     `json:"errors,omitempty"` // rendezvous problems
+	// Interrupted: the run was cancelled (SIGINT/SIGTERM); hosts it never
+	// heard from are "not reached", which says nothing about their health
+	// and does not change Status.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// NotReached is a host's status when the run was interrupted before it
+// answered.
+const NotReached = "not reached"
+
+// markNotReached adds ranks an interrupted run never heard from.
+func (fr *FleetReport) markNotReached(ranks []int) {
+	fr.Interrupted = true
+	for _, r := range ranks {
+		name := fmt.Sprintf("rank %d", r)
+		fr.Hosts = append(fr.Hosts, HostSummary{Rank: r, Host: name, Status: NotReached, Error: "interrupted before it answered"})
+		fr.ByStatus[NotReached] = append(fr.ByStatus[NotReached], name)
+	}
+	sort.Slice(fr.Hosts, func(i, j int) bool { return fr.Hosts[i].Rank < fr.Hosts[j].Rank })
 }
 
 // HostSummary is one host's line in the fleet report.
 type HostSummary struct {
 	Rank   int    `json:"rank"`
 	Host   string `json:"host"`
-	Status string `json:"status"` // ok|warn|fail|missing|error
+	Status string `json:"status"` // ok|warn|fail|missing|error|not reached
 	Error  string `json:"error,omitempty"`
 	// Problems are the ids of this host's warn and fail findings.
 	Problems []string `json:"problems,omitempty"`
@@ -164,6 +183,9 @@ type Options struct {
 	Message  time.Duration
 	Hostname string
 	Version  string
+	// Secret authenticates the ranks' hellos: JobSecret(os.Getenv) in a
+	// launcher job. nil takes every hello at its word.
+	Secret []byte
 }
 
 func (o Options) withDefaults() Options {
@@ -191,7 +213,7 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 		return hr
 	}
 	if me.Rank != 0 {
-		conn, err := Join(ctx, addr, Hello{Rank: me.Rank, Size: me.Size, Host: opt.Hostname, Version: opt.Version, Launcher: me.Launcher}, opt.Join, opt.Message)
+		conn, err := Join(ctx, addr, Hello{Rank: me.Rank, Size: me.Size, Host: opt.Hostname, Version: opt.Version, Launcher: me.Launcher}, opt.Join, opt.Message, opt.Secret)
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +235,7 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 	var wgLocal sync.WaitGroup
 	wgLocal.Add(1)
 	go func() { defer wgLocal.Done(); mine = local() }()
-	g, err := Gather(ctx, l, me.Size, opt.Join, opt.Message)
+	g, err := Gather(ctx, l, me.Size, opt.Join, opt.Message, opt.Secret)
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +245,7 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	missing := append([]int(nil), g.Missing...)
+	var notReached []int
 	for rank, m := range g.Members {
 		wg.Add(1)
 		go func() {
@@ -232,6 +255,10 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
+				if ctx.Err() != nil {
+					notReached = append(notReached, rank)
+					return
+				}
 				reports = append(reports, HostReport{Rank: rank, Host: m.Host, Error: "no report: " + err.Error()})
 				return
 			}
@@ -243,7 +270,14 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 	wg.Wait()
 	wgLocal.Wait()
 	reports = append(reports, mine)
+	interrupted := ctx.Err() != nil
+	if interrupted {
+		notReached, missing = append(notReached, missing...), nil
+	}
 	fr := Aggregate(me.Size, reports, missing)
+	if interrupted {
+		fr.markNotReached(notReached)
+	}
 	fr.Errors = g.Errors
 	return fr, nil
 }

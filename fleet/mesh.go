@@ -142,6 +142,10 @@ type MeshReport struct {
 	Transient []Pair `json:"transient,omitempty"`
 	// Errors are rendezvous problems (refused connections).
 	Errors []string `json:"errors,omitempty"`
+	// Interrupted: the run was cancelled (SIGINT/SIGTERM); NotReached are the
+	// ranks it never got to, which says nothing about their health.
+	Interrupted bool  `json:"interrupted,omitempty"`
+	NotReached  []int `json:"not_reached,omitempty"`
 }
 
 // Culprit is a host or link the mesh blames, with why.

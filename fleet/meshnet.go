@@ -220,7 +220,7 @@ func (nt *netTester) TestPair(ctx context.Context, p Pair) PairResult {
 func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, opt Options, mopt MeshOptions) (*MeshReport, error) {
 	opt = opt.withDefaults()
 	if me.Rank != 0 {
-		conn, err := Join(ctx, addr, Hello{Rank: me.Rank, Size: me.Size, Host: opt.Hostname, Version: opt.Version, Launcher: me.Launcher}, opt.Join, opt.Message)
+		conn, err := Join(ctx, addr, Hello{Rank: me.Rank, Size: me.Size, Host: opt.Hostname, Version: opt.Version, Launcher: me.Launcher}, opt.Join, opt.Message, opt.Secret)
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +233,7 @@ func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, o
 		return nil, err
 	}
 	defer l.Close()
-	g, err := Gather(ctx, l, me.Size, opt.Join, opt.Message)
+	g, err := Gather(ctx, l, me.Size, opt.Join, opt.Message, opt.Secret)
 	if err != nil {
 		return nil, err
 	}
@@ -268,6 +268,11 @@ func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, o
 	rep.Ranks = ranks
 	for _, m := range g.Members {
 		_ = m.Conn.Send(ctx, MsgBye, struct{}{})
+	}
+	if ctx.Err() != nil {
+		// Interrupted: ranks that had not joined were not reached, not dead.
+		rep.Interrupted, rep.NotReached = true, g.Missing
+		g.Missing = nil
 	}
 	for _, r := range g.Missing {
 		rep.DeadHosts = append(rep.DeadHosts, Culprit{

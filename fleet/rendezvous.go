@@ -17,7 +17,25 @@ type Hello struct {
 	Host     string `json:"host"`
 	Version  string `json:"version,omitempty"` // erdmakit version, for mixed-fleet warnings
 	Launcher string `json:"launcher,omitempty"`
+	// Auth is the HMAC of rank, size and host under the job secret
+	// (JobSecret); rank 0 refuses a hello without the right one.
+	Auth string `json:"auth,omitempty"`
 }
+
+// Bounds on the rendezvous before a member is admitted: what an
+// unauthenticated peer can cost rank 0.
+const (
+	// MaxHelloPayload bounds a hello (a rank, a size, a host name).
+	MaxHelloPayload = 4 << 10
+	// HelloTimeout is how long a connection may take to say hello.
+	HelloTimeout = 10 * time.Second
+	// MaxPending bounds connections that have not said hello yet; one more
+	// closes the oldest of them (a rank's hello follows its connect at
+	// once, so silent connections cannot crowd it out).
+	MaxPending = 64
+	// maxErrors bounds Gathering.Errors (the rest are counted).
+	maxErrors = 32
+)
 
 // Welcome is rank 0's answer to a Hello.
 type Welcome struct {
@@ -34,7 +52,17 @@ type Member struct {
 type Gathering struct {
 	Members map[int]*Member // by rank, rank 0 excluded
 	Missing []int           // ranks that did not join in time
-	Errors  []string        // connections refused (garbage, wrong size, duplicate rank)
+	Errors  []string        // connections refused (garbage, wrong size, duplicate rank, bad auth), at most 32 listed
+	Refused int             // connections refused in all
+}
+
+func (g *Gathering) refuse(msg string) {
+	g.Refused++
+	if len(g.Errors) < maxErrors {
+		g.Errors = append(g.Errors, msg)
+	} else if len(g.Errors) == maxErrors {
+		g.Errors = append(g.Errors, "(further refusals only counted)")
+	}
 }
 
 // Close closes every member connection.
@@ -46,10 +74,13 @@ func (g *Gathering) Close() error {
 }
 
 // Gather accepts members on l until all size-1 other ranks have said hello or
-// the wait ends; a connection that speaks garbage or claims a taken rank is
-// refused with an error message and does not stop the others. msgTimeout
-// bounds each message on the accepted connections.
-func Gather(ctx context.Context, l net.Listener, size int, wait, msgTimeout time.Duration) (*Gathering, error) {
+// the wait ends; a connection that speaks garbage, claims a taken rank (the
+// first keeps it) or lacks key's authentication is refused with an error
+// message and does not stop the others. Before its hello a connection is
+// bounded: MaxHelloPayload bytes, HelloTimeout, MaxPending at once.
+// msgTimeout bounds each message on the accepted connections. key is the
+// job secret (JobSecret); nil takes every hello at its word.
+func Gather(ctx context.Context, l net.Listener, size int, wait, msgTimeout time.Duration, key []byte) (*Gathering, error) {
 	if size < 1 {
 		return nil, fmt.Errorf("fleet: job size %d", size)
 	}
@@ -64,30 +95,48 @@ func Gather(ctx context.Context, l net.Listener, size int, wait, msgTimeout time
 
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	pending := map[net.Conn]uint64{} // not yet said hello -> accept order; under mu
+	var seq uint64
+	helloWait := min(HelloTimeout, msgTimeout)
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			break // the wait ended (listener closed) or the listener failed
 		}
+		mu.Lock()
+		if len(pending) >= MaxPending {
+			var oldest net.Conn
+			for pc, n := range pending {
+				if oldest == nil || n < pending[oldest] {
+					oldest = pc
+				}
+			}
+			delete(pending, oldest)
+			_ = oldest.Close() // its goroutine refuses it
+		}
+		seq++
+		pending[c] = seq
+		mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			conn := NewConn(c, msgTimeout)
 			var h Hello
-			err := conn.Recv(ctx, MsgHello, &h, 0)
+			err := conn.recv(ctx, MsgHello, &h, helloWait, MaxHelloPayload)
 			mu.Lock()
+			delete(pending, c)
 			defer mu.Unlock()
 			if err == nil {
-				err = admit(g, h, size)
+				err = admit(g, h, size, key)
 			}
 			if err != nil {
-				g.Errors = append(g.Errors, fmt.Sprintf("%s: %v", c.RemoteAddr(), err))
+				g.refuse(fmt.Sprintf("%s: %v", c.RemoteAddr(), err))
 				_ = conn.Send(ctx, MsgError, ErrorMsg{Error: err.Error()})
 				_ = conn.Close()
 				return
 			}
 			if err := conn.Send(ctx, MsgWelcome, Welcome{Size: size}); err != nil {
-				g.Errors = append(g.Errors, fmt.Sprintf("rank %d (%s): %v", h.Rank, h.Host, err))
+				g.refuse(fmt.Sprintf("rank %d (%s): %v", h.Rank, h.Host, err))
 				_ = conn.Close()
 				return
 			}
@@ -107,8 +156,10 @@ func Gather(ctx context.Context, l net.Listener, size int, wait, msgTimeout time
 	return g, nil
 }
 
-func admit(g *Gathering, h Hello, size int) error {
+func admit(g *Gathering, h Hello, size int, key []byte) error {
 	switch {
+	case !authentic(key, h):
+		return fmt.Errorf("rank %d (%s): %w", h.Rank, h.Host, ErrNotInJob)
 	case h.Size != size:
 		return fmt.Errorf("rank %d says the job has %d ranks, rank 0 says %d", h.Rank, h.Size, size)
 	case h.Rank <= 0 || h.Rank >= size:
@@ -119,9 +170,16 @@ func admit(g *Gathering, h Hello, size int) error {
 	return nil
 }
 
+// ErrNotInJob: a hello without the job secret's authentication.
+var ErrNotInJob = errors.New("hello not authenticated with the job secret (not a rank of this job, or ranks launched with different " + SecretEnv + ")")
+
 // Join connects a member to rank 0 at addr, retrying while rank 0 is not yet
-// listening, until wait ends; it returns the welcomed connection.
-func Join(ctx context.Context, addr string, h Hello, wait, msgTimeout time.Duration) (*Conn, error) {
+// listening, until wait ends; it returns the welcomed connection. key is the
+// job secret (JobSecret) that authenticates h.
+func Join(ctx context.Context, addr string, h Hello, wait, msgTimeout time.Duration, key []byte) (*Conn, error) {
+	if key != nil {
+		h.Auth = helloMAC(key, h)
+	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	var d net.Dialer

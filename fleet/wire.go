@@ -76,7 +76,10 @@ type Frame struct {
 }
 
 // ReadFrame reads one frame from r; io.EOF when r ends before it.
-func ReadFrame(r io.Reader) (Frame, error) {
+func ReadFrame(r io.Reader) (Frame, error) { return readFrame(r, MaxPayload) }
+
+// readFrame is ReadFrame refusing, before reading it, a payload over max.
+func readFrame(r io.Reader, max uint32) (Frame, error) {
 	h, err := wire.ReadHeader(r)
 	if err == io.EOF {
 		return Frame{}, io.EOF
@@ -87,6 +90,9 @@ func ReadFrame(r io.Reader) (Frame, error) {
 	t := MsgType(h.Type)
 	if t < MsgHello || t > MsgBye {
 		return Frame{}, fmt.Errorf("%w: %d", ErrUnknownType, h.Type)
+	}
+	if h.Len > max {
+		return Frame{}, fmt.Errorf("fleet: %s of %d bytes (at most %d here): %w", t, h.Len, max, ErrTooLarge)
 	}
 	p, err := frame.ReadPayload(r, h)
 	if err != nil {
@@ -154,6 +160,11 @@ func (c *Conn) Send(ctx context.Context, t MsgType, v any) error {
 // Recv reads one message of type want into v, waiting at most timeout (0:
 // the connection's). An error message from the peer becomes a *PeerError.
 func (c *Conn) Recv(ctx context.Context, want MsgType, v any, timeout time.Duration) error {
+	return c.recv(ctx, want, v, timeout, MaxPayload)
+}
+
+// recv is Recv refusing a payload over max before reading it.
+func (c *Conn) recv(ctx context.Context, want MsgType, v any, timeout time.Duration, max uint32) error {
 	if timeout <= 0 {
 		timeout = c.timeout
 	}
@@ -162,7 +173,7 @@ func (c *Conn) Recv(ctx context.Context, want MsgType, v any, timeout time.Durat
 	}
 	stop := context.AfterFunc(ctx, func() { _ = c.c.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
-	f, err := ReadFrame(c.c)
+	f, err := readFrame(c.c, max)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("fleet: waiting for %s from %s: %w", want, c.c.RemoteAddr(), ctx.Err())

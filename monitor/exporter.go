@@ -2,7 +2,9 @@ package monitor
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
@@ -23,10 +25,11 @@ type SnapshotFunc func(ctx context.Context) (*Snapshot, error)
 type Collector struct {
 	snap    SnapshotFunc
 	timeout time.Duration
+	log     *slog.Logger
 
 	deviceInfo, portState, portActive, counter *prometheus.Desc
 	netdevMTU, netdevUp, check, status         *prometheus.Desc
-	up, duration                               *prometheus.Desc
+	up, duration, dropped                      *prometheus.Desc
 }
 
 // NewCollector returns a collector over snap; each scrape is bounded by
@@ -51,13 +54,64 @@ func NewCollector(snap SnapshotFunc, timeout time.Duration) *Collector {
 		status:     d("doctor_status", "Doctor overall status: 0 ok, 1 warn, 2 fail."),
 		up:         d("up", "1 when the last scrape read the host without error."),
 		duration:   d("scrape_duration_seconds", "Time the last scrape took to read the host."),
+		dropped:    d("scrape_dropped_metrics", "Metrics of the last scrape left out because the host's data could not be a valid metric (logged)."),
 	}
+}
+
+// WithLogger sets where the collector logs what it drops (default
+// slog.Default()); it returns c.
+func (c *Collector) WithLogger(l *slog.Logger) *Collector {
+	c.log = l
+	return c
+}
+
+func (c *Collector) logger() *slog.Logger {
+	if c.log != nil {
+		return c.log
+	}
+	return slog.Default()
+}
+
+// maxLabelLen bounds a label value read from the host (a sysfs attribute
+// is at most a page; a label is a short identity).
+const maxLabelLen = 128
+
+// label makes host data a valid, bounded label value: invalid UTF-8 becomes
+// U+FFFD (client_golang refuses it, and one refused metric used to blank
+// the whole scrape).
+func label(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > maxLabelLen {
+		s = strings.ToValidUTF8(s[:maxLabelLen], "")
+	}
+	return s
+}
+
+// emitter sends metrics built from host data, never panicking: a metric
+// that cannot be built is counted, logged and left out.
+type emitter struct {
+	ch      chan<- prometheus.Metric
+	log     *slog.Logger
+	dropped int
+}
+
+func (e *emitter) emit(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+	for i := range labels {
+		labels[i] = label(labels[i])
+	}
+	m, err := prometheus.NewConstMetric(d, t, v, labels...)
+	if err != nil {
+		e.dropped++
+		e.log.Warn("exporter: metric dropped", "metric", d.String(), "labels", labels, "err", err)
+		return
+	}
+	e.ch <- m
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.deviceInfo, c.portState, c.portActive, c.counter,
-		c.netdevMTU, c.netdevUp, c.check, c.status, c.up, c.duration} {
+		c.netdevMTU, c.netdevUp, c.check, c.status, c.up, c.duration, c.dropped} {
 		ch <- d
 	}
 }
@@ -68,37 +122,39 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	start := time.Now()
 	snap, err := c.snap(ctx)
-	ch <- prometheus.MustNewConstMetric(c.duration, prometheus.GaugeValue, time.Since(start).Seconds())
+	e := &emitter{ch: ch, log: c.logger()}
+	defer func() { e.emit(c.dropped, prometheus.GaugeValue, float64(e.dropped)) }()
+	e.emit(c.duration, prometheus.GaugeValue, time.Since(start).Seconds())
 	if err != nil || snap == nil || snap.Inventory == nil {
-		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		e.emit(c.up, prometheus.GaugeValue, 0)
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	e.emit(c.up, prometheus.GaugeValue, 1)
 	netdevs := make(map[string]erdma.Netdev, len(snap.Inventory.Netdevs))
 	for _, n := range snap.Inventory.Netdevs {
 		netdevs[n.Name] = n
 	}
 	for _, d := range snap.Inventory.Devices {
-		ch <- prometheus.MustNewConstMetric(c.deviceInfo, prometheus.GaugeValue, 1,
+		e.emit(c.deviceInfo, prometheus.GaugeValue, 1,
 			d.Name, d.Driver, strconv.FormatBool(d.ERDMA), string(d.Transport), d.PCIAddress, d.Netdev, d.NodeGUID, d.FWVer)
 		for _, p := range d.Ports {
 			port := strconv.Itoa(p.Number)
-			ch <- prometheus.MustNewConstMetric(c.portState, prometheus.GaugeValue, float64(p.StateCode), d.Name, port, p.State)
-			ch <- prometheus.MustNewConstMetric(c.portActive, prometheus.GaugeValue, boolValue(p.StateCode == 4), d.Name, port)
+			e.emit(c.portState, prometheus.GaugeValue, float64(p.StateCode), d.Name, port, p.State)
+			e.emit(c.portActive, prometheus.GaugeValue, boolValue(p.StateCode == 4), d.Name, port)
 			for name, v := range p.Counters {
-				ch <- prometheus.MustNewConstMetric(c.counter, prometheus.CounterValue, float64(v), d.Name, port, name)
+				e.emit(c.counter, prometheus.CounterValue, float64(v), d.Name, port, name)
 			}
 		}
 		if n, ok := netdevs[d.Netdev]; ok {
-			ch <- prometheus.MustNewConstMetric(c.netdevMTU, prometheus.GaugeValue, float64(n.MTU), d.Name, n.Name)
-			ch <- prometheus.MustNewConstMetric(c.netdevUp, prometheus.GaugeValue, boolValue(n.OperState == "up"), d.Name, n.Name)
+			e.emit(c.netdevMTU, prometheus.GaugeValue, float64(n.MTU), d.Name, n.Name)
+			e.emit(c.netdevUp, prometheus.GaugeValue, boolValue(n.OperState == "up"), d.Name, n.Name)
 		}
 	}
 	if snap.Report != nil {
 		for _, f := range snap.Report.Findings {
-			ch <- prometheus.MustNewConstMetric(c.check, prometheus.GaugeValue, float64(erdma.PromValue(f.Severity)), f.ID)
+			e.emit(c.check, prometheus.GaugeValue, float64(erdma.PromValue(f.Severity)), f.ID)
 		}
-		ch <- prometheus.MustNewConstMetric(c.status, prometheus.GaugeValue, float64(erdma.PromValue(snap.Report.Status)))
+		e.emit(c.status, prometheus.GaugeValue, float64(erdma.PromValue(snap.Report.Status)))
 	}
 }
 

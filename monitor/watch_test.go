@@ -54,3 +54,12 @@ func TestWatchStopsOnCancel(t *testing.T) {
 func TestWatchRejectsBadInterval(t *testing.T) {
 	assert.Error(t, Watch(context.Background(), &replay{}, 0, 0, nil))
 }
+
+// TestWatchRefusesNegativeCount: issue 12 item 6; a negative count used to
+// mean "forever" (`stat -l -c -5` never ended).
+func TestWatchRefusesNegativeCount(t *testing.T) {
+	r := &replay{samples: []*Sample{sample(0), sample(time.Second)}}
+	err := Watch(context.Background(), r, time.Millisecond, -5, func(Interval) error { return nil })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "count")
+}

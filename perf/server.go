@@ -24,12 +24,30 @@ type Server struct {
 	StepTimeout time.Duration
 	// MaxTest caps how long a test's write phase may take (default 1 h).
 	MaxTest time.Duration
+	// MaxTests caps the tests running at once (default DefaultMaxTests); a
+	// client asking for one more is refused with ErrBusy's message. Each
+	// test holds queue pairs, a buffer and a share of the device.
+	MaxTests int
+	// MaxConns caps the connections held at once (default 4 x MaxTests);
+	// one more is told the server is busy and closed.
+	MaxConns int
 	// Logger receives one line per test and per failed connection (default:
 	// slog.Default()).
 	Logger *slog.Logger
 	// OnTest, when set, is called after every test, failed or not.
 	OnTest func(ServerTest)
+
+	once         sync.Once
+	tests, conns chan struct{} // slots: a value held per running test / open connection
 }
+
+// DefaultMaxTests is Server.MaxTests' default: a test per eRDMA device of
+// the largest instances, twice.
+const DefaultMaxTests = 16
+
+// ErrBusy is what a client is told when the server already runs MaxTests
+// tests (or holds MaxConns connections); the client sees it as a PeerError.
+var ErrBusy = errors.New("bw server busy")
 
 // ServerTest is one test as the server saw it.
 type ServerTest struct {
@@ -41,6 +59,22 @@ type ServerTest struct {
 	Client   Done
 	Counters map[string]uint64
 	Err      error
+}
+
+// limits sizes the test and connection slots once.
+func (s *Server) limits() (tests, conns chan struct{}) {
+	s.once.Do(func() {
+		n := s.MaxTests
+		if n <= 0 {
+			n = DefaultMaxTests
+		}
+		m := s.MaxConns
+		if m <= 0 {
+			m = 4 * n
+		}
+		s.tests, s.conns = make(chan struct{}, n), make(chan struct{}, m)
+	})
+	return s.tests, s.conns
 }
 
 func (s *Server) step() time.Duration {
@@ -83,9 +117,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return fmt.Errorf("bw server: accept: %w", err)
 		}
+		_, conns := s.limits()
+		select {
+		case conns <- struct{}{}:
+		default:
+			// Refuse cheaply: one frame, a short deadline, closed.
+			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+			oc := &conn{c: c, step: time.Second}
+			_ = oc.send(&PeerError{Message: fmt.Sprintf("%v: %d connections already open (--max-conns); try again later", ErrBusy, cap(conns))})
+			_ = c.Close()
+			s.log().Warn("bw server: connection refused, busy", "peer", c.RemoteAddr().String(), "max_conns", cap(conns))
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { <-conns }()
 			if err := s.ServeConn(ctx, c); err != nil {
 				s.log().Warn("bw client failed", "peer", c.RemoteAddr().String(), "err", err)
 			}
@@ -157,6 +204,13 @@ func (s *Server) link(name string) (Link, error) {
 }
 
 func (s *Server) test(ctx context.Context, c *conn, h *Hello, t *ServerTest) error {
+	tests, _ := s.limits()
+	select {
+	case tests <- struct{}{}:
+		defer func() { <-tests }()
+	default:
+		return fmt.Errorf("%w: %d tests already running (--max-tests %d); try again later", ErrBusy, cap(tests), cap(tests))
+	}
 	l, err := s.link(h.Device)
 	if err != nil {
 		return err

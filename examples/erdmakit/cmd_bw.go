@@ -207,11 +207,16 @@ eRDMA device of this host in parallel. Exit: 0 ok, 1 below --expect-gbps,
 func newBwServeCmd(g *globals) *cobra.Command {
 	f := &bwFlags{}
 	var bind string
+	var maxTests, maxConns int
+	var maxTest time.Duration
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve bw tests on this host's devices until interrupted",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if maxTests < 1 || maxConns < 0 || maxTest <= 0 {
+				return &exitError{code: ExitUnknown, err: fmt.Errorf("bw serve: --max-tests %d, --max-conns %d, --max-test %v: want at least 1 test, 0 (4 x max-tests) or more connections, a positive duration", maxTests, maxConns, maxTest)}
+			}
 			links, closeAll, err := f.openLinks(g)
 			if err != nil {
 				return err
@@ -228,12 +233,16 @@ func newBwServeCmd(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(g.stderr, "bw: serving %s on %s\n", strings.Join(names, ", "), ln.Addr())
 			log := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			srv := &perf.Server{Links: links, StepTimeout: f.stepTimeout, Logger: log}
+			srv := &perf.Server{Links: links, StepTimeout: f.stepTimeout, Logger: log, MaxTests: maxTests, MaxConns: maxConns, MaxTest: maxTest}
 			return srv.Serve(cmd.Context(), ln)
 		},
 	}
 	f.add(c, false)
+	markUntilInterrupted(c)
 	c.Flags().StringVar(&bind, "bind", "", "address to listen on (default: every address)")
+	c.Flags().IntVar(&maxTests, "max-tests", perf.DefaultMaxTests, "tests running at once; a client asking for more is told the server is busy")
+	c.Flags().IntVar(&maxConns, "max-conns", 0, "connections held at once (0: 4 x --max-tests); more are told the server is busy")
+	c.Flags().DurationVar(&maxTest, "max-test", 10*time.Minute, "longest write phase a client may ask for")
 	return c
 }
 

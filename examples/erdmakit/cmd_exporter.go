@@ -21,6 +21,7 @@ func newExporterCmd(g *globals) *cobra.Command {
 		listen   string
 		noDoctor bool
 		toolsTTL time.Duration
+		maxConns int
 	)
 	c := &cobra.Command{
 		Use:   "exporter",
@@ -43,15 +44,21 @@ so alerts can fire on "nvidia_peermem not loaded". --root serves a recorded host
 			}
 			fmt.Fprintf(g.stderr, "erdmakit exporter: serving http://%s/metrics\n", l.Addr())
 			snap := hostSnapshot(h, !noDoctor, toolsTTL)
-			if err := monitor.Serve(cmd.Context(), l, monitor.NewCollector(snap, 10*time.Second)); err != nil {
+			if maxConns < 1 {
+				return &exitError{code: ExitUnknown, err: fmt.Errorf("exporter: --max-conns %d: want at least 1", maxConns)}
+			}
+			col := monitor.NewCollector(snap, 10*time.Second)
+			if err := monitor.ServeLimits(cmd.Context(), l, col, monitor.Limits{MaxConns: maxConns}); err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}
 			return nil
 		},
 	}
+	markUntilInterrupted(c)
 	f := c.Flags()
 	f.StringVar(&listen, "listen", defaultExporterAddr, "address to serve /metrics on")
 	f.BoolVar(&noDoctor, "no-doctor", false, "do not run the doctor's checks on each scrape")
+	f.IntVar(&maxConns, "max-conns", monitor.DefaultLimits().MaxConns, "connections held at once; one more closes the oldest (see docs/monitor.md, Reliability and security)")
 	f.DurationVar(&toolsTTL, "tools-ttl", 5*time.Minute, "how long the versions of eadm, ofed_info, ... are cached between scrapes")
 	return c
 }

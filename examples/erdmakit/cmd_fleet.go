@@ -48,7 +48,8 @@ func (f *fleetFlags) resolve() (fleet.Rank, string, fleet.Options, error) {
 		return me, "", fleet.Options{}, err
 	}
 	host, _ := os.Hostname()
-	return me, addr, fleet.Options{Join: f.join, Message: f.msg, Hostname: host}, nil
+	secret, _ := fleet.JobSecret(os.Getenv)
+	return me, addr, fleet.Options{Join: f.join, Message: f.msg, Hostname: host, Secret: secret}, nil
 }
 
 func newFleetCmd(g *globals) *cobra.Command {
@@ -110,7 +111,7 @@ func writeFleetReport(g *globals, rep *fleet.FleetReport) error {
 		return err
 	}
 	fmt.Fprintf(g.stdout, "\n%d hosts:", rep.Size)
-	for _, s := range []string{"ok", "warn", "fail", "error", "missing"} {
+	for _, s := range []string{"ok", "warn", "fail", "error", "missing", fleet.NotReached} {
 		if n := len(rep.ByStatus[s]); n > 0 {
 			fmt.Fprintf(g.stdout, " %d %s", n, s)
 		}

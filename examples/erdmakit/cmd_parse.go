@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/spf13/cobra"
 )
@@ -35,12 +36,13 @@ func parseSubcommands(g *globals) []*cobra.Command {
 // parsed log shows a failure (ok false), 3 when FILE cannot be read or parsed.
 func parseFile[T any](g *globals, cmd *cobra.Command, path string,
 	parse func(io.Reader) (T, error), print func(io.Writer, T) error, ok func(T) bool) error {
-	in, err := openParseInput(path, cmd.InOrStdin())
+	in, err := openParseInput(cmd.Context(), path, cmd.InOrStdin())
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}
 	}
 	defer in.Close()
-	v, err := parse(in)
+	// A FIFO or a silent stdin blocks: Ctrl-C still ends the read.
+	v, err := parse(ctxio.NewReader(cmd.Context(), in))
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("%s: %w", path, err)}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -30,16 +31,32 @@ func newParsePerftestCmd(g *globals) *cobra.Command {
 	}
 }
 
-// openParseInput opens FILE, or returns stdin for "-".
-func openParseInput(path string, stdin io.Reader) (io.ReadCloser, error) {
+// openParseInput opens FILE, or returns stdin for "-". Opening a FIFO
+// blocks until a writer comes: ctx ending (Ctrl-C) gives up on it.
+func openParseInput(ctx context.Context, path string, stdin io.Reader) (io.ReadCloser, error) {
 	if path == "-" {
 		return io.NopCloser(stdin), nil
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	type opened struct {
+		f   *os.File
+		err error
 	}
-	return f, nil
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := os.Open(path)
+		ch <- opened{f, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.f, o.err
+	case <-ctx.Done():
+		go func() { // close it should the open complete later
+			if o := <-ch; o.f != nil {
+				o.f.Close()
+			}
+		}()
+		return nil, fmt.Errorf("%s: %w", path, ctx.Err())
+	}
 }
 
 // printParsedPerftest writes the human form of a perftest report.

@@ -17,7 +17,7 @@ func newParseTopoCmd(g *globals) *cobra.Command {
 			"Exit 0; 3 when FILE holds no complete matrix.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := parseTopoFile(args[0], cmd.InOrStdin())
+			m, err := parseTopoFile(cmd.Context(), args[0], cmd.InOrStdin())
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}

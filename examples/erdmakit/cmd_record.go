@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"time"
-
 	"errors"
 	"fmt"
+	"time"
+
 	"github.com/erdmakit/erdmakit/eri"
-	"os"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/nvml"
@@ -37,10 +36,6 @@ func newRecordCmd(g *globals) *cobra.Command {
 				return &exitError{code: ExitUnknown, err: err}
 			}
 			defer closer.Close()
-			f, err := os.Create(out)
-			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
-			}
 			opt := erdma.RecordOptions{Redact: redact, Inventory: erdma.InventoryOptions{SkipTools: skipTools}}
 			// The GPUs: what NVML says (or why it cannot), and the PCI and
 			// GPUDirect files the nvml package reads, so --root replays them.
@@ -53,17 +48,12 @@ func newRecordCmd(g *globals) *cobra.Command {
 			}
 			if cloud {
 				if err := addCloudView(cmd.Context(), g, ef, redact, &opt); err != nil {
-					_ = f.Close()
-					_ = os.Remove(out)
 					return eriExit(err)
 				}
 			}
-			inv, err := erdma.Record(cmd.Context(), h, f, opt)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
+			// Atomic: a failure leaves whatever --out was untouched.
+			inv, err := erdma.RecordFile(cmd.Context(), h, out, opt)
 			if err != nil {
-				_ = os.Remove(out)
 				return &exitError{code: ExitUnknown, err: err}
 			}
 			red := ""

@@ -29,6 +29,15 @@ Without -l it prints one interval and exits: 1 when a problem counter moved.
 --json prints one JSON object per interval (the monitor.Interval schema).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if count < 0 {
+				return &exitError{code: ExitUnknown, err: fmt.Errorf("stat: --count %d: want 0 (no limit, with -l) or more", count)}
+			}
+			if interval <= 0 {
+				return &exitError{code: ExitUnknown, err: fmt.Errorf("stat: --interval %v: want a positive duration", interval)}
+			}
+			if loop && count == 0 {
+				markUntilInterrupted(cmd)
+			}
 			h, closer, err := erdma.OpenHost(g.root)
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nvml"
 	"github.com/spf13/cobra"
@@ -27,7 +29,7 @@ func newTopoCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var theirs *nvml.Matrix
 			if compare != "" {
-				m, err := parseTopoFile(compare, cmd.InOrStdin())
+				m, err := parseTopoFile(cmd.Context(), compare, cmd.InOrStdin())
 				if err != nil {
 					return &exitError{code: ExitUnknown, err: err}
 				}
@@ -160,8 +162,9 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// parseTopoFile parses nvidia-smi topo -m output from a file or stdin ("-").
-func parseTopoFile(name string, stdin io.Reader) (*nvml.Matrix, error) {
+// parseTopoFile parses nvidia-smi topo -m output from a file or stdin ("-"),
+// giving up when ctx ends (Ctrl-C on a silent stdin or FIFO).
+func parseTopoFile(ctx context.Context, name string, stdin io.Reader) (*nvml.Matrix, error) {
 	r := stdin
 	if name != "-" {
 		f, err := os.Open(name)
@@ -171,7 +174,7 @@ func parseTopoFile(name string, stdin io.Reader) (*nvml.Matrix, error) {
 		defer f.Close()
 		r = f
 	}
-	m, err := nvml.ParseTopo(r)
+	m, err := nvml.ParseTopo(ctxio.NewReader(ctx, r))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

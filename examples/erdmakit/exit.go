@@ -1,6 +1,9 @@
 package main
 
-import "github.com/erdmakit/erdmakit/erdma"
+import (
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/spf13/cobra"
+)
 
 // Exit codes follow the Nagios convention so that health checkers can use
 // them directly. Every subcommand returns its code through exitError.
@@ -44,4 +47,19 @@ func severityExit(s erdma.Severity) int {
 		return ExitWarn
 	}
 	return ExitOK
+}
+
+// untilInterrupted marks a command that runs until SIGINT/SIGTERM (bw serve,
+// exporter, stat -l): the signal is its normal end, not an interruption.
+const untilInterrupted = "erdmakit/until-interrupted"
+
+func markUntilInterrupted(c *cobra.Command) {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[untilInterrupted] = "true"
+}
+
+func runsUntilInterrupted(c *cobra.Command) bool {
+	return c != nil && c.Annotations[untilInterrupted] == "true"
 }

@@ -67,7 +67,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	g := &globals{stdout: stdout, stderr: stderr}
 	root := newRootCmd(g)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
+	if ctx.Err() != nil && !runsUntilInterrupted(cmd) {
+		// The one rule for "interrupted" (docs: README, Exit codes): a
+		// check cut short by SIGINT/SIGTERM did not complete, whatever it
+		// had found so far: exit 3, and say so.
+		if err != nil && !errors.Is(err, context.Canceled) {
+			var ex *exitError
+			if !errors.As(err, &ex) || ex.err != nil {
+				fmt.Fprintln(stderr, "erdmakit:", err)
+			}
+		}
+		fmt.Fprintln(stderr, "erdmakit: interrupted: the check did not complete (exit 3); what was printed is partial")
+		return ExitUnknown
+	}
 	if err == nil {
 		return ExitOK
 	}

@@ -5,7 +5,10 @@
 // files: under any root but "/" it resolves names with os.Root, which follows
 // relative links that stay inside (sysfs is made of them:
 // class/infiniband/X -> ../../devices/...) and refuses a name or link that
-// leaves the root, and absolute links.
+// leaves the root. An absolute link, or a ".." above the root, is read the
+// way chroot (and openat2's RESOLVE_IN_ROOT) reads it: from the root, so a
+// recorded /sys/... link names the recording's sys/..., never this
+// machine's.
 package hostfs
 
 import (
@@ -85,7 +88,75 @@ func (r *Root) Open(rel string) (*os.File, error) {
 		return os.Open(r.Path(rel))
 	}
 	f, err := r.r.Open(clean(rel))
+	if r.retry(err) {
+		if p, rerr := r.resolve(rel, true); rerr == nil {
+			f, err = r.r.Open(p)
+		}
+	}
 	return f, r.named(err)
+}
+
+// retry reports whether os.Root refused a name that may still be inside
+// when read as chroot would (an absolute link, a ".." above the root):
+// anything but "not there".
+func (r *Root) retry(err error) bool {
+	return err != nil && !errors.Is(err, fs.ErrNotExist)
+}
+
+// maxLinkHops bounds link resolution like the kernel's ELOOP limit.
+const maxLinkHops = 40
+
+// resolve turns rel into a name without symlinks (the last one kept when
+// followLast is false), resolving links with the root as "/": an absolute
+// target starts again at the root, ".." at the root stays there. Every
+// step is an Lstat or Readlink through os.Root on a link-free prefix, so
+// nothing outside is touched.
+func (r *Root) resolve(rel string, followLast bool) (string, error) {
+	parts := strings.Split(clean(rel), "/")
+	cur := ""
+	for hops := 0; len(parts) > 0; {
+		p := parts[0]
+		parts = parts[1:]
+		switch p {
+		case "", ".":
+			continue
+		case "..":
+			cur = parent(cur)
+			continue
+		}
+		next := path.Join(cur, p)
+		fi, err := r.r.Lstat(next)
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 || len(parts) == 0 && !followLast {
+			cur = next
+			continue
+		}
+		if hops++; hops > maxLinkHops {
+			return "", &fs.PathError{Op: "resolve", Path: rel, Err: errors.New("too many levels of symbolic links")}
+		}
+		t, err := r.r.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		if path.IsAbs(t) {
+			cur = ""
+		}
+		parts = append(strings.Split(strings.Trim(t, "/"), "/"), parts...)
+	}
+	if cur == "" {
+		return ".", nil
+	}
+	return cur, nil
+}
+
+func parent(p string) string {
+	d := path.Dir(p)
+	if d == "." || d == "/" {
+		return ""
+	}
+	return d
 }
 
 // ReadFile reads a whole file of at most max bytes; a larger one wraps
@@ -128,6 +199,11 @@ func (r *Root) Readlink(rel string) (string, error) {
 		return os.Readlink(r.Path(rel))
 	}
 	s, err := r.r.Readlink(clean(rel))
+	if r.retry(err) {
+		if p, rerr := r.resolve(rel, false); rerr == nil {
+			s, err = r.r.Readlink(p)
+		}
+	}
 	return s, r.named(err)
 }
 
@@ -137,6 +213,11 @@ func (r *Root) Stat(rel string) (fs.FileInfo, error) {
 		return os.Stat(r.Path(rel))
 	}
 	fi, err := r.r.Stat(clean(rel))
+	if r.retry(err) {
+		if p, rerr := r.resolve(rel, true); rerr == nil {
+			fi, err = r.r.Stat(p)
+		}
+	}
 	return fi, r.named(err)
 }
 
@@ -146,6 +227,11 @@ func (r *Root) Lstat(rel string) (fs.FileInfo, error) {
 		return os.Lstat(r.Path(rel))
 	}
 	fi, err := r.r.Lstat(clean(rel))
+	if r.retry(err) {
+		if p, rerr := r.resolve(rel, false); rerr == nil {
+			fi, err = r.r.Lstat(p)
+		}
+	}
 	return fi, r.named(err)
 }
 

@@ -98,3 +98,33 @@ func ExampleOpen() {
 	_, _ = r.ReadFile("sys/class/infiniband/erdma_0/fw_ver", 64<<10)
 	// Output:
 }
+
+// TestAbsoluteLinksReadInTheRoot: an absolute link of a recorded host names
+// the recording's own file (as chroot reads it), and ".." above the root
+// stays at the root; neither reaches this machine.
+func TestAbsoluteLinksReadInTheRoot(t *testing.T) {
+	root := t.TempDir()
+	dev := filepath.Join(root, "sys/devices/pci0000:00/0000:00:05.0/infiniband/erdma_0")
+	require.NoError(t, os.MkdirAll(dev, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dev, "fw_ver"), []byte("0.2.0\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "sys/class/infiniband"), 0o755))
+	require.NoError(t, os.Symlink("/sys/devices/pci0000:00/0000:00:05.0/infiniband/erdma_0", filepath.Join(root, "sys/class/infiniband/erdma_0")))
+	require.NoError(t, os.Symlink("../../../../../../sys/class/infiniband/erdma_0/fw_ver", filepath.Join(root, "sys/class/infiniband/fw")))
+
+	r, err := Open(root)
+	require.NoError(t, err)
+	defer r.Close()
+	for _, name := range []string{"sys/class/infiniband/erdma_0/fw_ver", "sys/class/infiniband/fw"} {
+		b, err := r.ReadFile(name, 64)
+		require.NoError(t, err, name)
+		assert.Equal(t, "0.2.0\n", string(b))
+		fi, err := r.Stat(name)
+		require.NoError(t, err)
+		assert.True(t, fi.Mode().IsRegular())
+	}
+	fi, err := r.Lstat("sys/class/infiniband/erdma_0/fw_ver")
+	require.NoError(t, err)
+	assert.True(t, fi.Mode().IsRegular())
+	_, err = r.ReadFile("etc/passwd", 1<<20)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}

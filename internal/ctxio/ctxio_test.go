@@ -1,0 +1,53 @@
+package ctxio
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestReaderPassesDataThrough(t *testing.T) {
+	src := strings.Repeat("0123456789", 100000)
+	got, err := io.ReadAll(NewReader(context.Background(), strings.NewReader(src)))
+	require.NoError(t, err)
+	assert.Equal(t, src, string(got))
+}
+
+// TestReaderReturnsOnCancelWhileBlocked: a read from a pipe nobody writes
+// returns when the context ends.
+func TestReaderReturnsOnCancelWhileBlocked(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	require.NoError(t, err)
+	defer pr.Close()
+	defer pw.Close()
+	_, err = pw.Write([]byte("first line\n"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := NewReader(ctx, pr)
+	b := make([]byte, 100)
+	n, err := r.Read(b)
+	require.NoError(t, err)
+	assert.Equal(t, "first line\n", string(b[:n]))
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, err = io.Copy(&bytes.Buffer{}, r)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Less(t, time.Since(start), 2*time.Second)
+	_, err = r.Read(b)
+	assert.ErrorIs(t, err, context.Canceled, "stays failed")
+}
+
+func ExampleNewReader() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	b, _ := io.ReadAll(NewReader(ctx, strings.NewReader("ok\n")))
+	os.Stdout.Write(b)
+	// Output: ok
+}
