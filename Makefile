@@ -37,10 +37,15 @@ LAB_FLAGS ?=
 lab: deps
 	$(GO) run ./internal/lab/cmd/labrun $(LAB_FLAGS)
 
-# Go benchmarks, then the side-by-side figure in the lab: erdmakit's write
-# loop against ib_write_bw on the lab's rxe0 (perf/internal/bwbench).
+# Go benchmarks; the NCCL log analyser against grep -c and wc -l on a 1 GiB
+# log of two layouts (nccl/internal/logbench); then the side-by-side figure in
+# the lab: erdmakit's write loop against ib_write_bw on the lab's rxe0
+# (perf/internal/bwbench).
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) build $(GOFLAGS) -o $(BIN) ./examples/erdmakit
+	$(GO) run ./nccl/internal/logbench -runs 10 -cli $(BIN)
+	$(GO) run ./nccl/internal/logbench -runs 10 -layout mpirun -cli $(BIN)
 	$(GO) build -o bin/bwbench ./perf/internal/bwbench
 	$(GO) run ./internal/lab/cmd/labrun -timeout 15m -shell "$(CURDIR)/bin/bwbench -reps 20 -duration 2s -margin 1s"
 

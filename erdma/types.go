@@ -159,6 +159,10 @@ type GPUInfo struct {
 	// "yes", "no", "unknown" (not all of kernel, module flavour and
 	// rdma-core were seen), "" when not checked.
 	DMABUF string `json:"dmabuf,omitempty"`
+	// NVLink says whether the GPUs have NVLink between them: "yes", "no",
+	// "unknown" (NVML could not say), "" when not read. Without it
+	// intra-node collectives go over PCIe.
+	NVLink string `json:"nvlink,omitempty"`
 	// NICDistances is, per GPU index, the nvidia-smi distance word (PIX, PXB,
 	// PHB, NODE, SYS) to its nearest eRDMA device, and that device.
 	Nearest []GPUNIC `json:"nearest,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 )
 
 // ErrNoNCCLLines is returned by AnalyzeLog when the input has no line NCCL prints.
@@ -92,9 +93,16 @@ type GDR struct {
 // if r fails. Lines may carry any prefix (mpirun's "[1,0]<stdout>:", Ray's
 // "(RayWorkerWrapper pid=...) ", "host:pid:tid [dev] "): what NCCL printed
 // is found inside the line.
+//
+// The log is scanned in parallel: chunks of whole lines go to one worker per
+// CPU (GOMAXPROCS), each analyses its chunk alone, and the chunks' analyses
+// are merged in file order (LogAnalyzer.merge), so the result is what one
+// pass line by line finds. Memory is a few chunks per worker, whatever the
+// size of the log; a line longer than a chunk (1 MiB) is cut to its first
+// MiB.
 func AnalyzeLog(r io.Reader) (*LogSummary, error) {
-	a := NewLogAnalyzer()
-	if err := eachBlock(r, readBuf, a.block, func(line []byte) { a.Feed(line) }); err != nil {
+	a, err := analyzeChunks(r, chunkSize, runtime.GOMAXPROCS(0))
+	if err != nil {
 		return nil, fmt.Errorf("reading NCCL log: %w", err)
 	}
 	s := a.Summary()
@@ -159,54 +167,6 @@ func (a *LogAnalyzer) block(b []byte) {
 	}
 }
 
-// eachBlock reads r in large blocks and calls whole with runs of complete
-// lines (the last line of the input may lack its newline). A line longer
-// than the buffer is given to long, cut to readBuf bytes, and the rest of it
-// is skipped.
-func eachBlock(r io.Reader, size int, whole, long func([]byte)) error {
-	buf := make([]byte, size)
-	n := 0
-	skip := false
-	for {
-		k, err := read(r, buf[n:])
-		n += k
-		eof := err == io.EOF
-		if err != nil && !eof {
-			return err
-		}
-		data := buf[:n]
-		if skip {
-			i := bytes.IndexByte(data, '\n')
-			if i < 0 {
-				n = 0
-				if eof {
-					return nil
-				}
-				continue
-			}
-			skip = false
-			data = data[i+1:]
-		}
-		if eof {
-			if len(data) > 0 {
-				whole(data)
-			}
-			return nil
-		}
-		last := bytes.LastIndexByte(data, '\n')
-		switch {
-		case last >= 0:
-			whole(data[:last+1])
-			data = data[last+1:]
-		case len(data) == len(buf):
-			long(data)
-			skip = true
-			data = data[:0]
-		}
-		n = copy(buf, data)
-	}
-}
-
 // read reads at least one byte into p, or returns an error (io.EOF at the
 // end); a reader that keeps returning nothing gets io.ErrNoProgress.
 func read(r io.Reader, p []byte) (int, error) {
@@ -225,8 +185,9 @@ func read(r io.Reader, p []byte) (int, error) {
 	return 0, io.ErrNoProgress
 }
 
-// readBuf is the read buffer of the streaming parsers; a line longer than
-// this is cut to its first readBuf bytes (the rest of it is skipped).
+// readBuf is the read buffer of the line-by-line parsers (nccl-tests
+// results); a line longer than this is cut to its first readBuf bytes (the
+// rest of it is skipped).
 const readBuf = 256 << 10
 
 // eachLineBytes calls fn with each line of r without its line ending ("\n"
@@ -286,6 +247,8 @@ const (
 	maxListed   = 256 // devices, interfaces, HCAs, plugins, env variables
 	maxWarnings = 64  // distinct warnings
 	maxTextLen  = 512 // bytes kept of one warning or error text
+
+	maxOtherChannels = 32 // channel transports besides NET/IB, NET/Socket, P2P and SHM
 )
 
 // LogAnalyzer analyses NCCL log lines fed one at a time; AnalyzeLog and the
@@ -296,11 +259,16 @@ type LogAnalyzer struct {
 	// channel counts by transport; the common four without a map lookup
 	chIB, chSocket, chP2P, chSHM int
 	chOther                      map[string]*int
+	chOtherKeys                  []string // the keys of chOther, in the order seen
 	// NET/IB and NET/Socket "Using" lines already parsed (every rank
 	// prints the same): a repeat costs one hash lookup
 	seenIB, seenSocket map[string]struct{}
 	envKeys            []string // the keys of s.Env, in the order seen
 	nic                nicStats
+	// chunk marks the analyser of one chunk of a parallel scan: it counts
+	// every channel transport (its chunk bounds them), so that merge can
+	// add the counts of a transport that an earlier chunk listed.
+	chunk bool
 }
 
 // seenLine reports whether line is in seen, and adds it (up to maxListed lines).
@@ -570,11 +538,13 @@ func (a *LogAnalyzer) countOther(key []byte) {
 	}
 	p := a.chOther[string(key)]
 	if p == nil {
-		if len(a.chOther) >= 32 {
+		if len(a.chOther) >= maxOtherChannels && !a.chunk {
 			return
 		}
 		p = new(int)
-		a.chOther[string(key)] = p
+		k := string(key)
+		a.chOther[k] = p
+		a.chOtherKeys = append(a.chOtherKeys, k)
 	}
 	*p++
 }
@@ -588,9 +558,10 @@ func (a *LogAnalyzer) ibUsing(rest []byte) {
 	devs := rest
 	if i := bytes.Index(rest, bOOB); i >= 0 {
 		devs = rest[:i]
-		if a.s.OOBInterface == "" {
-			oob := bytes.TrimSpace(rest[i+len(bOOB):])
-			a.s.OOBInterface = string(ifaceName(oob))
+		oob := bytes.TrimSpace(rest[i+len(bOOB):])
+		if name := ifaceName(oob); a.s.OOBInterface == "" && len(name) > 0 {
+			// The interface and its address are one fact: set together.
+			a.s.OOBInterface, a.s.OOBAddress = string(name), ""
 			if j := bytes.IndexByte(oob, ':'); j >= 0 {
 				addr := oob[j+1:]
 				if k := bytes.LastIndexByte(addr, '<'); k >= 0 {
@@ -650,6 +621,20 @@ func (a *LogAnalyzer) ibDevice(tok []byte) {
 		link = string(portLink[j+1:])
 	}
 	a.s.IBDevices = append(a.s.IBDevices, IBDevice{Index: idx, Name: string(name), Port: port, Link: link})
+}
+
+// addIBDevice appends d unless a device of the same name and port is listed
+// (or the list is full), as ibDevice does.
+func (a *LogAnalyzer) addIBDevice(d IBDevice) {
+	if len(a.s.IBDevices) >= maxListed {
+		return
+	}
+	for _, have := range a.s.IBDevices {
+		if have.Name == d.Name && have.Port == d.Port {
+			return
+		}
+	}
+	a.s.IBDevices = append(a.s.IBDevices, d)
 }
 
 // socketUsing parses " [0]eth0:10.106.68.39<0> [1]eth1:10.0.0.2<0>".
@@ -738,12 +723,7 @@ func (a *LogAnalyzer) env(msg []byte) {
 	}
 	val := bytes.TrimSpace(msg[i+len(sep):])
 	val = bytes.TrimSuffix(val, []byte("."))
-	if a.s.Env == nil {
-		a.s.Env = map[string]string{}
-	}
-	k := string(key)
-	a.envKeys = append(a.envKeys, k)
-	a.s.Env[k] = string(clip(val))
+	a.addEnv(string(key), string(clip(val)))
 }
 
 func (a *LogAnalyzer) warning(msg []byte) {

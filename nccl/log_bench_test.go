@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -84,4 +85,23 @@ func TestLogAnalyzerFeedAllocatesNothing(t *testing.T) {
 		}
 	})
 	require.Zero(t, allocs, "Feed allocates once its lists are full of what the log repeats")
+}
+
+// BenchmarkAnalyzeChunks compares chunk sizes and worker counts of the
+// parallel scan on the samples repeated to 64 MiB.
+func BenchmarkAnalyzeChunks(b *testing.B) {
+	data := benchLog(b, 64<<20)
+	for _, size := range []int{64 << 10, 256 << 10, 1 << 20} {
+		for _, workers := range []int{1, 2} {
+			b.Run(fmt.Sprintf("chunk=%dKiB/workers=%d", size>>10, workers), func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := analyzeChunks(bytes.NewReader(data), size, workers); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }

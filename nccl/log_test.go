@@ -258,8 +258,8 @@ func FuzzAnalyzeLog(f *testing.F) {
 // buffer of size bytes, reading through wrap.
 func analyzeBoth(t *testing.T, in []byte, size int, wrap func(io.Reader) io.Reader) (*LogSummary, *LogSummary) {
 	t.Helper()
-	a := NewLogAnalyzer()
-	require.NoError(t, eachBlock(wrap(bytes.NewReader(in)), size, a.block, func(l []byte) { a.Feed(l) }))
+	a, err := analyzeChunks(wrap(bytes.NewReader(in)), size, 1)
+	require.NoError(t, err)
 	b := NewLogAnalyzer()
 	require.NoError(t, eachLineBytes(wrap(bytes.NewReader(in)), size, func(l []byte) { b.Feed(l) }))
 	return a.Summary(), b.Summary()

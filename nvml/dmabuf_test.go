@@ -173,3 +173,11 @@ func TestDMABUFRecordReplay(t *testing.T) {
 	got := ReadGDR(dst, "570.133.20")
 	assert.Equal(t, want, got)
 }
+
+// TestGPUInfoNVLink: the inventory's summary says whether the GPUs have
+// NVLink, for the diagnosis of a capped two-NIC bus bandwidth.
+func TestGPUInfoNVLink(t *testing.T) {
+	rep, err := Inspect(context.Background(), mockNVML(true), hostRoot(t, "ebmgn8is-healthy"), healthyNICs())
+	require.NoError(t, err)
+	assert.Equal(t, "no", rep.GPUInfo().NVLink)
+}

@@ -27,6 +27,9 @@ type GPU struct {
 	NUMASource string `json:"numa_source,omitempty"`
 	// MemoryTotal is the framebuffer size in bytes.
 	MemoryTotal uint64 `json:"memory_total_bytes"`
+	// NVLinks is the number of active NVLink links (0: none, NVML's
+	// NOT_SUPPORTED); nil when NVML could not say.
+	NVLinks *int `json:"nvlinks,omitempty"`
 }
 
 // GPUs is what NVML says about the host: driver, CUDA driver API version and
@@ -94,6 +97,7 @@ func ReadGPUs(ctx context.Context, lib Library, root string) (*GPUs, error) {
 		return nil, nvmlError(lib, "nvmlDeviceGetCount", r)
 	}
 	numaCall := hasSymbol(lib, "nvmlDeviceGetNumaNodeId")
+	nvlinkCall := hasSymbol(lib, "nvmlDeviceGetNvLinkState")
 	for i := 0; i < n; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -103,6 +107,9 @@ func ReadGPUs(ctx context.Context, lib Library, root string) (*GPUs, error) {
 			return nil, nvmlError(lib, fmt.Sprintf("nvmlDeviceGetHandleByIndex(%d)", i), r)
 		}
 		g, warns := readGPU(lib, root, i, dev, numaCall)
+		if nvlinkCall {
+			g.NVLinks = nvLinks(dev)
+		}
 		out.GPUs = append(out.GPUs, g)
 		out.Warnings = append(out.Warnings, warns...)
 	}
@@ -153,6 +160,47 @@ func readGPU(lib Library, root string, i int, dev gonvml.Device, numaCall bool) 
 		}
 	}
 	return g, warns
+}
+
+// maxNVLinks is NVML's NVML_NVLINK_MAX_LINKS.
+const maxNVLinks = 18
+
+// nvLinks counts dev's active NVLink links: 0 when NVML says NVLink is not
+// supported on it, nil when it fails otherwise.
+func nvLinks(dev gonvml.Device) *int {
+	n := 0
+	for l := range maxNVLinks {
+		state, r := dev.GetNvLinkState(l)
+		switch r {
+		case gonvml.SUCCESS:
+			if state == gonvml.FEATURE_ENABLED {
+				n++
+			}
+		case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_INVALID_ARGUMENT:
+			return &n // no NVLink, or past the GPU's last link
+		default:
+			return nil
+		}
+	}
+	return &n
+}
+
+// NVLink says whether the GPUs have NVLink: yes when any has an active
+// link, no when NVML said none has, unknown otherwise (or no GPU).
+func (g *GPUs) NVLink() Support {
+	if g == nil || len(g.GPUs) == 0 {
+		return SupportUnknown
+	}
+	out := SupportNo
+	for _, x := range g.GPUs {
+		switch {
+		case x.NVLinks == nil:
+			out = SupportUnknown
+		case *x.NVLinks > 0:
+			return SupportYes
+		}
+	}
+	return out
 }
 
 // hasSymbol reports whether lib exports name; a library that cannot say

@@ -59,6 +59,7 @@ func (r *Report) GPUInfo() erdma.GPUInfo {
 	if r.GPUs != nil {
 		info.Count = len(r.GPUs.GPUs)
 		info.DriverVersion = r.GPUs.DriverVersion
+		info.NVLink = string(r.GPUs.NVLink())
 	}
 	if r.Topology != nil {
 		for _, n := range r.Topology.Nearest {

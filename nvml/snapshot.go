@@ -45,6 +45,10 @@ type SnapshotGPU struct {
 	// support it (old driver), which makes readers fall back to sysfs.
 	NUMANode    *int   `json:"numa_node"`
 	MemoryTotal uint64 `json:"memory_total_bytes"`
+	// NVLinks is the count of active NVLink links (0: NVLink not
+	// supported); absent in recordings made before it was captured, which
+	// then replay as "not known".
+	NVLinks *int `json:"nvlinks,omitempty"`
 }
 
 // ReadSnapshot decodes and checks a snapshot.
@@ -139,6 +143,7 @@ func Capture(ctx context.Context, lib Library, note string) (*Snapshot, error) {
 		return nil, nvmlError(lib, "nvmlDeviceGetCount", r)
 	}
 	numaCall := hasSymbol(lib, "nvmlDeviceGetNumaNodeId")
+	nvlinkCall := hasSymbol(lib, "nvmlDeviceGetNvLinkState")
 	for i := 0; i < n; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -148,6 +153,9 @@ func Capture(ctx context.Context, lib Library, note string) (*Snapshot, error) {
 			return nil, nvmlError(lib, fmt.Sprintf("nvmlDeviceGetHandleByIndex(%d)", i), r)
 		}
 		var g SnapshotGPU
+		if nvlinkCall {
+			g.NVLinks = nvLinks(dev)
+		}
 		g.Name, _ = dev.GetName()
 		g.UUID, _ = dev.GetUUID()
 		pci, r := dev.GetPciInfo()
@@ -180,10 +188,13 @@ func (s *Snapshot) Library() *mock.Interface {
 	for i, g := range s.GPUs {
 		devs[i] = snapshotDevice(i, g)
 	}
-	numa := true
+	numa, nvlink := true, true
 	for _, g := range s.GPUs {
 		if g.NUMANode == nil {
 			numa = false
+		}
+		if g.NVLinks == nil {
+			nvlink = false
 		}
 	}
 	// initialised counts Init minus Shutdown, as the real library's
@@ -199,6 +210,9 @@ func (s *Snapshot) Library() *mock.Interface {
 		LookupSymbolFunc: func(name string) error {
 			if name == "nvmlDeviceGetNumaNodeId" && !numa {
 				return errors.New("symbol nvmlDeviceGetNumaNodeId not recorded")
+			}
+			if name == "nvmlDeviceGetNvLinkState" && !nvlink {
+				return errors.New("NVLink state not recorded")
 			}
 			return nil
 		},
@@ -277,6 +291,17 @@ func snapshotDevice(i int, g SnapshotGPU) *mock.Device {
 				return 0, gonvml.ERROR_NOT_SUPPORTED
 			}
 			return *g.NUMANode, gonvml.SUCCESS
+		},
+		GetNvLinkStateFunc: func(link int) (gonvml.EnableState, gonvml.Return) {
+			switch {
+			case g.NVLinks == nil || *g.NVLinks == 0:
+				return gonvml.FEATURE_DISABLED, gonvml.ERROR_NOT_SUPPORTED
+			case link < *g.NVLinks:
+				return gonvml.FEATURE_ENABLED, gonvml.SUCCESS
+			case link < maxNVLinks:
+				return gonvml.FEATURE_DISABLED, gonvml.SUCCESS
+			}
+			return gonvml.FEATURE_DISABLED, gonvml.ERROR_INVALID_ARGUMENT
 		},
 	}
 }

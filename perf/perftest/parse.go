@@ -59,7 +59,23 @@ type Report struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// DurationS is "Total run time: 187.693s" when the log has it.
 	DurationS float64 `json:"duration_s,omitempty"`
+
+	// RowsDropped counts distinct result rows (bandwidth and latency) past
+	// the first 1024 kept, AddressesDropped distinct QP address lines past
+	// the first 1024 local and 1024 remote, MessagesDropped distinct errors
+	// and warnings past the first 64 of each: a log that holds more (many
+	// runs concatenated, noise) keeps memory bounded and says how much it left out.
+	RowsDropped      int `json:"rows_dropped,omitempty"`
+	AddressesDropped int `json:"addresses_dropped,omitempty"`
+	MessagesDropped  int `json:"messages_dropped,omitempty"`
 }
+
+// Bounds on what a Report keeps of one log.
+const (
+	maxRows      = 1024 // result rows, bandwidth and latency each
+	maxAddresses = 1024 // local and remote QP address lines each
+	maxMessages  = 64   // distinct errors and distinct warnings each
+)
 
 // Result is one row of a bandwidth table.
 type Result struct {
@@ -157,20 +173,31 @@ const (
 	latTable
 )
 
+// The parser's dedup sets make each line cost O(1) whatever the log's size;
+// each holds at most its list's bound.
 type parser struct {
-	rep      Report
-	titles   int
-	tables   int // result table headers read
-	waiting  bool
-	table    tableKind
-	toGbps   float64 // multiplier from the table's unit to Gbit/s; 0 for an unknown unit
-	seen     map[string]bool
-	lastAddr *Address
-	set      map[string]bool // header fields already taken
+	rep     Report
+	titles  int
+	tables  int // result table headers read
+	waiting bool
+	client  bool // "Couldn't connect to": the client's side
+	table   tableKind
+	toGbps  float64 // multiplier from the table's unit to Gbit/s; 0 for an unknown unit
+	// lastAddr is the address list and index that a following "GID:" line
+	// completes; nil when the line before was not a new address.
+	lastAddr              *[]Address
+	lastIdx               int
+	set                   map[string]bool // header fields already taken
+	warned, errored       map[string]struct{}
+	results               map[Result]struct{}
+	latency               map[LatencyResult]struct{}
+	localAddrs, remoteAdr map[Address]struct{} // without their GID
 }
 
 func newParser() *parser {
-	return &parser{seen: map[string]bool{}, set: map[string]bool{}}
+	return &parser{set: map[string]bool{}, warned: map[string]struct{}{}, errored: map[string]struct{}{},
+		results: map[Result]struct{}{}, latency: map[LatencyResult]struct{}{},
+		localAddrs: map[Address]struct{}{}, remoteAdr: map[Address]struct{}{}}
 }
 
 func (p *parser) finish() (*Report, error) {
@@ -183,7 +210,7 @@ func (p *parser) finish() (*Report, error) {
 		r.Role = "server+client"
 	case p.waiting:
 		r.Role = "server"
-	case p.titles > 0 || p.seen["role:client"]:
+	case p.titles > 0 || p.client:
 		r.Role = "client"
 	}
 	if r.Results == nil {
@@ -227,8 +254,7 @@ func (p *parser) line(raw string) {
 		if p.rep.Test == "" {
 			p.rep.Test = t
 			p.rep.Bidirectional = strings.Contains(t, "Bidirectional")
-		} else if p.rep.Test != t && !p.seen["w:test:"+t] {
-			p.seen["w:test:"+t] = true
+		} else if p.rep.Test != t {
 			p.warn(fmt.Sprintf("log holds more than one test: %q and %q", p.rep.Test, t))
 		}
 		return
@@ -239,8 +265,8 @@ func (p *parser) line(raw string) {
 		p.address(t)
 		return
 	case strings.HasPrefix(t, "GID:"):
-		if p.lastAddr != nil && p.lastAddr.GID == "" {
-			p.lastAddr.GID = parseGID(strings.TrimSpace(t[len("GID:"):]))
+		if p.lastAddr != nil && (*p.lastAddr)[p.lastIdx].GID == "" {
+			(*p.lastAddr)[p.lastIdx].GID = parseGID(strings.TrimSpace(t[len("GID:"):]))
 		}
 		return
 	case strings.HasPrefix(t, "Total run time:"):
@@ -288,20 +314,28 @@ func hasAnyPrefix(t string, prefixes []string) bool {
 }
 
 func (p *parser) warn(msg string) {
-	if !p.seen["w:"+msg] {
-		p.seen["w:"+msg] = true
-		p.rep.Warnings = append(p.rep.Warnings, msg)
-	}
+	p.addMessage(&p.rep.Warnings, p.warned, msg)
 }
 
 func (p *parser) error(msg string) {
 	if strings.HasPrefix(msg, "Couldn't connect to") {
-		p.seen["role:client"] = true
+		p.client = true
 	}
-	if !p.seen["e:"+msg] {
-		p.seen["e:"+msg] = true
-		p.rep.Errors = append(p.rep.Errors, msg)
+	p.addMessage(&p.rep.Errors, p.errored, msg)
+}
+
+// addMessage appends msg to list unless it is in seen; past maxMessages
+// distinct ones, a message not seen is counted as dropped.
+func (p *parser) addMessage(list *[]string, seen map[string]struct{}, msg string) {
+	if _, ok := seen[msg]; ok {
+		return
 	}
+	if len(*list) >= maxMessages {
+		p.rep.MessagesDropped++
+		return
+	}
+	seen[msg] = struct{}{}
+	*list = append(*list, msg)
 }
 
 // isTitle recognises "RDMA_Write BW Test", "Send Latency Test",
@@ -382,11 +416,14 @@ func (p *parser) tableRow(t string) bool {
 	if p.table == latTable {
 		l := LatencyResult{Bytes: bytes, Iterations: iters, MinUS: v[0], MaxUS: v[1], TypicalUS: v[2],
 			AvgUS: v[3], StdevUS: v[4], P99US: v[5], P999US: v[6]}
-		for _, old := range p.rep.Latency {
-			if old == l {
-				return true
-			}
+		if _, ok := p.latency[l]; ok {
+			return true
 		}
+		if len(p.rep.Latency) >= maxRows {
+			p.rep.RowsDropped++
+			return true
+		}
+		p.latency[l] = struct{}{}
 		p.rep.Latency = append(p.rep.Latency, l)
 		return true
 	}
@@ -395,11 +432,14 @@ func (p *parser) tableRow(t string) bool {
 	}
 	res := Result{Bytes: bytes, Iterations: iters, BWPeakGbps: round6(v[0] * p.toGbps),
 		BWAvgGbps: round6(v[1] * p.toGbps), MsgRateMpps: v[2]}
-	for _, old := range p.rep.Results {
-		if old == res {
-			return true
-		}
+	if _, ok := p.results[res]; ok {
+		return true
 	}
+	if len(p.rep.Results) >= maxRows {
+		p.rep.RowsDropped++
+		return true
+	}
+	p.results[res] = struct{}{}
 	p.rep.Results = append(p.rep.Results, res)
 	return true
 }
@@ -430,23 +470,21 @@ func (p *parser) address(t string) {
 			a.VAddr = v
 		}
 	}
-	list := &p.rep.Remote
+	list, seen := &p.rep.Remote, p.remoteAdr
 	if local {
-		list = &p.rep.Local
+		list, seen = &p.rep.Local, p.localAddrs
 	}
-	for i := range *list {
-		if (*list)[i] == a || sameAddr((*list)[i], a) {
-			p.lastAddr = nil
-			return
-		}
+	p.lastAddr = nil
+	if _, ok := seen[a]; ok { // a has no GID yet: the key is the address without it
+		return
 	}
+	if len(*list) >= maxAddresses {
+		p.rep.AddressesDropped++
+		return
+	}
+	seen[a] = struct{}{}
 	*list = append(*list, a)
-	p.lastAddr = &(*list)[len(*list)-1]
-}
-
-func sameAddr(x, y Address) bool {
-	x.GID, y.GID = "", ""
-	return x == y
+	p.lastAddr, p.lastIdx = list, len(*list)-1
 }
 
 // parseGID turns perftest's "00:00:...:255:255:10:00:02:15" (16 decimal

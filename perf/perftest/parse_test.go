@@ -2,6 +2,7 @@ package perftest
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -247,7 +248,81 @@ func FuzzParse(f *testing.F) {
 		for _, res := range r.Results {
 			require.GreaterOrEqual(t, res.Bytes, int64(0))
 		}
+		require.LessOrEqual(t, len(r.Results), maxRows)
+		require.LessOrEqual(t, len(r.Latency), maxRows)
+		require.LessOrEqual(t, len(r.Local), maxAddresses)
+		require.LessOrEqual(t, len(r.Remote), maxAddresses)
+		require.LessOrEqual(t, len(r.Errors), maxMessages)
+		require.LessOrEqual(t, len(r.Warnings), maxMessages)
+		// Nothing is dropped while there is room.
+		if r.RowsDropped > 0 {
+			require.True(t, len(r.Results) == maxRows || len(r.Latency) == maxRows)
+		}
+		if r.AddressesDropped > 0 {
+			require.True(t, len(r.Local) == maxAddresses || len(r.Remote) == maxAddresses)
+		}
+		if r.MessagesDropped > 0 {
+			require.True(t, len(r.Errors) == maxMessages || len(r.Warnings) == maxMessages)
+		}
 	})
+}
+
+// bigLog is a bandwidth log with n distinct result rows, n distinct local
+// and remote QP address lines (each with its GID line) and n distinct
+// errors: what many runs concatenated, or noise, can hold.
+func bigLog(n int) string {
+	var b strings.Builder
+	b.WriteString("                    RDMA_Write BW Test\n Device         : rxe0\n")
+	for i := range n {
+		fmt.Fprintf(&b, " local address: LID 0000 QPN 0x%04x PSN 0x%06x RKey 0x%06x VAddr 0x%014x\n", i, i, i, i)
+		b.WriteString(" GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:00:00:02\n")
+		fmt.Fprintf(&b, " remote address: LID 0000 QPN 0x%04x PSN 0x%06x RKey 0x%06x VAddr 0x%014x\n", i, i, i, i)
+	}
+	b.WriteString(" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n")
+	for i := range n {
+		fmt.Fprintf(&b, " 65536      %d           110.59             110.56               0.001769\n", 1000+i)
+		fmt.Fprintf(&b, "Couldn't connect to 10.0.%d.%d:18515\n", i/256, i%256)
+	}
+	return b.String()
+}
+
+// The parser keeps at most maxRows rows, maxAddresses address lines and
+// maxMessages errors of each kind, counting the rest (80,000 of each took
+// 8.7 s and 20.6 s with the lists unbounded and searched linearly).
+func TestParseBoundsLists(t *testing.T) {
+	const n = 80000
+	r, err := Parse(strings.NewReader(bigLog(n)))
+	require.NoError(t, err)
+	assert.Len(t, r.Results, maxRows)
+	assert.Equal(t, n-maxRows, r.RowsDropped)
+	assert.Len(t, r.Local, maxAddresses)
+	assert.Len(t, r.Remote, maxAddresses)
+	assert.Equal(t, 2*(n-maxAddresses), r.AddressesDropped)
+	assert.Equal(t, "10.0.0.2", r.Local[maxAddresses-1].GID, "the GID line completes the address before it")
+	assert.Empty(t, r.Remote[0].GID)
+	assert.Len(t, r.Errors, maxMessages)
+	assert.Equal(t, n-maxMessages, r.MessagesDropped)
+	assert.Equal(t, int64(1000), r.Results[0].Iterations)
+}
+
+// BenchmarkParseScaling parses logs of growing size: ns/line stays flat
+// when the parser is linear (it grew with n when rows and address lines
+// were deduplicated by a linear search).
+func BenchmarkParseScaling(b *testing.B) {
+	for _, n := range []int{10000, 20000, 40000, 80000} {
+		in := bigLog(n)
+		lines := strings.Count(in, "\n")
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(in)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Parse(strings.NewReader(in)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(lines), "ns/line")
+		})
+	}
 }
 
 func BenchmarkParse(b *testing.B) {

@@ -1,20 +1,26 @@
-// Command logbench measures how fast nccl.AnalyzeLog streams an
-// NCCL_DEBUG=INFO log, against `grep -c NET/IB` (what operators run today)
-// and `wc -l` (the limit: reading the file and finding line ends) on the
-// same file in the same run, and prints the ratios.
+// Command logbench measures how fast nccl.AnalyzeLog (a parallel scan:
+// one worker per CPU) analyses an NCCL_DEBUG=INFO log, against `grep -c
+// NET/IB` (what operators run today), `wc -l` (reading the file and finding
+// line ends) and AnalyzeLog on one CPU, on the same file in the same run,
+// optionally also the CLI as a whole process (-cli bin/erdmakit: its peak
+// memory is printed too).
 //
 // The log is built by repeating the sample logs (nccl/testdata: B*, C*,
 // erdma-*) into a temporary file of -size bytes (default 1 GiB; the
 // environment variable ERDMAKIT_LOGBENCH_SIZE, e.g. "64M", overrides the
-// default for quick runs). Each tool runs -runs times, interleaved, after one
-// untimed pass that puts the file in the page cache; the best run counts.
+// default for quick runs); -layout mpirun tags every line as mpirun
+// --tag-output does. One untimed pass puts the file in the page cache; then
+// every tool runs once per round, the order rotating, for -runs rounds. It
+// prints each tool's best run and, per peer, AnalyzeLog's throughput over the
+// peer's in each round with the median and quartiles of those ratios.
 //
 //	go run ./nccl/internal/logbench              # 1 GiB
-//	go run ./nccl/internal/logbench -size 64M -runs 5
+//	go run ./nccl/internal/logbench -size 64M -runs 5 -cli bin/erdmakit
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -23,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -52,7 +59,10 @@ type Result struct {
 	// machine it is steadier than the wall clock.
 	CPUSeconds float64 `json:"cpu_seconds"`
 	CPUMBps    float64 `json:"mb_per_cpu_s"`
-	Output     string  `json:"output"` // what the tool found (a count, a digest)
+	// MaxRSSKiB is the peak resident memory of a tool run as a process
+	// (0 for AnalyzeLog in this process).
+	MaxRSSKiB int64  `json:"max_rss_kib,omitempty"`
+	Output    string `json:"output"` // what the tool found (a count, a digest)
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
@@ -67,6 +77,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	keep := fs.String("file", "", "write the log here and keep it (default: a temporary file, removed at the end)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the AnalyzeLog runs to this file")
+	cli := fs.String("cli", "", "also time this erdmakit binary's `parse nccl-log FILE --json` (whole process, peak memory)")
+	layout := fs.String("layout", "samples", "how the log is built: samples (the sample logs repeated) or mpirun (each line tagged [1,rank]<stdout>: as mpirun --tag-output does)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -92,20 +104,27 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		defer os.RemoveAll(tmp)
 		path = filepath.Join(tmp, "nccl.log")
 	}
-	written, err := buildLog(dir, path, size)
+	if *layout != "samples" && *layout != "mpirun" {
+		return fmt.Errorf("-layout %q: want samples or mpirun", *layout)
+	}
+	written, err := buildLog(dir, path, size, *layout == "mpirun")
 	if err != nil {
 		return err
 	}
 
-	tools := []struct {
-		name string
-		fn   func() (string, float64, error) // output, CPU seconds
-	}{
-		{"wc -l", func() (string, float64, error) { return command(ctx, "wc", "-l", path) }},
-		{"grep -c NET/IB", func() (string, float64, error) { return command(ctx, "grep", "-c", "NET/IB", path) }},
-		{"erdmakit AnalyzeLog", func() (string, float64, error) { return analyze(path) }},
+	tools := []tool{
+		{name: "wc -l", fn: func() (string, float64, int64, error) { return command(ctx, "wc", "-l", path) }},
+		{name: "grep -c NET/IB", fn: func() (string, float64, int64, error) { return command(ctx, "grep", "-c", "NET/IB", path) }},
+		{name: "erdmakit AnalyzeLog", fn: func() (string, float64, int64, error) { return analyze(path, 0) }},
+		{name: "AnalyzeLog, 1 CPU", fn: func() (string, float64, int64, error) { return analyze(path, 1) }},
 	}
-	if _, _, err := tools[0].fn(); err != nil { // warm the page cache
+	if *cli != "" {
+		tools = append(tools, tool{name: "erdmakit parse nccl-log --json", fn: func() (string, float64, int64, error) {
+			out, cpu, rss, err := command(ctx, *cli, "parse", "nccl-log", path, "--json")
+			return fmt.Sprintf("%d bytes of JSON", len(out)), cpu, rss, err
+		}})
+	}
+	if _, _, _, err := tools[0].fn(); err != nil { // warm the page cache
 		return err
 	}
 	if *cpuprofile != "" {
@@ -120,19 +139,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	best := make([]Result, len(tools))
-	// Paired ratios: AnalyzeLog against grep and wc in the same round, so
-	// that a machine whose load changes between rounds skews both alike.
-	var vsGrep, vsWC []float64
+	// Paired ratios: every tool runs once per round, the order rotating
+	// from round to round, and AnalyzeLog's throughput is divided by each
+	// peer's in the same round, so that a machine whose load changes
+	// between rounds skews both sides of a ratio alike.
+	secs := make([][]float64, len(tools))
 	for r := 0; r < *runs; r++ {
-		var secs [3]float64
-		for i, t := range tools {
+		for k := range tools {
+			i := (r + k) % len(tools)
+			t := tools[i]
 			start := time.Now()
-			out, cpu, err := t.fn()
+			out, cpu, rss, err := t.fn()
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
 			sec := time.Since(start).Seconds()
-			secs[i] = sec
+			secs[i] = append(secs[i], sec)
 			b := &best[i]
 			b.Tool, b.Output = t.name, out
 			if b.Seconds == 0 || sec < b.Seconds {
@@ -141,32 +163,78 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			if cpu > 0 && (b.CPUSeconds == 0 || cpu < b.CPUSeconds) {
 				b.CPUSeconds, b.CPUMBps = cpu, float64(written)/cpu/1e6
 			}
+			b.MaxRSSKiB = max(b.MaxRSSKiB, rss)
 		}
-		vsGrep = append(vsGrep, secs[1]/secs[2])
-		vsWC = append(vsWC, secs[0]/secs[2])
 	}
-	medGrep, medWC := median(vsGrep), median(vsWC)
+	var ratios []Ratio
+	for i, t := range tools {
+		if i == 2 {
+			continue
+		}
+		per := make([]float64, *runs)
+		for r := range per {
+			per[r] = secs[i][r] / secs[2][r] // AnalyzeLog's throughput / the peer's
+		}
+		q1, med, q3 := quartiles(per)
+		ratios = append(ratios, Ratio{Peer: t.name, Q1: q1, Median: med, Q3: q3, PerRound: per})
+	}
 	if *asJSON {
-		return render.JSON(stdout, map[string]any{"bytes": written, "runs": *runs, "results": best,
-			"ratio_vs_grep": best[2].MBps / best[1].MBps, "ratio_vs_wc": best[2].MBps / best[0].MBps,
-			"paired_ratio_vs_grep_median": medGrep, "paired_ratio_vs_wc_median": medWC,
-			"cpu_ratio_vs_grep": best[2].CPUMBps / best[1].CPUMBps, "cpu_ratio_vs_wc": best[2].CPUMBps / best[0].CPUMBps})
+		return render.JSON(stdout, map[string]any{"bytes": written, "layout": *layout, "runs": *runs,
+			"results": best, "ratios": ratios})
 	}
-	fmt.Fprintf(stdout, "log: %d bytes (%.0f MiB) built from %s, best of %d runs\n", written, float64(written)/(1<<20), dir, *runs)
-	t := render.NewTable("TOOL", "SECONDS", "MB/s", "CPU SECONDS", "MB/CPU-s", "FOUND")
+	fmt.Fprintf(stdout, "log: %d bytes (%.0f MiB), layout %s, built from %s; %d rounds, order rotating; GOMAXPROCS %d\n",
+		written, float64(written)/(1<<20), *layout, dir, *runs, runtime.GOMAXPROCS(0))
+	t := render.NewTable("TOOL", "BEST S", "MB/s", "CPU S", "MB/CPU-s", "MAX RSS MiB", "FOUND")
 	for _, b := range best {
+		rss := "-"
+		if b.MaxRSSKiB > 0 {
+			rss = fmt.Sprintf("%.1f", float64(b.MaxRSSKiB)/1024)
+		}
 		t.Add(b.Tool, fmt.Sprintf("%.3f", b.Seconds), fmt.Sprintf("%.0f", b.MBps),
-			fmt.Sprintf("%.3f", b.CPUSeconds), fmt.Sprintf("%.0f", b.CPUMBps), b.Output)
+			fmt.Sprintf("%.3f", b.CPUSeconds), fmt.Sprintf("%.0f", b.CPUMBps), rss, b.Output)
 	}
 	if err := t.Write(stdout); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "best runs:         AnalyzeLog / grep -c NET/IB = %.2f; AnalyzeLog / wc -l = %.2f\n",
-		best[2].MBps/best[1].MBps, best[2].MBps/best[0].MBps)
-	fmt.Fprintf(stdout, "per round, median: AnalyzeLog / grep -c NET/IB = %.2f; AnalyzeLog / wc -l = %.2f\n", medGrep, medWC)
-	fmt.Fprintf(stdout, "CPU time, best:    AnalyzeLog / grep -c NET/IB = %.2f; AnalyzeLog / wc -l = %.2f\n",
-		best[2].CPUMBps/best[1].CPUMBps, best[2].CPUMBps/best[0].CPUMBps)
+	fmt.Fprintln(stdout, "AnalyzeLog throughput / peer's, per round (wall clock):")
+	for _, r := range ratios {
+		fmt.Fprintf(stdout, "  vs %-32s median %.2f  quartiles %.2f-%.2f  rounds %s\n", r.Peer, r.Median, r.Q1, r.Q3, fmtRatios(r.PerRound))
+	}
 	return nil
+}
+
+type tool struct {
+	name string
+	fn   func() (out string, cpuSeconds float64, maxRSSKiB int64, err error)
+}
+
+// Ratio is AnalyzeLog's throughput divided by a peer's, one per round.
+type Ratio struct {
+	Peer     string    `json:"peer"`
+	Q1       float64   `json:"q1"`
+	Median   float64   `json:"median"`
+	Q3       float64   `json:"q3"`
+	PerRound []float64 `json:"per_round"`
+}
+
+func fmtRatios(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(s, " ")
+}
+
+// quartiles returns the first quartile, the median and the third quartile
+// (medians of the halves).
+func quartiles(v []float64) (q1, med, q3 float64) {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n == 1 {
+		return s[0], s[0], s[0]
+	}
+	return median(s[:n/2]), median(s), median(s[(n+1)/2:])
 }
 
 func median(v []float64) float64 {
@@ -179,35 +247,44 @@ func median(v []float64) float64 {
 }
 
 // command runs a tool with LC_ALL=C (grep's fastest mode) and returns its
-// output and the CPU time it used.
-func command(ctx context.Context, name string, args ...string) (string, float64, error) {
+// output, the CPU time it used and its peak resident memory. Its output goes
+// to a pipe, never /dev/null (GNU grep stops at the first match when it
+// writes to /dev/null).
+func command(ctx context.Context, name string, args ...string) (string, float64, int64, error) {
 	cmd := execx.Command(ctx, name, args...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	out, err := cmd.Output()
 	var exit *exec.ExitError
-	if errors.As(err, &exit) && name == "grep" && exit.ExitCode() == 1 {
-		err = nil // no match
+	if errors.As(err, &exit) && exit.ExitCode() <= 2 && len(out) > 0 {
+		err = nil // grep without a match (1); erdmakit's warn and fail verdicts (1, 2)
 	}
-	cpu := 0.0
-	if cmd.ProcessState != nil {
-		cpu = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	cpu, rss := 0.0, int64(0)
+	if ps := cmd.ProcessState; ps != nil {
+		cpu = (ps.UserTime() + ps.SystemTime()).Seconds()
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			rss = ru.Maxrss
+		}
 	}
-	return strings.TrimSpace(string(out)), cpu, err
+	return strings.TrimSpace(string(out)), cpu, rss, err
 }
 
-func analyze(path string) (string, float64, error) {
+// analyze runs nccl.AnalyzeLog in this process, on procs CPUs (0: all).
+func analyze(path string, procs int) (string, float64, int64, error) {
+	if procs > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	}
 	before := cpuTime()
 	f, err := os.Open(path)
 	if err != nil {
-		return "", 0, err
+		return "", 0, 0, err
 	}
 	defer f.Close()
 	s, err := nccl.AnalyzeLog(f)
 	if err != nil {
-		return "", 0, err
+		return "", 0, 0, err
 	}
 	return fmt.Sprintf("%d NCCL lines, NET/IB channels %d, network %s", s.NCCLLines, s.Channels["NET/IB"], s.Network),
-		cpuTime() - before, nil
+		cpuTime() - before, 0, nil
 }
 
 // cpuTime is this process's user+system CPU time in seconds.
@@ -220,7 +297,9 @@ func cpuTime() float64 {
 }
 
 // buildLog writes the samples, repeated, to path until it holds size bytes.
-func buildLog(dir, path string, size int64) (int64, error) {
+// With tag, each line carries an mpirun --tag-output prefix, the rank
+// changing from line to line.
+func buildLog(dir, path string, size int64, tag bool) (int64, error) {
 	var one []byte
 	for _, pat := range []string{"B*.txt", "C*.txt", "erdma*.txt"} {
 		files, err := filepath.Glob(filepath.Join(dir, pat))
@@ -240,6 +319,16 @@ func buildLog(dir, path string, size int64) (int64, error) {
 	}
 	if len(one) == 0 {
 		return 0, fmt.Errorf("no sample logs (B*, C*, erdma*) in %s", dir)
+	}
+	if tag {
+		var b bytes.Buffer
+		for i, line := range bytes.SplitAfter(one, []byte("\n")) {
+			if len(line) > 0 {
+				fmt.Fprintf(&b, "[1,%d]<stdout>:", i%64)
+				b.Write(line)
+			}
+		}
+		one = b.Bytes()
 	}
 	f, err := os.Create(path)
 	if err != nil {

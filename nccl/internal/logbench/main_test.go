@@ -33,7 +33,7 @@ func TestRunSmall(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(out.Bytes(), &v))
 	assert.GreaterOrEqual(t, v.Bytes, int64(256<<10))
-	require.Len(t, v.Results, 3)
+	require.Len(t, v.Results, 4)
 	for _, r := range v.Results {
 		assert.Positive(t, r.MBps, r.Tool)
 		assert.NotEmpty(t, r.Output, r.Tool)
