@@ -1,3 +1,5 @@
+//go:build cgo
+
 package nvml
 
 import (
@@ -9,13 +11,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/erdmakit/erdmakit/internal/fixture"
 )
-
-// hostRoot unpacks a recorded host of the repository's testdata/hosts into
-// a temporary directory and returns its root.
-func hostRoot(t testing.TB, name string) string { return fixture.Host(t, name) }
 
 // healthyGPUs is what the ebmgn8is-healthy fixture's GPUs are: NVML bus ids
 // and NUMA nodes.

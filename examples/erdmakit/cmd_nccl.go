@@ -49,7 +49,7 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run [flags] [-- nccl-tests flags]",
 		Short: "Run an nccl-tests binary across hosts, show rows as they finish, and diagnose the result",
-		Long: "Builds the guide's command (mpirun --allow-run-as-root -np 16 -npernode 8 -H host1:8,host2:8 --bind-to none\n" +
+		Long: "Builds the guide's command (mpirun --allow-run-as-root -np 16 -npernode 8 -H host1:8,host2:8 --bind-to none --tag-output\n" +
 			"-mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO -x LD_LIBRARY_PATH -x PATH\n" +
 			"./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20) from the flags, runs it, and prints the result\n" +
 			"table and what NCCL really used (NET/IB or sockets, GPUDirect RDMA), #wrong, and bus bandwidth against\n" +
@@ -79,7 +79,7 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&f.oversubscribe, "oversubscribe", false, "mpirun --oversubscribe: more ranks than slots")
 	fl.BoolVar(&f.noRoot, "no-allow-run-as-root", false, "leave out mpirun --allow-run-as-root")
 	fl.Float64Var(&f.expect, "expect-busbw", 0, "expected bus bandwidth at the largest size, GB/s (exit 1 below it)")
-	fl.StringVar(&f.logFile, "log", "", "write the raw launcher output to FILE")
+	fl.StringVar(&f.logFile, "log", "", "write the launcher's output to FILE, line by line (ranks' lines whole, tags removed)")
 	fl.StringVar(&f.plot, "plot", "", "write bus bandwidth against size to FILE.svg")
 	fl.DurationVar(&f.timeout, "timeout", 0, "end the run (every rank) after this long; 0 for no limit")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the command and exit")

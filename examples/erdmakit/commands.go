@@ -18,5 +18,6 @@ func subcommands(g *globals) []*cobra.Command {
 		newExporterCmd(g),
 		newFleetCmd(g),
 		newERICmd(g),
+		newVersionCmd(g),
 	}
 }
