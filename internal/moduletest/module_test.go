@@ -243,3 +243,41 @@ func TestGoDirectiveIsTheFloor(t *testing.T) {
 	assert.Equal(t, 0, goversion.Compare("go"+mf.Go.Version, "go"+floor),
 		"go.mod says go %s; the floor is %s (set by %s)", mf.Go.Version, floor, by)
 }
+
+// portable are the packages a laptop must be able to use to read a
+// cluster's logs: no cgo, any GOOS, nothing heavy. The nccl parsers
+// (ParseTests, AnalyzeLog) and nvml.ParseTopo still live in packages that
+// import erdma (netlink, rdmamap) and plotting: they join this list when
+// they move to leaf packages (issue 13, item 4).
+var portable = []string{"./perf/perftest", "./version"}
+
+// heavy are what a portable package must not pull in.
+var heavy = []string{"gonum.org/", "github.com/vishvananda/netlink", "github.com/Mellanox/rdmamap", "github.com/NVIDIA/go-nvml"}
+
+// TestParsersArePortable builds the portable packages with CGO_ENABLED=0
+// for linux, darwin and windows and checks their dependencies.
+func TestParsersArePortable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross-builds: not in -short")
+	}
+	root, err := fixture.ModuleRoot()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	for _, goos := range []string{"linux", "darwin", "windows"} {
+		env := append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH=amd64")
+		build := execx.Command(ctx, "go", append([]string{"build"}, portable...)...)
+		build.Dir, build.Env = root, env
+		out, err := build.CombinedOutput()
+		require.NoError(t, err, "CGO_ENABLED=0 GOOS=%s go build %v:\n%s", goos, portable, out)
+		list := execx.Command(ctx, "go", append([]string{"list", "-deps"}, portable...)...)
+		list.Dir, list.Env = root, env
+		deps, err := list.Output()
+		require.NoError(t, err)
+		for _, d := range strings.Fields(string(deps)) {
+			for _, h := range heavy {
+				assert.False(t, strings.HasPrefix(d, h), "GOOS=%s: %v pulls %s", goos, portable, d)
+			}
+		}
+	}
+}
