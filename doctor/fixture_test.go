@@ -66,7 +66,7 @@ func TestDoctorFixtures(t *testing.T) {
 				"mtu": "MTU 8500", "transport-mode": "compat mode"}},
 		{host: "gn8is-single", status: ok, want: map[string]erdma.Severity{"network-card-channel": skip},
 			text: map[string]string{"erdma-devices": "1 eRDMA device(s)"}},
-		{host: "iwarp-mode", status: warn, want: map[string]erdma.Severity{"transport-mode": warn, "gid-index": skip, "network-card-channel": skip},
+		{host: "iwarp-mode", status: warn, want: map[string]erdma.Severity{"erdma-devices": warn, "transport-mode": warn, "gid-index": skip, "network-card-channel": skip},
 			text: map[string]string{"transport-mode": "rdma_cm"}},
 		{host: "port-down-no-ip", status: fail, want: map[string]erdma.Severity{"netdev-ip": fail, "port-active": fail, "gid-index": fail},
 			text: map[string]string{"port-active": "erdma_1 port 1 is DOWN", "netdev-ip": "eth2 (erdma_1) has no IPv4 address"}},

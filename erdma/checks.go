@@ -44,8 +44,8 @@ func checkInstanceProfile(_ context.Context, d *diag) Finding {
 			ev = append(ev, d.opt.InstanceError.Error())
 		}
 		return Finding{Severity: SeveritySkip, Evidence: ev,
-			Summary:     "instance type unknown: the metadata service was not read (--no-metadata, not on ECS, or nothing recorded); expected ERI count and bandwidth unknown",
-			Remediation: "run on the ECS instance without --no-metadata, or pass --instance-type ecs.<family>.<size>",
+			Summary:     "instance type unknown: the metadata service was not asked or did not answer (not on ECS), or nothing was recorded; expected ERI count and bandwidth unknown",
+			Remediation: "name the instance type (ecs.<family>.<size>), or run on the ECS instance where the metadata service answers",
 		}
 	}
 	ev := []string{fmt.Sprintf("instance type %q (source %s)", inst.Type, inst.Source)}
@@ -55,7 +55,7 @@ func checkInstanceProfile(_ context.Context, d *diag) Finding {
 	t, err := ParseInstanceType(inst.Type)
 	if err != nil {
 		return Finding{Severity: SeverityWarn, Summary: err.Error(), Evidence: ev,
-			Remediation: "pass --instance-type ecs.<family>.<size>, e.g. ecs.ebmgn8is.32xlarge"}
+			Remediation: "name the instance type as ecs.<family>.<size>, e.g. ecs.ebmgn8is.32xlarge"}
 	}
 	p := d.inv.Profile
 	if p == nil {
@@ -245,7 +245,7 @@ func checkDriver(_ context.Context, d *diag) Finding {
 func checkEadm(_ context.Context, d *diag) Finding {
 	if len(d.inv.Tools) == 0 {
 		return Finding{Severity: SeveritySkip,
-			Summary:  "programs on PATH were not looked for (--skip-tools, or a recording without erdmakit/tools.json)",
+			Summary:  "programs on PATH were not looked for (asked not to, or a recording without erdmakit/tools.json)",
 			Evidence: []string{"no tool entries (" + d.source("PATH", "erdmakit/tools.json") + ")"}}
 	}
 	t := d.tools["eadm"]
@@ -424,7 +424,7 @@ func checkPeermem(_ context.Context, d *diag) Finding {
 	}
 	if path == "dmabuf" {
 		return Finding{Severity: SeverityOK,
-			Summary:  "GPUDirect RDMA ready through DMA-BUF (nvidia_peermem not needed; NCCL uses it over eRDMA only with NCCL_NET_GDR_LEVEL=SYS)",
+			Summary:  "GPUDirect RDMA ready through DMA-BUF (nvidia_peermem not needed; " + gdrLevelNote(d.inv.GPU) + ")",
 			Evidence: ev}
 	}
 	if gi := d.inv.GPU; gi != nil {
@@ -433,8 +433,21 @@ func checkPeermem(_ context.Context, d *diag) Finding {
 		}
 	}
 	return Finding{Severity: SeverityOK,
-		Summary:  path + " loaded: GPUDirect RDMA ready (NCCL uses it over eRDMA only with NCCL_NET_GDR_LEVEL=SYS)",
+		Summary:  path + " loaded: GPUDirect RDMA ready (" + gdrLevelNote(d.inv.GPU) + ")",
 		Evidence: ev}
+}
+
+// gdrLevelNote says what NCCL needs to use GPUDirect RDMA over eRDMA, from
+// DecideGDRLevel.
+func gdrLevelNote(g *GPUInfo) string {
+	l := DecideGDRLevel(g)
+	switch {
+	case l.Level == "":
+		return "every GPU is within NCCL's default GDR level PXB: no NCCL_NET_GDR_LEVEL needed"
+	case l.Measured:
+		return fmt.Sprintf("NCCL uses it over eRDMA only with NCCL_NET_GDR_LEVEL=%s: GPU<->eRDMA distance up to %s", l.Level, l.Level)
+	}
+	return "NCCL uses it over eRDMA only with NCCL_NET_GDR_LEVEL=SYS: GPU<->eRDMA distance not measured"
 }
 
 // checkNetdevIP: guide step 3, the secondary NIC of each ERI is configured
@@ -788,7 +801,7 @@ func checkRateLimitDrops(ctx context.Context, d *diag) Finding {
 			return Finding{Severity: SeverityOK, Summary: "no rate-limit drops counted since the driver loaded (one reading)", Evidence: ev}
 		}
 		return Finding{Severity: SeveritySkip,
-			Summary:  fmt.Sprintf("%d rate-limit drops counted since the driver loaded; a single reading cannot show whether they are rising (run on the live host with --interval)", total),
+			Summary:  fmt.Sprintf("%d rate-limit drops counted since the driver loaded; a single reading cannot show whether they are rising (read them twice some interval apart on the live host)", total),
 			Evidence: ev}
 	}
 	t := time.NewTimer(d.opt.Interval)

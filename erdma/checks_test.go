@@ -115,11 +115,11 @@ func TestChecks(t *testing.T) {
 		fix     string // substring of the remediation
 	}{
 		{"healthy profile", func(*Inventory) {}, "instance-profile", SeverityOK, "ebmgn8is", ""},
-		{"no instance", func(inv *Inventory) { SetInstance(inv, nil) }, "instance-profile", SeveritySkip, "instance type unknown", "--instance-type"},
+		{"no instance", func(inv *Inventory) { SetInstance(inv, nil) }, "instance-profile", SeveritySkip, "instance type unknown", "ecs.<family>.<size>"},
 		{"unknown family", func(inv *Inventory) {
 			SetInstance(inv, &Instance{Type: "ecs.g7.large", Source: "flag"})
 		}, "instance-profile", SeveritySkip, `"g7" is not a known`, ""},
-		{"garbled type", func(inv *Inventory) { inv.Instance.Type = "ebmgn8is"; inv.Profile = nil }, "instance-profile", SeverityWarn, "not an ECS instance type", "--instance-type"},
+		{"garbled type", func(inv *Inventory) { inv.Instance.Type = "ebmgn8is"; inv.Profile = nil }, "instance-profile", SeverityWarn, "not an ECS instance type", "ecs.<family>.<size>"},
 
 		{"two devices", func(*Inventory) {}, "erdma-devices", SeverityOK, "2 eRDMA device(s): erdma_0, erdma_1", ""},
 		{"no devices", func(inv *Inventory) { inv.Devices = nil }, "erdma-devices", SeverityFail, "no eRDMA device", "NetworkInterfaceTrafficMode=HighPerformance"},

@@ -3,9 +3,9 @@ package erdma
 import (
 	"context"
 	"fmt"
+	"github.com/erdmakit/erdmakit/gid"
 	"github.com/erdmakit/erdmakit/health"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -205,34 +205,16 @@ func noERDMA() Finding {
 }
 
 // MACFromNodeGUID returns the MAC an eRDMA node_guid was made from (the
-// EUI-64 rule: 0x02 bit of the first byte flipped back, ff:fe removed):
-// "0216:3eff:fe2f:3775" -> "00:16:3e:2f:37:75". ok is false when guid is
-// not an EUI-64 built from a MAC.
+// EUI-64 rule, gid.GUID.MAC): "0216:3eff:fe2f:3775" -> "00:16:3e:2f:37:75".
+// ok is false when guid is not an EUI-64 built from a MAC.
 func MACFromNodeGUID(guid string) (mac string, ok bool) {
-	hex := strings.ReplaceAll(strings.TrimSpace(guid), ":", "")
-	if len(hex) != 16 {
+	g, err := gid.ParseGUID(guid)
+	if err != nil {
 		return "", false
 	}
-	var b [8]byte
-	for i := range b {
-		var v byte
-		for _, c := range hex[2*i : 2*i+2] {
-			v <<= 4
-			switch {
-			case c >= '0' && c <= '9':
-				v |= byte(c - '0')
-			case c >= 'a' && c <= 'f':
-				v |= byte(c - 'a' + 10)
-			case c >= 'A' && c <= 'F':
-				v |= byte(c - 'A' + 10)
-			default:
-				return "", false
-			}
-		}
-		b[i] = v
-	}
-	if b[3] != 0xff || b[4] != 0xfe {
+	hw, ok := g.MAC()
+	if !ok {
 		return "", false
 	}
-	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", b[0]^0x02, b[1], b[2], b[5], b[6], b[7]), true
+	return hw.String(), true
 }

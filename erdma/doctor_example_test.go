@@ -26,7 +26,7 @@ func ExampleLookupProfile() {
 	// Output:
 	// ecs.ebmgn9gc.64xlarge: family ebmgn9gc, ERIs 2, write 380 Gbit/s (0 = unknown)
 	// ecs.gn8is-2x.8xlarge: family gn8is-2x, ERIs 1, write 25 Gbit/s (0 = unknown)
-	// ecs.ebmgn8is.32xlarge: family ebmgn8is, ERIs 0, write 0 Gbit/s (0 = unknown)
+	// ecs.ebmgn8is.32xlarge: family ebmgn8is, ERIs 2, write 0 Gbit/s (0 = unknown)
 	// ecs.g7.large: unknown
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/erdmakit/erdmakit/gid"
 	"io/fs"
 	"net"
+	"net/netip"
 	"os"
 	"path"
 	"sort"
@@ -577,22 +579,31 @@ func sameMAC(s string, mac net.HardwareAddr) bool {
 	return err == nil && len(hw) == len(mac) && string(hw) == string(mac)
 }
 
-// recommendedGID is the lowest index whose type is RoCE v2 and whose GID is
-// ::ffff:<an IPv4 of nd>; -1 when none.
+// recommendedGID is gid.Choose's exact pick, with the paired netdev's
+// IPv4 addresses: the lowest RoCE v2 entry whose GID is ::ffff:<an IPv4 of
+// nd>; -1 when none (no netdev, no IPv4, no such entry).
 func recommendedGID(gids []GID, nd *Netdev) int {
 	if nd == nil {
 		return -1
 	}
+	var local []netip.Addr
+	for _, cidr := range nd.IPv4 {
+		ip, _, _ := strings.Cut(cidr, "/")
+		if a, err := netip.ParseAddr(ip); err == nil {
+			local = append(local, a)
+		}
+	}
+	if len(local) == 0 {
+		return -1
+	}
+	entries := make([]gid.Entry, 0, len(gids))
 	for _, g := range gids {
-		if g.Type != "RoCE v2" || g.IP == "" {
-			continue
+		if v, err := gid.Parse(g.GID); err == nil {
+			entries = append(entries, gid.Entry{Index: g.Index, GID: v, RoCEv2: g.Type == "RoCE v2"})
 		}
-		for _, cidr := range nd.IPv4 {
-			ip, _, _ := strings.Cut(cidr, "/")
-			if ip == g.IP {
-				return g.Index
-			}
-		}
+	}
+	if i, exact := gid.Choose(entries, local); exact {
+		return i
 	}
 	return -1
 }

@@ -108,6 +108,31 @@ func (c *MetadataClient) Instance(ctx context.Context) (*Instance, error) {
 	return inst, nil
 }
 
+// Items reads metadata items under latest/ ("meta-data/network/interfaces/
+// macs/<mac>/gateway") with one token, all within Timeout.
+func (c *MetadataClient) Items(ctx context.Context, items ...string) ([]string, error) {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultMetadataTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hc := c.client()
+	if c.HTTPClient == nil {
+		defer hc.CloseIdleConnections()
+	}
+	s := &mdSession{c: c, hc: hc}
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		v, err := s.get(ctx, it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // mdSession holds one token for the items of one lookup.
 type mdSession struct {
 	c     *MetadataClient

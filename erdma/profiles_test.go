@@ -47,9 +47,12 @@ func TestLookupProfile(t *testing.T) {
 	}{
 		{"ecs.ebmgn9gc.64xlarge", true, "ebmgn9gc", 2, 380},
 		{"ecs.gn8is-2x.8xlarge", true, "gn8is-2x", 1, 25},
-		{"ecs.gn8is-4x.16xlarge", true, "gn8is", 0, 0}, // base family: figures unknown
-		{"ecs.ebmgn8is.32xlarge", true, "ebmgn8is", 0, 0},
-		{"ecs.ebmgn7ex.32xlarge", true, "ebmgn7ex", 0, 0},
+		{"ecs.gn8is-4x.16xlarge", true, "gn8is", 1, 0}, // base family + the size's row (section 10)
+		{"ecs.gn8is-8x.32xlarge", true, "gn8is", 0, 0}, // ERI count not published: unknown
+		{"ecs.ebmgn8is.32xlarge", true, "ebmgn8is", 2, 0},
+		{"ecs.ebmgn8is.16xlarge", true, "ebmgn8is", 0, 0}, // no row for the size: family only
+		{"ecs.ebmgn7ex.32xlarge", true, "ebmgn7ex", 2, 0},
+		{"ecs.ebmgn8v.48xlarge", true, "ebmgn8v", 2, 0},
 		{"ecs.ebmgn9ge.48xlarge", true, "ebmgn9ge", 0, 0},
 		{"ecs.g7.large", false, "", 0, 0},
 		{"ecs.ebmgn9.large", false, "", 0, 0},
@@ -67,6 +70,18 @@ func TestLookupProfile(t *testing.T) {
 			assert.Equal(t, tc.gbps, p.WriteGbps)
 			assert.NotEmpty(t, p.Source, "every profile names its source")
 		})
+	}
+	p, _, _ := LookupProfile("ecs.ebmgn9gc.64xlarge")
+	assert.Equal(t, Profile{Family: "ebmgn9gc", Type: "ecs.ebmgn9gc.64xlarge", ERIs: 2, GPUs: 8, GPUModel: "72 GB",
+		NetGbps: 360, WriteGbps: 380, Source: p.Source}, *p, "the size's row merged with the family's measured figures")
+	assert.Contains(t, p.Source, "section 10")
+	assert.Contains(t, p.Source, "data-on-ack")
+	for typ, row := range typeProfiles() {
+		fam, ok, err := LookupProfile(typ)
+		require.NoError(t, err, typ)
+		require.True(t, ok, "every row's family is known: %s", typ)
+		assert.Equal(t, row.GPUs, fam.GPUs, typ)
+		assert.NotEmpty(t, row.Source, typ)
 	}
 	_, _, err := LookupProfile("nonsense")
 	assert.ErrorIs(t, err, ErrInstanceType)

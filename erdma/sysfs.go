@@ -3,6 +3,7 @@ package erdma
 import (
 	"errors"
 	"fmt"
+	"github.com/erdmakit/erdmakit/gid"
 	"io/fs"
 	"net"
 	"path/filepath"
@@ -225,36 +226,21 @@ func MACToGUID(mac net.HardwareAddr) ([8]byte, bool) {
 }
 
 // ParseGID parses a sysfs GID ("fe80:0000:0000:0000:0216:3eff:fe2f:3775")
-// into its 16 bytes.
+// into its 16 bytes, with gid.Parse (the one GID parser); errors wrap
+// ErrMalformed.
 func ParseGID(s string) (net.IP, error) {
-	s = strings.TrimSpace(s)
-	if len(s) != 39 {
-		return nil, fmt.Errorf("%w: GID %q is not 8 groups of 4 hex digits", ErrMalformed, truncate(s, 48))
+	g, err := gid.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	ip := make(net.IP, 16)
-	for i := 0; i < 8; i++ {
-		if i > 0 && s[i*5-1] != ':' {
-			return nil, fmt.Errorf("%w: GID %q is not 8 groups of 4 hex digits", ErrMalformed, truncate(s, 48))
-		}
-		v, err := strconv.ParseUint(s[i*5:i*5+4], 16, 16)
-		if err != nil {
-			return nil, fmt.Errorf("%w: GID %q is not 8 groups of 4 hex digits", ErrMalformed, truncate(s, 48))
-		}
-		ip[2*i], ip[2*i+1] = byte(v>>8), byte(v)
-	}
-	return ip, nil
+	return net.IP(g[:]), nil
 }
 
 // FormatGID is the sysfs form of a 16-byte GID.
 func FormatGID(ip net.IP) string {
-	var b strings.Builder
-	for i := 0; i < 16; i += 2 {
-		if i > 0 {
-			b.WriteByte(':')
-		}
-		fmt.Fprintf(&b, "%02x%02x", ip[i], ip[i+1])
-	}
-	return b.String()
+	var g gid.GID
+	copy(g[:], ip.To16())
+	return g.String()
 }
 
 // gidIPv4 is the IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d), "".

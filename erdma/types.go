@@ -126,8 +126,16 @@ type Profile struct {
 	Family string `json:"family"`
 	// ERIs is the expected number of eRDMA interfaces.
 	ERIs int `json:"eris"`
+	// Type is set when the figures are the size's own (section 10's
+	// per-type table), "" for a family-wide profile.
+	Type string `json:"type,omitempty"`
 	// GPUs is the expected GPU count, 0 when unknown.
 	GPUs int `json:"gpus,omitempty"`
+	// GPUModel is the published GPU model ("L20 48 GB"), "" when unknown.
+	GPUModel string `json:"gpu_model,omitempty"`
+	// NetGbps is the published baseline network bandwidth of all NICs,
+	// Gbit/s; 0 when unknown. Not an RDMA write expectation.
+	NetGbps float64 `json:"net_gbps,omitempty"`
 	// WriteGbps is the expected ib_write_bw aggregate over all ERIs, Gbit/s;
 	// 0 when no measured figure is known.
 	WriteGbps float64 `json:"write_gbps,omitempty"`
@@ -151,6 +159,10 @@ type GPUInfo struct {
 	// "yes", "no", "unknown" (not all of kernel, module flavour and
 	// rdma-core were seen), "" when not checked.
 	DMABUF string `json:"dmabuf,omitempty"`
+	// NVLink says whether the GPUs have NVLink between them: "yes", "no",
+	// "unknown" (NVML could not say), "" when not read. Without it
+	// intra-node collectives go over PCIe.
+	NVLink string `json:"nvlink,omitempty"`
 	// NICDistances is, per GPU index, the nvidia-smi distance word (PIX, PXB,
 	// PHB, NODE, SYS) to its nearest eRDMA device, and that device.
 	Nearest []GPUNIC `json:"nearest,omitempty"`

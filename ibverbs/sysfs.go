@@ -2,6 +2,7 @@ package ibverbs
 
 import (
 	"fmt"
+	"github.com/erdmakit/erdmakit/gid"
 	"os"
 	"path"
 	"strconv"
@@ -68,27 +69,15 @@ func parseSysfsGIDType(s string) (GIDType, error) {
 	return 0, fmt.Errorf("unknown gid type %q", strings.TrimSpace(s))
 }
 
-// pickGID chooses a source GID index the way the eRDMA guide and NCCL do:
-// the RoCE v2 entry holding an IPv4-mapped address, else the first RoCE v2
-// entry, else the first populated entry; -1 when the table is empty.
+// pickGID chooses a source GID index by gid.Choose, the rule the doctor's
+// recommendation uses too: the RoCE v2 entry holding an IPv4-mapped
+// address, else the first RoCE v2 entry, else the first populated entry;
+// -1 when the table is empty.
 func pickGID(entries []GIDEntry) int {
-	first, v2 := -1, -1
-	for _, e := range entries {
-		if first < 0 {
-			first = e.Index
-		}
-		if e.Type != GIDTypeRoCEv2 {
-			continue
-		}
-		if _, ok := e.GID.IPv4(); ok {
-			return e.Index
-		}
-		if v2 < 0 {
-			v2 = e.Index
-		}
+	es := make([]gid.Entry, len(entries))
+	for i, e := range entries {
+		es[i] = gid.Entry{Index: e.Index, GID: e.GID, RoCEv2: e.Type == GIDTypeRoCEv2}
 	}
-	if v2 >= 0 {
-		return v2
-	}
-	return first
+	i, _ := gid.Choose(es, nil)
+	return i
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/netip"
+	"github.com/erdmakit/erdmakit/gid"
 	"strings"
 	"syscall"
 	"time"
@@ -209,57 +209,12 @@ func hexDigit(c byte) (byte, bool) {
 	return 0, false
 }
 
-// GID is a 128-bit port address; on RoCE v2 an IPv6 or IPv4-mapped address.
-type GID [16]byte
+// GID is a 128-bit port address; on RoCE v2 an IPv6 or IPv4-mapped
+// address. It is package gid's type (String, IsZero, IPv4).
+type GID = gid.GID
 
-// String prints the GID as ibv_devinfo and sysfs do:
-// "0000:0000:0000:0000:0000:ffff:0a00:0901".
-func (g GID) String() string {
-	var b strings.Builder
-	for i := 0; i < 16; i += 2 {
-		if i > 0 {
-			b.WriteByte(':')
-		}
-		fmt.Fprintf(&b, "%02x%02x", g[i], g[i+1])
-	}
-	return b.String()
-}
-
-// IsZero reports an empty (unpopulated) GID table entry.
-func (g GID) IsZero() bool { return g == GID{} }
-
-// IPv4 returns the IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d).
-func (g GID) IPv4() (netip.Addr, bool) {
-	a := netip.AddrFrom16(g)
-	if a.Is4In6() {
-		return a.Unmap(), true
-	}
-	return netip.Addr{}, false
-}
-
-// ParseGID reads the sysfs form ("fe80:0000:...:3456", 8 groups).
-func ParseGID(s string) (GID, error) {
-	var g GID
-	parts := strings.Split(strings.TrimSpace(s), ":")
-	if len(parts) != 8 {
-		return g, fmt.Errorf("gid %q: want 8 groups of 4 hex digits", s)
-	}
-	for i, p := range parts {
-		if len(p) != 4 {
-			return g, fmt.Errorf("gid %q: group %q is not 4 hex digits", s, p)
-		}
-		var v uint16
-		for _, c := range []byte(p) {
-			d, ok := hexDigit(c)
-			if !ok {
-				return g, fmt.Errorf("gid %q: %q is not a hex digit", s, c)
-			}
-			v = v<<4 | uint16(d)
-		}
-		binary.BigEndian.PutUint16(g[2*i:], v)
-	}
-	return g, nil
-}
+// ParseGID reads the sysfs form ("fe80:0000:...:3456", 8 groups): gid.Parse.
+func ParseGID(s string) (GID, error) { return gid.Parse(s) }
 
 // GIDType is the type of a GID table entry (enum ibv_gid_type).
 type GIDType int

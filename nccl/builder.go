@@ -83,6 +83,10 @@ type Command struct {
 	AllowRunAsRoot bool
 	// Oversubscribe adds --oversubscribe (mpirun): more ranks than slots.
 	Oversubscribe bool
+	// TagOutput adds --tag-output (mpirun): mpirun forwards the ranks'
+	// output in 4 KiB pieces, not lines, so one rank's line can arrive cut
+	// by another's; tagged, Run puts every line back together.
+	TagOutput bool
 	// SocketIfname is the interface for Open MPI's TCP traffic
 	// (-mca btl_tcp_if_include and oob_tcp_if_include) and NCCL's bootstrap (NCCL_SOCKET_IFNAME,
 	// unless Env sets it); "" for neither.
@@ -103,13 +107,15 @@ type Command struct {
 }
 
 // DefaultCommand returns the guide's command: 2 hosts x 8 ranks, all_reduce
-// at 4 MiB, NCCL_DEBUG=INFO, bootstrap and MPI traffic on eth0.
+// at 4 MiB, NCCL_DEBUG=INFO, bootstrap and MPI traffic on eth0; plus
+// --tag-output, so that no rank's line reaches the parser cut.
 func DefaultCommand() Command {
 	return Command{
 		Launcher:       LauncherMPIRun,
 		Hosts:          []Host{{Name: "host1", Slots: 8}, {Name: "host2", Slots: 8}},
 		RanksPerHost:   8,
 		AllowRunAsRoot: true,
+		TagOutput:      true,
 		SocketIfname:   "eth0",
 		Env:            []Var{{Name: "NCCL_DEBUG", Value: "INFO"}},
 		Forward:        []string{"LD_LIBRARY_PATH", "PATH"},
@@ -293,6 +299,9 @@ func (c Command) mpirunArgv() ([]string, error) {
 		a = append(a, "--oversubscribe")
 	}
 	a = append(a, "--bind-to", "none")
+	if c.TagOutput {
+		a = append(a, "--tag-output")
+	}
 	if c.SocketIfname != "" {
 		// Both of Open MPI's TCP paths on the same interface: the byte
 		// transfer layer and the daemons' out-of-band channel (the

@@ -15,7 +15,12 @@ const guideLine = "mpirun --allow-run-as-root -np 16 -npernode 8 -H host1:8,host
 	"-x PATH ./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20"
 
 func TestDefaultCommandIsTheGuideLine(t *testing.T) {
-	argv, err := DefaultCommand().Argv()
+	tagged, err := DefaultCommand().Argv()
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(tagged, " "), "--bind-to none --tag-output -mca", "the runner needs the ranks' tags")
+	c := DefaultCommand()
+	c.TagOutput = false
+	argv, err := c.Argv()
 	require.NoError(t, err)
 	want := strings.Fields(guideLine)
 	require.Len(t, argv, len(want))
@@ -37,7 +42,7 @@ func TestCommandArgv(t *testing.T) {
 		env  []string
 	}{
 		{"hostfile omits -np and -H", func(c *Command) { c.Hosts = nil; c.Hostfile = "hosts.txt" },
-			"mpirun --allow-run-as-root -npernode 8 --hostfile hosts.txt --bind-to none -mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO -x LD_LIBRARY_PATH -x PATH ./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20", nil},
+			"mpirun --allow-run-as-root -npernode 8 --hostfile hosts.txt --bind-to none --tag-output -mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO -x LD_LIBRARY_PATH -x PATH ./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20", nil},
 		{"nccl vars, binary, flags, extra args, oversubscribe", func(c *Command) {
 			c.Hosts = hosts
 			c.RanksPerHost = 4
@@ -46,9 +51,9 @@ func TestCommandArgv(t *testing.T) {
 			c.LauncherArgs = []string{"--mca", "plm_rsh_args", "-p 2222"}
 			c.Binary = "/opt/nccl-tests/build/all_gather_perf"
 			c.TestArgs = []string{"-b", "8", "-e", "8G", "-f", "2"}
-		}, "mpirun --allow-run-as-root -np 8 -npernode 4 -H a:4,b:4 --oversubscribe --bind-to none -mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO -x NCCL_IB_HCA=erdma_0,erdma_1 -x NCCL_IB_GID_INDEX=-1 -x LD_LIBRARY_PATH -x PATH --mca plm_rsh_args '-p 2222' /opt/nccl-tests/build/all_gather_perf -b 8 -e 8G -f 2", nil},
+		}, "mpirun --allow-run-as-root -np 8 -npernode 4 -H a:4,b:4 --oversubscribe --bind-to none --tag-output -mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO -x NCCL_IB_HCA=erdma_0,erdma_1 -x NCCL_IB_GID_INDEX=-1 -x LD_LIBRARY_PATH -x PATH --mca plm_rsh_args '-p 2222' /opt/nccl-tests/build/all_gather_perf -b 8 -e 8G -f 2", nil},
 		{"explicit NCCL_SOCKET_IFNAME wins", func(c *Command) { c.Env = []Var{{"NCCL_SOCKET_IFNAME", "bond0"}}; c.Forward = nil },
-			"mpirun --allow-run-as-root -np 16 -npernode 8 -H host1:8,host2:8 --bind-to none -mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=bond0 ./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20", nil},
+			"mpirun --allow-run-as-root -np 16 -npernode 8 -H host1:8,host2:8 --bind-to none --tag-output -mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=bond0 ./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20", nil},
 		{"srun with hosts", func(c *Command) {
 			c.Launcher = LauncherSrun
 			c.Env = append(c.Env, Var{"NCCL_IB_HCA", "erdma_0,erdma_1"})

@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"fmt"
+	"github.com/erdmakit/erdmakit/health"
 	"slices"
 	"sort"
 	"strconv"
@@ -117,17 +118,9 @@ func withPassedEnv(res *TestResult, env []Var) *TestResult {
 	return &r
 }
 
-// Worst returns the most severe severity of fs (ok when fs is empty).
-func Worst(fs []erdma.Finding) erdma.Severity {
-	worst := erdma.SeverityOK
-	rank := map[erdma.Severity]int{erdma.SeverityOK: 0, erdma.SeveritySkip: 0, erdma.SeverityWarn: 1, erdma.SeverityFail: 2}
-	for _, f := range fs {
-		if rank[f.Severity] > rank[worst] {
-			worst = f.Severity
-		}
-	}
-	return worst
-}
+// Worst returns the status of fs (ok when fs is empty): health.Status,
+// the one rule every erdmakit report uses.
+func Worst(fs []erdma.Finding) erdma.Severity { return health.Status(fs) }
 
 func diagnoseLog(l *LogSummary) []erdma.Finding {
 	var fs []erdma.Finding

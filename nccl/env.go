@@ -341,39 +341,33 @@ func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode)
 		a.set("NCCL_NET_GDR_LEVEL", "SYS", reason)
 		return
 	}
+	lvl := erdma.DecideGDRLevel(g) // the one rule the doctor shares
 	if g == nil || !g.Available {
 		why := "no GPU facts"
 		if g != nil && g.Reason != "" {
 			why = g.Reason
 		}
 		if m := peerMemModule(inv); m != "" {
-			a.set("NCCL_NET_GDR_LEVEL", "SYS", fmt.Sprintf("%s is loaded; the GPU<->NIC distance was not measured (%s) "+
-				"and is SYS on eRDMA GPU hosts, where NCCL only uses GPUDirect RDMA when told to", m, why))
+			a.set("NCCL_NET_GDR_LEVEL", lvl.Level, fmt.Sprintf("%s is loaded; %s", m, lvl.Reason))
 			return
 		}
 		a.warn("NCCL_NET_GDR_LEVEL not decided (" + why + ", nvidia_peermem not loaded); " +
-			"on eRDMA GPU hosts: modprobe nvidia_peermem, then NCCL_NET_GDR_LEVEL=SYS")
+			"on eRDMA GPU hosts: modprobe nvidia_peermem, then NCCL_NET_GDR_LEVEL=" + lvl.Level)
 		return
 	}
 	if g.GDRPath == "" {
+		next := "then NCCL_NET_GDR_LEVEL=" + lvl.Level
+		if lvl.Level == "" {
+			next = "NCCL's default GDR level then covers every GPU"
+		}
 		a.warn("GPUDirect RDMA is not ready (no nvidia_peermem/nv_peer_mem, DMA-BUF " + orUnknown(g.DMABUF) + "): NCCL copies through host memory; " +
-			"modprobe nvidia_peermem (again after every reboot), or DMA-BUF (kernel >= 5.12, the NVIDIA open kernel module, rdma-core >= 34), then NCCL_NET_GDR_LEVEL=SYS")
+			"modprobe nvidia_peermem (again after every reboot), or DMA-BUF (kernel >= 5.12, the NVIDIA open kernel module, rdma-core >= 34); " + next)
 		return
 	}
-	var sys []string
-	for _, n := range g.Nearest {
-		if n.Distance == "SYS" {
-			sys = append(sys, fmt.Sprintf("GPU%d-%s", n.GPU, n.Device))
-		}
+	if lvl.Level == "" {
+		return // within PXB: NCCL's default level already uses GDR
 	}
-	if len(sys) == 0 {
-		return // closer than SYS: NCCL's default level already uses GDR
-	}
-	if len(sys) > 4 {
-		sys = append(sys[:4], "...")
-	}
-	a.set("NCCL_NET_GDR_LEVEL", "SYS", fmt.Sprintf("GPUDirect RDMA is ready through %s and the GPU<->NIC distance is SYS (%s): "+
-		"NCCL only uses GPUDirect RDMA at that distance when told to", gdrPathName(g.GDRPath), strings.Join(sys, ", ")))
+	a.set("NCCL_NET_GDR_LEVEL", lvl.Level, fmt.Sprintf("GPUDirect RDMA is ready through %s and %s", gdrPathName(g.GDRPath), lvl.Reason))
 }
 
 // gdrPathName names a GPUInfo.GDRPath for people.

@@ -9,7 +9,7 @@ import (
 func ExampleDefaultCommand() {
 	fmt.Println(nccl.DefaultCommand())
 	// Output:
-	// mpirun --allow-run-as-root -np 16 -npernode 8 -H host1:8,host2:8 --bind-to none -mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO -x LD_LIBRARY_PATH -x PATH ./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20
+	// mpirun --allow-run-as-root -np 16 -npernode 8 -H host1:8,host2:8 --bind-to none --tag-output -mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO -x LD_LIBRARY_PATH -x PATH ./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20
 }
 
 func ExampleCommand_Argv() {
@@ -27,7 +27,7 @@ func ExampleCommand_Argv() {
 	}
 	fmt.Println(nccl.ShellJoin(argv))
 	// Output:
-	// mpirun --allow-run-as-root -np 32 -npernode 8 -H gpu-a:8,gpu-b:8,gpu-c:8,gpu-d:8 --bind-to none -mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO -x NCCL_IB_HCA=erdma_0 -x NCCL_IB_GID_INDEX=1 -x NCCL_NET_GDR_LEVEL=SYS -x LD_LIBRARY_PATH -x PATH ./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1
+	// mpirun --allow-run-as-root -np 32 -npernode 8 -H gpu-a:8,gpu-b:8,gpu-c:8,gpu-d:8 --bind-to none --tag-output -mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO -x NCCL_IB_HCA=erdma_0 -x NCCL_IB_GID_INDEX=1 -x NCCL_NET_GDR_LEVEL=SYS -x LD_LIBRARY_PATH -x PATH ./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1
 }
 
 func ExampleCommand_Argv_srun() {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -69,12 +70,24 @@ type LaunchClassifier struct {
 	// HostOfRank, when set, names the host of a rank the log does not name
 	// (Command.HostOfRank).
 	HostOfRank func(rank int) string
+	// LauncherExit is the launcher's exit status when known (RunArgv sets
+	// it before asking Failures): mpirun exits with the status of the
+	// process that failed.
+	LauncherExit int
 
 	failures  []LaunchFailure
 	rankHosts map[int]string
 	block     FailureKind // inside an Open MPI help block of this kind
 	pending   *LaunchFailure
-	sshLines  []string
+	// aborted is Open MPI's "Primary job terminated normally, but N
+	// process(es) returned a non-zero exit code" banner: mpirun prints it
+	// first and, depending on how the other ranks ended, not always the
+	// block naming the rank.
+	aborted string
+	// failedRanks are the ranks that printed an nccl-tests failure
+	// (RankFailed), at most maxEvidence of them.
+	failedRanks []int
+	sshLines    []string
 }
 
 // Line feeds one line of output (without its newline).
@@ -117,6 +130,8 @@ func (c *LaunchClassifier) Line(line string) {
 			Evidence: []string{s},
 			Fix:      "build nccl-tests (make MPI=1) at the same path on every host, or pass --binary with an absolute path that exists on all hosts"})
 		c.block = FailExecutable
+	case strings.HasPrefix(s, "Primary job") && strings.Contains(s, "terminated normally, but"):
+		c.aborted = s
 	case strings.Contains(s, "detected that one or more processes exited with non-zero status"):
 		c.pending = &LaunchFailure{Kind: FailRankExit, Rank: -1, Summary: "a rank exited with a non-zero status", Evidence: []string{s}}
 	case strings.Contains(s, " noticed that process rank "):
@@ -150,6 +165,7 @@ var classifierWords = [][]byte{
 	[]byte("Rank"), []byte("mpirun"), []byte("slots"), []byte("ORTE"), []byte("PRTE"), []byte("daemon"),
 	[]byte("ssh"), []byte("Host key"), []byte("Permission denied"), []byte("orted"), []byte("srun"), []byte("-----"),
 	[]byte("noticed that process rank"), []byte("unable to launch"), []byte("unable to find"), []byte("non-zero status"),
+	[]byte("Primary job"),
 }
 
 // wants reports whether Line could act on b; false means Line would ignore
@@ -170,14 +186,23 @@ func (c *LaunchClassifier) wants(b []byte) bool {
 func (c *LaunchClassifier) Failures() []LaunchFailure {
 	out := append([]LaunchFailure(nil), c.failures...)
 	if c.pending != nil { // a truncated rank block: report what is known
-		p := *c.pending
-		p = c.completeRank(p)
-		out = append(out, p)
+		out = append(out, *c.pending)
 	}
+	rankFailed := false
 	for i := range out {
+		// Completed now, not when the block was read: the nccl-tests
+		// header naming the rank's host may come later (stdout and stderr
+		// are read apart).
+		if out[i].Kind == FailRankExit || out[i].Kind == FailRankSignal {
+			out[i] = c.completeRank(out[i])
+			rankFailed = true
+		}
 		if out[i].Rank >= 0 && out[i].Host == "" {
 			out[i].Host = c.hostOf(out[i].Rank)
 		}
+	}
+	if !rankFailed && c.aborted != "" {
+		out = append(out, c.abortedRank())
 	}
 	return out
 }
@@ -329,8 +354,36 @@ func (c *LaunchClassifier) completeRank(f LaunchFailure) LaunchFailure {
 	return f
 }
 
+// RankFailed notes that rank printed an nccl-tests failure ("Test NCCL
+// failure", "Test CUDA failure"; the runner knows the rank from mpirun's
+// --tag-output).
+func (c *LaunchClassifier) RankFailed(rank int) {
+	if slices.Contains(c.failedRanks, rank) || len(c.failedRanks) >= maxEvidence {
+		return
+	}
+	c.failedRanks = append(c.failedRanks, rank)
+}
+
+// abortedRank is the failure behind mpirun's abort banner when mpirun did
+// not print the block naming the rank: when the banner counts one process,
+// the only rank that printed an nccl-tests failure is that process, and
+// mpirun's own exit status is its code.
+func (c *LaunchClassifier) abortedRank() LaunchFailure {
+	f := LaunchFailure{Kind: FailRankExit, Rank: -1, Evidence: []string{c.aborted}}
+	if len(c.failedRanks) == 1 && c.LauncherExit > 0 && strings.Contains(c.aborted, "but 1 process returned") {
+		f.Rank, f.ExitCode = c.failedRanks[0], c.LauncherExit
+		f.Evidence = append(f.Evidence, fmt.Sprintf("rank %d alone printed an nccl-tests failure; mpirun exited %d", f.Rank, f.ExitCode))
+		return c.completeRank(f)
+	}
+	f.Summary = "a rank exited with a non-zero status (mpirun did not say which)"
+	f.Fix = "read the ranks' output before the abort (Test NCCL failure / Test CUDA failure lines, NCCL WARN); " +
+		"rerun with NCCL_DEBUG=INFO and check the hosts with erdmakit doctor"
+	return f
+}
+
+// finishRank keeps a rank's failure; Failures completes it.
 func (c *LaunchClassifier) finishRank(f LaunchFailure) {
-	c.failures = append(c.failures, c.completeRank(f))
+	c.failures = append(c.failures, f)
 }
 
 func (c *LaunchClassifier) hostOf(rank int) string {

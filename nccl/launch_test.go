@@ -73,6 +73,38 @@ func TestClassifyLaunchNamesTheHost(t *testing.T) {
 		c.Line(l)
 	}
 	assert.Equal(t, "host1", c.Failures()[0].Host)
+
+	// The header read after the rank's block (stdout and stderr are read
+	// apart) still names the host.
+	c = LaunchClassifier{HostOfRank: DefaultCommand().HostOfRank}
+	lines := strings.Split(log, "\n")
+	for _, l := range append(lines[2:], lines[:2]...) {
+		c.Line(l)
+	}
+	assert.Equal(t, "rank 6 on ztan-mig-gq73 exited with code 3", c.Failures()[0].Summary)
+}
+
+// mpirun (4.1.4) sometimes prints only the abort banner, not the block
+// naming the rank (when the other ranks had already exited 0): still a
+// rank-exited failure, without a rank; with the block, one failure only.
+func TestClassifyLaunchAbortBannerOnly(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "G04_openmpi4.1.4_rank_exit_code_3.txt"))
+	require.NoError(t, err)
+	lines := strings.Split(string(raw), "\n")
+	banner := strings.Join(lines[:5], "\n") // source, dashes, the two banner lines, dashes
+	require.Contains(t, banner, "Primary job  terminated normally")
+	got, err := ClassifyLaunch(strings.NewReader(banner))
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, FailRankExit, got[0].Kind)
+	assert.Equal(t, -1, got[0].Rank)
+	assert.Contains(t, got[0].Summary, "mpirun did not say which")
+	assert.Equal(t, "launch-rank-exited", got[0].Finding().ID)
+
+	got, err = ClassifyLaunch(strings.NewReader(string(raw)))
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, 1, got[0].Rank)
 }
 
 func TestClassifyLaunchSrunAndSSH(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -22,8 +23,9 @@ var ErrCancelled = errors.New("nccl-tests run cancelled")
 
 // RunOptions are the runner's knobs; the zero value runs quietly.
 type RunOptions struct {
-	// Log, when set, receives the launcher's raw output (stdout and
-	// stderr, in the order written) as it arrives.
+	// Log, when set, receives the launcher's output (stdout and stderr)
+	// line by line as lines complete: each rank's lines whole, without
+	// mpirun's --tag-output tags (what `erdmakit parse` reads).
 	Log io.Writer
 	// OnLine, when set, is called with every output line as it arrives.
 	OnLine func(line string)
@@ -77,7 +79,8 @@ func Run(ctx context.Context, c Command, opts RunOptions) (*RunResult, error) {
 }
 
 // RunArgv execs argv (argv[0] looked up on PATH) in its own process group
-// and streams its merged output through the nccl-tests parser, the launch
+// and streams its output (stdout and stderr, each by lines; ranks' lines
+// rejoined, see TagOutput) through the nccl-tests parser, the launch
 // classifier and opts' callbacks. Cancelling ctx ends the whole group
 // (SIGTERM, then SIGKILL after execx.Grace): no rank is left behind.
 //
@@ -98,8 +101,8 @@ func RunArgv(ctx context.Context, argv []string, opts RunOptions) (*RunResult, e
 	}
 	sweepOnCancel(cmd)
 	s := newStream(opts)
-	cmd.Stdout = s
-	cmd.Stderr = s
+	cmd.Stdout = s.out
+	cmd.Stderr = s.err
 	slog.Debug("nccl: running", "argv", ShellJoin(argv))
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -110,6 +113,9 @@ func RunArgv(ctx context.Context, argv []string, opts RunOptions) (*RunResult, e
 	s.flush()
 	res.Lines = s.lines
 	res.Result = s.parser.Result()
+	if cmd.ProcessState != nil {
+		s.classifier.LauncherExit = cmd.ProcessState.ExitCode()
+	}
 	res.Failures = s.classifier.Failures()
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
@@ -132,54 +138,52 @@ func RunArgv(ctx context.Context, argv []string, opts RunOptions) (*RunResult, e
 // short; a runaway line must not grow memory).
 const maxLine = 64 * 1024
 
-// stream splits the launcher's output into lines and feeds them on. exec
-// calls Write from one goroutine at a time (Stdout == Stderr).
+// maxTagged bounds how many ranks' cut lines a pipe keeps at once.
+const maxTagged = 4096
+
+// stream turns the launcher's output into the lines the ranks wrote and
+// feeds them to the parser, the classifier and opts' callbacks. stdout and
+// stderr are two pipes (so that mpirun's own messages on stderr can never
+// land inside a rank's line on stdout), copied by two goroutines: the
+// consumers run under mu.
 type stream struct {
+	mu         sync.Mutex
 	opts       RunOptions
 	parser     *TestParser
 	classifier LaunchClassifier
-	buf        []byte
 	lines      int64
+	logLine    []byte
+	out, err   *pipe
 }
 
 func newStream(opts RunOptions) *stream {
 	s := &stream{opts: opts, parser: NewTestParser()}
 	s.parser.OnRow = opts.OnRow
 	s.classifier.HostOfRank = opts.HostOfRank
+	s.out, s.err = &pipe{s: s}, &pipe{s: s}
 	return s
 }
 
-func (s *stream) Write(p []byte) (int, error) {
+// Write is the stdout pipe's (tests feed a stream through it).
+func (s *stream) Write(p []byte) (int, error) { return s.out.Write(p) }
+
+func (s *stream) flush() {
+	s.out.flush()
+	s.err.flush()
+}
+
+// line hands one whole line on; tag is its rank's --tag-output tag, if any.
+func (s *stream) line(tag, b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b = bytes.TrimSuffix(b, []byte("\r"))
 	if s.opts.Log != nil {
-		if _, err := s.opts.Log.Write(p); err != nil {
+		s.logLine = append(append(s.logLine[:0], b...), '\n')
+		if _, err := s.opts.Log.Write(s.logLine); err != nil {
 			slog.Warn("nccl: writing the raw log failed; the run goes on", "err", err)
 			s.opts.Log = nil
 		}
 	}
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			s.add(p)
-			break
-		}
-		s.add(p[:i])
-		s.line()
-		p = p[i+1:]
-	}
-	return n, nil
-}
-
-func (s *stream) add(b []byte) {
-	room := maxLine - len(s.buf)
-	if len(b) > room {
-		b = b[:room]
-	}
-	s.buf = append(s.buf, b...)
-}
-
-func (s *stream) line() {
-	b := bytes.TrimSuffix(s.buf, []byte("\r"))
 	s.lines++
 	s.parser.FeedBytes(b)
 	// Most lines are result rows and NCCL INFO lines: make a string only
@@ -191,13 +195,199 @@ func (s *stream) line() {
 			s.opts.OnLine(line)
 		}
 	}
-	s.buf = s.buf[:0]
+	if len(tag) > 0 && bytes.Contains(b, []byte("Test ")) && bytes.Contains(b, []byte(" failure ")) {
+		if r, ok := tagRank(tag); ok {
+			s.classifier.RankFailed(r)
+		}
+	}
 }
 
-func (s *stream) flush() {
-	if len(s.buf) > 0 {
-		s.line()
+// tagRank reads the rank from "[<job>,<rank>]<stdout>:".
+func tagRank(tag []byte) (int, bool) {
+	i := bytes.IndexByte(tag, ']')
+	j := bytes.LastIndexByte(tag[:max(i, 0)], ',')
+	if i < 0 || j < 0 {
+		return 0, false
 	}
+	r, err := strconv.Atoi(string(tag[j+1 : i]))
+	return r, err == nil
+}
+
+// pipe is one of the launcher's output pipes. Open MPI forwards each rank's
+// output in reads of up to 4 KiB, not in lines, so a rank's line can be cut
+// and another rank's output put in the middle (mpirun, fed faster than it
+// forwards, does this to a result row). With --tag-output (Command.TagOutput)
+// every forwarded piece starts with its rank's tag, "[1,0]<stdout>:": pipe
+// removes the tags and joins each rank's pieces back into its lines.
+// Untagged output (mpirun's own messages, srun) passes through by lines.
+type pipe struct {
+	s    *stream
+	buf  []byte            // the pipe's line so far
+	cut  map[string][]byte // a rank's line begun in an earlier piece, by tag
+	tags []string          // cut's keys, in the order they were cut
+}
+
+func (p *pipe) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			p.add(b)
+			break
+		}
+		p.add(b[:i])
+		p.end()
+		b = b[i+1:]
+	}
+	return n, nil
+}
+
+func (p *pipe) add(b []byte) {
+	room := maxLine - len(p.buf)
+	if len(b) > room {
+		b = b[:room]
+	}
+	p.buf = append(p.buf, b...)
+}
+
+// end handles one pipe line: pieces of one or more ranks, each starting
+// with a tag, the last one ending the line of its rank.
+func (p *pipe) end() {
+	line := p.buf
+	p.buf = p.buf[:0]
+	for {
+		tag, text, rest := nextPiece(line)
+		if rest == nil {
+			p.finish(tag, text)
+			return
+		}
+		p.keep(tag, text)
+		line = rest
+	}
+}
+
+// keep stores a piece that does not end its rank's line.
+func (p *pipe) keep(tagb, text []byte) {
+	if p.cut == nil {
+		p.cut = map[string][]byte{}
+	}
+	tag := string(tagb)
+	prev, ok := p.cut[tag]
+	if !ok {
+		if len(p.tags) >= maxTagged {
+			return // a runaway number of ranks: drop the piece
+		}
+		p.tags = append(p.tags, tag)
+	}
+	room := maxLine - len(prev)
+	if len(text) > room {
+		text = text[:room]
+	}
+	p.cut[tag] = append(prev, text...)
+}
+
+// finish ends tag's line with text.
+func (p *pipe) finish(tagb, text []byte) {
+	prev, ok := p.cut[string(tagb)] // no allocation for the lookup
+	if !ok {
+		p.s.line(tagb, text)
+		return
+	}
+	tag := string(tagb)
+	delete(p.cut, tag)
+	for i, t := range p.tags {
+		if t == tag {
+			p.tags = append(p.tags[:i], p.tags[i+1:]...)
+			break
+		}
+	}
+	room := maxLine - len(prev)
+	if len(text) > room {
+		text = text[:room]
+	}
+	p.s.line(tagb, append(prev, text...))
+}
+
+// flush ends what is left: the pipe's last line without a newline, then
+// the lines ranks left cut, in the order they were cut.
+func (p *pipe) flush() {
+	if len(p.buf) > 0 {
+		p.end()
+	}
+	for _, t := range p.tags {
+		p.s.line([]byte(t), p.cut[t])
+	}
+	p.cut, p.tags = nil, nil
+}
+
+// Open MPI's --tag-output tag is "[<job>,<rank>]<stdout>:" (or <stderr>,
+// <stddiag>); its end is what pieces are found by.
+var tagEnds = [][]byte{[]byte("]<stdout>:"), []byte("]<stderr>:"), []byte("]<stddiag>:")}
+
+// nextPiece splits line into the first piece's tag (empty when the line
+// does not start with one) and text, and the rest from the next tag on (nil when
+// the piece runs to the end of the line).
+func nextPiece(line []byte) (tag, text, rest []byte) {
+	start, end := findTag(line, 0)
+	if start != 0 {
+		if start < 0 {
+			return nil, line, nil
+		}
+		return nil, line[:start], line[start:]
+	}
+	tag = line[:end]
+	next, _ := findTag(line, end)
+	if next < 0 {
+		return tag, line[end:], nil
+	}
+	return tag, line[end:next], line[next:]
+}
+
+// findTag finds the first tag in line at or after from: its start and end,
+// or -1.
+func findTag(line []byte, from int) (start, end int) {
+	for from < len(line) {
+		i := bytes.Index(line[from:], []byte("]<std"))
+		if i < 0 {
+			return -1, -1
+		}
+		i += from
+		for _, e := range tagEnds {
+			if !bytes.HasPrefix(line[i:], e) {
+				continue
+			}
+			if s := tagStart(line[:i]); s >= 0 {
+				return s, i + len(e)
+			}
+		}
+		from = i + 1
+	}
+	return -1, -1
+}
+
+// tagStart finds where "[<job>,<rank>" begins before its "]": the rank is
+// digits, the job anything short without brackets or spaces.
+func tagStart(b []byte) int {
+	i := len(b)
+	for i > 0 && b[i-1] >= '0' && b[i-1] <= '9' {
+		i--
+	}
+	if i == len(b) || i == 0 || b[i-1] != ',' {
+		return -1
+	}
+	i--
+	for j := i - 1; j >= 0 && i-j <= 64; j-- {
+		switch b[j] {
+		case '[':
+			if j == i-1 {
+				return -1
+			}
+			return j
+		case ']', ' ', '\t', ',':
+			return -1
+		}
+	}
+	return -1
 }
 
 // sweepOnCancel makes cancelling cmd also end its descendants that left its

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -99,6 +100,74 @@ func TestStreamSplitsLines(t *testing.T) {
 	assert.Len(t, got[3], maxLine)
 	assert.Equal(t, "last", got[4])
 	assert.Equal(t, int64(5), s.lines)
+}
+
+// TestStreamRejoinsRanksLines replays real mpirun --tag-output output in
+// which mpirun cut rank 0's 64 KiB row with rank 1's lines (it forwards 4 KiB
+// pieces, not lines; the cause of the flaky cmd_nccl_test): every row comes
+// back whole, no tag reaches a consumer, rank 1's failure is classified.
+func TestStreamRejoinsRanksLines(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "mpirun_4.1.4_tag_output_row_cut_by_other_rank.txt"))
+	require.NoError(t, err)
+	require.Contains(t, string(raw), "0 [1,1]<stdout>:fakenccltests", "the sample holds a cut row")
+	for _, chunk := range []int{1, 7, 4096, len(raw)} {
+		var lines []string
+		var log bytes.Buffer
+		s := newStream(RunOptions{OnLine: func(l string) { lines = append(lines, l) }, Log: &log})
+		for i := 0; i < len(raw); i += chunk {
+			_, _ = s.Write(raw[i:min(i+chunk, len(raw))])
+		}
+		s.flush()
+		res := s.parser.Result()
+		require.NotNil(t, res, "chunk %d", chunk)
+		require.Len(t, res.Rows, 31, "chunk %d", chunk)
+		assert.Equal(t, int64(65536), res.Rows[13].Size, "chunk %d", chunk)
+		assert.InDelta(t, 157.6, res.Rows[13].InPlace.TimeUS, 0.01, "chunk %d: the row's second piece is joined back", chunk)
+		for _, l := range lines {
+			assert.NotContains(t, l, "<stdout>:", "chunk %d", chunk)
+		}
+		assert.Contains(t, lines, "vm: Test NCCL failure common.cu:1005 'unhandled system error (run with NCCL_DEBUG=INFO for details)'")
+		assert.Equal(t, strings.Join(lines, "\n")+"\n", log.String(), "the log holds the same lines")
+		assert.Equal(t, int64(len(lines)), s.lines)
+	}
+}
+
+// mpirun 4.1.4 sometimes prints only its abort banner on stderr, not the
+// block naming the rank: the one rank whose tagged output holds an
+// nccl-tests failure, with mpirun's exit status, is the rank that exited.
+func TestStreamNamesTheRankBehindTheAbortBanner(t *testing.T) {
+	out, err := os.ReadFile(filepath.Join("testdata", "mpirun_4.1.4_tag_output_row_cut_by_other_rank.txt"))
+	require.NoError(t, err)
+	g04, err := os.ReadFile(filepath.Join("testdata", "G04_openmpi4.1.4_rank_exit_code_3.txt"))
+	require.NoError(t, err)
+	banner := strings.Join(strings.Split(string(g04), "\n")[1:5], "\n") + "\n"
+	s := newStream(RunOptions{})
+	_, _ = s.out.Write(out)
+	_, _ = s.err.Write([]byte(banner))
+	s.flush()
+	s.classifier.LauncherExit = 3
+	got := s.classifier.Failures()
+	require.Len(t, got, 1, "%+v", got)
+	assert.Equal(t, "rank 1 on ztan-mig-235z exited with code 3", got[0].Summary)
+	assert.Equal(t, "launch-rank-exited", got[0].Finding().ID)
+
+	// Without the exit status nothing says which rank.
+	s.classifier.LauncherExit = 0
+	assert.Contains(t, s.classifier.Failures()[0].Summary, "mpirun did not say which")
+}
+
+// Pieces of several ranks and untagged text on one pipe line; a rank whose
+// line never ends is flushed at the end.
+func TestPipePieces(t *testing.T) {
+	var lines []string
+	s := newStream(RunOptions{OnLine: func(l string) { lines = append(lines, l) }})
+	_, _ = s.Write([]byte("[1,0]<stdout>:a1[1,12]<stdout>:b1[1,0]<stdout>:a2\n" +
+		"[1,12]<stdout>:b2\n" +
+		"mpirun: own message with [x] and ]<stdout>: in it\n" +
+		"[prterun-h-1@1,3]<stderr>:c\n" +
+		"[1,5]<stdout>:never ended"))
+	s.flush()
+	assert.Equal(t, []string{"a1a2", "b1b2", "mpirun: own message with [x] and ]<stdout>: in it", "c", "never ended"}, lines)
 }
 
 func FuzzStream(f *testing.F) {

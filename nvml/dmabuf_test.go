@@ -1,3 +1,5 @@
+//go:build cgo
+
 package nvml
 
 import (
@@ -172,4 +174,42 @@ func TestDMABUFRecordReplay(t *testing.T) {
 	require.Equal(t, SupportYes, want.DMABUF.Supported)
 	got := ReadGDR(dst, "570.133.20")
 	assert.Equal(t, want, got)
+}
+
+// TestGPUInfoNVLink: the inventory's summary says whether the GPUs have
+// NVLink, for the diagnosis of a capped two-NIC bus bandwidth.
+func TestGPUInfoNVLink(t *testing.T) {
+	rep, err := Inspect(context.Background(), mockNVML(true), hostRoot(t, "ebmgn8is-healthy"), healthyNICs())
+	require.NoError(t, err)
+	assert.Equal(t, "no", rep.GPUInfo().NVLink)
+}
+
+func FuzzReadDMABUF(f *testing.F) {
+	f.Add("6.8.0-45-generic\n", openVersion, "O\n")
+	f.Add("5.10.134-16.3.al8.x86_64\n", proprietaryVersion, "PO\n")
+	f.Add("", "", "")
+	f.Fuzz(func(t *testing.T, release, version, taint string) {
+		root := t.TempDir()
+		for rel, content := range map[string]string{"proc/sys/kernel/osrelease": release,
+			"proc/driver/nvidia/version": version, "sys/module/nvidia/taint": taint} {
+			p := filepath.Join(root, rel)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d := ReadDMABUF(root)
+		switch d.Supported {
+		case SupportYes:
+			t.Fatalf("no libibverbs, yet supported: %+v", d)
+		case SupportNo, SupportUnknown:
+		default:
+			t.Fatalf("supported = %q", d.Supported)
+		}
+		if len(d.Missing) == 0 {
+			t.Fatal("nothing missing without libibverbs")
+		}
+	})
 }

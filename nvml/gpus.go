@@ -1,14 +1,10 @@
 package nvml
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"path"
 	"strconv"
 	"strings"
-
-	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
@@ -27,6 +23,9 @@ type GPU struct {
 	NUMASource string `json:"numa_source,omitempty"`
 	// MemoryTotal is the framebuffer size in bytes.
 	MemoryTotal uint64 `json:"memory_total_bytes"`
+	// NVLinks is the number of active NVLink links (0: none, NVML's
+	// NOT_SUPPORTED); nil when NVML could not say.
+	NVLinks *int `json:"nvlinks,omitempty"`
 }
 
 // GPUs is what NVML says about the host: driver, CUDA driver API version and
@@ -64,117 +63,22 @@ func FormatCUDAVersion(v int) string {
 	return fmt.Sprintf("%d.%d", v/1000, (v%1000)/10)
 }
 
-// ReadGPUs initialises lib, reads every GPU and shuts lib down again. root
-// is the host root for the sysfs NUMA fallback. An NVML failure before any
-// GPU could be read is an *InitError (errors.Is ErrNoDriver,
-// ErrLibraryNotFound, ErrVersionMismatch, ErrNoPermission, ErrNVML); a
-// failure on one GPU's optional fact is a warning in the result.
-func ReadGPUs(ctx context.Context, lib Library, root string) (*GPUs, error) {
-	if r := lib.Init(); r != gonvml.SUCCESS {
-		return nil, nvmlError(lib, "nvmlInit", r)
+// NVLink says whether the GPUs have NVLink: yes when any has an active
+// link, no when NVML said none has, unknown otherwise (or no GPU).
+func (g *GPUs) NVLink() Support {
+	if g == nil || len(g.GPUs) == 0 {
+		return SupportUnknown
 	}
-	defer func() {
-		if r := lib.Shutdown(); r != gonvml.SUCCESS {
-			slog.Debug("nvmlShutdown", "code", returnName(r))
-		}
-	}()
-	out := &GPUs{}
-	drv, r := lib.SystemGetDriverVersion()
-	if r != gonvml.SUCCESS {
-		return nil, nvmlError(lib, "nvmlSystemGetDriverVersion", r)
-	}
-	out.DriverVersion = drv
-	if v, r := lib.SystemGetCudaDriverVersion(); r == gonvml.SUCCESS {
-		out.CUDAVersion = FormatCUDAVersion(v)
-	} else {
-		out.Warnings = append(out.Warnings, "CUDA driver version: "+returnName(r))
-	}
-	n, r := lib.DeviceGetCount()
-	if r != gonvml.SUCCESS {
-		return nil, nvmlError(lib, "nvmlDeviceGetCount", r)
-	}
-	numaCall := hasSymbol(lib, "nvmlDeviceGetNumaNodeId")
-	for i := 0; i < n; i++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		dev, r := lib.DeviceGetHandleByIndex(i)
-		if r != gonvml.SUCCESS {
-			return nil, nvmlError(lib, fmt.Sprintf("nvmlDeviceGetHandleByIndex(%d)", i), r)
-		}
-		g, warns := readGPU(lib, root, i, dev, numaCall)
-		out.GPUs = append(out.GPUs, g)
-		out.Warnings = append(out.Warnings, warns...)
-	}
-	return out, nil
-}
-
-// readGPU reads one GPU; the PCI bus id is required (topology needs it),
-// everything else is best effort.
-func readGPU(lib Library, root string, i int, dev gonvml.Device, numaCall bool) (GPU, []string) {
-	g := GPU{Index: i, NUMANode: -1}
-	var warns []string
-	warn := func(what string, r gonvml.Return) {
-		warns = append(warns, fmt.Sprintf("GPU%d %s: %s", i, what, returnName(r)))
-	}
-	if name, r := dev.GetName(); r == gonvml.SUCCESS {
-		g.Name = name
-	} else {
-		warn("name", r)
-	}
-	if uuid, r := dev.GetUUID(); r == gonvml.SUCCESS {
-		g.UUID = uuid
-	} else {
-		warn("UUID", r)
-	}
-	if pci, r := dev.GetPciInfo(); r == gonvml.SUCCESS {
-		id := cString(pci.BusId[:])
-		if bdf, err := NormalizeBusID(id); err == nil {
-			g.PCIAddress = bdf
-		} else {
-			warns = append(warns, fmt.Sprintf("GPU%d: %v", i, err))
-		}
-	} else {
-		warn("PCI info", r)
-	}
-	if mem, r := dev.GetMemoryInfo(); r == gonvml.SUCCESS {
-		g.MemoryTotal = mem.Total
-	} else {
-		warn("memory info", r)
-	}
-	if numaCall {
-		if node, r := dev.GetNumaNodeId(); r == gonvml.SUCCESS {
-			g.NUMANode, g.NUMASource = node, "nvml"
+	out := SupportNo
+	for _, x := range g.GPUs {
+		switch {
+		case x.NVLinks == nil:
+			out = SupportUnknown
+		case *x.NVLinks > 0:
+			return SupportYes
 		}
 	}
-	if g.NUMASource == "" && g.PCIAddress != "" {
-		if node, ok := sysfsNUMANode(root, g.PCIAddress); ok {
-			g.NUMANode, g.NUMASource = node, "sysfs"
-		}
-	}
-	return g, warns
-}
-
-// hasSymbol reports whether lib exports name; a library that cannot say
-// (no extensions) is trusted to have it.
-func hasSymbol(lib Library, name string) bool {
-	ext := lib.Extensions()
-	if ext == nil {
-		return true
-	}
-	return ext.LookupSymbol(name) == nil
-}
-
-// cString converts NVML's NUL-terminated char array.
-func cString(b []int8) string {
-	var s strings.Builder
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		s.WriteByte(byte(c))
-	}
-	return s.String()
+	return out
 }
 
 // sysfsNUMANode reads the function's numa_node, through the

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package nvml
 
 import (
@@ -9,13 +11,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/erdmakit/erdmakit/internal/fixture"
 )
-
-// hostRoot unpacks a recorded host of the repository's testdata/hosts into
-// a temporary directory and returns its root.
-func hostRoot(t testing.TB, name string) string { return fixture.Host(t, name) }
 
 // healthyGPUs is what the ebmgn8is-healthy fixture's GPUs are: NVML bus ids
 // and NUMA nodes.
@@ -42,10 +38,11 @@ func mockNVML(numa bool) *mock.Interface {
 	for i, g := range healthyGPUs {
 		g := g
 		devs = append(devs, &mock.Device{
-			GetNameFunc:       func() (string, gonvml.Return) { return "NVIDIA H20", gonvml.SUCCESS },
-			GetUUIDFunc:       func() (string, gonvml.Return) { return "GPU-" + string(rune('a'+i)), gonvml.SUCCESS },
-			GetPciInfoFunc:    func() (gonvml.PciInfo, gonvml.Return) { return busInfo(g.busID), gonvml.SUCCESS },
-			GetMemoryInfoFunc: func() (gonvml.Memory, gonvml.Return) { return gonvml.Memory{Total: 102625181696}, gonvml.SUCCESS },
+			GetNameFunc:        func() (string, gonvml.Return) { return "NVIDIA H20", gonvml.SUCCESS },
+			GetUUIDFunc:        func() (string, gonvml.Return) { return "GPU-" + string(rune('a'+i)), gonvml.SUCCESS },
+			GetPciInfoFunc:     func() (gonvml.PciInfo, gonvml.Return) { return busInfo(g.busID), gonvml.SUCCESS },
+			GetMemoryInfoFunc:  func() (gonvml.Memory, gonvml.Return) { return gonvml.Memory{Total: 102625181696}, gonvml.SUCCESS },
+			GetNvLinkStateFunc: func(int) (gonvml.EnableState, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED },
 			GetNumaNodeIdFunc: func() (int, gonvml.Return) {
 				if !numa {
 					return 0, gonvml.ERROR_NOT_SUPPORTED
@@ -76,8 +73,10 @@ func TestReadGPUsFromMock(t *testing.T) {
 	assert.Equal(t, 535, got.DriverMajor())
 	assert.Equal(t, "12.2", got.CUDAVersion)
 	require.Len(t, got.GPUs, 8)
+	zero := 0
 	assert.Equal(t, GPU{Index: 1, Name: "NVIDIA H20", UUID: "GPU-b", PCIAddress: "0000:1a:00.0",
-		NUMANode: 0, NUMASource: "nvml", MemoryTotal: 102625181696}, got.GPUs[1])
+		NUMANode: 0, NUMASource: "nvml", MemoryTotal: 102625181696, NVLinks: &zero}, got.GPUs[1])
+	assert.Equal(t, SupportNo, got.NVLink(), "H20 boards here: NVML says NVLink is not supported")
 	assert.Equal(t, "0000:bc:00.0", got.GPUs[7].PCIAddress)
 	assert.Equal(t, 1, got.GPUs[7].NUMANode)
 	assert.Empty(t, got.Warnings)
@@ -149,11 +148,12 @@ func TestReadGPUsMismatchByMessage(t *testing.T) {
 func TestReadGPUsPerGPUFailures(t *testing.T) {
 	lib := mockNVML(true)
 	dev := &mock.Device{
-		GetNameFunc:       func() (string, gonvml.Return) { return "", gonvml.ERROR_GPU_IS_LOST },
-		GetUUIDFunc:       func() (string, gonvml.Return) { return "", gonvml.ERROR_GPU_IS_LOST },
-		GetPciInfoFunc:    func() (gonvml.PciInfo, gonvml.Return) { return busInfo("garbage"), gonvml.SUCCESS },
-		GetMemoryInfoFunc: func() (gonvml.Memory, gonvml.Return) { return gonvml.Memory{}, gonvml.ERROR_GPU_IS_LOST },
-		GetNumaNodeIdFunc: func() (int, gonvml.Return) { return 0, gonvml.ERROR_GPU_IS_LOST },
+		GetNameFunc:        func() (string, gonvml.Return) { return "", gonvml.ERROR_GPU_IS_LOST },
+		GetUUIDFunc:        func() (string, gonvml.Return) { return "", gonvml.ERROR_GPU_IS_LOST },
+		GetPciInfoFunc:     func() (gonvml.PciInfo, gonvml.Return) { return busInfo("garbage"), gonvml.SUCCESS },
+		GetMemoryInfoFunc:  func() (gonvml.Memory, gonvml.Return) { return gonvml.Memory{}, gonvml.ERROR_GPU_IS_LOST },
+		GetNumaNodeIdFunc:  func() (int, gonvml.Return) { return 0, gonvml.ERROR_GPU_IS_LOST },
+		GetNvLinkStateFunc: func(int) (gonvml.EnableState, gonvml.Return) { return 0, gonvml.ERROR_GPU_IS_LOST },
 	}
 	lib.DeviceGetCountFunc = func() (int, gonvml.Return) { return 1, gonvml.SUCCESS }
 	lib.DeviceGetHandleByIndexFunc = func(int) (gonvml.Device, gonvml.Return) { return dev, gonvml.SUCCESS }
@@ -183,4 +183,42 @@ func TestFormatCUDAVersion(t *testing.T) {
 	assert.Equal(t, "13.0", FormatCUDAVersion(13000))
 	assert.Equal(t, "11.8", FormatCUDAVersion(11080))
 	assert.Equal(t, "", FormatCUDAVersion(0))
+}
+
+func TestNVLinkCount(t *testing.T) {
+	dev := func(f func(int) (gonvml.EnableState, gonvml.Return)) *mock.Device {
+		return &mock.Device{GetNvLinkStateFunc: f}
+	}
+	four := dev(func(l int) (gonvml.EnableState, gonvml.Return) {
+		if l < 4 {
+			return gonvml.FEATURE_ENABLED, gonvml.SUCCESS
+		}
+		return gonvml.FEATURE_DISABLED, gonvml.SUCCESS
+	})
+	require.NotNil(t, nvLinks(four))
+	assert.Equal(t, 4, *nvLinks(four))
+	none := dev(func(int) (gonvml.EnableState, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED })
+	assert.Equal(t, 0, *nvLinks(none))
+	lost := dev(func(int) (gonvml.EnableState, gonvml.Return) { return 0, gonvml.ERROR_GPU_IS_LOST })
+	assert.Nil(t, nvLinks(lost))
+
+	n0, n4 := 0, 4
+	assert.Equal(t, SupportNo, (&GPUs{GPUs: []GPU{{NVLinks: &n0}, {NVLinks: &n0}}}).NVLink())
+	assert.Equal(t, SupportYes, (&GPUs{GPUs: []GPU{{NVLinks: &n0}, {NVLinks: &n4}}}).NVLink())
+	assert.Equal(t, SupportUnknown, (&GPUs{GPUs: []GPU{{NVLinks: &n0}, {}}}).NVLink())
+	assert.Equal(t, SupportUnknown, (*GPUs)(nil).NVLink())
+
+	// A snapshot replays what was captured.
+	s := &Snapshot{Schema: SnapshotSchema, Init: "SUCCESS", DriverVersion: "570.133.20",
+		GPUs: []SnapshotGPU{{Name: "NVIDIA RTX PRO 5000 Blackwell", PCIBusID: "00000000:17:00.0", NVLinks: &n0}}}
+	got, err := ReadGPUs(context.Background(), s.Library(), t.TempDir())
+	require.NoError(t, err)
+	assert.Equal(t, SupportNo, got.NVLink())
+	captured, err := Capture(context.Background(), s.Library(), "again")
+	require.NoError(t, err)
+	assert.Equal(t, &n0, captured.GPUs[0].NVLinks)
+	s.GPUs[0].NVLinks = nil
+	got, err = ReadGPUs(context.Background(), s.Library(), t.TempDir())
+	require.NoError(t, err)
+	assert.Equal(t, SupportUnknown, got.NVLink(), "an older recording: not known")
 }

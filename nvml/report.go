@@ -59,6 +59,7 @@ func (r *Report) GPUInfo() erdma.GPUInfo {
 	if r.GPUs != nil {
 		info.Count = len(r.GPUs.GPUs)
 		info.DriverVersion = r.GPUs.DriverVersion
+		info.NVLink = string(r.GPUs.NVLink())
 	}
 	if r.Topology != nil {
 		for _, n := range r.Topology.Nearest {
@@ -170,15 +171,17 @@ func (r *Report) checkDistance() erdma.Finding {
 		return f
 	}
 	f.Severity = erdma.SeverityOK
-	if len(far) == 0 {
+	info := r.GPUInfo()
+	level := erdma.DecideGDRLevel(&info).Level // the one rule the doctor, nccl env and AdviseEnv share
+	if level == "" {
 		f.Summary = fmt.Sprintf("every GPU's nearest eRDMA device is at most %s: NCCL uses GPUDirect RDMA by default", worst)
 		return f
 	}
 	f.Summary = fmt.Sprintf("nearest eRDMA device is up to %s away (%s): %s", worst, strings.Join(far, ","), worst.NCCLMeaning())
 	if r.GDR.Ready {
-		f.Remediation = fmt.Sprintf("to use GPUDirect RDMA over eRDMA: export NCCL_NET_GDR_LEVEL=%s", worst)
+		f.Remediation = fmt.Sprintf("to use GPUDirect RDMA over eRDMA: export NCCL_NET_GDR_LEVEL=%s", level)
 	} else {
-		f.Remediation = fmt.Sprintf("load nvidia_peermem first (see %s), then export NCCL_NET_GDR_LEVEL=%s", erdma.FindingGDRPeermem, worst)
+		f.Remediation = fmt.Sprintf("load nvidia_peermem first (see %s), then export NCCL_NET_GDR_LEVEL=%s", erdma.FindingGDRPeermem, level)
 	}
 	return f
 }

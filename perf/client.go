@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/erdmakit/erdmakit/health"
 	"log/slog"
 	"net"
 	"sort"
@@ -205,19 +206,19 @@ type Total struct {
 
 // Report is a whole `bw` run: the public schema of `bw --json`.
 type Report struct {
-	// Status is "ok", "warn" (below ExpectGbps) or "fail" (an error, or a
+	// Status is ok, warn (below ExpectGbps) or fail (an error, or a
 	// counter that did not move by what was written).
-	Status     string   `json:"status"`
-	ExpectGbps float64  `json:"expect_gbps,omitempty"`
-	Results    []Result `json:"results"`
-	Totals     []Total  `json:"totals"`
-	Errors     []string `json:"errors,omitempty"`
+	Status     health.Severity `json:"status"`
+	ExpectGbps float64         `json:"expect_gbps,omitempty"`
+	Results    []Result        `json:"results"`
+	Totals     []Total         `json:"totals"`
+	Errors     []string        `json:"errors,omitempty"`
 }
 
 // NewReport adds up results per size and judges them against expectGbps
 // (the aggregate at the largest size; 0 for no threshold).
 func NewReport(results []Result, errs []error, expectGbps float64) *Report {
-	r := &Report{Results: results, ExpectGbps: expectGbps, Status: "ok"}
+	r := &Report{Results: results, ExpectGbps: expectGbps, Status: health.OK}
 	if r.Results == nil {
 		r.Results = []Result{}
 	}
@@ -236,7 +237,7 @@ func NewReport(results []Result, errs []error, expectGbps float64) *Report {
 		t.PeakGbps += res.PeakGbps
 		t.Mpps += res.Mpps
 		if (res.TX != nil && !res.TX.OK) || (res.RX != nil && !res.RX.OK) {
-			r.Status = "fail"
+			r.Status = health.Fail
 			r.Errors = append(r.Errors, fmt.Sprintf("%s size %d: device counters moved less than the bytes written", res.Device, res.Size))
 		}
 	}
@@ -247,13 +248,13 @@ func NewReport(results []Result, errs []error, expectGbps float64) *Report {
 	sort.Slice(r.Totals, func(i, j int) bool { return r.Totals[i].Size < r.Totals[j].Size })
 	for _, e := range errs {
 		if e != nil {
-			r.Status = "fail"
+			r.Status = health.Fail
 			r.Errors = append(r.Errors, e.Error())
 		}
 	}
-	if r.Status == "ok" && expectGbps > 0 {
+	if r.Status == health.OK && expectGbps > 0 {
 		if len(r.Totals) == 0 || r.Totals[len(r.Totals)-1].AvgGbps < expectGbps {
-			r.Status = "warn"
+			r.Status = health.Warn
 		}
 	}
 	return r

@@ -2,6 +2,7 @@ package perf
 
 import (
 	"context"
+	"github.com/erdmakit/erdmakit/health"
 	"math"
 	"strings"
 	"testing"
@@ -72,7 +73,7 @@ func TestLoopbackDevicesInParallelAndSweep(t *testing.T) {
 	require.Empty(t, errs)
 	require.Len(t, results, 4)
 	rep := NewReport(results, errs, 1.5)
-	assert.Equal(t, "ok", rep.Status)
+	assert.Equal(t, health.OK, rep.Status)
 	require.Len(t, rep.Totals, 2)
 	assert.Equal(t, 65536, rep.Totals[1].Size)
 	assert.Equal(t, 2, rep.Totals[1].Devices)
@@ -80,7 +81,7 @@ func TestLoopbackDevicesInParallelAndSweep(t *testing.T) {
 	for _, r := range results {
 		assert.Equal(t, r.Device, r.ServerDevice)
 	}
-	assert.Equal(t, "warn", NewReport(results, nil, 100).Status)
+	assert.Equal(t, health.Warn, NewReport(results, nil, 100).Status)
 }
 
 func TestWriteErrorsReleaseEverything(t *testing.T) {
@@ -97,7 +98,7 @@ func TestWriteErrorsReleaseEverything(t *testing.T) {
 	assert.Contains(t, st.Err.Error(), "work completion error 12")
 	assert.Equal(t, 0, link.OpenSessions())
 	rep := NewReport(nil, []error{err}, 0)
-	assert.Equal(t, "fail", rep.Status)
+	assert.Equal(t, health.Fail, rep.Status)
 }
 
 func TestConfigDefaultsFollowPerftest(t *testing.T) {

@@ -349,13 +349,7 @@ func (f *bwFlags) report(ctx context.Context, g *globals, results []perf.Result,
 	} else if err := writeBwTable(g, rep); err != nil {
 		return err
 	}
-	switch rep.Status {
-	case "fail":
-		return exitCode(ExitFail)
-	case "warn":
-		return exitCode(ExitWarn)
-	}
-	return nil
+	return exitCode(severityExit(rep.Status))
 }
 
 func writeBwTable(g *globals, rep *perf.Report) error {
@@ -385,7 +379,7 @@ func writeBwTable(g *globals, rep *perf.Report) error {
 	for _, e := range rep.Errors {
 		fmt.Fprintln(g.stderr, "error:", e)
 	}
-	status := rep.Status
+	status := string(rep.Status)
 	if render.ColorWanted(g.stdout) {
 		status = render.Severity(status)
 	}

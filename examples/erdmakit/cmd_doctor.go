@@ -7,6 +7,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/eri"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/spf13/cobra"
@@ -20,6 +21,7 @@ type doctorFlags struct {
 	instanceType string
 	interval     time.Duration
 	skipTools    bool
+	cloud        eri.CloudOptions
 }
 
 // newDoctorCmd: `erdmakit doctor`, every step of the eRDMA guide checked.
@@ -48,6 +50,8 @@ func newDoctorCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.instanceType, "instance-type", "", "instance type to check against (ecs.<family>.<size>), instead of the metadata service's")
 	fl.DurationVar(&f.interval, "interval", doctor.DefaultInterval, "time between the two hw_counters readings of the rate-limit-drops check (live host; 0: one reading)")
 	fl.BoolVar(&f.skipTools, "skip-tools", false, "do not look for eadm and the other tools on PATH")
+	fl.StringVar(&f.cloud.Mode, "cloud", eri.CloudAuto, "cloud checks (network-card-channel from the ECS API, eri-mode): auto (a recorded view, or the API within about 1 s if credentials answer), on, off")
+	fl.StringVar(&f.cloud.Endpoint, "endpoint", "", "ECS endpoint for the cloud checks (default: $"+eri.EndpointEnv+", else the region's)")
 	return c
 }
 
@@ -85,11 +89,16 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 			return &exitError{code: ExitUnknown, err: fmt.Errorf("--instance-type: %w", err)}
 		}
 	}
+	switch f.cloud.Mode {
+	case eri.CloudAuto, eri.CloudOn, eri.CloudOff:
+	default:
+		return &exitError{code: ExitUnknown, err: fmt.Errorf("--cloud %q: want auto, on or off", f.cloud.Mode)}
+	}
 	opt := f.options()
 	if format == "table" && render.IsTerminal(g.stderr) {
 		opt.Progress = func(msg string) { fmt.Fprintln(g.stderr, msg) }
 	}
-	rep, err := runDoctorOn(ctx, g.root, opt)
+	rep, err := runDoctorOn(ctx, g.root, opt, &f.cloud)
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}
 	}
@@ -107,21 +116,30 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 	return exitCode(severityExit(rep.Status))
 }
 
-// runDoctorOn opens root (directory, archive or "/") and runs the doctor.
-func runDoctorOn(ctx context.Context, root string, opt doctor.Options) (*erdma.Report, error) {
+// runDoctorOn opens root (directory, archive or "/") and runs the doctor,
+// with the cloud checks when cloud is set.
+func runDoctorOn(ctx context.Context, root string, opt doctor.Options, cloud *eri.CloudOptions) (*erdma.Report, error) {
 	h, closer, err := erdma.OpenHost(root)
 	if err != nil {
 		return nil, err
 	}
 	defer closer.Close()
+	if cloud != nil {
+		opt.Checks = append(opt.Checks, eri.DoctorChecks(h, *cloud)...)
+	}
 	return doctor.Run(ctx, h, opt)
 }
 
 // doctorHint names the flags that answer a finding (library findings never
 // name CLI flags).
 func doctorHint(f health.Finding) string {
-	if f.ID == erdma.FindingInstanceProfile && f.Severity != health.OK {
-		return "erdmakit doctor --instance-type ecs.<family>.<size> checks against a type you name; without --no-metadata it asks the metadata service"
+	switch {
+	case f.ID == erdma.FindingInstanceProfile && f.Severity != health.OK:
+		return "--instance-type ecs.<family>.<size> checks against a type you name; without --no-metadata the doctor asks the metadata service"
+	case f.ID == erdma.FindingRateLimitDrops && f.Severity == health.Skip:
+		return "--interval 2s on the live host reads the counters twice"
+	case f.ID == erdma.FindingEadm && f.Severity == health.Skip:
+		return "without --skip-tools the doctor looks for eadm on PATH"
 	}
 	return ""
 }

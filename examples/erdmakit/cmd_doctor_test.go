@@ -96,11 +96,20 @@ func TestDoctorProm(t *testing.T) {
 }
 
 func TestDoctorInstanceTypeFlag(t *testing.T) {
-	// gn8is-2x has 1 ERI: the healthy 2-ERI host is more than the type has.
+	// gn8is-2x has 1 ERI and 2 GPUs (section 10): the healthy 2-ERI, 8-GPU host is more than the type has.
 	code, out, _ := runCLI("doctor", "--json", "--instance-type", "ecs.gn8is-2x.8xlarge", "--root", hostDir("ebmgn8is-healthy"))
-	assert.Equal(t, ExitWarn, code)
+	assert.Equal(t, ExitFail, code)
 	var rep erdma.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	for _, f := range rep.Findings {
+		switch f.ID {
+		case "erdma-devices":
+			assert.Equal(t, erdma.SeverityWarn, f.Severity, f.Summary)
+		case "gpu-count":
+			assert.Equal(t, erdma.SeverityFail, f.Severity, f.Summary)
+		}
+	}
+	assert.Equal(t, 2, rep.Host.Profile.GPUs)
 	assert.Equal(t, "flag", rep.Host.Instance.Source)
 	assert.Equal(t, "gn8is-2x", rep.Host.Profile.Family)
 }

@@ -75,7 +75,7 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
 				return &exitError{code: ExitUnknown, err: err}
 			}
 			rep, err := fleet.RunDoctor(cmd.Context(), me, addr, func(ctx context.Context) (*erdma.Report, error) {
-				return runDoctorOn(ctx, g.root, defaultDoctorFlags().options())
+				return runDoctorOn(ctx, g.root, defaultDoctorFlags().options(), nil)
 			}, opt)
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}

@@ -49,7 +49,7 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run [flags] [-- nccl-tests flags]",
 		Short: "Run an nccl-tests binary across hosts, show rows as they finish, and diagnose the result",
-		Long: "Builds the guide's command (mpirun --allow-run-as-root -np 16 -npernode 8 -H host1:8,host2:8 --bind-to none\n" +
+		Long: "Builds the guide's command (mpirun --allow-run-as-root -np 16 -npernode 8 -H host1:8,host2:8 --bind-to none --tag-output\n" +
 			"-mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO -x LD_LIBRARY_PATH -x PATH\n" +
 			"./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20) from the flags, runs it, and prints the result\n" +
 			"table and what NCCL really used (NET/IB or sockets, GPUDirect RDMA), #wrong, and bus bandwidth against\n" +
@@ -61,7 +61,7 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 		},
 	}
 	fl := c.Flags()
-	fl.BoolVar(&f.noNVLink, "no-nvlink", false, "the hosts' GPUs have no NVLink (nvidia-smi nvlink -s prints nothing): a two-NIC bus bandwidth below the expectation is explained by intra-node PCIe")
+	fl.BoolVar(&f.noNVLink, "no-nvlink", false, "the hosts' GPUs have no NVLink (nvidia-smi nvlink -s prints nothing; with --host-env NVML tells): a two-NIC bus bandwidth below the expectation is explained by intra-node PCIe")
 	fl.BoolVar(&f.hostEnv, "host-env", false, "give every rank the variables `erdmakit nccl env` advises for this host (--root), with -x; -x NAME=VALUE still wins")
 	fl.StringVar(&f.advice.graphFile, "graph-file", "", "with --host-env on a host with two or more eRDMA NICs: write the NCCL graph to PATH and pass NCCL_GRAPH_FILE=PATH (PATH must hold it on every host)")
 	fl.StringVar(&f.advice.gdr, "gdr", "auto", "with --host-env: auto, on or off, as nccl env --gdr")
@@ -79,7 +79,7 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&f.oversubscribe, "oversubscribe", false, "mpirun --oversubscribe: more ranks than slots")
 	fl.BoolVar(&f.noRoot, "no-allow-run-as-root", false, "leave out mpirun --allow-run-as-root")
 	fl.Float64Var(&f.expect, "expect-busbw", 0, "expected bus bandwidth at the largest size, GB/s (exit 1 below it)")
-	fl.StringVar(&f.logFile, "log", "", "write the raw launcher output to FILE")
+	fl.StringVar(&f.logFile, "log", "", "write the launcher's output to FILE, line by line (ranks' lines whole, tags removed)")
 	fl.StringVar(&f.plot, "plot", "", "write bus bandwidth against size to FILE.svg")
 	fl.DurationVar(&f.timeout, "timeout", 0, "end the run (every rank) after this long; 0 for no limit")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the command and exit")
@@ -127,9 +127,11 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		return &exitError{code: ExitUnknown, err: err}
 	}
 	if f.hostEnv {
-		if err := applyHostEnv(ctx, g, f, &c); err != nil {
+		noNVLink, err := applyHostEnv(ctx, g, f, &c)
+		if err != nil {
 			return &exitError{code: ExitUnknown, err: err}
 		}
+		f.noNVLink = f.noNVLink || noNVLink
 	} else if f.advice.graphFile != "" || f.advice.inventory != "" || f.advice.gdr != "auto" {
 		return &exitError{code: ExitUnknown, err: errors.New("--graph-file, --gdr and --inventory go with --host-env")}
 	}
@@ -209,15 +211,16 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 }
 
 // applyHostEnv gives c the NCCL environment advised for this host, with
-// the advice's warnings on stderr.
-func applyHostEnv(ctx context.Context, g *globals, f ncclRunFlags, c *nccl.Command) error {
+// the advice's warnings on stderr, and says whether NVML saw no NVLink
+// between the host's GPUs.
+func applyHostEnv(ctx context.Context, g *globals, f ncclRunFlags, c *nccl.Command) (bool, error) {
 	f.advice.socketIfname = ""
 	if f.socketIfnameSet {
 		f.advice.socketIfname = f.socketIfname
 	}
-	a, err := hostEnvAdvice(ctx, g, f.advice)
+	a, inv, err := hostEnvAdvice(ctx, g, f.advice)
 	if err != nil {
-		return fmt.Errorf("--host-env: %w", err)
+		return false, fmt.Errorf("--host-env: %w", err)
 	}
 	for _, w := range a.Warnings {
 		fmt.Fprintln(g.stderr, "nccl env warning:", w)
@@ -227,15 +230,15 @@ func applyHostEnv(ctx context.Context, g *globals, f ncclRunFlags, c *nccl.Comma
 	}
 	keep := c.SocketIfname
 	if err := c.ApplyAdvice(a); err != nil {
-		return err
+		return false, err
 	}
 	if f.socketIfnameSet {
 		c.SocketIfname = keep
 	}
 	if _, err := c.Argv(); err != nil {
-		return err
+		return false, err
 	}
-	return nil
+	return inv.GPU != nil && inv.GPU.NVLink == "no", nil
 }
 
 func printNCCLReport(g *globals, rep *nccl.RunReport, rowsShown bool) {
@@ -317,7 +320,7 @@ func runNCCLEnv(ctx context.Context, g *globals, f ncclEnvFlags) error {
 	if f.format != "shell" && f.format != "mpirun" {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("--format %q: want shell or mpirun", f.format)}
 	}
-	a, err := hostEnvAdvice(ctx, g, f)
+	a, _, err := hostEnvAdvice(ctx, g, f)
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}
 	}
@@ -345,7 +348,7 @@ func runNCCLEnv(ctx context.Context, g *globals, f ncclEnvFlags) error {
 
 // hostEnvAdvice reads the host (or --inventory) and advises its NCCL
 // environment, writing the graph file when one is advised.
-func hostEnvAdvice(ctx context.Context, g *globals, f ncclEnvFlags) (*nccl.EnvAdvice, error) {
+func hostEnvAdvice(ctx context.Context, g *globals, f ncclEnvFlags) (*nccl.EnvAdvice, *erdma.Inventory, error) {
 	opts := nccl.EnvOptions{SocketIfname: f.socketIfname, GraphFile: f.graphFile}
 	switch f.gdr {
 	case "auto", "":
@@ -354,16 +357,16 @@ func hostEnvAdvice(ctx context.Context, g *globals, f ncclEnvFlags) (*nccl.EnvAd
 	case "off":
 		opts.GDR = nccl.GDROff
 	default:
-		return nil, fmt.Errorf("--gdr %q: want auto, on or off", f.gdr)
+		return nil, nil, fmt.Errorf("--gdr %q: want auto, on or off", f.gdr)
 	}
 	h, closer, err := erdma.OpenHost(g.root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer closer.Close()
 	inv, err := ncclInventory(ctx, h, f.inventory)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if f.version != "" {
 		opts.NCCL = []nccl.NCCLInstall{{Version: f.version, Path: "--nccl-version"}}
@@ -373,10 +376,10 @@ func hostEnvAdvice(ctx context.Context, g *globals, f ncclEnvFlags) (*nccl.EnvAd
 	a := nccl.AdviseEnv(inv, opts)
 	if _, ok := a.Get("NCCL_GRAPH_FILE"); ok && a.Graph != nil {
 		if err := a.Graph.WriteFile(f.graphFile); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return a, nil
+	return a, inv, nil
 }
 
 // ncclInventory reads the host's inventory (with the GPUs, for the GDR

@@ -19,7 +19,7 @@ import (
 func TestNCCLRunDryRunIsTheGuideLine(t *testing.T) {
 	code, out, _ := runCLI("nccl", "run", "--hosts", "host1:8,host2:8", "--dry-run")
 	assert.Equal(t, ExitOK, code)
-	assert.Equal(t, "mpirun --allow-run-as-root -np 16 -npernode 8 -H host1:8,host2:8 --bind-to none -mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 "+
+	assert.Equal(t, "mpirun --allow-run-as-root -np 16 -npernode 8 -H host1:8,host2:8 --bind-to none --tag-output -mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 "+
 		"-x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO -x LD_LIBRARY_PATH -x PATH ./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20\n", out)
 
 	code, out, _ = runCLI("nccl", "run", "--launcher", "srun", "--hosts", "a,b", "-x", "NCCL_IB_HCA=erdma_0,erdma_1", "--dry-run", "--", "-b", "1G", "-e", "1G")

@@ -11,15 +11,6 @@ import (
 	"github.com/erdmakit/erdmakit/perf/perftest"
 )
 
-// perftestReport is the public schema of `perftest --json`.
-type perftestReport struct {
-	// Status: ok, warn (total below expect_gbps), fail (a pair failed).
-	Status     string         `json:"status"`
-	ExpectGbps float64        `json:"expect_gbps,omitempty"`
-	TotalGbps  float64        `json:"total_gbps"` // sum of the clients' average at the largest size
-	Runs       []perftest.Run `json:"runs"`
-}
-
 func newPerftestCmd(g *globals) *cobra.Command {
 	var (
 		o      = perftest.Options{}
@@ -66,7 +57,7 @@ Exit: 0 ok, 1 below --expect-gbps, 2 a pair failed, 3 bad usage.`,
 			} else {
 				runs = perftest.RunWriteBW(cmd.Context(), o)
 			}
-			rep := judgePerftest(runs, expect, serve)
+			rep := perftest.Judge(runs, expect, serve)
 			if g.json {
 				if err := render.JSON(g.stdout, rep); err != nil {
 					return err
@@ -74,13 +65,7 @@ Exit: 0 ok, 1 below --expect-gbps, 2 a pair failed, 3 bad usage.`,
 			} else if err := writePerftestTable(g, rep, serve); err != nil {
 				return err
 			}
-			switch rep.Status {
-			case "fail":
-				return exitCode(ExitFail)
-			case "warn":
-				return exitCode(ExitWarn)
-			}
-			return nil
+			return exitCode(severityExit(rep.Status))
 		},
 	}
 	f := c.Flags()
@@ -102,29 +87,7 @@ Exit: 0 ok, 1 below --expect-gbps, 2 a pair failed, 3 bad usage.`,
 	return c
 }
 
-// judgePerftest adds up the runs and decides the status.
-func judgePerftest(runs []perftest.Run, expect float64, serve bool) *perftestReport {
-	rep := &perftestReport{Status: "ok", ExpectGbps: expect, Runs: runs}
-	for _, r := range runs {
-		side := r.Client
-		if serve {
-			side = r.Server
-		}
-		if r.Error != "" || side == nil || !side.OK() {
-			rep.Status = "fail"
-			continue
-		}
-		if n := len(side.Results); n > 0 {
-			rep.TotalGbps += side.Results[n-1].BWAvgGbps
-		}
-	}
-	if rep.Status == "ok" && expect > 0 && rep.TotalGbps < expect {
-		rep.Status = "warn"
-	}
-	return rep
-}
-
-func writePerftestTable(g *globals, rep *perftestReport, serve bool) error {
+func writePerftestTable(g *globals, rep *perftest.Summary, serve bool) error {
 	t := render.NewTable("DEVICE", "PORT", "SIZE", "ITERATIONS", "AVG_GBPS", "PEAK_GBPS", "MPPS", "ATTEMPTS")
 	for _, r := range rep.Runs {
 		side := r.Client
@@ -155,7 +118,7 @@ func writePerftestTable(g *globals, rep *perftestReport, serve bool) error {
 			}
 		}
 	}
-	status := rep.Status
+	status := string(rep.Status)
 	if render.ColorWanted(g.stdout) {
 		status = render.Severity(status)
 	}

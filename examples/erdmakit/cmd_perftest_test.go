@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/erdmakit/erdmakit/perf/perftest"
 	"path/filepath"
 	"testing"
 
@@ -40,7 +41,7 @@ func TestPerftestCommand(t *testing.T) {
 			if code == ExitUnknown {
 				return
 			}
-			var rep perftestReport
+			var rep perftest.Summary
 			require.NoError(t, json.Unmarshal([]byte(out), &rep))
 			assert.Len(t, rep.Runs, tc.runs)
 			if code == ExitOK {

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/erdmakit/erdmakit/eri"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/nvml"
@@ -13,7 +17,8 @@ import (
 // recording that --root replays.
 func newRecordCmd(g *globals) *cobra.Command {
 	var out string
-	var redact, skipTools bool
+	var redact, skipTools, cloud bool
+	ef := &eriFlags{metadataURL: erdma.DefaultMetadataURL, timeout: 10 * time.Second}
 	c := &cobra.Command{
 		Use:   "record --out FILE.tar.gz",
 		Short: "Record this host (or --root) into a .tar.gz that --root replays",
@@ -41,6 +46,11 @@ func newRecordCmd(g *globals) *cobra.Command {
 				}
 				opt.Files = files
 			}
+			if cloud {
+				if err := addCloudView(cmd.Context(), g, ef, redact, &opt); err != nil {
+					return eriExit(err)
+				}
+			}
 			// Atomic: a failure leaves whatever --out was untouched.
 			inv, err := erdma.RecordFile(cmd.Context(), h, out, opt)
 			if err != nil {
@@ -58,5 +68,37 @@ func newRecordCmd(g *globals) *cobra.Command {
 	c.Flags().StringVarP(&out, "out", "o", "", "archive to write (.tar.gz)")
 	c.Flags().BoolVar(&redact, "redact", false, "replace MACs, IPs, GUIDs, host name and instance id consistently")
 	c.Flags().BoolVar(&skipTools, "skip-tools", false, "do not run the tools' version queries")
+	c.Flags().BoolVar(&cloud, "cloud", false, "also store what the ECS API says about this instance's ENIs (erdmakit/cloud.json, no credentials) for the doctor's cloud checks")
+	c.Flags().StringVar(&ef.endpoint, "endpoint", "", "with --cloud: ECS endpoint (default: $"+eri.EndpointEnv+", else the region's)")
+	c.Flags().StringVar(&ef.metadataURL, "metadata-url", erdma.DefaultMetadataURL, "with --cloud: metadata service address")
+	c.Flags().StringVar(&ef.target.Region, "region", "", "with --cloud: region id (default: the metadata service's)")
+	c.Flags().StringVar(&ef.target.InstanceID, "instance-id", "", "with --cloud: instance id (default: the metadata service's)")
+	c.Flags().StringVar(&ef.target.InstanceType, "instance-type", "", "with --cloud: instance type (default: the metadata service's)")
 	return c
+}
+
+// addCloudView asks the ECS API for this instance's view and adds it to the
+// recording. A redacted recording cannot carry it (ids, MACs and IPs would
+// leak), so --redact leaves it out and says so.
+func addCloudView(ctx context.Context, g *globals, ef *eriFlags, redact bool, opt *erdma.RecordOptions) error {
+	if redact {
+		fmt.Fprintln(g.stderr, "erdmakit: record: --redact: the cloud view is not recorded (it names ENIs, MACs and IPs)")
+		return nil
+	}
+	t, c, err := ef.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	files, err := eri.RecordFiles(ctx, c, t)
+	if err != nil {
+		return err
+	}
+	if opt.Files == nil {
+		opt.Files = map[string][]byte{}
+	}
+	for k, v := range files {
+		opt.Files[k] = v
+	}
+	return nil
 }

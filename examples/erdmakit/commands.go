@@ -17,5 +17,7 @@ func subcommands(g *globals) []*cobra.Command {
 		newStatCmd(g),
 		newExporterCmd(g),
 		newFleetCmd(g),
+		newERICmd(g),
+		newVersionCmd(g),
 	}
 }

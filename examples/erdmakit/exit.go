@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/spf13/cobra"
 )
 
@@ -38,16 +38,9 @@ func exitCode(code int) error {
 	return &exitError{code: code}
 }
 
-// severityExit maps a doctor-style severity to the exit code.
-func severityExit(s erdma.Severity) int {
-	switch s {
-	case erdma.SeverityFail:
-		return ExitFail
-	case erdma.SeverityWarn:
-		return ExitWarn
-	}
-	return ExitOK
-}
+// severityExit maps a status to the exit code: health's rule (0 ok and
+// skip, 1 warn, 2 fail).
+func severityExit(s health.Severity) int { return s.Exit() }
 
 // untilInterrupted marks a command that runs until SIGINT/SIGTERM (bw serve,
 // exporter, stat -l): the signal is its normal end, not an interruption.

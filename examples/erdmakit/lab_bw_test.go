@@ -22,7 +22,7 @@ func TestLabBwLoopbackCLI(t *testing.T) {
 	require.Equal(t, ExitOK, code, "stderr: %s", stderr)
 	var rep perf.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
-	assert.Equal(t, "ok", rep.Status)
+	assert.Equal(t, "ok", string(rep.Status))
 	require.Len(t, rep.Results, 2)
 	for _, r := range rep.Results {
 		assert.Equal(t, labtest.Device(), r.Device)

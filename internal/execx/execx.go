@@ -1,13 +1,13 @@
 // Package execx runs external programs the one way erdmakit allows: as argv
 // (never through a shell), under a context, in their own process group, so
-// that cancelling the context ends every process the program started.
+// that cancelling the context ends every process the program started (on
+// Unix; elsewhere the program itself, so that portable packages build).
 package execx
 
 import (
 	"context"
 	"errors"
 	"os/exec"
-	"syscall"
 	"time"
 )
 
@@ -18,19 +18,7 @@ const Grace = 3 * time.Second
 // whole group gets SIGTERM, then SIGKILL after Grace if anything is left.
 func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		pgid := cmd.Process.Pid
-		err := syscall.Kill(-pgid, syscall.SIGTERM)
-		go func() {
-			time.Sleep(Grace)
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		}()
-		if errors.Is(err, syscall.ESRCH) {
-			return nil
-		}
-		return err
-	}
+	group(cmd)
 	cmd.WaitDelay = Grace + time.Second
 	return cmd
 }

@@ -8,7 +8,10 @@
 // leaves the root. An absolute link, or a ".." above the root, is read the
 // way chroot (and openat2's RESOLVE_IN_ROOT) reads it: from the root, so a
 // recorded /sys/... link names the recording's sys/..., never this
-// machine's.
+// machine's. On Linux, opening a file is one openat2(RESOLVE_IN_ROOT) call,
+// the kernel enforcing the root (os.Root resolves a name one component at
+// a time, several times slower for sysfs' deep paths); elsewhere, or where
+// openat2 is missing, os.Root.
 package hostfs
 
 import (
@@ -21,6 +24,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // ErrTooLarge is wrapped by ReadFile when a file is bigger than its bound.
@@ -29,8 +33,14 @@ var ErrTooLarge = errors.New("file too large")
 // Root reads under one directory. The zero Root is not usable; use Open.
 type Root struct {
 	dir string
-	// r confines every read; nil for "/", where nothing lies outside.
-	r *os.Root
+	// live: "/", where nothing lies outside; read directly.
+	live bool
+	// fd is the root directory for openat2 (Linux), -1 when not used.
+	fd int
+
+	mu     sync.Mutex
+	r      *os.Root // opened when first needed (all but Open, on Linux)
+	closed bool
 }
 
 // Open opens dir as a root ("" is "/"). Close it when done.
@@ -40,22 +50,49 @@ func Open(dir string) (*Root, error) {
 	}
 	dir = filepath.Clean(dir)
 	if dir == "/" {
-		return &Root{dir: dir}, nil
+		return &Root{dir: dir, live: true, fd: -1}, nil
+	}
+	if fd := openDirFD(dir); fd >= 0 {
+		return &Root{dir: dir, fd: fd}, nil
 	}
 	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("host root %s: %w", dir, err)
 	}
-	return &Root{dir: dir, r: r}, nil
+	return &Root{dir: dir, r: r, fd: -1}, nil
+}
+
+// root is the os.Root, opened on first use.
+func (r *Root) root() (*os.Root, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, &fs.PathError{Op: "open", Path: r.dir, Err: fs.ErrClosed}
+	}
+	if r.r == nil {
+		rr, err := os.OpenRoot(r.dir)
+		if err != nil {
+			return nil, err
+		}
+		r.r = rr
+	}
+	return r.r, nil
 }
 
 // Close releases the root; it is idempotent.
 func (r *Root) Close() error {
-	if r.r == nil {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.live || r.closed {
 		return nil
 	}
-	err := r.r.Close()
-	return err
+	r.closed = true
+	closeDirFD(r.fd)
+	r.fd = -1
+	if r.r != nil {
+		return r.r.Close()
+	}
+	return nil
 }
 
 // Dir is the root directory.
@@ -84,13 +121,20 @@ func (r *Root) named(err error) error {
 
 // Open opens a file for reading.
 func (r *Root) Open(rel string) (*os.File, error) {
-	if r.r == nil {
+	if r.live {
 		return os.Open(r.Path(rel))
 	}
-	f, err := r.r.Open(clean(rel))
+	if f, err, ok := r.openInRoot(rel); ok {
+		return f, err
+	}
+	rr, err := r.root()
+	if err != nil {
+		return nil, err
+	}
+	f, err := rr.Open(clean(rel))
 	if r.retry(err) {
-		if p, rerr := r.resolve(rel, true); rerr == nil {
-			f, err = r.r.Open(p)
+		if p, rerr := r.resolve(rr, rel, true); rerr == nil {
+			f, err = rr.Open(p)
 		}
 	}
 	return f, r.named(err)
@@ -111,7 +155,7 @@ const maxLinkHops = 40
 // target starts again at the root, ".." at the root stays there. Every
 // step is an Lstat or Readlink through os.Root on a link-free prefix, so
 // nothing outside is touched.
-func (r *Root) resolve(rel string, followLast bool) (string, error) {
+func (r *Root) resolve(rr *os.Root, rel string, followLast bool) (string, error) {
 	parts := strings.Split(clean(rel), "/")
 	cur := ""
 	for hops := 0; len(parts) > 0; {
@@ -125,7 +169,7 @@ func (r *Root) resolve(rel string, followLast bool) (string, error) {
 			continue
 		}
 		next := path.Join(cur, p)
-		fi, err := r.r.Lstat(next)
+		fi, err := rr.Lstat(next)
 		if err != nil {
 			return "", err
 		}
@@ -136,7 +180,7 @@ func (r *Root) resolve(rel string, followLast bool) (string, error) {
 		if hops++; hops > maxLinkHops {
 			return "", &fs.PathError{Op: "resolve", Path: rel, Err: errors.New("too many levels of symbolic links")}
 		}
-		t, err := r.r.Readlink(next)
+		t, err := rr.Readlink(next)
 		if err != nil {
 			return "", err
 		}
@@ -195,13 +239,17 @@ func (r *Root) ReadDir(rel string) ([]fs.DirEntry, error) {
 // Readlink returns a symlink's text (not resolved: the caller resolves it
 // by reading through the root).
 func (r *Root) Readlink(rel string) (string, error) {
-	if r.r == nil {
+	if r.live {
 		return os.Readlink(r.Path(rel))
 	}
-	s, err := r.r.Readlink(clean(rel))
+	rr, err := r.root()
+	if err != nil {
+		return "", err
+	}
+	s, err := rr.Readlink(clean(rel))
 	if r.retry(err) {
-		if p, rerr := r.resolve(rel, false); rerr == nil {
-			s, err = r.r.Readlink(p)
+		if p, rerr := r.resolve(rr, rel, false); rerr == nil {
+			s, err = rr.Readlink(p)
 		}
 	}
 	return s, r.named(err)
@@ -209,13 +257,17 @@ func (r *Root) Readlink(rel string) (string, error) {
 
 // Stat follows links (inside the root).
 func (r *Root) Stat(rel string) (fs.FileInfo, error) {
-	if r.r == nil {
+	if r.live {
 		return os.Stat(r.Path(rel))
 	}
-	fi, err := r.r.Stat(clean(rel))
+	rr, err := r.root()
+	if err != nil {
+		return nil, err
+	}
+	fi, err := rr.Stat(clean(rel))
 	if r.retry(err) {
-		if p, rerr := r.resolve(rel, true); rerr == nil {
-			fi, err = r.r.Stat(p)
+		if p, rerr := r.resolve(rr, rel, true); rerr == nil {
+			fi, err = rr.Stat(p)
 		}
 	}
 	return fi, r.named(err)
@@ -223,13 +275,17 @@ func (r *Root) Stat(rel string) (fs.FileInfo, error) {
 
 // Lstat does not follow a final link.
 func (r *Root) Lstat(rel string) (fs.FileInfo, error) {
-	if r.r == nil {
+	if r.live {
 		return os.Lstat(r.Path(rel))
 	}
-	fi, err := r.r.Lstat(clean(rel))
+	rr, err := r.root()
+	if err != nil {
+		return nil, err
+	}
+	fi, err := rr.Lstat(clean(rel))
 	if r.retry(err) {
-		if p, rerr := r.resolve(rel, false); rerr == nil {
-			fi, err = r.r.Lstat(p)
+		if p, rerr := r.resolve(rr, rel, false); rerr == nil {
+			fi, err = rr.Lstat(p)
 		}
 	}
 	return fi, r.named(err)
@@ -244,10 +300,14 @@ func (r *Root) Glob(pattern string) ([]string, error) {
 // FS is the root as an fs.FS (for fs.WalkDir, fs.Glob); names are
 // slash-separated and relative.
 func (r *Root) FS() fs.FS {
-	if r.r == nil {
+	if r.live {
 		return os.DirFS("/")
 	}
-	return r.r.FS()
+	rr, err := r.root()
+	if err != nil {
+		return errFS{err}
+	}
+	return rr.FS()
 }
 
 // Rel is the name of p (a path joined under Dir) relative to the root, or
@@ -259,3 +319,8 @@ func (r *Root) Rel(p string) (string, bool) {
 	}
 	return path.Clean(filepath.ToSlash(rel)), true
 }
+
+// errFS is an fs.FS whose every open fails with err.
+type errFS struct{ err error }
+
+func (e errFS) Open(string) (fs.File, error) { return nil, e.err }

@@ -1,6 +1,8 @@
 // Package moduletest holds tests of the module as a whole, as an importer
 // gets it: the zip `go get` downloads is valid (no ':' in paths, no symlinks,
 // nothing silently dropped), a fresh module outside the repository fetches
-// and builds our packages through a module proxy, and the log parsers build
-// for any GOOS without cgo or heavy dependencies. It has no code.
+// and builds our packages through a module proxy, go.mod's go line is the
+// lowest the code and the dependencies allow, and the portable packages
+// (log parsers) build with CGO_ENABLED=0 for linux, darwin and windows
+// without heavy dependencies. It has no code.
 package moduletest

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goversion "go/version"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/zip"
 
@@ -201,3 +203,81 @@ func main() {
 	fmt.Printf("devices: %d, perftest parse of garbage fails: %v\n", len(inv.Devices), err != nil)
 }
 `
+
+// codeFloor is the Go our own code needs: os.Root's ReadFile, Readlink,
+// MkdirAll and Symlink came in 1.25.
+const codeFloor = "1.25"
+
+// TestGoDirectiveIsTheFloor: go.mod's go line is the lowest the code and
+// the dependencies allow (a higher one forces every importer's toolchain up
+// for nothing), and go.mod pins no toolchain.
+func TestGoDirectiveIsTheFloor(t *testing.T) {
+	root, err := fixture.ModuleRoot()
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	require.NoError(t, err)
+	mf, err := modfile.Parse("go.mod", b, nil)
+	require.NoError(t, err)
+	require.NotNil(t, mf.Go)
+	assert.Nil(t, mf.Toolchain, "go.mod pins a toolchain")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := execx.Command(ctx, "go", "list", "-m", "-f", "{{.Path}} {{.GoVersion}}", "all")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off")
+	out, err := cmd.Output()
+	if err != nil {
+		need(t, "go list -m all: %v", err)
+	}
+	floor, by := codeFloor, "our code"
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		path, v, _ := strings.Cut(l, " ")
+		if v == "" || path == modulePath {
+			continue
+		}
+		if goversion.Compare("go"+v, "go"+floor) > 0 {
+			floor, by = v, path
+		}
+	}
+	assert.Equal(t, 0, goversion.Compare("go"+mf.Go.Version, "go"+floor),
+		"go.mod says go %s; the floor is %s (set by %s)", mf.Go.Version, floor, by)
+}
+
+// portable are the packages a laptop must be able to use to read a
+// cluster's logs: no cgo, any GOOS, nothing heavy. The nccl parsers
+// (ParseTests, AnalyzeLog) and nvml.ParseTopo still live in packages that
+// import erdma (netlink, rdmamap) and plotting: they join this list when
+// they move to leaf packages (issue 13, item 4).
+var portable = []string{"./perf/perftest", "./version"}
+
+// heavy are what a portable package must not pull in.
+var heavy = []string{"gonum.org/", "github.com/vishvananda/netlink", "github.com/Mellanox/rdmamap", "github.com/NVIDIA/go-nvml"}
+
+// TestParsersArePortable builds the portable packages with CGO_ENABLED=0
+// for linux, darwin and windows and checks their dependencies.
+func TestParsersArePortable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross-builds: not in -short")
+	}
+	root, err := fixture.ModuleRoot()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	for _, goos := range []string{"linux", "darwin", "windows"} {
+		env := append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH=amd64")
+		build := execx.Command(ctx, "go", append([]string{"build"}, portable...)...)
+		build.Dir, build.Env = root, env
+		out, err := build.CombinedOutput()
+		require.NoError(t, err, "CGO_ENABLED=0 GOOS=%s go build %v:\n%s", goos, portable, out)
+		list := execx.Command(ctx, "go", append([]string{"list", "-deps"}, portable...)...)
+		list.Dir, list.Env = root, env
+		deps, err := list.Output()
+		require.NoError(t, err)
+		for _, d := range strings.Fields(string(deps)) {
+			for _, h := range heavy {
+				assert.False(t, strings.HasPrefix(d, h), "GOOS=%s: %v pulls %s", goos, portable, d)
+			}
+		}
+	}
+}

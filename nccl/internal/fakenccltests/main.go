@@ -9,7 +9,8 @@
 //
 //	FAKE_NCCL_SAMPLE     path of the log rank 0 replays (required)
 //	FAKE_NCCL_ROW_DELAY  pause before each table row (Go duration, default 0)
-//	FAKE_NCCL_FAIL_RANK  this rank prints a "Test NCCL failure" and exits ...
+//	FAKE_NCCL_FAIL_RANK  this rank prints a "Test NCCL failure" and exits
+//	                     (the others wait, as in a collective, until killed) ...
 //	FAKE_NCCL_FAIL_CODE  ... with this code (default 3)
 //	FAKE_NCCL_HANG       "1": every rank hangs after its first lines;
 //	                     "ignore-term": the same, ignoring SIGTERM/SIGINT/SIGHUP
@@ -126,6 +127,13 @@ func run() int {
 	if err := sc.Err(); err != nil {
 		fmt.Fprintln(os.Stderr, "fakenccltests:", err)
 		return 2
+	}
+	if os.Getenv("FAKE_NCCL_FAIL_RANK") != "" {
+		// Another rank fails: a real rank 0 would wait in its next
+		// collective until mpirun aborts it, never exit 0 beside a failed
+		// peer (which makes mpirun skip the block naming that peer).
+		flush()
+		time.Sleep(30 * time.Second)
 	}
 	return 0
 }

@@ -1,0 +1,208 @@
+package eri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/vishvananda/netlink"
+)
+
+// MTUs the guide allows: jumbo frames for NCCL, else 1400.
+const (
+	MTUJumbo = 8500
+	MTUSmall = 1400
+)
+
+// ErrConfigure: the OS side of an ERI could not be configured.
+var ErrConfigure = errors.New("configuring an ERI netdev failed")
+
+// NetConfig is what the metadata service says one ENI's netdev should carry.
+type NetConfig struct {
+	MAC     string `json:"mac"`
+	Address string `json:"address"` // "10.0.1.5/24"
+	Gateway string `json:"gateway"`
+}
+
+// ConfigureOptions tunes Configure.
+type ConfigureOptions struct {
+	MTU    int // 0 means MTUJumbo
+	DryRun bool
+	// Metadata is the service the addresses come from; nil means the real one.
+	Metadata *erdma.MetadataClient
+}
+
+// LinkResult is what Configure did (or would do) to one netdev.
+type LinkResult struct {
+	MAC     string     `json:"mac"`
+	Netdev  string     `json:"netdev,omitempty"`
+	Config  *NetConfig `json:"config,omitempty"`
+	Actions []string   `json:"actions,omitempty"`
+	// LeftAlone says why nothing was touched (already up and addressed).
+	LeftAlone string `json:"left_alone,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// NetConfigFor reads one ENI's IPv4, prefix (vswitch-cidr-block) and
+// gateway from the metadata service.
+func NetConfigFor(ctx context.Context, md *erdma.MetadataClient, mac string) (NetConfig, error) {
+	if md == nil {
+		md = &erdma.MetadataClient{}
+	}
+	p := "meta-data/network/interfaces/macs/" + strings.ToLower(mac) + "/"
+	v, err := md.Items(ctx, p+"primary-ip-address", p+"vswitch-cidr-block", p+"gateway")
+	if err != nil {
+		return NetConfig{}, fmt.Errorf("metadata for %s: %w", mac, err)
+	}
+	ip := net.ParseIP(v[0]).To4()
+	_, cidr, err := net.ParseCIDR(v[1])
+	gw := net.ParseIP(v[2]).To4()
+	if ip == nil || err != nil || gw == nil || !cidr.Contains(ip) || !cidr.Contains(gw) {
+		return NetConfig{}, fmt.Errorf("metadata for %s: ip %q, vswitch-cidr-block %q, gateway %q: %w",
+			mac, v[0], v[1], v[2], erdma.ErrMetadataValue)
+	}
+	ones, _ := cidr.Mask.Size()
+	return NetConfig{MAC: strings.ToLower(mac), Address: fmt.Sprintf("%s/%d", ip, ones), Gateway: gw.String()}, nil
+}
+
+// Configure brings each ERI netdev (found by MAC) up with the address and
+// gateway the metadata service gives, a default route with a metric above
+// the primary's (primary+100, +1 per further ERI), and the MTU. A netdev already up with an IPv4 is left
+// alone and reported. Netlink in the caller's network namespace.
+func Configure(ctx context.Context, macs []string, opt ConfigureOptions) ([]LinkResult, error) {
+	mtu := opt.MTU
+	if mtu == 0 {
+		mtu = MTUJumbo
+	}
+	if mtu != MTUJumbo && mtu != MTUSmall {
+		return nil, fmt.Errorf("MTU %d: the guide allows %d (jumbo frames) or %d: %w", mtu, MTUJumbo, MTUSmall, ErrConfigure)
+	}
+	if len(macs) > 64 {
+		return nil, fmt.Errorf("%d MACs: at most 64: %w", len(macs), ErrConfigure)
+	}
+	links, err := netlink.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("listing links: %w: %w", ErrConfigure, err)
+	}
+	byMAC := map[string]netlink.Link{}
+	for _, l := range links {
+		byMAC[strings.ToLower(l.Attrs().HardwareAddr.String())] = l
+	}
+	metric := primaryMetric(byMAC, macs) + 100
+	var out []LinkResult
+	var firstErr error
+	for i, mac := range macs {
+		mac = strings.ToLower(mac)
+		r := LinkResult{MAC: mac}
+		// One default route per ERI: equal metrics would collide (EEXIST).
+		err := configureOne(ctx, &r, byMAC[mac], mtu, metric+i, opt)
+		if err != nil {
+			r.Error = err.Error()
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+		out = append(out, r)
+	}
+	return out, firstErr
+}
+
+func configureOne(ctx context.Context, r *LinkResult, l netlink.Link, mtu, metric int, opt ConfigureOptions) error {
+	if l == nil {
+		return fmt.Errorf("no netdev with MAC %s (is the eRDMA/virtio driver loaded?): %w", r.MAC, ErrConfigure)
+	}
+	a := l.Attrs()
+	r.Netdev = a.Name
+	addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
+	if err != nil {
+		return fmt.Errorf("%s: addresses: %w: %w", a.Name, ErrConfigure, err)
+	}
+	if a.Flags&net.FlagUp != 0 && len(addrs) > 0 {
+		var have []string
+		for _, ad := range addrs {
+			have = append(have, ad.IPNet.String())
+		}
+		r.LeftAlone = fmt.Sprintf("already up with %s (MTU %d): not touched", strings.Join(have, ", "), a.MTU)
+		return nil
+	}
+	nc, err := NetConfigFor(ctx, opt.Metadata, r.MAC)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w", a.Name, ErrConfigure, err)
+	}
+	r.Config = &nc
+	addr, err := netlink.ParseAddr(nc.Address)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w", a.Name, ErrConfigure, err)
+	}
+	hasAddr := false
+	for _, ad := range addrs {
+		if ad.IPNet.String() == addr.IPNet.String() {
+			hasAddr = true
+		}
+	}
+	gw := net.ParseIP(nc.Gateway)
+	route := &netlink.Route{LinkIndex: a.Index, Gw: gw, Priority: metric,
+		Dst: &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}}
+	steps := []struct {
+		desc string
+		skip bool
+		do   func() error
+	}{
+		{fmt.Sprintf("ip link set %s mtu %d", a.Name, mtu), a.MTU == mtu, func() error { return netlink.LinkSetMTU(l, mtu) }},
+		{fmt.Sprintf("ip addr add %s dev %s", nc.Address, a.Name), hasAddr, func() error { return netlink.AddrAdd(l, addr) }},
+		{fmt.Sprintf("ip link set %s up", a.Name), a.Flags&net.FlagUp != 0, func() error { return netlink.LinkSetUp(l) }},
+		{fmt.Sprintf("ip route add default via %s dev %s metric %d", nc.Gateway, a.Name, metric), hasRoute(l, gw),
+			func() error { return netlink.RouteAdd(route) }},
+	}
+	for _, s := range steps {
+		if s.skip {
+			continue
+		}
+		r.Actions = append(r.Actions, s.desc)
+		if opt.DryRun {
+			continue
+		}
+		if err := s.do(); err != nil {
+			return fmt.Errorf("%s: %w: %w", s.desc, ErrConfigure, err)
+		}
+	}
+	return nil
+}
+
+func hasRoute(l netlink.Link, gw net.IP) bool {
+	rs, err := netlink.RouteList(l, netlink.FAMILY_V4)
+	if err != nil {
+		return false
+	}
+	for _, r := range rs {
+		if r.Gw != nil && r.Gw.Equal(gw) && (r.Dst == nil || r.Dst.IP.IsUnspecified()) {
+			return true
+		}
+	}
+	return false
+}
+
+// primaryMetric is the lowest metric of the default routes that do not go
+// through one of the ERIs (the primary ENI's), 0 when there is none.
+func primaryMetric(byMAC map[string]netlink.Link, macs []string) int {
+	eri := map[int]bool{}
+	for _, m := range macs {
+		if l := byMAC[strings.ToLower(m)]; l != nil {
+			eri[l.Attrs().Index] = true
+		}
+	}
+	rs, err := netlink.RouteList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return 0
+	}
+	best := -1
+	for _, r := range rs {
+		if (r.Dst == nil || r.Dst.IP.IsUnspecified()) && !eri[r.LinkIndex] && (best < 0 || r.Priority < best) {
+			best = r.Priority
+		}
+	}
+	return max(best, 0)
+}

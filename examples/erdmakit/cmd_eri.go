@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/eri"
+	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/spf13/cobra"
+)
+
+// eriFlags are the flags every `eri` subcommand shares.
+type eriFlags struct {
+	target      eri.Target
+	endpoint    string
+	metadataURL string
+	timeout     time.Duration
+}
+
+// newERICmd: `erdmakit eri status|attach|convert|configure|policy`.
+func newERICmd(g *globals) *cobra.Command {
+	f := &eriFlags{}
+	c := &cobra.Command{
+		Use:   "eri",
+		Short: "The cloud side: this instance's ENIs and ERIs through the ECS OpenAPI; attach, convert, configure",
+		Long: "Talks to the ECS OpenAPI (official SDK) with the default credential chain: ALIBABA_CLOUD_ACCESS_KEY_ID/\n" +
+			"ALIBABA_CLOUD_ACCESS_KEY_SECRET, the aliyun CLI profile, OIDC/RRSA, or the instance's RAM role. Region,\n" +
+			"instance id and type come from the metadata service unless given. `erdmakit eri policy` prints the\n" +
+			"RAM policy the commands need. Exit 0 ok, 1 warn, 2 failed, 3 could not run (no credentials, no permission).",
+	}
+	pf := c.PersistentFlags()
+	pf.StringVar(&f.target.Region, "region", "", "region id (default: the metadata service's)")
+	pf.StringVar(&f.target.InstanceID, "instance-id", "", "instance id (default: the metadata service's)")
+	pf.StringVar(&f.target.InstanceType, "instance-type", "", "instance type (default: the metadata service's)")
+	pf.StringVar(&f.endpoint, "endpoint", "", "ECS endpoint host[:port] or URL (default: $"+eri.EndpointEnv+", else the region's)")
+	pf.StringVar(&f.metadataURL, "metadata-url", erdma.DefaultMetadataURL, "ECS metadata service address")
+	pf.DurationVar(&f.timeout, "timeout", 10*time.Second, "bound on each API call")
+	c.AddCommand(newERIStatusCmd(g, f), newERIAttachCmd(g, f), newERIConvertCmd(g, f), newERIConfigureCmd(g, f),
+		newERIPolicyCmd(g))
+	return c
+}
+
+func (f *eriFlags) metadata() *erdma.MetadataClient {
+	return &erdma.MetadataClient{BaseURL: f.metadataURL}
+}
+
+// open resolves the target and returns a client for it.
+func (f *eriFlags) open(ctx context.Context) (eri.Target, *eri.Client, error) {
+	t, err := eri.ResolveTarget(ctx, f.metadata(), f.target)
+	if err != nil {
+		return t, nil, err
+	}
+	c, err := eri.New(eri.Config{Region: t.Region, Endpoint: f.endpoint, Timeout: f.timeout, Logger: slog.Default()})
+	return t, c, err
+}
+
+// eriExit maps an eri error to the exit code: 3 when the command could not
+// run at all, 2 when the cloud refused or failed what it was asked.
+func eriExit(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, cannot := range []error{eri.ErrNoCredentials, eri.ErrNotOnECS, eri.ErrForbidden} {
+		if errors.Is(err, cannot) {
+			return &exitError{code: ExitUnknown, err: err}
+		}
+	}
+	return &exitError{code: ExitFail, err: err}
+}
+
+func optInt(p *int) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.Itoa(*p)
+}
+
+func newERIStatusCmd(g *globals, f *eriFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "This instance's ENIs (traffic mode, NetworkCardIndex, status) matched by MAC to netdevs and eRDMA devices",
+		Long: "DescribeNetworkInterfaces and DescribeInstanceTypes for this instance, each ENI matched by MAC to its local\n" +
+			"netdev and eRDMA device (the host, or --root). Exit 1 when two ERIs share a NetworkCardIndex (half bandwidth)\n" +
+			"or an ERI has no eRDMA device in the OS.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			t, c, err := f.open(ctx)
+			if err != nil {
+				return eriExit(err)
+			}
+			defer c.Close()
+			inv := localInventory(ctx, g)
+			st, err := c.StatusOf(ctx, t, inv)
+			if err != nil {
+				return eriExit(err)
+			}
+			warns := st.Warnings()
+			if g.json {
+				if err := render.JSON(g.stdout, st); err != nil {
+					return &exitError{code: ExitUnknown, err: err}
+				}
+			} else if err := printERIStatus(g, st, warns); err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			if len(warns) > 0 {
+				return exitCode(ExitWarn)
+			}
+			return nil
+		},
+	}
+}
+
+// localInventory reads the host for MAC matching; nil when it cannot.
+func localInventory(ctx context.Context, g *globals) *erdma.Inventory {
+	h, closer, err := erdma.OpenHost(g.root)
+	if err != nil {
+		slog.Warn("no local view", "root", g.root, "err", err)
+		return nil
+	}
+	defer closer.Close()
+	inv, err := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{SkipTools: true, SkipCounters: true})
+	if err != nil {
+		slog.Warn("no local view", "root", g.root, "err", err)
+		return nil
+	}
+	return inv
+}
+
+func printERIStatus(g *globals, st *eri.Status, warns []string) error {
+	w := g.stdout
+	v := st.View
+	ti := v.TypeInfo
+	fmt.Fprintf(w, "instance %s (%s, %s): EriQuantity %d, network cards %v, %d x %s, bandwidth %s, %d QPs per ERI\n\n",
+		v.Target.InstanceID, v.Target.InstanceType, v.Target.Region, ti.EriQuantity, ti.NetworkCardIndexes,
+		ti.GPUAmount, orDash(ti.GPUSpec), kbps(ti.BandwidthRxKbps), ti.QueuePairNumber)
+	t := render.NewTable("ENI", "MAC", "TYPE", "MODE", "CARD", "DEVICE", "IP", "STATUS", "NETDEV", "RDMA")
+	for _, e := range st.ENIs {
+		t.Add(e.ID, e.MAC, e.Type, e.TrafficMode, optInt(e.NetworkCardIndex), optInt(e.DeviceIndex), orDash(e.IP),
+			e.Status, orDash(e.Netdev), orDash(e.RDMADevice))
+	}
+	if err := t.Write(w); err != nil {
+		return err
+	}
+	for _, m := range warns {
+		fmt.Fprintln(w, "warn:", m)
+	}
+	return nil
+}
+
+func kbps(k int) string {
+	if k <= 0 {
+		return "unknown"
+	}
+	return strconv.FormatFloat(float64(k)/1e6, 'f', -1, 64) + " Gbit/s"
+}
+
+func newERIAttachCmd(g *globals, f *eriFlags) *cobra.Command {
+	var opt eri.AttachOptions
+	c := &cobra.Command{
+		Use:   "attach",
+		Short: "Create and attach the missing ERIs, each on its own NetworkCardIndex (idempotent; --dry-run)",
+		Long: "Brings the instance to --count ERIs (default: what the type allows, at most 2): each is created with\n" +
+			"NetworkInterfaceTrafficMode=HighPerformance in the primary ENI's vSwitch and security groups, tagged\n" +
+			"erdmakit:instance-id=<id>, and attached on a NetworkCardIndex no other ERI uses; then waits until InUse.\n" +
+			"A rerun after a partial failure attaches what it created before, never a third ERI. --dry-run reads\n" +
+			"(Describe*) and prints every call it would make, making none.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			t, c, err := f.open(ctx)
+			if err != nil {
+				return eriExit(err)
+			}
+			defer c.Close()
+			if !g.json {
+				opt.Progress = func(s string) { fmt.Fprintln(g.stderr, "erdmakit eri attach:", s) }
+			}
+			res, err := c.Attach(ctx, t, opt)
+			if res != nil {
+				if g.json {
+					if jerr := render.JSON(g.stdout, res); jerr != nil {
+						return &exitError{code: ExitUnknown, err: jerr}
+					}
+				} else {
+					printAttach(g, res)
+				}
+			}
+			return eriExit(err)
+		},
+	}
+	c.Flags().IntVar(&opt.Count, "count", 0, "ERIs wanted (default: the type's EriQuantity, at most 2)")
+	c.Flags().BoolVar(&opt.DryRun, "dry-run", false, "print the calls, make none")
+	c.Flags().DurationVar(&opt.Wait, "wait", 3*time.Minute, "bound on the wait for each ERI to reach InUse")
+	return c
+}
+
+func printAttach(g *globals, res *eri.AttachResult) {
+	w := g.stdout
+	p := res.Plan
+	if len(p.Steps) == 0 {
+		fmt.Fprintf(w, "%d ERI(s) attached, %d wanted: nothing to do\n", p.Have, p.Want)
+	}
+	verb := "made"
+	if res.DryRun {
+		verb = "would make (dry run: none made)"
+	}
+	if len(p.Steps) > 0 {
+		fmt.Fprintf(w, "%d ERI(s) attached, %d wanted; calls %s:\n", p.Have, p.Want, verb)
+		for _, s := range p.Steps {
+			for _, call := range s.Calls {
+				fmt.Fprintln(w, "  "+call.String())
+			}
+		}
+	}
+	for _, e := range res.ERIs {
+		fmt.Fprintf(w, "ERI %s mac %s NetworkCardIndex %s %s\n", e.ID, e.MAC, optInt(e.NetworkCardIndex), e.Status)
+	}
+	if !res.DryRun && len(p.Steps) > 0 {
+		fmt.Fprintln(w, "next: erdmakit eri configure (address the new netdevs), then erdmakit doctor")
+	}
+}
+
+func newERIConvertCmd(g *globals, f *eriFlags) *cobra.Command {
+	var dryRun bool
+	c := &cobra.Command{
+		Use:   "convert ENI-ID",
+		Short: "Switch an attached ENI to HighPerformance (ModifyNetworkInterfaceAttribute); warns about its channel",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			t, c, err := f.open(ctx)
+			if err != nil {
+				return eriExit(err)
+			}
+			defer c.Close()
+			res, err := c.Convert(ctx, t, args[0], dryRun)
+			if err != nil {
+				return eriExit(err)
+			}
+			if g.json {
+				return render.JSON(g.stdout, res)
+			}
+			if res.Call.Action != "" {
+				verb := "made"
+				if dryRun {
+					verb = "would make (dry run)"
+				}
+				fmt.Fprintf(g.stdout, "call %s: %s\n", verb, res.Call)
+			}
+			if res.Warn != "" {
+				fmt.Fprintln(g.stdout, "warn:", res.Warn)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "print the call, make none")
+	return c
+}
+
+func newERIConfigureCmd(g *globals, f *eriFlags) *cobra.Command {
+	var opt eri.ConfigureOptions
+	var cloud bool
+	c := &cobra.Command{
+		Use:   "configure",
+		Short: "Inside the OS: each ERI netdev up with its metadata IPv4/prefix, a gateway route above the primary's metric, MTU 8500",
+		Long: "For each ERI netdev (by MAC: the cloud's ERIs with --cloud, else every eRDMA device's netdev): link up, the\n" +
+			"IPv4 and prefix the metadata service gives (primary-ip-address, vswitch-cidr-block), a default route via its\n" +
+			"gateway with a metric above the primary's, MTU 8500 (--mtu 1400 without jumbo frames). An interface already\n" +
+			"up with an IPv4 is reported, not touched. Netlink, no `ip` commands; --dry-run prints what it would do.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if g.root != "/" {
+				return &exitError{code: ExitUnknown, err: errors.New("eri configure acts on this host's network: --root does not apply")}
+			}
+			var view *eri.View
+			if cloud {
+				t, c, err := f.open(ctx)
+				if err != nil {
+					return eriExit(err)
+				}
+				defer c.Close()
+				if view, err = c.Describe(ctx, t); err != nil {
+					return eriExit(err)
+				}
+			}
+			macs := eri.ERIMACs(view, localInventory(ctx, g))
+			if len(macs) == 0 {
+				return &exitError{code: ExitFail, err: errors.New("no ERI netdev found (no eRDMA device in the OS; with --cloud: no ERI attached): run erdmakit eri attach, install the driver")}
+			}
+			opt.Metadata = f.metadata()
+			res, err := eri.Configure(ctx, macs, opt)
+			if g.json {
+				if jerr := render.JSON(g.stdout, res); jerr != nil {
+					return &exitError{code: ExitUnknown, err: jerr}
+				}
+			} else {
+				for _, r := range res {
+					name := orDash(r.Netdev)
+					switch {
+					case r.Error != "":
+						fmt.Fprintf(g.stdout, "%s (%s): error: %s\n", name, r.MAC, r.Error)
+					case r.LeftAlone != "":
+						fmt.Fprintf(g.stdout, "%s (%s): %s\n", name, r.MAC, r.LeftAlone)
+					case len(r.Actions) == 0:
+						fmt.Fprintf(g.stdout, "%s (%s): configured already\n", name, r.MAC)
+					default:
+						verb := "done"
+						if opt.DryRun {
+							verb = "would do (dry run)"
+						}
+						fmt.Fprintf(g.stdout, "%s (%s): %s: %s\n", name, r.MAC, verb, strings.Join(r.Actions, "; "))
+					}
+				}
+			}
+			if err != nil {
+				return &exitError{code: ExitFail, err: err}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&opt.DryRun, "dry-run", false, "print what would be done, do nothing")
+	c.Flags().IntVar(&opt.MTU, "mtu", eri.MTUJumbo, "MTU: 8500 (jumbo frames) or 1400")
+	c.Flags().BoolVar(&cloud, "cloud", false, "take the ERIs' MACs from the ECS API instead of the local eRDMA devices")
+	return c
+}
+
+func newERIPolicyCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "policy",
+		Short: "Print the RAM policy (JSON) the eri commands and the doctor's cloud checks need",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(g.stdout, eri.PolicyJSON())
+			return err
+		},
+	}
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/eri"
+	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/ecsfake"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// eriEnv points the CLI at a fake ECS endpoint holding a fresh ebmgn8is
+// instance with one Standard primary ENI, credentials in the environment;
+// the RAM-role path is disabled so nothing can reach 100.100.100.200.
+func eriEnv(t *testing.T) (*ecsfake.Server, []string) {
+	t.Helper()
+	f := &ecsfake.Server{AccessKeyID: "LTAI5tCLIFake", AccessKeySecret: "cli-fake-secret",
+		Types: map[string]ecsfake.Type{"ecs.ebmgn8is.32xlarge": {ID: "ecs.ebmgn8is.32xlarge", EriQuantity: 2,
+			Cards: []int{0, 1}, GPUAmount: 8, GPUSpec: "NVIDIA L20", BandwidthRx: 160000000, QPs: 8}}}
+	f.AddENI(ecsfake.ENI{ID: "eni-primary", MAC: "00:16:3e:2f:37:70", Type: "Primary", Mode: "Standard",
+		IP: "192.168.10.11", Status: "InUse", InstanceID: "i-cli", VSwitchID: "vsw-1", SecurityGroups: []string{"sg-1"}})
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	t.Setenv("ALIBABA_CLOUD_ACCESS_KEY_ID", f.AccessKeyID)
+	t.Setenv("ALIBABA_CLOUD_ACCESS_KEY_SECRET", f.AccessKeySecret)
+	t.Setenv("ALIBABA_CLOUD_ECS_METADATA_DISABLED", "true")
+	t.Setenv(eri.EndpointEnv, srv.URL)
+	return f, []string{"--region", "cn-hangzhou", "--instance-id", "i-cli", "--instance-type", "ecs.ebmgn8is.32xlarge",
+		"--root", hostDir("ebmgn8is-healthy")}
+}
+
+func TestERIAttachDryRunThenAttachThenStatus(t *testing.T) {
+	f, flags := eriEnv(t)
+	code, out, stderr := runCLI(append([]string{"eri", "attach", "--dry-run"}, flags...)...)
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, out, "0 ERI(s) attached, 2 wanted; calls would make (dry run: none made):")
+	assert.Contains(t, out, "CreateNetworkInterface ClientToken=erdmakit-i-cli-eri-0 NetworkInterfaceName=erdmakit-eri-0 "+
+		"NetworkInterfaceTrafficMode=HighPerformance QueuePairNumber=8 RegionId=cn-hangzhou SecurityGroupIds.1=sg-1 "+
+		"Tag.1.Key=erdmakit:creator Tag.1.Value=erdmakit Tag.2.Key=erdmakit:instance-id Tag.2.Value=i-cli VSwitchId=vsw-1")
+	assert.Contains(t, out, "AttachNetworkInterface InstanceId=i-cli NetworkCardIndex=1 NetworkInterfaceId=<created above> RegionId=cn-hangzhou")
+	assert.Zero(t, f.Count("CreateNetworkInterface"))
+
+	code, out, stderr = runCLI(append([]string{"eri", "attach", "--wait", "10s"}, flags...)...)
+	require.Equal(t, ExitOK, code, "%s\n%s", out, stderr)
+	assert.Contains(t, stderr, "attaching eni-fake0002 on NetworkCardIndex 1")
+	assert.Contains(t, out, "ERI eni-fake0001 mac 00:16:3e:aa:00:01 NetworkCardIndex 0 InUse")
+
+	code, out, stderr = runCLI(append([]string{"eri", "status", "--json"}, flags...)...)
+	require.Equal(t, ExitWarn, code, stderr) // the fake's new ERIs have no eRDMA device on the fixture
+	var st eri.Status
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	require.Len(t, st.ENIs, 3)
+	assert.Equal(t, "eth0", st.ENIs[0].Netdev, "the primary matched by MAC")
+	assert.Equal(t, 2, st.View.TypeInfo.EriQuantity)
+
+	code, out, _ = runCLI(append([]string{"eri", "status"}, flags...)...)
+	assert.Equal(t, ExitWarn, code)
+	assert.Contains(t, out, "EriQuantity 2, network cards [0 1], 8 x NVIDIA L20, bandwidth 160 Gbit/s")
+	assert.Contains(t, out, "warn: ERI eni-fake0001 (00:16:3e:aa:00:01): no netdev with its MAC")
+}
+
+func TestERIErrorsExitCodes(t *testing.T) {
+	f, flags := eriEnv(t)
+	f.Fail("DescribeInstanceTypes", ecsfake.Fault{Code: "Forbidden.RAM", Status: 403, Times: 1})
+	code, _, stderr := runCLI(append([]string{"eri", "status"}, flags...)...)
+	assert.Equal(t, ExitUnknown, code)
+	assert.Contains(t, stderr, "Forbidden.RAM")
+	assert.Contains(t, stderr, `"ecs:DescribeNetworkInterfaces"`)
+
+	code, _, stderr = runCLI(append([]string{"eri", "convert", "eni-nope"}, flags...)...)
+	assert.Equal(t, ExitFail, code)
+	assert.Contains(t, stderr, "eni-nope is not attached to i-cli")
+
+	t.Setenv("ALIBABA_CLOUD_ACCESS_KEY_ID", "")
+	t.Setenv("ALIBABA_CLOUD_ACCESS_KEY_SECRET", "")
+	t.Setenv("HOME", t.TempDir())
+	code, _, stderr = runCLI(append([]string{"eri", "status"}, flags...)...)
+	assert.Equal(t, ExitUnknown, code)
+	assert.Contains(t, stderr, "no Alibaba Cloud credentials")
+}
+
+// TestRecordCloudView: record --cloud stores what the API said, without the
+// credentials, and a replay reads it back.
+func TestRecordCloudView(t *testing.T) {
+	f, flags := eriEnv(t)
+	out := filepath.Join(t.TempDir(), "h.tar.gz")
+	code, _, stderr := runCLI(append([]string{"record", "--cloud", "--out", out}, flags...)...)
+	require.Equal(t, ExitOK, code, stderr)
+	raw, err := os.ReadFile(out)
+	require.NoError(t, err)
+	gz, err := gzip.NewReader(bytes.NewReader(raw))
+	require.NoError(t, err)
+	all, err := io.ReadAll(gz)
+	require.NoError(t, err)
+	assert.NotContains(t, string(all), f.AccessKeySecret, "no secret in the recording")
+	assert.NotContains(t, string(all), f.AccessKeyID, "no key id in the recording")
+
+	h, closer, err := erdma.OpenHost(out)
+	require.NoError(t, err)
+	defer closer.Close()
+	v, err := eri.RecordedView(h)
+	require.NoError(t, err)
+	require.NotNil(t, v)
+	assert.Equal(t, "recorded", v.Source)
+	assert.Equal(t, "eni-primary", v.ENIs[0].ID)
+	assert.Equal(t, 2, v.TypeInfo.EriQuantity)
+}
+
+func findingOf(t *testing.T, rep *erdma.Report, id string) erdma.Finding {
+	t.Helper()
+	for _, f := range rep.Findings {
+		if f.ID == id {
+			return f
+		}
+	}
+	t.Fatalf("no finding %s", id)
+	return erdma.Finding{}
+}
+
+// TestDoctorReplaysRecordedCloudView: a recording made with --cloud gives
+// the doctor the real channel check; one without gives today's report.
+func TestDoctorReplaysRecordedCloudView(t *testing.T) {
+	for name, cards := range map[string][2]int{"distinct channels": {0, 1}, "one channel": {1, 1}} {
+		t.Run(name, func(t *testing.T) {
+			f, flags := eriEnv(t)
+			// The fixture's eth1/eth2 (erdma_0/erdma_1) are the instance's two ERIs.
+			for i, mac := range []string{"00:16:3e:2f:37:75", "00:16:3e:2f:37:76"} {
+				f.AddENI(ecsfake.ENI{ID: "eni-eri" + strconv.Itoa(i), MAC: mac, Type: "Secondary", Mode: "HighPerformance",
+					Status: "InUse", InstanceID: "i-cli", CardIndex: cards[i], DeviceIndex: i + 1})
+			}
+			out := filepath.Join(t.TempDir(), "h.tar.gz")
+			code, _, stderr := runCLI(append([]string{"record", "--cloud", "--out", out}, flags...)...)
+			require.Equal(t, ExitOK, code, stderr)
+			t.Setenv(eri.EndpointEnv, "http://127.0.0.1:1") // a replay asks nothing
+
+			code, js, stderr := runCLI("doctor", "--json", "--root", out)
+			var rep erdma.Report
+			require.NoError(t, json.Unmarshal([]byte(js), &rep), stderr)
+			ch := findingOf(t, &rep, "network-card-channel")
+			assert.Contains(t, strings.Join(ch.Evidence, "\n"), "DescribeNetworkInterfaces (recorded): eni-eri0 mac 00:16:3e:2f:37:75 NetworkCardIndex")
+			assert.Equal(t, health.OK, findingOf(t, &rep, "eri-mode").Severity)
+			if cards[0] == cards[1] {
+				assert.Equal(t, ExitFail, code)
+				assert.Equal(t, health.Fail, ch.Severity)
+				assert.Contains(t, ch.Summary, "eni-eri0 and eni-eri1 on NetworkCardIndex 1")
+				assert.Contains(t, ch.Remediation, "erdmakit eri attach")
+			} else {
+				assert.Equal(t, ExitOK, code, js)
+				assert.Equal(t, health.OK, ch.Severity)
+			}
+		})
+	}
+
+	// The same fixture without a recorded view: exactly the doctor's report without cloud checks.
+	_, withCloud, _ := runCLI("doctor", "--json", "--root", hostDir("ebmgn8is-healthy"))
+	_, without, _ := runCLI("doctor", "--json", "--cloud", "off", "--root", hostDir("ebmgn8is-healthy"))
+	assert.Equal(t, without, withCloud)
+}
+
+// TestDoctorLiveWithoutCloud: on this (non-ECS) host without an instance the
+// cloud checks cost nothing and say why they were skipped.
+func TestDoctorLiveWithoutCloud(t *testing.T) {
+	t.Setenv("ALIBABA_CLOUD_ECS_METADATA_DISABLED", "true")
+	start := time.Now()
+	_, js, stderr := runCLI("doctor", "--json", "--no-metadata", "--interval", "0", "--skip-tools")
+	took := time.Since(start)
+	var rep erdma.Report
+	require.NoError(t, json.Unmarshal([]byte(js), &rep), stderr)
+	m := findingOf(t, &rep, "eri-mode")
+	assert.Equal(t, health.Skip, m.Severity)
+	assert.Contains(t, m.Summary, "not on an ECS instance")
+	start = time.Now()
+	runCLI("doctor", "--json", "--no-metadata", "--interval", "0", "--skip-tools", "--cloud", "off")
+	assert.Less(t, took-time.Since(start), time.Second, "the cloud checks add well under a second")
+}
