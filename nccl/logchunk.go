@@ -113,7 +113,7 @@ func (c *chunkReader) next(buf []byte) (data []byte, long bool, err error) {
 	n := copy(buf, c.carry)
 	c.carry = c.carry[:0]
 	for {
-		k, err := read(c.r, buf[n:])
+		k, err := fill(c.r, buf[n:])
 		n += k
 		eof := err == io.EOF
 		if err != nil && !eof {
@@ -247,4 +247,18 @@ func (a *LogAnalyzer) addEnv(key, val string) {
 	}
 	a.envKeys = append(a.envKeys, key)
 	a.s.Env[key] = val
+}
+
+// fill reads until p is full or r fails (io.EOF at the end): a pipe or a
+// reader that returns 64 KiB at a time still makes whole chunks.
+func fill(r io.Reader, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		k, err := read(r, p[n:])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }

@@ -41,8 +41,9 @@ type sample struct {
 	Err  string  `json:"error,omitempty"`
 }
 
-// sizeResult is one size's runs, medians and ratios.
+// sizeResult is one QP count and size's runs, medians and ratios.
 type sizeResult struct {
+	QPs          int      `json:"qps"`
 	Size         int      `json:"size"`
 	Samples      []sample `json:"samples"`
 	OursGbps     float64  `json:"ours_gbps"`
@@ -55,6 +56,13 @@ type sizeResult struct {
 	// which a tool failed are left out); Paired their median and quartiles.
 	Rounds []float64 `json:"round_ratios_mpps"`
 	Paired spread    `json:"paired_ratio_mpps"`
+	// Against perftest's best setting (-l post list) and against the better
+	// of perftest's two settings in each round, when -post-list-peer > 0.
+	PostListGbps   float64   `json:"perftest_post_list_gbps,omitempty"`
+	RoundsPostList []float64 `json:"round_ratios_mpps_post_list,omitempty"`
+	PairedPostList spread    `json:"paired_ratio_mpps_post_list"`
+	RoundsBest     []float64 `json:"round_ratios_mpps_best_perftest,omitempty"`
+	PairedBest     spread    `json:"paired_ratio_mpps_best_perftest"`
 }
 
 // spread is a median with its quartiles.
@@ -66,7 +74,7 @@ type spread struct {
 
 type report struct {
 	Device   string       `json:"device"`
-	QPs      int          `json:"qps"`
+	QPs      []int        `json:"qps"`
 	Duration string       `json:"duration"`
 	Margin   string       `json:"margin"`
 	TxDepth  int          `json:"tx_depth"`
@@ -79,7 +87,8 @@ func main() {
 	var (
 		device   = flag.String("device", envOr("ERDMAKIT_LAB_DEVICE", "rxe0"), "RDMA device")
 		gid      = flag.Int("gid-index", envInt("ERDMAKIT_LAB_GID_INDEX", -1), "GID index for both tools (-1: ours picks, perftest gets the same)")
-		qps      = flag.Int("qps", 1, "queue pairs")
+		qpsArg   = flag.String("qps", "1,16", "queue pair counts (16: the guide's ib_write_bw -q 16)")
+		plPeer   = flag.Int("post-list-peer", 32, "also run ib_write_bw with -l N (post lists, perftest's best setting); 0: not")
 		duration = flag.Duration("duration", 2*time.Second, "measured time per run (whole seconds)")
 		margin   = flag.Duration("margin", time.Second, "unmeasured time before and after it (whole seconds, perftest -f)")
 		reps     = flag.Int("reps", 3, "rounds per size (each: ours, then perftest, alternating who goes first)")
@@ -93,19 +102,19 @@ func main() {
 	perf.RaiseMaxProcs() // as the erdmakit CLI does
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	var sizes []int
-	for _, s := range strings.Split(*sizesArg, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			fatal(fmt.Errorf("size %q", s))
-		}
-		sizes = append(sizes, n)
+	sizes, err := intList(*sizesArg)
+	if err != nil {
+		fatal(fmt.Errorf("-sizes: %w", err))
+	}
+	qpCounts, err := intList(*qpsArg)
+	if err != nil {
+		fatal(fmt.Errorf("-qps: %w", err))
 	}
 	host, _ := os.Hostname()
 	if *duration < time.Second || *margin < time.Second || *duration%time.Second != 0 || *margin%time.Second != 0 {
 		fatal(fmt.Errorf("-duration %s, -margin %s: want whole seconds, at least 1 (perftest's units)", *duration, *margin))
 	}
-	rep := report{Device: *device, QPs: *qps, Duration: duration.String(), Margin: margin.String(), TxDepth: perf.DefaultTxDepth, Reps: *reps, Host: host}
+	rep := report{Device: *device, QPs: qpCounts, Duration: duration.String(), Margin: margin.String(), TxDepth: perf.DefaultTxDepth, Reps: *reps, Host: host}
 	link, err := perf.OpenVerbsLink(*device, perf.VerbsOptions{GIDIndex: *gid})
 	if err != nil {
 		fatal(err)
@@ -115,50 +124,68 @@ func main() {
 	if gidIndex < 0 {
 		gidIndex = 1 // rxe's first IPv4 RoCE v2 entry in the lab; pass -gid-index elsewhere
 	}
-	fmt.Printf("bwbench: %s, %d QP(s), %s measured between %s margins, tx depth %d, %d rounds per size\n", *device, *qps, *duration, *margin, perf.DefaultTxDepth, *reps)
-	for _, size := range sizes {
-		sr := sizeResult{Size: size}
-		for r := 0; r < *reps; r++ {
+	plTool := fmt.Sprintf("ib_write_bw -l %d", *plPeer)
+	fmt.Printf("bwbench: %s, QPs %v, %s measured between %s margins, tx depth %d, %d rounds per QP count and size\n", *device, qpCounts, *duration, *margin, perf.DefaultTxDepth, *reps)
+	for _, qps := range qpCounts {
+		for _, size := range sizes {
+			sr := sizeResult{QPs: qps, Size: size}
 			tools := []string{"erdmakit", "ib_write_bw"}
-			if r%2 == 1 {
-				tools[0], tools[1] = tools[1], tools[0]
+			if *plPeer > 0 {
+				tools = append(tools, plTool)
 			}
-			mpps := map[string]float64{}
-			for _, tool := range tools {
-				var s sample
-				if tool == "erdmakit" {
-					s = runOurs(ctx, link, size, *qps, *duration, *margin, *postList, *cqMod)
-				} else {
-					s = runPerftest(ctx, *binary, *device, gidIndex, size, *qps, *duration, *margin, *cqMod)
+			for r := 0; r < *reps; r++ {
+				mpps := map[string]float64{}
+				for k := range tools {
+					tool := tools[(r+k)%len(tools)] // who goes first rotates
+					var s sample
+					switch tool {
+					case "erdmakit":
+						s = runOurs(ctx, link, size, qps, *duration, *margin, *postList, *cqMod)
+					case "ib_write_bw":
+						s = runPerftest(ctx, *binary, *device, gidIndex, size, qps, *duration, *margin, *cqMod, 0)
+					default:
+						s = runPerftest(ctx, *binary, *device, gidIndex, size, qps, *duration, *margin, *cqMod, *plPeer)
+						s.Tool = plTool
+					}
+					s.Rep = r + 1
+					fmt.Printf("  qps %2d  size %7d  round %2d  %-17s  %8.4f Gbit/s  %8.5f Mpps  %s\n", qps, size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Err)
+					sr.Samples = append(sr.Samples, s)
+					if s.Err == "" {
+						mpps[s.Tool] = s.Mpps
+					}
 				}
-				s.Rep = r + 1
-				fmt.Printf("  size %7d  round %2d  %-11s  %8.4f Gbit/s  %8.5f Mpps  %s\n", size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Err)
-				sr.Samples = append(sr.Samples, s)
-				if s.Err == "" {
-					mpps[s.Tool] = s.Mpps
+				o, p, l := mpps["erdmakit"], mpps["ib_write_bw"], mpps[plTool]
+				if o > 0 && p > 0 {
+					sr.Rounds = append(sr.Rounds, o/p)
+				}
+				if o > 0 && l > 0 {
+					sr.RoundsPostList = append(sr.RoundsPostList, o/l)
+				}
+				if b := max(p, l); o > 0 && b > 0 {
+					sr.RoundsBest = append(sr.RoundsBest, o/b)
 				}
 			}
-			if o, p := mpps["erdmakit"], mpps["ib_write_bw"]; o > 0 && p > 0 {
-				sr.Rounds = append(sr.Rounds, o/p)
+			sr.Paired = quartiles(sr.Rounds)
+			sr.PairedPostList = quartiles(sr.RoundsPostList)
+			sr.PairedBest = quartiles(sr.RoundsBest)
+			sr.PostListGbps, _ = medians(sr.Samples, plTool)
+			sr.OursGbps, sr.OursMpps = medians(sr.Samples, "erdmakit")
+			sr.PerftestGbps, sr.PerftestMpps = medians(sr.Samples, "ib_write_bw")
+			if sr.PerftestGbps > 0 {
+				sr.RatioGbps = sr.OursGbps / sr.PerftestGbps
 			}
+			if sr.PerftestMpps > 0 {
+				sr.RatioMpps = sr.OursMpps / sr.PerftestMpps
+			}
+			rep.Sizes = append(rep.Sizes, sr)
 		}
-		sr.Paired = quartiles(sr.Rounds)
-		sr.OursGbps, sr.OursMpps = medians(sr.Samples, "erdmakit")
-		sr.PerftestGbps, sr.PerftestMpps = medians(sr.Samples, "ib_write_bw")
-		if sr.PerftestGbps > 0 {
-			sr.RatioGbps = sr.OursGbps / sr.PerftestGbps
-		}
-		if sr.PerftestMpps > 0 {
-			sr.RatioMpps = sr.OursMpps / sr.PerftestMpps
-		}
-		rep.Sizes = append(rep.Sizes, sr)
 	}
 	fmt.Println()
-	fmt.Println("| size | erdmakit Gbit/s | ib_write_bw Gbit/s | ratio | erdmakit Mpps | ib_write_bw Mpps | ratio | per-round Mpps ratio: median (p25-p75), rounds |")
+	fmt.Printf("| QPs | size | erdmakit Gbit/s | ib_write_bw Gbit/s | %s Gbit/s | per-round ratio vs ib_write_bw: median (p25-p75), rounds | vs %s | vs the better perftest |\n", plTool, plTool)
 	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range rep.Sizes {
-		fmt.Printf("| %d | %.4f | %.4f | %.3f | %.5f | %.5f | %.3f | %.3f (%.3f-%.3f), %d |\n", s.Size, s.OursGbps, s.PerftestGbps, s.RatioGbps,
-			s.OursMpps, s.PerftestMpps, s.RatioMpps, s.Paired.Median, s.Paired.P25, s.Paired.P75, len(s.Rounds))
+		fmt.Printf("| %d | %d | %.4f | %.4f | %.4f | %s | %s | %s |\n", s.QPs, s.Size, s.OursGbps, s.PerftestGbps, s.PostListGbps,
+			fmtSpread(s.Paired, len(s.Rounds)), fmtSpread(s.PairedPostList, len(s.RoundsPostList)), fmtSpread(s.PairedBest, len(s.RoundsBest)))
 	}
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
@@ -188,11 +215,14 @@ func runOurs(ctx context.Context, link perf.Link, size, qps int, d, margin time.
 
 // runPerftest runs ib_write_bw with the same phases as ours: perftest's -D is
 // the whole run and it measures -D minus the two -f margins.
-func runPerftest(ctx context.Context, bin, dev string, gid, size, qps int, d, margin time.Duration, cqMod int) sample {
+func runPerftest(ctx context.Context, bin, dev string, gid, size, qps int, d, margin time.Duration, cqMod, postList int) sample {
 	s := sample{Tool: "ib_write_bw"}
 	extra := []string{"-f", strconv.Itoa(int(margin / time.Second))}
 	if cqMod > 0 {
 		extra = append(extra, "-Q", strconv.Itoa(cqMod))
+	}
+	if postList > 0 {
+		extra = append(extra, "-l", strconv.Itoa(postList))
 	}
 	total := d + 2*margin
 	runs := perftest.RunWriteBW(ctx, perftest.Options{Binary: bin, Devices: []string{dev}, QPs: qps, Size: size,
@@ -222,6 +252,27 @@ func medians(ss []sample, tool string) (gbps, mpps float64) {
 		}
 	}
 	return median(g), median(m)
+}
+
+// intList parses "1,16".
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q: want positive integers, comma-separated", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// fmtSpread is "0.998 (0.990-1.004), 20", or "-" without rounds.
+func fmtSpread(s spread, n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f (%.3f-%.3f), %d", s.Median, s.P25, s.P75, n)
 }
 
 func median(v []float64) float64 {
