@@ -1,15 +1,35 @@
 #!/usr/bin/env bash
-# Installs what building and testing erdmakit needs on a Debian/Ubuntu machine,
-# as root, and says what it installed. Idempotent: installs only what is missing.
+# Installs what erdmakit needs on a Debian/Ubuntu machine, as root, and says
+# what it installed. Idempotent: installs only what is missing; when nothing
+# is missing it needs no root.
+#
+#   .ci/deps.sh build   what `make build` needs: a C compiler and the verbs headers (cgo)
+#   .ci/deps.sh test    build, plus what the tests run: perftest, mpirun, promtool, node_exporter,
+#                       namespaces, and the RDMA lab (qemu, a kernel image)
+#   .ci/deps.sh         the same as test
 set -euo pipefail
 
-pkgs=(
-	gcc make pkg-config git # git: the module-zip test lists the checkout
-	libibverbs-dev librdmacm-dev ibverbs-utils rdma-core perftest # verbs headers, ibv_devinfo, ib_write_bw
-	openmpi-bin                                                   # mpirun for the nccl and fleet tests
-	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod    # the RDMA lab (Soft-RoCE under qemu)
-	iproute2 util-linux                                           # rdma, ip, unshare for namespace tests
+build=(
+	gcc libc6-dev make            # cgo (ibverbs, go-nvml)
+	libibverbs-dev librdmacm-dev  # verbs.h, rdma_cma.h: the ibverbs package's headers (the libraries load at run time)
 )
+test=(
+	git                                                        # the module-zip test lists the checkout
+	ibverbs-utils rdma-core perftest                           # ibv_devinfo, ib_write_bw
+	openmpi-bin                                                # mpirun for the nccl and fleet tests
+	prometheus prometheus-node-exporter                        # promtool and node_exporter for the textfile recipe test
+	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod # the RDMA lab (Soft-RoCE under qemu)
+	iproute2 util-linux                                        # rdma, ip, unshare for namespace tests
+)
+
+case "${1:-test}" in
+build) pkgs=("${build[@]}") ;;
+test) pkgs=("${build[@]}" "${test[@]}") ;;
+*)
+	echo "usage: $0 [build|test]" >&2
+	exit 2
+	;;
+esac
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -17,7 +37,7 @@ for p in "${pkgs[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-	echo "deps: all present (${#pkgs[@]} packages)"
+	echo "deps: all present (${1:-test}: ${#pkgs[@]} packages)"
 	exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
