@@ -96,6 +96,9 @@ func builtins() []Check {
 		run := hc.Run
 		cs = append(cs, Check{ID: hc.ID, Step: hc.Step, Title: hc.Title,
 			Run: func(ctx context.Context, in *Input) health.Finding { return run(ctx, in.Inventory, in.counters) }})
+		if hc.ID == erdma.FindingUVerbs {
+			cs = append(cs, verbsCheck())
+		}
 		if hc.ID == erdma.FindingGDRPeermem {
 			cs = append(cs,
 				Check{ID: nvml.FindingGPUCount, Step: "guide step 1", Title: "as many GPUs as the instance type has",

@@ -90,6 +90,9 @@ func TestDoctorFixtures(t *testing.T) {
 				want, listed := tc.want[c.ID]
 				if !listed {
 					want = ok
+					if c.ID == doctor.FindingVerbs {
+						want = skip // libibverbs is probed only on a live host
+					}
 				}
 				assert.Equal(t, want, got[c.ID], "%s: %s", c.ID, summaryOf(r, c.ID))
 			}

@@ -77,7 +77,7 @@ func TestChecksPlacement(t *testing.T) {
 		return out
 	}
 	assert.Equal(t, []string{"host-read", "instance-profile", "erdma-devices", "network-card-channel", "erdma-driver", "eadm",
-		"uverbs", "gpu-driver", "gdr-peermem", "gpu-count", "gpu-nic-distance", "netdev-ip", "port-active", "transport-mode",
+		"uverbs", "verbs", "gpu-driver", "gdr-peermem", "gpu-count", "gpu-nic-distance", "netdev-ip", "port-active", "transport-mode",
 		"gid-index", "mtu", "memlock", "rate-limit-drops"}, ids(base), "the guide's order, docs/doctor.md's table")
 
 	cs, err := doctor.Checks(
@@ -88,8 +88,8 @@ func TestChecksPlacement(t *testing.T) {
 	got := ids(cs)
 	require.Len(t, got, len(base)+2)
 	assert.Equal(t, "verbs-userspace", got[7], "right after uverbs")
-	assert.Equal(t, "gdr-peermem", got[9], "a built-in id is replaced in place, once")
-	assert.Equal(t, "GPUDirect RDMA through peermem or DMA-BUF", cs[9].Title)
+	assert.Equal(t, "gdr-peermem", got[10], "a built-in id is replaced in place, once")
+	assert.Equal(t, "GPUDirect RDMA through peermem or DMA-BUF", cs[10].Title)
 	assert.Equal(t, "last", got[len(got)-1])
 
 	// The replacement is what runs.
