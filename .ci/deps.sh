@@ -4,7 +4,7 @@
 # is missing it needs no root.
 #
 #   .ci/deps.sh build   what `make build` needs: a C compiler and the verbs headers (cgo)
-#   .ci/deps.sh test    build, plus what the tests run: perftest, mpirun, promtool, node_exporter,
+#   .ci/deps.sh test    build, plus what the tests run: perftest, mpirun, srun (Slurm, munge), promtool, node_exporter,
 #                       namespaces, and the RDMA lab (qemu, a kernel image)
 #   .ci/deps.sh         the same as test
 set -euo pipefail
@@ -17,6 +17,7 @@ test=(
 	git                                                        # the module-zip test lists the checkout
 	ibverbs-utils rdma-core perftest                           # ibv_devinfo, ib_write_bw
 	openmpi-bin                                                # mpirun for the nccl and fleet tests
+	slurmctld slurmd slurm-client munge                        # a single-node Slurm for the srun test (nccl)
 	prometheus prometheus-node-exporter                        # promtool and node_exporter for the textfile recipe test
 	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod # the RDMA lab (Soft-RoCE under qemu)
 	iproute2 util-linux                                        # rdma, ip, unshare for namespace tests

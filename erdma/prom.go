@@ -19,6 +19,15 @@ func WritePrometheusFile(path string, r *Report) error {
 	return atomicfile.Write(path, 0o644, func(w io.Writer) error { return WritePrometheus(w, r) })
 }
 
+// HELP texts of the metrics the doctor writes; monitor's exporter uses the
+// same ones for the metrics both emit, so a dashboard reads one meaning.
+const (
+	PromHelpDoctorCheck    = "Result of one erdmakit doctor check: 0 ok, 1 warn, 2 fail, -1 skip."
+	PromHelpDoctorStatus   = "Overall erdmakit doctor status, the worst check: 0 ok, 1 warn, 2 fail."
+	PromHelpDoctorInfo     = "Host the doctor ran on; always 1."
+	PromHelpLimitDropTotal = "eRDMA rate-limit drop counter (hw_counters/*_limit_drop_cnt) as read by the doctor."
+)
+
 // PromValue is the gauge value of a severity in the Prometheus output:
 // 0 ok, 1 warn, 2 fail, -1 skip.
 func PromValue(s Severity) int {
@@ -45,7 +54,7 @@ func PromValue(s Severity) int {
 // it half a file.
 func WritePrometheus(w io.Writer, r *Report) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintln(bw, "# HELP erdmakit_doctor_check Result of one erdmakit doctor check: 0 ok, 1 warn, 2 fail, -1 skip.")
+	fmt.Fprintln(bw, "# HELP erdmakit_doctor_check "+PromHelpDoctorCheck)
 	fmt.Fprintln(bw, "# TYPE erdmakit_doctor_check gauge")
 	seen := map[string]bool{}
 	for _, f := range r.Findings {
@@ -55,7 +64,7 @@ func WritePrometheus(w io.Writer, r *Report) error {
 		seen[f.ID] = true
 		fmt.Fprintf(bw, "erdmakit_doctor_check{id=%s} %d\n", promQuote(f.ID), PromValue(f.Severity))
 	}
-	fmt.Fprintln(bw, "# HELP erdmakit_doctor_status Overall erdmakit doctor status, the worst check: 0 ok, 1 warn, 2 fail.")
+	fmt.Fprintln(bw, "# HELP erdmakit_doctor_status "+PromHelpDoctorStatus)
 	fmt.Fprintln(bw, "# TYPE erdmakit_doctor_status gauge")
 	st := PromValue(r.Status)
 	if st < 0 {
@@ -70,7 +79,7 @@ func WritePrometheus(w io.Writer, r *Report) error {
 		if h.Profile != nil {
 			family = h.Profile.Family
 		}
-		fmt.Fprintln(bw, "# HELP erdmakit_doctor_info Host the doctor ran on; always 1.")
+		fmt.Fprintln(bw, "# HELP erdmakit_doctor_info "+PromHelpDoctorInfo)
 		fmt.Fprintln(bw, "# TYPE erdmakit_doctor_info gauge")
 		fmt.Fprintf(bw, "erdmakit_doctor_info{instance_type=%s,family=%s,kernel=%s} 1\n", promQuote(typ), promQuote(family), promQuote(h.Kernel))
 		first := true
@@ -88,7 +97,7 @@ func WritePrometheus(w io.Writer, r *Report) error {
 				sort.Strings(names)
 				for _, n := range names {
 					if first {
-						fmt.Fprintln(bw, "# HELP erdmakit_erdma_limit_drop_total eRDMA rate-limit drop counter (hw_counters/*_limit_drop_cnt) as read by the doctor.")
+						fmt.Fprintln(bw, "# HELP erdmakit_erdma_limit_drop_total "+PromHelpLimitDropTotal)
 						fmt.Fprintln(bw, "# TYPE erdmakit_erdma_limit_drop_total counter")
 						first = false
 					}

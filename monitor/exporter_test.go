@@ -37,7 +37,7 @@ func testSnapshot() *Snapshot {
 func TestCollectorMetrics(t *testing.T) {
 	c := NewCollector(func(context.Context) (*Snapshot, error) { return testSnapshot(), nil }, time.Second)
 	want := `
-# HELP erdmakit_doctor_check Doctor check result: 0 ok, 1 warn, 2 fail, -1 skip.
+# HELP erdmakit_doctor_check Result of one erdmakit doctor check: 0 ok, 1 warn, 2 fail, -1 skip.
 # TYPE erdmakit_doctor_check gauge
 erdmakit_doctor_check{id="gdr-peermem"} 2
 erdmakit_doctor_check{id="gpu-driver"} -1

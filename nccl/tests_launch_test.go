@@ -40,7 +40,7 @@ func TestParseTestsLauncherFailed(t *testing.T) {
 // TestSrunMPITypeMissing: srun's default --mpi=pmix on a Slurm without the
 // plugin was only "launch-exit-status"/"nccl-no-results".
 func TestSrunMPITypeMissing(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "H01_srun_mpi_pmix_missing_composed.txt"))
+	f, err := os.Open(filepath.Join("testdata", "H01_srun_22.05.8_debian12_mpi_pmix_cannot_load_libpmix.txt"))
 	require.NoError(t, err)
 	defer f.Close()
 	fs, err := ClassifyLaunch(f)
@@ -50,7 +50,7 @@ func TestSrunMPITypeMissing(t *testing.T) {
 	assert.Equal(t, "srun cannot use the MPI plugin pmix", fs[0].Summary)
 	assert.Contains(t, fs[0].Fix, "--srun-mpi pmi2")
 	assert.Contains(t, fs[0].Fix, "srun --mpi=list")
-	assert.Len(t, fs[0].Evidence, 4)
+	assert.Len(t, fs[0].Evidence, 3) // the PMIx-library line, the context line, the Invalid MPI type line
 
 	fs, _ = ClassifyLaunch(strings.NewReader("slurmstepd: error: mpi/pmix_v4: pmixp_lib_init: host1 [0]: pmixp_client_v2.c:210: can not load PMIx library\n"))
 	require.Len(t, fs, 1)
