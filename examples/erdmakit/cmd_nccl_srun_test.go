@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/erdmakit/erdmakit/internal/slurmtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestNCCLRunSrunMPIType: `nccl run --launcher srun` on a stock Debian Slurm
+// (a real single-node slurmctld/slurmd with munge) fails with srun's
+// default --mpi=pmix; the CLI names launch-srun-mpi-type and its fix, and
+// --srun-mpi pmi2 runs.
+func TestNCCLRunSrunMPIType(t *testing.T) {
+	slurmtest.Start(t)
+	bin := filepath.Join(t.TempDir(), "all_reduce_perf")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/erdmakit/erdmakit/nccl/internal/fakenccltests").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	sample, err := filepath.Abs("../../nccl/testdata/B02_nccl_tests_all_reduce_mpirun_2node_16rank_h100_new_format.txt")
+	require.NoError(t, err)
+	base := []string{"nccl", "run", "--launcher", "srun", "--hosts", "localhost", "--ranks-per-host", "1",
+		"--socket-ifname", "", "--binary", bin, "-x", "FAKE_NCCL_SAMPLE=" + sample, "--timeout", "1m", "--json"}
+
+	code, stdout, errs := runCLI(base...)
+	require.Equal(t, ExitFail, code, "stdout:\n%s\nstderr:\n%s", stdout, errs)
+	var rep struct {
+		Findings []struct {
+			ID          string `json:"id"`
+			Remediation string `json:"remediation"`
+		} `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
+	var ids []string
+	for _, f := range rep.Findings {
+		ids = append(ids, f.ID)
+		if f.ID == "launch-srun-mpi-type" {
+			assert.Contains(t, f.Remediation, "srun --mpi=list")
+			assert.Contains(t, f.Remediation, "--srun-mpi pmi2")
+		}
+	}
+	require.Contains(t, ids, "launch-srun-mpi-type", stdout)
+
+	code, stdout, errs = runCLI(append(base, "--srun-mpi", "pmi2")...)
+	assert.Less(t, code, ExitFail, "stdout:\n%s\nstderr:\n%s", stdout, errs)
+	assert.NotContains(t, stdout, "launch-srun-mpi-type")
+}
