@@ -1,0 +1,57 @@
+//go:build lab && linux && cgo
+
+package doctor_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/execx"
+	"github.com/erdmakit/erdmakit/internal/lab/labtest"
+)
+
+const verbsLabHiddenEnv = "ERDMAKIT_VERBS_LAB_HIDDEN"
+
+// TestLabVerbsCheck: on Soft-RoCE with rdma-core's rxe provider the check
+// is ok and names rxe0's port; with /etc/libibverbs.d hidden (a private
+// mount namespace of a re-executed child) sysfs still shows rxe0 but
+// libibverbs lists nothing, and the check fails naming the provider file.
+func TestLabVerbsCheck(t *testing.T) {
+	labtest.Require(t)
+	dev := labtest.Device()
+	if os.Getenv(verbsLabHiddenEnv) == "1" {
+		require.NoError(t, syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""))
+		empty := t.TempDir()
+		require.NoError(t, syscall.Mount(empty, "/etc/libibverbs.d", "", syscall.MS_BIND, ""))
+		t.Cleanup(func() { _ = syscall.Unmount("/etc/libibverbs.d", 0) })
+		f := liveVerbsFinding(t)
+		assert.Equal(t, health.Fail, f.Severity, f.Summary)
+		assert.Contains(t, f.Summary, "libibverbs does not list "+dev)
+		assert.Contains(t, strings.Join(f.Evidence, "\n"), "/etc/libibverbs.d/rxe.driver: missing")
+		assert.Contains(t, f.Remediation, "ibverbs-providers")
+		return
+	}
+	f := liveVerbsFinding(t)
+	assert.Equal(t, health.OK, f.Severity, "%s %v", f.Summary, f.Evidence)
+	assert.Contains(t, f.Summary, dev+" port 1 PORT_ACTIVE")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := execx.Command(ctx, os.Args[0], "-test.run=^TestLabVerbsCheck$", "-test.count=1", "-test.v")
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWNS
+	cmd.Env = append(os.Environ(), verbsLabHiddenEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "child:\n%s", out)
+	assert.Contains(t, string(out), "--- PASS: TestLabVerbsCheck", "child:\n%s", out)
+}
