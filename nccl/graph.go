@@ -130,7 +130,7 @@ func MultiNICGraph(p GraphPlan) (*Graphs, error) {
 	}
 	empty := func(id, pattern int) TopoGraph {
 		return TopoGraph{ID: id, Pattern: pattern, SpeedIntra: "0", SpeedInter: "0", LatencyInter: "0",
-			TypeIntra: "LOC", TypeInter: "LOC"}
+			TypeIntra: "LOC", TypeInter: "LOC", Channels: []TopoChannel{}}
 	}
 	// The speeds are the runbook's (GB/s per channel); NCCL uses them
 	// for its tuning model, not to pick the paths.
@@ -461,6 +461,9 @@ func graphsFromXML(root *xmlNode) (*Graphs, error) {
 		gr, err := graphFromXML(n)
 		if err != nil {
 			return nil, err
+		}
+		if gr.Channels == nil {
+			gr.Channels = []TopoChannel{} // JSON lists are [], never null
 		}
 		g.Graphs = append(g.Graphs, gr)
 	}

@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -279,4 +280,14 @@ func TestCommandApplyAdvice(t *testing.T) {
 	err = c.ApplyAdvice(a)
 	assert.ErrorIs(t, err, ErrBadCommand)
 	assert.ErrorContains(t, err, "8 GPUs in each channel but the command runs 4 ranks per host")
+}
+
+// TestMultiNICGraphJSONHasNoNullList: the unused graphs (CollNet, NVLS)
+// have no channels, and `nccl env --json` prints them as [], not null.
+func TestMultiNICGraphJSONHasNoNullList(t *testing.T) {
+	g, err := MultiNICGraph(GraphPlan{GPUs: gpus(8), NICs: []string{"erdma_0", "erdma_1"}})
+	require.NoError(t, err)
+	b, err := json.Marshal(g)
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "null")
 }
