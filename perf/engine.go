@@ -334,7 +334,10 @@ func writeLoop(ctx context.Context, s Session, device string, cfg Config, st *lo
 				break
 			}
 		} else {
-			if measuring && !measured && exact && !now.Before(measEnd) {
+			// A phase that opened late (every poll until near its end was
+			// interrupted) is no measurement: at stopAt the whole run is
+			// taken instead, as below. Closing it here measured ~0 s.
+			if measuring && !measured && exact && !now.Before(measEnd) && now.Sub(measStart) >= cfg.Duration/2 {
 				measured = true
 				m.Messages = completed - measFrom
 				m.Elapsed = now.Sub(measStart)
