@@ -3,7 +3,6 @@ package erdma
 import (
 	"errors"
 	"fmt"
-	"github.com/erdmakit/erdmakit/gid"
 	"io/fs"
 	"net"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/erdmakit/erdmakit/gid"
 	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
@@ -183,39 +183,22 @@ func ParseEnumAttr(s string) (int, string, error) {
 	return n, name, nil
 }
 
-// ParseGUID parses a node_guid ("0216:3eff:fe2f:3775") into its 8 bytes.
+// ParseGUID parses a node_guid ("0216:3eff:fe2f:3775") into its 8 bytes,
+// with gid.ParseGUID (the one GUID parser); errors wrap ErrMalformed.
 func ParseGUID(s string) ([8]byte, error) {
-	var g [8]byte
-	s = strings.TrimSpace(s)
-	if len(s) != 19 {
-		return g, fmt.Errorf("%w: GUID %q is not xxxx:xxxx:xxxx:xxxx", ErrMalformed, truncate(s, 32))
-	}
-	for i := 0; i < 4; i++ {
-		if i > 0 && s[i*5-1] != ':' {
-			return g, fmt.Errorf("%w: GUID %q is not xxxx:xxxx:xxxx:xxxx", ErrMalformed, truncate(s, 32))
-		}
-		v, err := strconv.ParseUint(s[i*5:i*5+4], 16, 16)
-		if err != nil {
-			return g, fmt.Errorf("%w: GUID %q is not xxxx:xxxx:xxxx:xxxx", ErrMalformed, truncate(s, 32))
-		}
-		g[2*i], g[2*i+1] = byte(v>>8), byte(v)
+	g, err := gid.ParseGUID(s)
+	if err != nil {
+		return [8]byte{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	return g, nil
 }
 
 // FormatGUID is the sysfs form of a GUID.
-func FormatGUID(g [8]byte) string {
-	return fmt.Sprintf("%02x%02x:%02x%02x:%02x%02x:%02x%02x", g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7])
-}
+func FormatGUID(g [8]byte) string { return gid.GUID(g).String() }
 
 // GUIDToMAC is the MAC whose EUI-64 is g (0x02 bit flipped back, ff:fe
 // removed); false when g is not an EUI-64 of a MAC.
-func GUIDToMAC(g [8]byte) (net.HardwareAddr, bool) {
-	if g[3] != 0xff || g[4] != 0xfe {
-		return nil, false
-	}
-	return net.HardwareAddr{g[0] ^ 0x02, g[1], g[2], g[5], g[6], g[7]}, true
-}
+func GUIDToMAC(g [8]byte) (net.HardwareAddr, bool) { return gid.GUID(g).MAC() }
 
 // MACToGUID is the EUI-64 of a 6-byte MAC, the eRDMA driver's node_guid.
 func MACToGUID(mac net.HardwareAddr) ([8]byte, bool) {

@@ -4,10 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/erdmakit/erdmakit/gid"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/erdmakit/erdmakit/gid"
 )
 
 // ErrNotSupported is returned by every call in a build without cgo or off Linux.
@@ -173,40 +174,14 @@ func (g GUID) String() string {
 	return fmt.Sprintf("%04x:%04x:%04x:%04x", uint16(g>>48), uint16(g>>32), uint16(g>>16), uint16(g))
 }
 
-// ParseGUID reads "0216:3eff:fe2f:3775" (the sysfs and ibv_devinfo form).
+// ParseGUID reads "0216:3eff:fe2f:3775" (the sysfs and ibv_devinfo form)
+// with gid.ParseGUID, the one GUID parser.
 func ParseGUID(s string) (GUID, error) {
-	parts := strings.Split(strings.TrimSpace(s), ":")
-	if len(parts) != 4 {
-		return 0, fmt.Errorf("guid %q: want 4 groups of 4 hex digits", s)
+	g, err := gid.ParseGUID(s)
+	if err != nil {
+		return 0, err
 	}
-	var g uint64
-	for _, p := range parts {
-		if len(p) != 4 {
-			return 0, fmt.Errorf("guid %q: group %q is not 4 hex digits", s, p)
-		}
-		var v uint64
-		for _, c := range []byte(p) {
-			d, ok := hexDigit(c)
-			if !ok {
-				return 0, fmt.Errorf("guid %q: %q is not a hex digit", s, c)
-			}
-			v = v<<4 | uint64(d)
-		}
-		g = g<<16 | v
-	}
-	return GUID(g), nil
-}
-
-func hexDigit(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
+	return GUID(binary.BigEndian.Uint64(g[:])), nil
 }
 
 // GID is a 128-bit port address; on RoCE v2 an IPv6 or IPv4-mapped
