@@ -238,76 +238,38 @@ func (r *recorder) carryRecorded() {
 	}
 }
 
-// maxLinkHops bounds symlink resolution like the kernel's ELOOP limit.
-const maxLinkHops = 40
-
 // capture adds rel to the recording: every symlink met on the way (resolved
 // inside the root), then the object itself. followLast=false records a final
 // symlink as a link (readlink); true follows it to what a read would open.
 // What cannot be read (EINVAL on unpopulated GID attributes, missing files)
 // is left out, as the README describes.
 func (r *recorder) capture(rel string, followLast bool) {
-	parts := splitRel(rel)
-	cur := ""
-	for hops := 0; len(parts) > 0; {
-		p := parts[0]
-		parts = parts[1:]
-		switch p {
-		case "", ".":
-			continue
-		case "..":
-			cur = parentRel(cur)
-			continue
+	cur, fi, err := r.root.Walk(rel, followLast, func(name, target string) {
+		// An absolute link names a path of the recorded host: store it
+		// relative to the link, as a replay (confined to its root)
+		// refuses absolute links.
+		if path.IsAbs(target) {
+			target = relLink(path.Dir(name), target)
 		}
-		next := path.Join(cur, p)
-		fi, err := r.root.Lstat(next)
+		r.entries[name] = &entry{kind: tar.TypeSymlink, target: target}
+	})
+	if err != nil || fi == nil || fi.Mode()&fs.ModeSymlink != 0 {
+		return // unreadable, a name ending in "..", or a final link kept as a link
+	}
+	switch {
+	case fi.IsDir():
+		if _, ok := r.entries[cur]; !ok {
+			r.entries[cur] = &entry{kind: tar.TypeDir}
+		}
+	case fi.Mode().IsRegular():
+		b, err := r.h.readFile(cur)
 		if err != nil {
 			return
 		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			t, err := r.root.Readlink(next)
-			if err != nil {
-				return
-			}
-			// An absolute link names a path of the recorded host: store it
-			// relative to the link, as a replay (confined to its root)
-			// refuses absolute links.
-			stored := t
-			if path.IsAbs(t) {
-				stored = relLink(path.Dir(next), t)
-			}
-			r.entries[next] = &entry{kind: tar.TypeSymlink, target: stored}
-			if len(parts) == 0 && !followLast {
-				return
-			}
-			if hops++; hops > maxLinkHops {
-				return
-			}
-			if path.IsAbs(t) {
-				cur = ""
-			}
-			parts = append(splitRel(t), parts...)
-			continue
-		}
-		cur = next
-		if len(parts) > 0 {
-			continue
-		}
-		switch {
-		case fi.IsDir():
-			if _, ok := r.entries[cur]; !ok {
-				r.entries[cur] = &entry{kind: tar.TypeDir}
-			}
-		case fi.Mode().IsRegular():
-			b, err := r.h.readFile(cur)
-			if err != nil {
-				return
-			}
-			r.entries[cur] = &entry{kind: tar.TypeReg, data: b}
-		default:
-			// Char devices (dev/infiniband/uverbsN): an empty stand-in.
-			r.entries[cur] = &entry{kind: tar.TypeReg}
-		}
+		r.entries[cur] = &entry{kind: tar.TypeReg, data: b}
+	default:
+		// Char devices (dev/infiniband/uverbsN): an empty stand-in.
+		r.entries[cur] = &entry{kind: tar.TypeReg}
 	}
 }
 
@@ -327,10 +289,6 @@ func relLink(dir, abs string) string {
 		target = "."
 	}
 	return path.Clean(strings.Repeat("../", up) + target)
-}
-
-func splitRel(p string) []string {
-	return strings.Split(strings.Trim(p, "/"), "/")
 }
 
 func parentRel(p string) string {

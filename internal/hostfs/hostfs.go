@@ -156,8 +156,26 @@ const maxLinkHops = 40
 // step is an Lstat or Readlink through os.Root on a link-free prefix, so
 // nothing outside is touched.
 func (r *Root) resolve(rr *os.Root, rel string, followLast bool) (string, error) {
+	p, _, err := walk(rr.Lstat, rr.Readlink, rel, followLast, nil)
+	return p, err
+}
+
+// Walk resolves rel as a read does (links inside the root, absolute ones
+// from the root) and calls link with the name and target of every symlink
+// met on the way, a final one too when followLast is false (it is then not
+// followed). It returns the resolved name and the Lstat of its last
+// component, nil when the name ends in "..". The recorder uses it to
+// capture every link a read meets.
+func (r *Root) Walk(rel string, followLast bool, link func(name, target string)) (string, fs.FileInfo, error) {
+	return walk(r.Lstat, r.Readlink, rel, followLast, link)
+}
+
+// walk is resolve's and Walk's one loop; link may be nil.
+func walk(lstat func(string) (fs.FileInfo, error), readlink func(string) (string, error),
+	rel string, followLast bool, link func(name, target string)) (string, fs.FileInfo, error) {
 	parts := strings.Split(clean(rel), "/")
 	cur := ""
+	var fi fs.FileInfo
 	for hops := 0; len(parts) > 0; {
 		p := parts[0]
 		parts = parts[1:]
@@ -165,34 +183,43 @@ func (r *Root) resolve(rr *os.Root, rel string, followLast bool) (string, error)
 		case "", ".":
 			continue
 		case "..":
-			cur = parent(cur)
+			cur, fi = parent(cur), nil
 			continue
 		}
 		next := path.Join(cur, p)
-		fi, err := rr.Lstat(next)
-		if err != nil {
-			return "", err
+		var err error
+		if fi, err = lstat(next); err != nil {
+			return "", nil, err
 		}
-		if fi.Mode()&fs.ModeSymlink == 0 || len(parts) == 0 && !followLast {
+		last := len(parts) == 0 && !followLast
+		if fi.Mode()&fs.ModeSymlink == 0 || last && link == nil {
+			cur = next
+			continue
+		}
+		t, err := readlink(next)
+		if err != nil {
+			return "", nil, err
+		}
+		if link != nil {
+			link(next, t)
+		}
+		if last {
 			cur = next
 			continue
 		}
 		if hops++; hops > maxLinkHops {
-			return "", &fs.PathError{Op: "resolve", Path: rel, Err: errors.New("too many levels of symbolic links")}
-		}
-		t, err := rr.Readlink(next)
-		if err != nil {
-			return "", err
+			return "", nil, &fs.PathError{Op: "resolve", Path: rel, Err: errors.New("too many levels of symbolic links")}
 		}
 		if path.IsAbs(t) {
 			cur = ""
 		}
 		parts = append(strings.Split(strings.Trim(t, "/"), "/"), parts...)
+		fi = nil
 	}
 	if cur == "" {
-		return ".", nil
+		return ".", fi, nil
 	}
-	return cur, nil
+	return cur, fi, nil
 }
 
 func parent(p string) string {
