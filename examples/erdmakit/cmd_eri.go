@@ -102,12 +102,8 @@ func newERIStatusCmd(g *globals, f *eriFlags) *cobra.Command {
 				return eriExit(err)
 			}
 			warns := st.Warnings()
-			if g.json {
-				if err := render.JSON(g.stdout, st); err != nil {
-					return &exitError{code: ExitUnknown, err: err}
-				}
-			} else if err := printERIStatus(g, st, warns); err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+			if err := eriOutput(g, st, func() error { return printERIStatus(g, st, warns) }); err != nil {
+				return err
 			}
 			if len(warns) > 0 {
 				return exitCode(ExitWarn)
@@ -154,6 +150,21 @@ func printERIStatus(g *globals, st *eri.Status, warns []string) error {
 	return nil
 }
 
+// eriOutput prints v as JSON with --json, else with table; a failed write
+// is exit 3.
+func eriOutput(g *globals, v any, table func() error) error {
+	var err error
+	if g.json {
+		err = render.JSON(g.stdout, v)
+	} else {
+		err = table()
+	}
+	if err != nil {
+		return &exitError{code: ExitUnknown, err: err}
+	}
+	return nil
+}
+
 func kbps(k int) string {
 	if k <= 0 {
 		return "unknown"
@@ -184,12 +195,8 @@ func newERIAttachCmd(g *globals, f *eriFlags) *cobra.Command {
 			}
 			res, err := c.Attach(ctx, t, opt)
 			if res != nil {
-				if g.json {
-					if jerr := render.JSON(g.stdout, res); jerr != nil {
-						return &exitError{code: ExitUnknown, err: jerr}
-					}
-				} else {
-					printAttach(g, res)
+				if oerr := eriOutput(g, res, func() error { printAttach(g, res); return nil }); oerr != nil {
+					return oerr
 				}
 			}
 			return eriExit(err)
@@ -244,20 +251,19 @@ func newERIConvertCmd(g *globals, f *eriFlags) *cobra.Command {
 			if err != nil {
 				return eriExit(err)
 			}
-			if g.json {
-				return render.JSON(g.stdout, res)
-			}
-			if res.Call.Action != "" {
-				verb := "made"
-				if dryRun {
-					verb = "would make (dry run)"
+			return eriOutput(g, res, func() error {
+				if res.Call.Action != "" {
+					verb := "made"
+					if dryRun {
+						verb = "would make (dry run)"
+					}
+					fmt.Fprintf(g.stdout, "call %s: %s\n", verb, res.Call)
 				}
-				fmt.Fprintf(g.stdout, "call %s: %s\n", verb, res.Call)
-			}
-			if res.Warn != "" {
-				fmt.Fprintln(g.stdout, "warn:", res.Warn)
-			}
-			return nil
+				if res.Warn != "" {
+					fmt.Fprintln(g.stdout, "warn:", res.Warn)
+				}
+				return nil
+			})
 		},
 	}
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print the call, make none")
@@ -297,11 +303,7 @@ func newERIConfigureCmd(g *globals, f *eriFlags) *cobra.Command {
 			}
 			opt.Metadata = f.metadata()
 			res, err := eri.Configure(ctx, macs, opt)
-			if g.json {
-				if jerr := render.JSON(g.stdout, res); jerr != nil {
-					return &exitError{code: ExitUnknown, err: jerr}
-				}
-			} else {
+			if oerr := eriOutput(g, res, func() error {
 				for _, r := range res {
 					name := orDash(r.Netdev)
 					switch {
@@ -319,6 +321,9 @@ func newERIConfigureCmd(g *globals, f *eriFlags) *cobra.Command {
 						fmt.Fprintf(g.stdout, "%s (%s): %s: %s\n", name, r.MAC, verb, strings.Join(r.Actions, "; "))
 					}
 				}
+				return nil
+			}); oerr != nil {
+				return oerr
 			}
 			if err != nil {
 				return &exitError{code: ExitFail, err: err}
