@@ -36,28 +36,49 @@ func ReadGPUs(ctx context.Context, lib Library, root string) (*GPUs, error) {
 	} else {
 		out.Warnings = append(out.Warnings, "CUDA driver version: "+returnName(r))
 	}
-	n, r := lib.DeviceGetCount()
-	if r != gonvml.SUCCESS {
-		return nil, nvmlError(lib, "nvmlDeviceGetCount", r)
-	}
-	numaCall := hasSymbol(lib, "nvmlDeviceGetNumaNodeId")
-	nvlinkCall := hasSymbol(lib, "nvmlDeviceGetNvLinkState")
-	for i := 0; i < n; i++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		dev, r := lib.DeviceGetHandleByIndex(i)
-		if r != gonvml.SUCCESS {
-			return nil, nvmlError(lib, fmt.Sprintf("nvmlDeviceGetHandleByIndex(%d)", i), r)
-		}
-		g, warns := readGPU(lib, root, i, dev, numaCall)
-		if nvlinkCall {
+	err := eachDevice(ctx, lib, func(i int, dev gonvml.Device, has optionalCalls) error {
+		g, warns := readGPU(lib, root, i, dev, has.numa)
+		if has.nvlink {
 			g.NVLinks = nvLinks(dev)
 		}
 		out.GPUs = append(out.GPUs, g)
 		out.Warnings = append(out.Warnings, warns...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// optionalCalls says which calls newer than the oldest supported
+// libnvidia-ml this one has.
+type optionalCalls struct{ numa, nvlink bool }
+
+// eachDevice calls fn with every device's index and handle, in order; it
+// is ReadGPUs' and Capture's one loop over the devices.
+func eachDevice(ctx context.Context, lib Library, fn func(i int, dev gonvml.Device, has optionalCalls) error) error {
+	n, r := lib.DeviceGetCount()
+	if r != gonvml.SUCCESS {
+		return nvmlError(lib, "nvmlDeviceGetCount", r)
+	}
+	has := optionalCalls{
+		numa:   hasSymbol(lib, "nvmlDeviceGetNumaNodeId"),
+		nvlink: hasSymbol(lib, "nvmlDeviceGetNvLinkState"),
+	}
+	for i := 0; i < n; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		dev, r := lib.DeviceGetHandleByIndex(i)
+		if r != gonvml.SUCCESS {
+			return nvmlError(lib, fmt.Sprintf("nvmlDeviceGetHandleByIndex(%d)", i), r)
+		}
+		if err := fn(i, dev, has); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readGPU reads one GPU; the PCI bus id is required (topology needs it),

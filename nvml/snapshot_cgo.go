@@ -31,40 +31,31 @@ func Capture(ctx context.Context, lib Library, note string) (*Snapshot, error) {
 	if v, r := lib.SystemGetCudaDriverVersion(); r == gonvml.SUCCESS {
 		s.CUDADriverVersion = v
 	}
-	n, r := lib.DeviceGetCount()
-	if r != gonvml.SUCCESS {
-		return nil, nvmlError(lib, "nvmlDeviceGetCount", r)
-	}
-	numaCall := hasSymbol(lib, "nvmlDeviceGetNumaNodeId")
-	nvlinkCall := hasSymbol(lib, "nvmlDeviceGetNvLinkState")
-	for i := 0; i < n; i++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		dev, r := lib.DeviceGetHandleByIndex(i)
-		if r != gonvml.SUCCESS {
-			return nil, nvmlError(lib, fmt.Sprintf("nvmlDeviceGetHandleByIndex(%d)", i), r)
-		}
+	err := eachDevice(ctx, lib, func(i int, dev gonvml.Device, has optionalCalls) error {
 		var g SnapshotGPU
-		if nvlinkCall {
+		if has.nvlink {
 			g.NVLinks = nvLinks(dev)
 		}
 		g.Name, _ = dev.GetName()
 		g.UUID, _ = dev.GetUUID()
 		pci, r := dev.GetPciInfo()
 		if r != gonvml.SUCCESS {
-			return nil, nvmlError(lib, fmt.Sprintf("nvmlDeviceGetPciInfo(%d)", i), r)
+			return nvmlError(lib, fmt.Sprintf("nvmlDeviceGetPciInfo(%d)", i), r)
 		}
 		g.PCIBusID = cString(pci.BusId[:])
 		if mem, r := dev.GetMemoryInfo(); r == gonvml.SUCCESS {
 			g.MemoryTotal = mem.Total
 		}
-		if numaCall {
+		if has.numa {
 			if node, r := dev.GetNumaNodeId(); r == gonvml.SUCCESS {
 				g.NUMANode = &node
 			}
 		}
 		s.GPUs = append(s.GPUs, g)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return s, nil
 }
