@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -19,6 +18,7 @@ import (
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/ibverbs"
 	"github.com/erdmakit/erdmakit/internal/execx"
+	"github.com/erdmakit/erdmakit/internal/lab/labtest"
 )
 
 func erdmaDev(name string, states ...string) erdma.Device {
@@ -135,16 +135,10 @@ func TestVerbsLibraryHidden(t *testing.T) {
 	if _, err := (ibverbs.Loader{}).Load(); errors.Is(err, ibverbs.ErrNotSupported) {
 		t.Skip("ibverbs not built (no cgo)")
 	}
-	why := ""
-	if os.Geteuid() != 0 {
-		why = "needs root"
-	} else if _, err := exec.LookPath("unshare"); err != nil {
-		why = "needs unshare (util-linux)"
-	} else if _, err := (ibverbs.Loader{}).Load(); err != nil {
-		why = "needs libibverbs1 installed to hide it: " + err.Error()
-	}
-	if why != "" {
-		if os.Getenv("CI") == "true" {
+	labtest.RequireNamespaces(t)
+	if _, err := (ibverbs.Loader{}).Load(); err != nil {
+		why := "needs libibverbs1 installed to hide it: " + err.Error()
+		if labtest.InCI() {
 			t.Fatalf("mount-namespace test %s (CI=true: failing instead of skipping)", why)
 		}
 		t.Skip(why)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/erdmakit/erdmakit/internal/execx"
 	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/erdmakit/erdmakit/internal/hostgen"
+	"github.com/erdmakit/erdmakit/internal/lab/labtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
@@ -26,25 +26,6 @@ const (
 	liveOutEnv   = "ERDMAKIT_LIVE_OUT"     // where the child writes its inventory
 )
 
-// needRootAndUnshare skips (or under CI=true fails) when the live-path tests
-// cannot run here.
-func needRootAndUnshare(t *testing.T) {
-	t.Helper()
-	why := ""
-	if os.Geteuid() != 0 {
-		why = "needs root"
-	} else if _, err := exec.LookPath("unshare"); err != nil {
-		why = "needs unshare (util-linux)"
-	}
-	if why == "" {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("live-path test %s (CI=true: failing instead of skipping)", why)
-	}
-	t.Skip(why)
-}
-
 // TestLiveNamespace runs the live reader for real (LiveHost: netlink,
 // rdmamap, getrlimit, sysfs at /sys) inside a private mount and network
 // namespace where a fixture is mounted over /sys and /dev and veth pairs
@@ -55,7 +36,7 @@ func TestLiveNamespace(t *testing.T) {
 		liveChild(t, fx, os.Getenv(liveOutEnv))
 		return
 	}
-	needRootAndUnshare(t)
+	labtest.RequireNamespaces(t)
 	for _, name := range []string{"ebmgn8is-healthy", "iwarp-mode", "port-down-no-ip"} {
 		t.Run(name, func(t *testing.T) {
 			fx, err := filepath.Abs(fixture.Host(t, name))

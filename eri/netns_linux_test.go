@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/erdmakit/erdmakit/eri"
 	"github.com/erdmakit/erdmakit/internal/ecsfake"
 	"github.com/erdmakit/erdmakit/internal/execx"
+	"github.com/erdmakit/erdmakit/internal/lab/labtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
@@ -21,24 +21,6 @@ import (
 
 // nsChildEnv marks the re-executed child inside its private network namespace.
 const nsChildEnv = "ERDMAKIT_ERI_NETNS_CHILD"
-
-// needRootAndUnshare skips (or under CI=true fails) when namespaces are out of reach.
-func needRootAndUnshare(t *testing.T) {
-	t.Helper()
-	why := ""
-	if os.Geteuid() != 0 {
-		why = "needs root"
-	} else if _, err := exec.LookPath("unshare"); err != nil {
-		why = "needs unshare (util-linux)"
-	}
-	if why == "" {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("namespace test %s (CI=true: failing instead of skipping)", why)
-	}
-	t.Skip(why)
-}
 
 // TestNetnsRAMRoleAndConfigure re-executes itself in a private network
 // namespace where the metadata fake listens on 100.100.100.200:80 (lo):
@@ -49,7 +31,7 @@ func TestNetnsRAMRoleAndConfigure(t *testing.T) {
 		netnsChild(t)
 		return
 	}
-	needRootAndUnshare(t)
+	labtest.RequireNamespaces(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := execx.Command(ctx, "unshare", "--net", os.Args[0], "-test.run=^TestNetnsRAMRoleAndConfigure$", "-test.count=1", "-test.v")

@@ -1,7 +1,8 @@
 // Package labtest is what lab tests (build tag `lab`, see package lab) use to
 // find out where they run: Require fails them under CI=true outside the lab,
 // the accessors read the environment the lab runner sets, and Listen/Dial
-// connect the two sides of a TestLab2Host test.
+// connect the two sides of a TestLab2Host test. RequireNamespaces is the
+// same rule for the tests that run in private namespaces on the host.
 package labtest
 
 import (
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -56,6 +58,25 @@ func Require(t testing.TB) {
 		t.Fatalf("lab test outside the lab (%s is not 1): run it with `go run ./internal/lab/cmd/labrun`", EnvLab)
 	}
 	t.Skipf("lab test: needs the RDMA lab (go run ./internal/lab/cmd/labrun -pkg <pkg>)")
+}
+
+// RequireNamespaces skips t where it cannot make private namespaces (not
+// root, no unshare), or fails it under CI=true.
+func RequireNamespaces(t testing.TB) {
+	t.Helper()
+	why := ""
+	if os.Geteuid() != 0 {
+		why = "needs root"
+	} else if _, err := exec.LookPath("unshare"); err != nil {
+		why = "needs unshare (util-linux)"
+	}
+	if why == "" {
+		return
+	}
+	if InCI() {
+		t.Fatalf("namespace test %s (CI=true: failing instead of skipping)", why)
+	}
+	t.Skip(why)
 }
 
 // Require2Host is Require for TestLab2Host tests: it also needs a two-VM run
