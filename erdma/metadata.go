@@ -78,30 +78,11 @@ func (c *MetadataClient) client() *http.Client {
 // ends within Timeout; a token the service rejects mid-way (expired) is
 // fetched again once.
 func (c *MetadataClient) Instance(ctx context.Context) (*Instance, error) {
-	timeout := c.Timeout
-	if timeout <= 0 {
-		timeout = DefaultMetadataTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	hc := c.client()
-	if c.HTTPClient == nil {
-		defer hc.CloseIdleConnections() // the transport is ours and dies here
-	}
-	s := &mdSession{c: c, hc: hc}
-	id, err := s.get(ctx, mdInstanceID)
+	v, err := c.Items(ctx, mdInstanceID, mdInstanceType, mdRegionID)
 	if err != nil {
 		return nil, err
 	}
-	typ, err := s.get(ctx, mdInstanceType)
-	if err != nil {
-		return nil, err
-	}
-	region, err := s.get(ctx, mdRegionID)
-	if err != nil {
-		return nil, err
-	}
-	inst := &Instance{ID: id, Type: typ, Region: region, Source: "metadata"}
+	inst := &Instance{ID: v[0], Type: v[1], Region: v[2], Source: "metadata"}
 	if err := validateInstance(inst); err != nil {
 		return nil, err
 	}
