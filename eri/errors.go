@@ -32,7 +32,7 @@ var (
 		"(Network Interfaces) and run the command again")
 	// ErrNotOnECS: neither flags nor the metadata service named the instance.
 	ErrNotOnECS = errors.New("not on an ECS instance (the metadata service did not answer): " +
-		"pass --instance-id, --region and --instance-type")
+		"name the instance (Target: instance id, region and type)")
 	// ErrChannel: no free network-card channel is left for another ERI
 	// (two ERIs on one channel halve the total bandwidth).
 	ErrChannel = errors.New("no free network-card channel (NetworkCardIndex) for another ERI")

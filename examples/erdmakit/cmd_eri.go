@@ -66,6 +66,9 @@ func eriExit(err error) error {
 	if err == nil {
 		return nil
 	}
+	if errors.Is(err, eri.ErrNotOnECS) { // the library names no flag; the CLI does
+		err = fmt.Errorf("%w; pass --instance-id, --region and --instance-type", err)
+	}
 	for _, cannot := range []error{eri.ErrNoCredentials, eri.ErrNotOnECS, eri.ErrForbidden} {
 		if errors.Is(err, cannot) {
 			return &exitError{code: ExitUnknown, err: err}
