@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/erdmakit/erdmakit/connect"
 )
 
 // Server is the passive side of `erdmakit bw`: it accepts out-of-band
@@ -216,8 +218,8 @@ func (s *Server) test(ctx context.Context, c *conn, h *Hello, t *ServerTest) err
 		return err
 	}
 	t.Device = l.Device()
-	method := resolveMethod(h.Method, l.Transport())
-	if l.Transport() == "iwarp" && method != MethodRDMACM {
+	method := h.Method.Resolve(l.Transport())
+	if l.Transport() == connect.IWARP && method != connect.RDMACM {
 		return fmt.Errorf("%s is iWARP (rdma_cm only) but the client asked for %s: both peers must be in the same mode", l.Device(), h.Method)
 	}
 	sess, err := l.Open(ctx, OpenConfig{QPs: int(h.QPs), BufSize: int(h.Size), Method: method, Server: true})
@@ -229,7 +231,7 @@ func (s *Server) test(ctx context.Context, c *conn, h *Hello, t *ServerTest) err
 			s.log().Warn("bw server: releasing the test's resources", "device", l.Device(), "err", err)
 		}
 	}()
-	if err := c.send(&Accept{Device: l.Device(), Transport: l.Transport(), CMAddr: sess.CMAddr()}); err != nil {
+	if err := c.send(&Accept{Device: l.Device(), Transport: string(l.Transport()), CMAddr: sess.CMAddr()}); err != nil {
 		return err
 	}
 	remote, err := expect[*Endpoints](c, c.step, "the client's endpoints")
