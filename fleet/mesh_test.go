@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -195,16 +194,4 @@ func BenchmarkMeshSchedule256(b *testing.B) {
 	for b.Loop() {
 		_ = Schedule(256)
 	}
-}
-
-func TestHeatmapSVG(t *testing.T) {
-	sim := newSim(12, 100)
-	sim.rate[4] = 30
-	sim.dead[9] = true
-	rep := RunMesh(context.Background(), hostNames(12), sim, MeshOptions{})
-	var b strings.Builder
-	require.NoError(t, WriteHeatmapSVG(&b, rep))
-	assert.Contains(t, b.String(), "<svg")
-	assert.Contains(t, b.String(), "gpu004")
-	assert.Error(t, WriteHeatmapSVG(&b, &MeshReport{Hosts: []string{"a"}}))
 }

@@ -112,3 +112,16 @@ func LiveRow(r Row) string {
 	}
 	return fmt.Sprintf("%12s %10.1f %8.2f %8.2f %7s", sizeLabel(r.Size), r.OutOfPlace.TimeUS, r.OutOfPlace.AlgBWGB, r.OutOfPlace.BusBWGB, w)
 }
+
+// sizeLabel prints a byte count as nccl-tests users read sizes: 1K, 4M, 2G.
+func sizeLabel(n int64) string {
+	for _, u := range []struct {
+		shift int
+		name  string
+	}{{40, "T"}, {30, "G"}, {20, "M"}, {10, "K"}} {
+		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+			return fmt.Sprintf("%d%s", n>>u.shift, u.name)
+		}
+	}
+	return fmt.Sprint(n)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"github.com/erdmakit/erdmakit/health"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -226,20 +225,4 @@ func TestCounterProofs(t *testing.T) {
 		})
 	}
 	assert.Equal(t, map[string]uint64{"a": 5}, CounterDelta(map[string]uint64{"a": 1, "b": 9}, map[string]uint64{"a": 6, "b": 2}))
-}
-
-func TestPlotSVG(t *testing.T) {
-	var results []Result
-	for _, dev := range []string{"erdma_0", "erdma_1"} {
-		for _, s := range []int{4096, 65536, 1 << 20} {
-			results = append(results, Result{Device: dev, Size: s, AvgGbps: float64(s) / 10000})
-		}
-	}
-	var b strings.Builder
-	require.NoError(t, PlotSVG(&b, "sweep", results))
-	svg := b.String()
-	for _, want := range []string{"<svg", "sweep", "erdma_0", "erdma_1", "total", ">4K<", ">64K<", ">1M<", "Gbit/s"} {
-		assert.Contains(t, svg, want)
-	}
-	assert.Error(t, PlotSVG(&b, "empty", nil))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/perf"
+	"github.com/erdmakit/erdmakit/plot"
 )
 
 // bwFlags are the perftest-like knobs of `bw`.
@@ -337,7 +338,7 @@ func (f *bwFlags) report(ctx context.Context, g *globals, results []perf.Result,
 	rep := perf.NewReport(results, errs, expect)
 	if f.plot != "" && len(results) > 0 {
 		if err := writeSVG(f.plot, func(w io.Writer) error {
-			return perf.PlotSVG(w, "erdmakit bw: RDMA write bandwidth", results)
+			return plot.Sweep(w, "erdmakit bw: RDMA write bandwidth", results)
 		}); err != nil {
 			rep.Errors = append(rep.Errors, err.Error())
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/erdmakit/erdmakit/fleet"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/perf"
+	"github.com/erdmakit/erdmakit/plot"
 	"github.com/spf13/cobra"
 )
 
@@ -59,7 +60,7 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 				return nil
 			}
 			if f.plot != "" {
-				if err := writeSVG(f.plot, func(wr io.Writer) error { return fleet.WriteHeatmapSVG(wr, rep) }); err != nil {
+				if err := writeSVG(f.plot, func(wr io.Writer) error { return plot.Heatmap(wr, rep) }); err != nil {
 					fmt.Fprintln(g.stderr, "erdmakit:", err)
 				}
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nccl"
+	"github.com/erdmakit/erdmakit/plot"
 )
 
 // newNCCLCmd: `erdmakit nccl run|env`.
@@ -199,7 +200,7 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 			if rep.Ranks > 0 {
 				title += fmt.Sprintf(", %d ranks on %d hosts", rep.Ranks, rep.Hosts)
 			}
-			return nccl.PlotBusBW(w, rep.TestResult, title, rep.ExpectBusBWGBs)
+			return plot.BusBW(w, rep.TestResult, title, rep.ExpectBusBWGBs)
 		}); perr != nil {
 			fmt.Fprintln(g.stderr, "erdmakit: plot:", perr)
 		}

@@ -258,6 +258,24 @@ var portable = []string{"./perf/perftest", "./version"}
 // heavy are what a portable package must not pull in.
 var heavy = []string{"gonum.org/", "github.com/vishvananda/netlink", "github.com/Mellanox/rdmamap", "github.com/NVIDIA/go-nvml"}
 
+// plotted are the domain packages whose charts moved to package plot: they
+// must not pull gonum back in.
+var plotted = []string{"./nccl", "./perf", "./fleet"}
+
+// TestDomainPackagesDrawNothing: gonum/plot (with its fonts, LaTeX and PDF
+// writers) is package plot's alone.
+func TestDomainPackagesDrawNothing(t *testing.T) {
+	root, err := fixture.ModuleRoot()
+	require.NoError(t, err)
+	list := execx.Command(t.Context(), "go", append([]string{"list", "-deps"}, plotted...)...)
+	list.Dir = root
+	deps, err := list.Output()
+	require.NoError(t, err)
+	for _, d := range strings.Fields(string(deps)) {
+		assert.False(t, strings.HasPrefix(d, "gonum.org/"), "%v pull %s", plotted, d)
+	}
+}
+
 // TestParsersArePortable builds the portable packages with CGO_ENABLED=0
 // for linux, darwin and windows and checks their dependencies.
 func TestParsersArePortable(t *testing.T) {

@@ -1,4 +1,4 @@
-package fleet
+package plot
 
 import (
 	"fmt"
@@ -6,11 +6,11 @@ import (
 	"io"
 	"math"
 
-	"gonum.org/v1/plot"
+	"github.com/erdmakit/erdmakit/fleet"
+	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
 )
 
 // matrixGrid adapts a mesh matrix to plotter.GridXYZ; untested or failed
@@ -20,33 +20,40 @@ type matrixGrid [][]*float64
 func (m matrixGrid) Dims() (c, r int)   { return len(m), len(m) }
 func (m matrixGrid) X(c int) float64    { return float64(c) }
 func (m matrixGrid) Y(r int) float64    { return float64(r) }
-func (m matrixGrid) Z(c, r int) float64 { return Round(m[r][c]) }
+func (m matrixGrid) Z(c, r int) float64 { return fleet.Round(m[r][c]) }
 
 // hostTicks labels at most about 32 hosts along an axis.
 type hostTicks []string
 
-func (h hostTicks) Ticks(min, max float64) []plot.Tick {
+func (h hostTicks) Ticks(min, max float64) []gplot.Tick {
 	step := 1 + len(h)/32
-	var t []plot.Tick
-	for i := 0; i < len(h); i++ {
+	var t []gplot.Tick
+	for i := range h {
 		label := ""
 		if i%step == 0 {
 			label = h[i]
 		}
-		t = append(t, plot.Tick{Value: float64(i), Label: label})
+		t = append(t, gplot.Tick{Value: float64(i), Label: label})
 	}
 	return t
 }
 
-// WriteHeatmapSVG draws the mesh's Gbit/s matrix as an SVG heat map: a bad
-// host is a pale cross, a bad link a pale pair of cells, a dead host grey.
-func WriteHeatmapSVG(w io.Writer, rep *MeshReport) error {
+// Heatmap writes a bw mesh's Gbit/s matrix as an SVG heat map: a bad host
+// is a pale cross, a bad link a pale pair of cells, a dead host grey. A
+// mesh of fewer than two hosts (or a matrix not n x n) is ErrNoData.
+func Heatmap(w io.Writer, rep *fleet.MeshReport) error {
+	if rep == nil || len(rep.Hosts) < 2 {
+		return fmt.Errorf("%w: a heat map needs at least 2 hosts", ErrNoData)
+	}
 	n := len(rep.Hosts)
-	if n < 2 {
-		return fmt.Errorf("fleet: a heat map needs at least 2 hosts, have %d", n)
+	if len(rep.Matrix) != n {
+		return fmt.Errorf("%w: matrix has %d rows for %d hosts", ErrNoData, len(rep.Matrix), n)
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, row := range rep.Matrix {
+	for i, row := range rep.Matrix {
+		if len(row) != n {
+			return fmt.Errorf("%w: matrix row %d has %d cells for %d hosts", ErrNoData, i, len(row), n)
+		}
 		for _, v := range row {
 			if v != nil {
 				lo, hi = math.Min(lo, *v), math.Max(hi, *v)
@@ -62,7 +69,7 @@ func WriteHeatmapSVG(w io.Writer, rep *MeshReport) error {
 	pal := moreland.SmoothBlueRed()
 	pal.SetMin(lo)
 	pal.SetMax(hi)
-	p := plot.New()
+	p := gplot.New()
 	p.Title.Text = fmt.Sprintf("bw mesh, Gbit/s: red %.1f .. blue %.1f, median %.1f", lo, hi, rep.MedianGbps)
 	// Slow pairs in red: the palette runs from high (blue) to low (red).
 	h := plotter.NewHeatMap(matrixGrid(rep.Matrix), palette.Reverse(pal).Palette(64))
@@ -74,11 +81,6 @@ func WriteHeatmapSVG(w io.Writer, rep *MeshReport) error {
 	p.X.Tick.Label.XAlign = -1
 	p.X.Label.Text = "host"
 	p.Y.Label.Text = "host"
-	size := vg.Length(6+float64(n)/16) * vg.Inch
-	wt, err := p.WriterTo(size, size, "svg")
-	if err != nil {
-		return fmt.Errorf("fleet: drawing heat map: %w", err)
-	}
-	_, err = wt.WriteTo(w)
-	return err
+	size := 6 + float64(n)/16
+	return writeSVG(w, p, size, size)
 }

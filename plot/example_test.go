@@ -1,0 +1,45 @@
+package plot_test
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/erdmakit/erdmakit/nccl"
+	"github.com/erdmakit/erdmakit/perf"
+	"github.com/erdmakit/erdmakit/plot"
+)
+
+// An nccl-tests result drawn against the bandwidth the job should reach.
+func ExampleBusBW() {
+	res, err := nccl.ParseTests(strings.NewReader(`#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+     1048576        262144     float     sum      -1    55.1   19.03   35.68      0    54.9   19.10   35.81      0
+    16777216       4194304     float     sum      -1   201.3   83.34  156.27      0   200.8   83.55  156.66      0
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var svg bytes.Buffer
+	if err := plot.BusBW(&svg, res, "all_reduce_perf", 150); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(strings.Contains(svg.String(), "expected 150.0 GB/s"))
+	// Output: true
+}
+
+// A bw sweep: one line per device and their total.
+func ExampleSweep() {
+	results := []perf.Result{
+		{Device: "erdma_0", Size: 65536, AvgGbps: 88},
+		{Device: "erdma_0", Size: 1 << 20, AvgGbps: 97},
+	}
+	var svg bytes.Buffer
+	fmt.Println(plot.Sweep(&svg, "bw sweep", results), svg.Len() > 0)
+	fmt.Println(plot.Sweep(&svg, "nothing", nil))
+	// Output:
+	// <nil> true
+	// plot: nothing to plot
+}

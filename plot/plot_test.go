@@ -1,0 +1,112 @@
+package plot
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/erdmakit/erdmakit/fleet"
+	"github.com/erdmakit/erdmakit/nccl"
+	"github.com/erdmakit/erdmakit/perf"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBusBW(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "B02_nccl_tests_all_reduce_mpirun_2node_16rank_h100_new_format.txt"))
+	require.NoError(t, err)
+	defer f.Close()
+	res, err := nccl.ParseTests(f)
+	require.NoError(t, err)
+	var b bytes.Buffer
+	require.NoError(t, BusBW(&b, res, "all_reduce_perf, 2 x 8 H100", 300))
+	svg := b.String()
+	assert.True(t, strings.HasPrefix(svg, "<?xml") || strings.Contains(svg[:200], "<svg"), svg[:100])
+	for _, s := range []string{"bus bandwidth (GB/s)", "out-of-place", "in-place", "expected 300.0 GB/s", ">2G<", ">8<"} {
+		assert.True(t, strings.Contains(svg, s), "svg lacks %q", s)
+	}
+
+	b.Reset()
+	one := &nccl.TestResult{Rows: []nccl.Row{{Size: 4 << 20, OutOfPlace: nccl.Measurement{BusBWGB: 10}}}}
+	require.NoError(t, BusBW(&b, one, "one size", 0))
+	assert.Contains(t, b.String(), ">4M<")
+
+	assert.ErrorIs(t, BusBW(&b, &nccl.TestResult{}, "", 0), ErrNoData)
+	assert.ErrorIs(t, BusBW(&b, nil, "", 0), ErrNoData)
+	assert.ErrorIs(t, BusBW(&b, &nccl.TestResult{Rows: []nccl.Row{{Size: 0}}}, "", 0), ErrNoData)
+}
+
+func TestSweep(t *testing.T) {
+	var results []perf.Result
+	for _, dev := range []string{"erdma_0", "erdma_1"} {
+		for _, s := range []int{4096, 65536, 1 << 20} {
+			results = append(results, perf.Result{Device: dev, Size: s, AvgGbps: float64(s) / 10000})
+		}
+	}
+	var b strings.Builder
+	require.NoError(t, Sweep(&b, "sweep", results))
+	svg := b.String()
+	for _, want := range []string{"<svg", "sweep", "erdma_0", "erdma_1", "total", ">4K<", ">64K<", ">1M<", "Gbit/s"} {
+		assert.Contains(t, svg, want)
+	}
+	assert.ErrorIs(t, Sweep(&b, "empty", nil), ErrNoData)
+
+	b.Reset()
+	require.NoError(t, Sweep(&b, "one size", results[:1]))
+	assert.Contains(t, b.String(), ">4K<")
+}
+
+func TestHeatmap(t *testing.T) {
+	rep := mesh(12)
+	var b strings.Builder
+	require.NoError(t, Heatmap(&b, rep))
+	assert.Contains(t, b.String(), "<svg")
+	assert.Contains(t, b.String(), "gpu004")
+	assert.Contains(t, b.String(), "median 100.0")
+
+	assert.ErrorIs(t, Heatmap(&b, &fleet.MeshReport{Hosts: []string{"a"}}), ErrNoData)
+	assert.ErrorIs(t, Heatmap(&b, nil), ErrNoData)
+	// A matrix that does not match the hosts is an error, not a panic.
+	bad := mesh(3)
+	bad.Matrix[1] = bad.Matrix[1][:1]
+	assert.ErrorIs(t, Heatmap(&b, bad), ErrNoData)
+	assert.ErrorIs(t, Heatmap(&b, &fleet.MeshReport{Hosts: []string{"a", "b"}}), ErrNoData)
+}
+
+// mesh is an n-host mesh at 100 Gbit/s with host 4 slow and host 9 dead.
+func mesh(n int) *fleet.MeshReport {
+	rep := &fleet.MeshReport{MedianGbps: 100}
+	for i := range n {
+		rep.Hosts = append(rep.Hosts, "gpu"+pad3(i))
+		row := make([]*float64, n)
+		for j := range n {
+			if i == j || i == 9 || j == 9 {
+				continue
+			}
+			v := 100.0
+			if i == 4 || j == 4 {
+				v = 30
+			}
+			row[j] = &v
+		}
+		rep.Matrix = append(rep.Matrix, row)
+	}
+	return rep
+}
+
+func pad3(i int) string {
+	s := "00" + string(rune('0'+i/10)) + string(rune('0'+i%10))
+	return s[len(s)-3:]
+}
+
+func TestLog2Ticks(t *testing.T) {
+	ticks := log2Ticks(8, 8<<30)
+	assert.Equal(t, "8", ticks[0].Label)
+	assert.Equal(t, "8M", ticks[20].Label)
+	assert.Len(t, ticks, 31)
+	assert.Nil(t, log2Ticks(0, 1))
+	assert.Equal(t, "1K", sizeLabel(1024))
+	assert.Equal(t, "1000", sizeLabel(1000))
+}
