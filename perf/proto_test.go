@@ -25,6 +25,8 @@ func sampleMessages() []Message {
 		&Start{},
 		&Done{Bytes: 1 << 30, Messages: 16384, Elapsed: time.Second, Counters: map[string]uint64{"hw_rx_bytes_cnt": 1 << 30}},
 		&PeerError{Message: "no such device"},
+		&LatencyHello{Device: "erdma_0", ClientDevice: "erdma_1", Transport: "roce", Method: connect.RDMACM, Size: 2,
+			Iterations: 1000, Warmup: 16, Inline: 96, Limit: time.Hour},
 	}
 }
 
@@ -38,6 +40,16 @@ func TestFrameRoundTrip(t *testing.T) {
 			assert.Equal(t, m, got)
 		})
 	}
+}
+
+// latencyHello is a LatencyHello frame with any field values (AppendFrame
+// does not validate).
+func latencyHello(iters uint32, size uint64) []byte {
+	b, err := AppendFrame(nil, &LatencyHello{Size: size, Iterations: iters})
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 func TestReadFrameRejects(t *testing.T) {
@@ -66,6 +78,8 @@ func TestReadFrameRejects(t *testing.T) {
 		{"truncated payload", hello[:len(hello)-3], errors.New("")},
 		{"unknown type", append(bytes.Clone(good[:6]), 99, 0, 0, 0, 0, 0), ErrProtocol},
 		{"hello with zero QPs", badHello, ErrProtocol},
+		{"latency hello without iterations", latencyHello(0, 2), ErrProtocol},
+		{"latency hello of size 0", latencyHello(1000, 0), ErrProtocol},
 		{"trailing bytes", append(append(bytes.Clone(good[:8]), 0, 0, 0, 1), 7), ErrProtocol},
 	}
 	for _, tc := range tests {

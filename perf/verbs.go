@@ -240,3 +240,21 @@ func (s *verbsSession) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Buffer implements PingSession.
+func (s *verbsSession) Buffer() []byte { return s.buf.Bytes() }
+
+// PostWrite implements PingSession.
+func (s *verbsSession) PostWrite(src, size int) error {
+	if s.remote == nil {
+		return errors.New("post before connect")
+	}
+	r := &s.remote[0]
+	w := ibverbs.Writes{MR: s.mr, Offset: uint64(src), RemoteAddr: r.Addr, RKey: r.RKey, Size: uint32(size), Count: 1,
+		SignalEvery: 1, WRID: s.seq[0], Inline: size <= s.cfg.MaxInline}
+	if err := s.qps[0].PostWrites(w); err != nil {
+		return err
+	}
+	s.seq[0]++
+	return nil
+}

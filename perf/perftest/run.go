@@ -57,6 +57,9 @@ type Options struct {
 	Timeout time.Duration
 	// Root is the host root for the device's GIDs ("/" when empty).
 	Root string
+
+	// latency: ib_write_lat's arguments (RunWriteLat, ServeWriteLat).
+	latency bool
 }
 
 // Run is one device's server/client pair.
@@ -77,6 +80,9 @@ type Run struct {
 // resolve it per device before calling Args.
 func (o Options) Args(dev string, port int, server string) []string {
 	a := []string{"-d", dev, "-F", "--report_gbits", "-p", strconv.Itoa(port), "-q", strconv.Itoa(max(o.QPs, 1))}
+	if o.latency { // one QP; its table is in usec whatever the units
+		a = []string{"-d", dev, "-F", "-p", strconv.Itoa(port)}
+	}
 	if o.All {
 		a = append(a, "-a")
 	} else if o.Size > 0 {
@@ -103,6 +109,9 @@ func (o Options) Args(dev string, port int, server string) []string {
 func (o Options) withDefaults() Options {
 	if o.Binary == "" {
 		o.Binary = "ib_write_bw"
+		if o.latency {
+			o.Binary = "ib_write_lat"
+		}
 	}
 	if o.Port == 0 {
 		o.Port = DefaultPort
@@ -140,7 +149,7 @@ func RunWriteBW(ctx context.Context, o Options) []Run {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runs[i] = o.forDevice(dev).pair(ctx, dev, o.Port+i)
+			runs[i] = o.pair(ctx, dev, o.Port+i)
 		}()
 	}
 	wg.Wait()
@@ -172,7 +181,32 @@ func ServeWriteBW(ctx context.Context, o Options) []Run {
 	return runs
 }
 
+// RunWriteLat is RunWriteBW for ib_write_lat (Binary defaults to it):
+// `ib_write_lat -d DEV -F -p PORT` with Size (-s; perftest's default 2),
+// All (-a), Iterations (-n; default 1000), Duration (-D), GIDIndex (-x),
+// Method (-R) and Extra; QPs does not apply. The devices run one after the
+// other, not in parallel: latency tests side by side would measure each
+// other.
+func RunWriteLat(ctx context.Context, o Options) []Run {
+	o.latency = true
+	o = o.withDefaults()
+	runs := make([]Run, len(o.Devices))
+	for i, dev := range o.Devices {
+		runs[i] = o.pair(ctx, dev, o.Port+i)
+	}
+	return runs
+}
+
+// ServeWriteLat runs only ib_write_lat servers, one per device (each on
+// its port, in parallel: they wait for their clients), and returns when all
+// have ended.
+func ServeWriteLat(ctx context.Context, o Options) []Run {
+	o.latency = true
+	return ServeWriteBW(ctx, o)
+}
+
 func (o Options) pair(ctx context.Context, dev string, port int) Run {
+	o = o.forDevice(dev)
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	addr := o.Server

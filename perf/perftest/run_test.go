@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/erdmakit/erdmakit/connect"
+	"github.com/erdmakit/erdmakit/health"
 )
 
 func fakeOptions(t *testing.T, mode string) Options {
@@ -30,6 +31,35 @@ func TestArgsFollowTheGuide(t *testing.T) {
 	assert.Equal(t, []string{"-d", "rxe0", "-F", "--report_gbits", "-p", "18516", "-q", "4", "-s", "4096", "-D", "5", "-x", "1", "-R", "10.0.9.1"},
 		o.Args("rxe0", 18516, "10.0.9.1"))
 	assert.Contains(t, Options{All: true, Iterations: 100}.Args("d", 1, ""), "-a")
+}
+
+func TestLatArgs(t *testing.T) {
+	o := Options{GIDIndex: -1, latency: true}.withDefaults()
+	assert.Equal(t, "ib_write_lat", o.Binary)
+	assert.Equal(t, []string{"-d", "erdma_0", "-F", "-p", "18515"}, o.Args("erdma_0", 18515, ""))
+	o = Options{QPs: 4, Size: 4096, Iterations: 5000, GIDIndex: 1, Method: connect.RDMACM, latency: true}.withDefaults()
+	assert.Equal(t, []string{"-d", "rxe0", "-F", "-p", "18516", "-s", "4096", "-n", "5000", "-x", "1", "-R", "10.0.9.1"},
+		o.Args("rxe0", 18516, "10.0.9.1"), "no -q: ib_write_lat runs one QP")
+}
+
+func TestRunWriteLatLoopback(t *testing.T) {
+	o := fakeOptions(t, "lat")
+	o.Devices = []string{"rxe0", "rxe1"}
+	runs := RunWriteLat(context.Background(), o)
+	require.Len(t, runs, 2)
+	for i, r := range runs {
+		assert.Empty(t, r.Error)
+		assert.Equal(t, DefaultPort+i, r.Port)
+		require.NotNil(t, r.Client)
+		require.Len(t, r.Client.Latency, 1)
+		assert.InDelta(t, 1.47, r.Client.Latency[0].TypicalUS, 1e-9)
+		require.NotNil(t, r.Server)
+	}
+	args, err := os.ReadFile(os.Getenv("FAKE_PERFTEST_STATE") + ".args")
+	require.NoError(t, err)
+	assert.Contains(t, string(args), "server -d rxe1 -F -p 18516\n")
+	assert.Equal(t, health.OK, JudgeLatency(runs, 2, false).Status)
+	assert.Equal(t, health.Warn, JudgeLatency(runs, 1.4, false).Status)
 }
 
 func TestRunWriteBWLoopback(t *testing.T) {
