@@ -397,10 +397,10 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 // LatencyResult is one device's latency test at one size: the public schema
 // of a `bw lat --json` result.
 type LatencyResult struct {
-	Device       string `json:"device"`
-	ServerDevice string `json:"server_device"`
-	Method       string `json:"method"` // "oob" | "rdma_cm"
-	Size         int    `json:"size"`   // bytes per write
+	Device       string         `json:"device"`
+	ServerDevice string         `json:"server_device"`
+	Method       connect.Method `json:"method"` // "oob" | "rdma_cm" (resolved, never auto)
+	Size         int            `json:"size"`   // bytes per write
 	// Inline is the largest write sent inline (0: none); Warmup the
 	// unmeasured round trips before the measured ones.
 	Inline int `json:"inline"`

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/plot"
@@ -24,7 +25,7 @@ type latFlags struct {
 	iters    int
 	warmup   int
 	inline   int
-	conn     string
+	conn     connect.Method
 	rdmaCM   bool
 	expect   float64
 	plot     string
@@ -78,7 +79,7 @@ p99.9 and max in microseconds. Exit: 0 ok, 1 a median above --expect-us,
 	fl.IntVarP(&f.iters, "iters", "n", perf.DefaultLatencyIterations, fmt.Sprintf("measured round trips per size (at most %d)", perf.MaxLatencyIterations))
 	fl.IntVar(&f.warmup, "warmup", perf.DefaultLatencyWarmup, "unmeasured round trips before them (0: none)")
 	fl.IntVarP(&f.inline, "inline", "I", perf.InlineAuto, "max inline size in bytes (-1: ib_write_lat's choice, 96 on eRDMA, none on rxe)")
-	fl.StringVar(&f.conn, "conn", "auto", "connection method: auto (by the device's transport), oob or rdma_cm")
+	fl.Var(&f.conn, "conn", "connection method: auto (by the device's transport), oob or rdma_cm")
 	fl.BoolVarP(&f.rdmaCM, "rdma-cm", "R", false, "connect with rdma_cm (--conn rdma_cm)")
 	fl.Float64Var(&f.expect, "expect-us", 0, "warn (exit 1) when a median one-way latency is above this many microseconds")
 	fl.StringVar(&f.plot, "plot", "", "draw a histogram of the samples into this SVG file")
@@ -88,16 +89,12 @@ p99.9 and max in microseconds. Exit: 0 ok, 1 a median above --expect-us,
 }
 
 func (f *latFlags) config(g *globals) (perf.LatencyConfig, []int, error) {
-	conn := f.conn
+	method := f.conn
 	if f.rdmaCM {
-		if conn != "auto" && conn != "rdma_cm" {
-			return perf.LatencyConfig{}, nil, fmt.Errorf("--rdma-cm and --conn %s disagree", conn)
+		if method != connect.Auto && method != connect.RDMACM {
+			return perf.LatencyConfig{}, nil, fmt.Errorf("-R and --conn %s disagree", method)
 		}
-		conn = "rdma_cm"
-	}
-	method, err := perf.ParseConnectMethod(conn)
-	if err != nil {
-		return perf.LatencyConfig{}, nil, err
+		method = connect.RDMACM
 	}
 	warmup := f.warmup
 	if warmup == 0 {

@@ -103,6 +103,7 @@ func newPerftestLatCmd(g *globals) *cobra.Command {
 		serve  bool
 		expect float64
 		size   string
+		rdmaCM bool
 	)
 	c := &cobra.Command{
 		Use:   "lat [SERVER]",
@@ -120,6 +121,12 @@ Exit: 0 ok, 1 a median (t_typical) above --expect-us, 2 a pair failed, 3 bad usa
 					return fmt.Errorf("--serve takes no SERVER")
 				}
 				o.Server = args[0]
+			}
+			if rdmaCM {
+				if cmd.Flags().Changed("conn") && o.Method != connect.RDMACM {
+					return fmt.Errorf("-R and --conn %s disagree", o.Method)
+				}
+				o.Method = connect.RDMACM
 			}
 			if size != "" {
 				n, err := parseSize(size)
@@ -161,7 +168,8 @@ Exit: 0 ok, 1 a median (t_typical) above --expect-us, 2 a pair failed, 3 bad usa
 	f.BoolVarP(&o.All, "all", "a", false, "all sizes 2 B .. 8 MiB (-a)")
 	f.IntVarP(&o.Iterations, "iters", "n", 0, "iterations (-n; default ib_write_lat's 1000)")
 	f.IntVarP(&o.GIDIndex, "gid-index", "x", -1, "GID index (-x; default perftest's choice)")
-	f.BoolVarP(&o.RDMACM, "rdma-cm", "R", false, "connect with rdma_cm (-R; iWARP-mode eRDMA needs it)")
+	f.Var(&o.Method, "conn", "connection method: auto (-R for iWARP-mode devices, which need it), oob or rdma_cm (-R)")
+	f.BoolVarP(&rdmaCM, "rdma-cm", "R", false, "same as --conn rdma_cm (perftest's -R)")
 	f.StringVar(&o.Binary, "binary", "ib_write_lat", "the ib_write_lat program")
 	f.StringVar(&o.LoopbackAddr, "loopback-addr", "", "address loopback clients connect to (default 127.0.0.1, or the device's IPv4 with -R)")
 	f.DurationVar(&o.Timeout, "timeout", 0, "bound on each pair (default 120s)")
