@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/perf"
 )
 
@@ -56,7 +57,7 @@ func ExampleClient() {
 // Every out-of-band message is one bounded frame; anything else is a clear
 // error.
 func ExampleReadFrame() {
-	b, _ := perf.AppendFrame(nil, &perf.Hello{QPs: 16, Size: 65536, Iterations: 5000, Method: perf.MethodOOB})
+	b, _ := perf.AppendFrame(nil, &perf.Hello{QPs: 16, Size: 65536, Iterations: 5000, Method: connect.OOB})
 	m, err := perf.ReadFrame(bytes.NewReader(b))
 	fmt.Printf("%d bytes: %+v %v\n", len(b), m.(*perf.Hello).QPs, err)
 	_, err = perf.ReadFrame(bytes.NewReader([]byte("GET / HTTP/1.1\r\n\r\n")))

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/erdmakit/erdmakit/connect"
 )
 
 // FakeLink is an in-process emulated RDMA device: one wire of a known rate
@@ -51,7 +53,7 @@ func NewFakeLink(name string, gbps float64) *FakeLink {
 func (l *FakeLink) Device() string { return l.name }
 
 // Transport implements Link: "fake", connected like RoCE (out of band).
-func (l *FakeLink) Transport() string { return "fake" }
+func (l *FakeLink) Transport() connect.Transport { return "fake" }
 
 // OpenSessions is how many sessions are open: 0 after every test, failed or
 // not, proves that everything was released.

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/health"
 )
 
@@ -31,8 +32,8 @@ type LatencyConfig struct {
 	// on a device perftest does not recognise (rxe, the fake); < -1 is
 	// invalid.
 	Inline int
-	// Method connects the QP; MethodAuto follows the device's transport.
-	Method ConnectMethod
+	// Method connects the QP; connect.Auto follows the device's transport.
+	Method connect.Method
 	// StepTimeout bounds each out-of-band message and, during the ping-pong,
 	// the wait for any one answer (default 10 s).
 	StepTimeout time.Duration

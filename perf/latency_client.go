@@ -78,9 +78,9 @@ func (c *LatencyClient) test(ctx context.Context, oc *conn, cfg LatencyConfig) (
 		}
 		return fmt.Errorf("%s latency size %d: %w", dev, cfg.Size, err)
 	}
-	method := resolveMethod(cfg.Method, l.Transport())
+	method := cfg.Method.Resolve(l.Transport())
 	inline := cfg.inlineFor(dev)
-	h := &LatencyHello{Device: c.ServerDevice, ClientDevice: dev, Transport: l.Transport(), Method: method,
+	h := &LatencyHello{Device: c.ServerDevice, ClientDevice: dev, Transport: string(l.Transport()), Method: method,
 		Size: uint64(cfg.Size), Iterations: uint32(cfg.Iterations), Warmup: uint32(cfg.Warmup), Inline: uint32(inline),
 		Limit: latencyLimit}
 	if err := oc.send(h); err != nil {
@@ -178,7 +178,7 @@ func (s *Server) latencyTest(ctx context.Context, c *conn, h *LatencyHello, t *S
 	if !ok {
 		return fmt.Errorf("%s's sessions (%T) cannot run a latency test", l.Device(), sess)
 	}
-	if err := c.send(&Accept{Device: l.Device(), Transport: l.Transport(), CMAddr: sess.CMAddr()}); err != nil {
+	if err := c.send(&Accept{Device: l.Device(), Transport: string(l.Transport()), CMAddr: sess.CMAddr()}); err != nil {
 		return err
 	}
 	remote, err := expect[*Endpoints](c, c.step, "the client's endpoints")

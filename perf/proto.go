@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/internal/frame"
 )
 
@@ -107,48 +108,6 @@ var (
 	ErrPeer = errors.New("bw peer error")
 )
 
-// ConnectMethod is how the queue pairs are connected.
-type ConnectMethod uint8
-
-const (
-	// MethodAuto picks by the device's transport: rdma_cm for iWARP, the
-	// out-of-band exchange otherwise.
-	MethodAuto ConnectMethod = 0
-	// MethodOOB exchanges QPN/PSN/GID over our TCP connection and moves the
-	// QPs to RTS with modify_qp (eRDMA compat mode, RoCE, IB).
-	MethodOOB ConnectMethod = 1
-	// MethodRDMACM connects through librdmacm (eRDMA iWARP mode).
-	MethodRDMACM ConnectMethod = 2
-)
-
-func (m ConnectMethod) String() string {
-	switch m {
-	case MethodAuto:
-		return "auto"
-	case MethodOOB:
-		return "oob"
-	case MethodRDMACM:
-		return "rdma_cm"
-	}
-	return fmt.Sprintf("method %d", uint8(m))
-}
-
-// ParseConnectMethod reads "auto", "oob" or "rdma_cm".
-func ParseConnectMethod(s string) (ConnectMethod, error) {
-	switch s {
-	case "", "auto":
-		return MethodAuto, nil
-	case "oob":
-		return MethodOOB, nil
-	case "rdma_cm", "rdmacm", "cm":
-		return MethodRDMACM, nil
-	}
-	return 0, fmt.Errorf("connection method %q: want auto, oob or rdma_cm", s)
-}
-
-// MarshalText makes a ConnectMethod print as its name in JSON.
-func (m ConnectMethod) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
-
 // Hello opens a test: what the client wants.
 type Hello struct {
 	// Device is the server device to use; "" means the server's first.
@@ -157,7 +116,7 @@ type Hello struct {
 	// server's log and its check that both sides are in the same mode.
 	ClientDevice string
 	Transport    string
-	Method       ConnectMethod
+	Method       connect.Method
 	QPs          uint32
 	Size         uint64 // bytes per RDMA write
 	Iterations   uint64 // per QP; 0 in duration mode
@@ -175,7 +134,7 @@ type LatencyHello struct {
 	Device       string
 	ClientDevice string
 	Transport    string
-	Method       ConnectMethod
+	Method       connect.Method
 	Size         uint64 // bytes per RDMA write
 	// Iterations are the measured round trips, Warmup the unmeasured ones
 	// before them: the server answers Warmup+Iterations pings.
@@ -376,7 +335,7 @@ func DecodePayload(t MsgType, p []byte) (Message, error) {
 		h.Device = d.str()
 		h.ClientDevice = d.str()
 		h.Transport = d.str()
-		h.Method = ConnectMethod(d.u8())
+		h.Method = connect.Method(d.u8())
 		h.QPs = d.u32()
 		h.Size = d.u64()
 		h.Iterations = d.u64()
@@ -393,7 +352,7 @@ func DecodePayload(t MsgType, p []byte) (Message, error) {
 		h.Device = d.str()
 		h.ClientDevice = d.str()
 		h.Transport = d.str()
-		h.Method = ConnectMethod(d.u8())
+		h.Method = connect.Method(d.u8())
 		h.Size = d.u64()
 		h.Iterations = d.u32()
 		h.Warmup = d.u32()
@@ -478,7 +437,7 @@ func (h *Hello) validate() error {
 		return errors.New("neither iterations nor a duration")
 	case h.Duration < 0 || h.Warmup < 0 || h.Cooldown < 0 || h.Limit < 0:
 		return errors.New("negative duration")
-	case h.Method > MethodRDMACM:
+	case h.Method > connect.RDMACM:
 		return fmt.Errorf("unknown connection method %d", h.Method)
 	}
 	return nil
@@ -497,7 +456,7 @@ func (h *LatencyHello) validate() error {
 		return fmt.Errorf("inline %d: want 0..%d", h.Inline, MaxInline)
 	case h.Limit < 0:
 		return errors.New("negative duration")
-	case h.Method > MethodRDMACM:
+	case h.Method > connect.RDMACM:
 		return fmt.Errorf("unknown connection method %d", h.Method)
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/erdmakit/erdmakit/connect"
 )
 
 // Server is the passive side of `erdmakit bw`: it accepts out-of-band
@@ -229,13 +231,13 @@ func (s *Server) slot() (release func(), err error) {
 }
 
 // testLink is the link a test asked for and the method to connect it.
-func (s *Server) testLink(dev string, m ConnectMethod) (Link, ConnectMethod, error) {
+func (s *Server) testLink(dev string, m connect.Method) (Link, connect.Method, error) {
 	l, err := s.link(dev)
 	if err != nil {
 		return nil, 0, err
 	}
-	method := resolveMethod(m, l.Transport())
-	if l.Transport() == "iwarp" && method != MethodRDMACM {
+	method := m.Resolve(l.Transport())
+	if l.Transport() == connect.IWARP && method != connect.RDMACM {
 		return nil, 0, fmt.Errorf("%s is iWARP (rdma_cm only) but the client asked for %s: both peers must be in the same mode", l.Device(), m)
 	}
 	return l, method, nil
@@ -275,7 +277,7 @@ func (s *Server) test(ctx context.Context, c *conn, h *Hello, t *ServerTest) err
 			s.log().Warn("bw server: releasing the test's resources", "device", l.Device(), "err", err)
 		}
 	}()
-	if err := c.send(&Accept{Device: l.Device(), Transport: l.Transport(), CMAddr: sess.CMAddr()}); err != nil {
+	if err := c.send(&Accept{Device: l.Device(), Transport: string(l.Transport()), CMAddr: sess.CMAddr()}); err != nil {
 		return err
 	}
 	remote, err := expect[*Endpoints](c, c.step, "the client's endpoints")
