@@ -195,4 +195,3 @@ func BenchmarkMeshSchedule256(b *testing.B) {
 		_ = Schedule(256)
 	}
 }
-

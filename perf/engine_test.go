@@ -226,4 +226,3 @@ func TestCounterProofs(t *testing.T) {
 	}
 	assert.Equal(t, map[string]uint64{"a": 5}, CounterDelta(map[string]uint64{"a": 1, "b": 9}, map[string]uint64{"a": 6, "b": 2}))
 }
-

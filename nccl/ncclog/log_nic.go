@@ -1,4 +1,4 @@
-package nccl
+package ncclog
 
 import (
 	"bytes"
@@ -223,7 +223,7 @@ const (
 
 // NICBalance decides whether the NET/IB devices NCCL listed all carried
 // traffic, from the per-device channel counts.
-func (l *LogSummary) NICBalance() NICBalance {
+func (l *Summary) NICBalance() NICBalance {
 	if l == nil || len(l.NICs) == 0 {
 		return NICsUnknown
 	}

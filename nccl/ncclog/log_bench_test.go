@@ -1,7 +1,8 @@
-package nccl
+package ncclog
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,7 +38,7 @@ func BenchmarkAnalyzeLog(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := AnalyzeLog(bytes.NewReader(data)); err != nil {
+		if _, err := Analyze(context.Background(), bytes.NewReader(data)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -46,7 +47,7 @@ func BenchmarkAnalyzeLog(b *testing.B) {
 // BenchmarkLogAnalyzerFeed measures one line through Feed: it must not allocate.
 func BenchmarkLogAnalyzerFeed(b *testing.B) {
 	lines := bytes.Split(benchLog(b, 1), []byte("\n"))
-	a := NewLogAnalyzer()
+	a := NewAnalyzer()
 	for _, l := range lines {
 		a.Feed(l)
 	}
@@ -67,7 +68,7 @@ func BenchmarkParseTests(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ParseTests(bytes.NewReader(data)); err != nil {
+		if _, err := ParseTests(context.Background(), bytes.NewReader(data)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -75,7 +76,7 @@ func BenchmarkParseTests(b *testing.B) {
 
 func TestLogAnalyzerFeedAllocatesNothing(t *testing.T) {
 	lines := bytes.Split(benchLog(&testing.B{}, 1), []byte("\n"))
-	a := NewLogAnalyzer()
+	a := NewAnalyzer()
 	for _, l := range lines {
 		a.Feed(l)
 	}

@@ -1,6 +1,7 @@
-package nccl
+package ncclog
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ func TestNetTransportSamples(t *testing.T) {
 			f, err := os.Open("testdata/" + file)
 			require.NoError(t, err)
 			defer f.Close()
-			s, err := AnalyzeLog(f)
+			s, err := Analyze(context.Background(), f)
 			require.NoError(t, err)
 			assert.Equal(t, want, s.NetTransport())
 		})
@@ -46,11 +47,11 @@ func TestNetTransport(t *testing.T) {
 		{"nothing about the network", "h:1:1 [0] NCCL INFO cudaDriverVersion 12040\n", NetUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := AnalyzeLog(strings.NewReader(tc.log))
+			s, err := Analyze(context.Background(), strings.NewReader(tc.log))
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, s.NetTransport())
 		})
 	}
-	var nilSummary *LogSummary
+	var nilSummary *Summary
 	assert.Equal(t, NetUnknown, nilSummary.NetTransport())
 }

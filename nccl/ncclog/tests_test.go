@@ -1,6 +1,7 @@
-package nccl
+package ncclog
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -17,7 +18,7 @@ func parseTestsFile(t testing.TB, name string) *TestResult {
 	f, err := os.Open(filepath.Join("testdata", name))
 	require.NoError(t, err)
 	defer f.Close()
-	r, err := ParseTests(f)
+	r, err := ParseTests(context.Background(), f)
 	require.NoError(t, err)
 	return r
 }
@@ -128,7 +129,7 @@ func TestParseTestsDetails(t *testing.T) {
 		in := "[1,0]<stdout>:#  Rank  0 Group  0 Pid 1 on h1 device  0 [0x01] GPU\n" +
 			"[1,0]<stdout>:     4194304       1048576     float     sum      -1    80.10   52.36   98.18      0    79.90   52.49   98.43      0\n" +
 			"[1,0]<stdout>:# Out of bounds values : 0 OK\n[1,0]<stdout>:# Avg bus bandwidth    : 98.3 \n"
-		r, err := ParseTests(strings.NewReader(in))
+		r, err := ParseTests(context.Background(), strings.NewReader(in))
 		require.NoError(t, err)
 		assert.True(t, r.OK, r.Reasons)
 		assert.Equal(t, 1, r.Ranks)
@@ -139,7 +140,7 @@ func TestParseTestsDetails(t *testing.T) {
 	t.Run("numeric error column of the old format", func(t *testing.T) {
 		in := "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n" +
 			"     1048576        262144   float     sum    74.78   14.02   24.54  5e-07    76.17   13.77   24.09  0e+00\n"
-		r, err := ParseTests(strings.NewReader(in))
+		r, err := ParseTests(context.Background(), strings.NewReader(in))
 		require.NoError(t, err)
 		require.Len(t, r.Rows, 1)
 		require.NotNil(t, r.Rows[0].OutOfPlace.Error)
@@ -184,18 +185,18 @@ func TestParseTestsBadInput(t *testing.T) {
 		"perftest": " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n 65536 5000 1.0 1.0 0.1\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := ParseTests(strings.NewReader(in))
+			_, err := ParseTests(context.Background(), strings.NewReader(in))
 			require.ErrorIs(t, err, ErrNoTestOutput)
 		})
 	}
 	t.Run("read error", func(t *testing.T) {
 		boom := errors.New("boom")
-		_, err := ParseTests(iotest.ErrReader(boom))
+		_, err := ParseTests(context.Background(), iotest.ErrReader(boom))
 		require.ErrorIs(t, err, boom)
 	})
 	t.Run("truncated row", func(t *testing.T) {
 		in := "#  Rank  0 Group  0 Pid 1 on h1 device  0 [0x01] GPU\n     4194304       1048576     float     sum      -1    80.10   52.3"
-		r, err := ParseTests(strings.NewReader(in))
+		r, err := ParseTests(context.Background(), strings.NewReader(in))
 		require.NoError(t, err)
 		assert.Empty(t, r.Rows)
 		assert.False(t, r.OK)
@@ -203,7 +204,7 @@ func TestParseTestsBadInput(t *testing.T) {
 	t.Run("garbage numbers", func(t *testing.T) {
 		in := "#  Rank  0 on h1 device 0\n     4194304       1048576     float     sum      -1    NaN   52.3 98.1 0 1 2 3 4\n" +
 			"     -5       1048576     float     sum      -1    1   52.3 98.1 0 1 2 3 4\n"
-		r, err := ParseTests(strings.NewReader(in))
+		r, err := ParseTests(context.Background(), strings.NewReader(in))
 		require.NoError(t, err)
 		assert.Empty(t, r.Rows)
 	})
@@ -212,7 +213,7 @@ func TestParseTestsBadInput(t *testing.T) {
 func FuzzParseTests(f *testing.F) {
 	addSamples(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
-		r, err := ParseTests(strings.NewReader(string(in)))
+		r, err := ParseTests(context.Background(), strings.NewReader(string(in)))
 		if err != nil {
 			require.ErrorIs(t, err, ErrNoTestOutput)
 			return

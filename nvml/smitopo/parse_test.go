@@ -1,7 +1,8 @@
-package nvml
+package smitopo
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,12 +17,12 @@ func parseSample(t *testing.T, name string) *Matrix {
 	f, err := os.Open(filepath.Join("testdata", name))
 	require.NoError(t, err)
 	defer f.Close()
-	m, err := ParseTopo(f)
+	m, err := Parse(context.Background(), f)
 	require.NoError(t, err)
 	return m
 }
 
-func TestParseTopoE01TabSeparated(t *testing.T) {
+func TestParseE01TabSeparated(t *testing.T) {
 	m := parseSample(t, "topo-E01-tab-8gpu-10nic.txt")
 	assert.Equal(t, "nvidia-smi", m.Source)
 	require.Len(t, m.Endpoints, 18)
@@ -47,7 +48,7 @@ func TestParseTopoE01TabSeparated(t *testing.T) {
 	assert.Equal(t, "mlx5_6", n[7].NIC)
 }
 
-func TestParseTopoE03SpaceAligned(t *testing.T) {
+func TestParseE03SpaceAligned(t *testing.T) {
 	m := parseSample(t, "topo-E03-space-8gpu-8nic.txt")
 	require.Len(t, m.Endpoints, 16)
 	assert.Equal(t, []string{"CPU Affinity", "NUMA Affinity", "GPU NUMA ID"}, m.AffinityColumns)
@@ -63,33 +64,25 @@ func TestParseTopoE03SpaceAligned(t *testing.T) {
 	assert.Equal(t, Link("NV18"), l)
 }
 
-func TestParseTopoRoundTrip(t *testing.T) {
+func TestParseRoundTrip(t *testing.T) {
 	for _, name := range []string{"topo-E01-tab-8gpu-10nic.txt", "topo-E03-space-8gpu-8nic.txt"} {
 		t.Run(name, func(t *testing.T) {
 			m := parseSample(t, name)
 			var buf bytes.Buffer
 			require.NoError(t, m.WriteText(&buf))
-			again, err := ParseTopo(&buf)
+			again, err := Parse(context.Background(), &buf)
 			require.NoError(t, err, buf.String())
 			assert.Equal(t, m, again)
 		})
 	}
-	// Our own computed matrix prints in the same format.
-	topo := ComputeTopology(hostRoot(t, "ebmgn8is-healthy"), fixtureGPUs(t, "ebmgn8is-healthy"), healthyNICs())
-	var buf bytes.Buffer
-	require.NoError(t, topo.Matrix.WriteText(&buf))
-	again, err := ParseTopo(&buf)
-	require.NoError(t, err, buf.String())
-	assert.Equal(t, topo.Matrix.Links, again.Links)
-	assert.Equal(t, "erdma_1", again.Endpoints[9].Name)
 }
 
-func TestParseTopoOldFormatNICColumns(t *testing.T) {
+func TestParseOldFormatNICColumns(t *testing.T) {
 	in := "\tGPU0\tGPU1\tmlx5_0\tCPU Affinity\n" +
 		"GPU0\t X \tSYS\tPHB\t0-11\n" +
 		"GPU1\tSYS\t X \tSYS\t12-23\n" +
 		"mlx5_0\tPHB\tSYS\t X \t\n\nLegend:\n"
-	m, err := ParseTopo(strings.NewReader(in))
+	m, err := Parse(context.Background(), strings.NewReader(in))
 	require.NoError(t, err)
 	assert.Equal(t, "mlx5_0", m.Endpoints[2].Name)
 	assert.False(t, m.Endpoints[2].IsGPU())
@@ -97,7 +90,7 @@ func TestParseTopoOldFormatNICColumns(t *testing.T) {
 	assert.Equal(t, LinkPHB, l)
 }
 
-func TestParseTopoErrors(t *testing.T) {
+func TestParseErrors(t *testing.T) {
 	e01, err := os.ReadFile(filepath.Join("testdata", "topo-E01-tab-8gpu-10nic.txt"))
 	require.NoError(t, err)
 	lines := strings.Split(string(e01), "\n")
@@ -114,7 +107,7 @@ func TestParseTopoErrors(t *testing.T) {
 		{name: "too many cells", in: "\tGPU0\tCPU Affinity\nGPU0\t X \t0-3\t1\t2\n", msg: "after the devices"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseTopo(strings.NewReader(tc.in))
+			_, err := Parse(context.Background(), strings.NewReader(tc.in))
 			require.Error(t, err)
 			if tc.is != nil {
 				assert.ErrorIs(t, err, tc.is)
@@ -126,7 +119,7 @@ func TestParseTopoErrors(t *testing.T) {
 	}
 }
 
-func FuzzParseTopo(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, name := range []string{"topo-E01-tab-8gpu-10nic.txt", "topo-E03-space-8gpu-8nic.txt"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		require.NoError(f, err)
@@ -134,7 +127,7 @@ func FuzzParseTopo(f *testing.F) {
 	}
 	f.Add([]byte("\tGPU0\tNIC0\nGPU0\t X \tSYS\nNIC0\tSYS\t X \n\nNIC Legend:\n\n  NIC0: erdma_0\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := ParseTopo(bytes.NewReader(b))
+		m, err := Parse(context.Background(), bytes.NewReader(b))
 		if err != nil {
 			return
 		}
@@ -155,10 +148,10 @@ func FuzzParseTopo(f *testing.F) {
 	})
 }
 
-// TestParseTopoAffinityCellsVary: drivers differ in the empty affinity cells
+// TestParseAffinityCellsVary: drivers differ in the empty affinity cells
 // they print; extra or missing empty trailing cells are tolerated and the
 // values kept, while more values than columns is still refused.
-func TestParseTopoAffinityCellsVary(t *testing.T) {
+func TestParseAffinityCellsVary(t *testing.T) {
 	header := "\tGPU0\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
 	for _, tc := range []struct {
 		name, gpu, nic string
@@ -169,7 +162,7 @@ func TestParseTopoAffinityCellsVary(t *testing.T) {
 		{name: "missing cells", gpu: "GPU0\t X \tPIX\t0-47\n", nic: "NIC0\tPIX\t X\n", cpu: "0-47"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := ParseTopo(strings.NewReader(header + tc.gpu + tc.nic))
+			m, err := Parse(context.Background(), strings.NewReader(header+tc.gpu+tc.nic))
 			require.NoError(t, err)
 			assert.Equal(t, tc.cpu, m.Endpoints[0].CPUAffinity)
 			assert.Equal(t, tc.numa, m.Endpoints[0].NUMAAffinity)
@@ -178,24 +171,38 @@ func TestParseTopoAffinityCellsVary(t *testing.T) {
 			assert.Equal(t, LinkPIX, l)
 		})
 	}
-	_, err := ParseTopo(strings.NewReader(header + "GPU0\t X \tPIX\t0-47\t0\tN/A\t7\nNIC0\tPIX\t X \n"))
+	_, err := Parse(context.Background(), strings.NewReader(header+"GPU0\t X \tPIX\t0-47\t0\tN/A\t7\nNIC0\tPIX\t X \n"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "4 non-empty cells after the devices, header has 3 affinity columns")
 }
 
-// TestParseTopoSkipsOverlongLines: a line over the bound is noise, not a
+// TestParseSkipsOverlongLines: a line over the bound is noise, not a
 // reason to lose the matrix after it.
-func TestParseTopoSkipsOverlongLines(t *testing.T) {
+func TestParseSkipsOverlongLines(t *testing.T) {
 	e01, err := os.ReadFile(filepath.Join("testdata", "topo-E01-tab-8gpu-10nic.txt"))
 	require.NoError(t, err)
 	blob := strings.Repeat("x", maxTopoLine+10) + "\n"
 	for _, in := range []string{blob + string(e01), string(e01) + blob, blob + blob + string(e01), strings.TrimSuffix(blob, "\n")} {
-		m, err := ParseTopo(strings.NewReader(in))
+		m, err := Parse(context.Background(), strings.NewReader(in))
 		if in == strings.TrimSuffix(blob, "\n") {
 			assert.ErrorIs(t, err, ErrNoMatrix)
 			continue
 		}
 		require.NoError(t, err)
 		assert.Len(t, m.Endpoints, 18)
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	in, err := os.ReadFile(filepath.Join("testdata", "topo-E01-tab-8gpu-10nic.txt"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(context.Background(), bytes.NewReader(in)); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

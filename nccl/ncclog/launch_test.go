@@ -1,6 +1,8 @@
-package nccl
+package ncclog
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +37,7 @@ func TestClassifyLaunchSamples(t *testing.T) {
 			f, err := os.Open(filepath.Join("testdata", tt.file))
 			require.NoError(t, err)
 			defer f.Close()
-			got, err := ClassifyLaunch(f)
+			got, err := ClassifyLaunch(context.Background(), f)
 			require.NoError(t, err)
 			require.Len(t, got, 1, "%+v", got)
 			g := got[0]
@@ -61,14 +63,16 @@ func TestClassifyLaunchNamesTheHost(t *testing.T) {
 		"  Process name: [[56171,1],6]",
 		"  Exit code:    3",
 	}, "\n")
-	got, err := ClassifyLaunch(strings.NewReader(log))
+	got, err := ClassifyLaunch(context.Background(), strings.NewReader(log))
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	assert.Equal(t, "ztan-mig-gq73", got[0].Host)
 	assert.Equal(t, "rank 6 on ztan-mig-gq73 exited with code 3", got[0].Summary)
 
-	// Without the header the command's layout names it.
-	c := LaunchClassifier{HostOfRank: DefaultCommand().HostOfRank}
+	// Without the header the command's layout names it (nccl.Command's
+	// HostOfRank: 8 ranks per host).
+	hostOfRank := func(rank int) string { return fmt.Sprintf("host%d", rank/8+1) }
+	c := LaunchClassifier{HostOfRank: hostOfRank}
 	for _, l := range strings.Split(log, "\n")[2:] {
 		c.Line(l)
 	}
@@ -76,7 +80,7 @@ func TestClassifyLaunchNamesTheHost(t *testing.T) {
 
 	// The header read after the rank's block (stdout and stderr are read
 	// apart) still names the host.
-	c = LaunchClassifier{HostOfRank: DefaultCommand().HostOfRank}
+	c = LaunchClassifier{HostOfRank: hostOfRank}
 	lines := strings.Split(log, "\n")
 	for _, l := range append(lines[2:], lines[:2]...) {
 		c.Line(l)
@@ -93,7 +97,7 @@ func TestClassifyLaunchAbortBannerOnly(t *testing.T) {
 	lines := strings.Split(string(raw), "\n")
 	banner := strings.Join(lines[:5], "\n") // source, dashes, the two banner lines, dashes
 	require.Contains(t, banner, "Primary job  terminated normally")
-	got, err := ClassifyLaunch(strings.NewReader(banner))
+	got, err := ClassifyLaunch(context.Background(), strings.NewReader(banner))
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	assert.Equal(t, FailRankExit, got[0].Kind)
@@ -101,7 +105,7 @@ func TestClassifyLaunchAbortBannerOnly(t *testing.T) {
 	assert.Contains(t, got[0].Summary, "mpirun did not say which")
 	assert.Equal(t, "launch-rank-exited", got[0].Finding().ID)
 
-	got, err = ClassifyLaunch(strings.NewReader(string(raw)))
+	got, err = ClassifyLaunch(context.Background(), strings.NewReader(string(raw)))
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	assert.Equal(t, 1, got[0].Rank)
@@ -126,7 +130,7 @@ func TestClassifyLaunchSrunAndSSH(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
-			got, err := ClassifyLaunch(strings.NewReader(tt.line + "\n"))
+			got, err := ClassifyLaunch(context.Background(), strings.NewReader(tt.line+"\n"))
 			require.NoError(t, err)
 			require.Len(t, got, 1)
 			assert.Equal(t, tt.kind, got[0].Kind)
@@ -141,7 +145,7 @@ func TestClassifyLaunchCleanRun(t *testing.T) {
 	f, err := os.Open(filepath.Join("testdata", "B02_nccl_tests_all_reduce_mpirun_2node_16rank_h100_new_format.txt"))
 	require.NoError(t, err)
 	defer f.Close()
-	got, err := ClassifyLaunch(f)
+	got, err := ClassifyLaunch(context.Background(), f)
 	require.NoError(t, err)
 	assert.Empty(t, got)
 }
@@ -155,7 +159,7 @@ func FuzzClassifyLaunch(f *testing.F) {
 	}
 	f.Add([]byte("Process name: [[1,1],-5]\nmpirun detected that one or more processes exited with non-zero status\nProcess name: [[\nExit code: x\nsrun: error: a: task : Exited with exit code\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, err := ClassifyLaunch(strings.NewReader(string(b)))
+		got, err := ClassifyLaunch(context.Background(), strings.NewReader(string(b)))
 		if err != nil {
 			return
 		}
@@ -178,7 +182,7 @@ func TestClassifierWantsEveryLineItActsOn(t *testing.T) {
 		var all, filtered LaunchClassifier
 		for _, l := range strings.Split(string(b), "\n") {
 			all.Line(l)
-			if filtered.wants([]byte(l)) {
+			if filtered.Wants([]byte(l)) {
 				filtered.Line(l)
 			}
 		}

@@ -1,19 +1,22 @@
-package nccl
+package ncclog
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
+
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 )
 
-// ErrNoNCCLLines is returned by AnalyzeLog when the input has no line NCCL prints.
+// ErrNoNCCLLines is returned by Analyze when the input has no line NCCL prints.
 var ErrNoNCCLLines = errors.New("no NCCL log lines found")
 
-// LogSummary is what an NCCL_DEBUG=INFO log says about the network NCCL
+// Summary is what an NCCL_DEBUG=INFO log says about the network NCCL
 // chose. Its JSON names are a public schema.
-type LogSummary struct {
+type Summary struct {
 	NCCLVersion string `json:"nccl_version"` // "NCCL version 2.21.5+cuda12.4" -> "2.21.5"
 	// Network is what "Using network X" says: "IB", "Socket" or a plugin's
 	// name ("AWS Libfabric"); when no such line is present it is inferred
@@ -88,7 +91,7 @@ type GDR struct {
 	Disabled []string `json:"disabled"`
 }
 
-// AnalyzeLog reads an NCCL_DEBUG=INFO log from r in constant memory. It
+// Analyze reads an NCCL_DEBUG=INFO log from r in constant memory. It
 // returns ErrNoNCCLLines (wrapped) when r has no NCCL line, and a read error
 // if r fails. Lines may carry any prefix (mpirun's "[1,0]<stdout>:", Ray's
 // "(RayWorkerWrapper pid=...) ", "host:pid:tid [dev] "): what NCCL printed
@@ -96,12 +99,12 @@ type GDR struct {
 //
 // The log is scanned in parallel: chunks of whole lines go to one worker per
 // CPU (GOMAXPROCS), each analyses its chunk alone, and the chunks' analyses
-// are merged in file order (LogAnalyzer.merge), so the result is what one
+// are merged in file order (Analyzer.merge), so the result is what one
 // pass line by line finds. Memory is a few chunks per worker, whatever the
 // size of the log; a line longer than a chunk (1 MiB) is cut to its first
 // MiB.
-func AnalyzeLog(r io.Reader) (*LogSummary, error) {
-	a, err := analyzeChunks(r, chunkSize, runtime.GOMAXPROCS(0))
+func Analyze(ctx context.Context, r io.Reader) (*Summary, error) {
+	a, err := analyzeChunks(ctxio.NewReader(ctx, r), chunkSize, runtime.GOMAXPROCS(0))
 	if err != nil {
 		return nil, fmt.Errorf("reading NCCL log: %w", err)
 	}
@@ -117,7 +120,7 @@ func AnalyzeLog(r io.Reader) (*LogSummary, error) {
 // prints ("NCCL ", "NET/") and only then finds that line's bounds, so lines
 // without it cost only their share of one vectorised byte search. (Lines
 // are not counted: a count would be a second pass over every byte.)
-func (a *LogAnalyzer) block(b []byte) {
+func (a *Analyzer) block(b []byte) {
 	for i := 0; i < len(b); {
 		j := bytes.IndexByte(b[i:], 'N')
 		if j < 0 {
@@ -251,11 +254,11 @@ const (
 	maxOtherChannels = 32 // channel transports besides NET/IB, NET/Socket, P2P and SHM
 )
 
-// LogAnalyzer analyses NCCL log lines fed one at a time; AnalyzeLog and the
+// Analyzer analyses NCCL log lines fed one at a time; Analyze and the
 // nccl-tests parser are built on it. Its memory is bounded (at most 256
-// entries per list, 64 distinct warnings). Use NewLogAnalyzer.
-type LogAnalyzer struct {
-	s LogSummary
+// entries per list, 64 distinct warnings). Use NewAnalyzer.
+type Analyzer struct {
+	s Summary
 	// channel counts by transport; the common four without a map lookup
 	chIB, chSocket, chP2P, chSHM int
 	chOther                      map[string]*int
@@ -282,9 +285,9 @@ func seenLine(seen map[string]struct{}, line []byte) bool {
 	return false
 }
 
-// NewLogAnalyzer returns an analyser with nothing seen.
-func NewLogAnalyzer() *LogAnalyzer {
-	return &LogAnalyzer{chOther: map[string]*int{}, seenIB: map[string]struct{}{}, seenSocket: map[string]struct{}{}}
+// NewAnalyzer returns an analyser with nothing seen.
+func NewAnalyzer() *Analyzer {
+	return &Analyzer{chOther: map[string]*int{}, seenIB: map[string]struct{}{}, seenSocket: map[string]struct{}{}}
 }
 
 var (
@@ -319,12 +322,12 @@ var (
 
 // Feed analyses one line (without its newline); it does not keep line.
 // It reports whether the line was recognised as one NCCL printed.
-func (a *LogAnalyzer) Feed(line []byte) bool {
+func (a *Analyzer) Feed(line []byte) bool {
 	return a.feed(line)
 }
 
 // feed is Feed without counting the line.
-func (a *LogAnalyzer) feed(line []byte) bool {
+func (a *Analyzer) feed(line []byte) bool {
 	msg, kind := ncclMessage(line)
 	if kind == 0 {
 		return false
@@ -334,7 +337,7 @@ func (a *LogAnalyzer) feed(line []byte) bool {
 }
 
 // message handles what NCCL printed, of kind 'I', 'W' or 'V'.
-func (a *LogAnalyzer) message(msg []byte, kind byte) {
+func (a *Analyzer) message(msg []byte, kind byte) {
 	a.s.NCCLLines++
 	switch kind {
 	case 'W':
@@ -387,7 +390,7 @@ func ncclMessage(line []byte) (msg []byte, kind byte) {
 }
 
 // version takes "2.21.5+cuda12.4" -> "2.21.5".
-func (a *LogAnalyzer) version(v []byte) {
+func (a *Analyzer) version(v []byte) {
 	if a.s.NCCLVersion != "" {
 		return
 	}
@@ -399,7 +402,7 @@ func (a *LogAnalyzer) version(v []byte) {
 	}
 }
 
-func (a *LogAnalyzer) info(msg []byte) {
+func (a *Analyzer) info(msg []byte) {
 	if len(msg) == 0 {
 		return
 	}
@@ -463,7 +466,7 @@ func (a *LogAnalyzer) info(msg []byte) {
 }
 
 // net handles the "NET/..." messages.
-func (a *LogAnalyzer) net(msg []byte) {
+func (a *Analyzer) net(msg []byte) {
 	switch {
 	case bytes.HasPrefix(msg, bIBUsing):
 		a.ibUsing(msg[len(bIBUsing):])
@@ -484,7 +487,7 @@ func (a *LogAnalyzer) net(msg []byte) {
 }
 
 // channel counts "Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA".
-func (a *LogAnalyzer) channel(msg []byte) {
+func (a *Analyzer) channel(msg []byte) {
 	var via []byte
 	if bytes.HasPrefix(msg, []byte("via ")) {
 		via = msg[len("via "):]
@@ -532,7 +535,7 @@ func (a *LogAnalyzer) channel(msg []byte) {
 	a.countOther(via[:slash])
 }
 
-func (a *LogAnalyzer) countOther(key []byte) {
+func (a *Analyzer) countOther(key []byte) {
 	if len(key) == 0 || len(key) > 64 {
 		return
 	}
@@ -550,7 +553,7 @@ func (a *LogAnalyzer) countOther(key []byte) {
 }
 
 // ibUsing parses " [0]mlx5_0:1/RoCE [1]mlx5_1:1/IB/SHARP [RO]; OOB eth0:10.0.0.1<0>".
-func (a *LogAnalyzer) ibUsing(rest []byte) {
+func (a *Analyzer) ibUsing(rest []byte) {
 	// Every rank prints the same line: parse each distinct one once.
 	if seenLine(a.seenIB, rest) {
 		return
@@ -591,7 +594,7 @@ func (a *LogAnalyzer) ibUsing(rest []byte) {
 }
 
 // ibDevice parses "[0]erdma_0:1/RoCE".
-func (a *LogAnalyzer) ibDevice(tok []byte) {
+func (a *Analyzer) ibDevice(tok []byte) {
 	if len(tok) < 4 || tok[0] != '[' || len(a.s.IBDevices) >= maxListed {
 		return
 	}
@@ -625,7 +628,7 @@ func (a *LogAnalyzer) ibDevice(tok []byte) {
 
 // addIBDevice appends d unless a device of the same name and port is listed
 // (or the list is full), as ibDevice does.
-func (a *LogAnalyzer) addIBDevice(d IBDevice) {
+func (a *Analyzer) addIBDevice(d IBDevice) {
 	if len(a.s.IBDevices) >= maxListed {
 		return
 	}
@@ -638,7 +641,7 @@ func (a *LogAnalyzer) addIBDevice(d IBDevice) {
 }
 
 // socketUsing parses " [0]eth0:10.106.68.39<0> [1]eth1:10.0.0.2<0>".
-func (a *LogAnalyzer) socketUsing(rest []byte) {
+func (a *Analyzer) socketUsing(rest []byte) {
 	if seenLine(a.seenSocket, rest) {
 		return
 	}
@@ -665,7 +668,7 @@ func ifaceName(s []byte) []byte {
 	return s
 }
 
-func (a *LogAnalyzer) network(name []byte) {
+func (a *Analyzer) network(name []byte) {
 	name = bytes.TrimSpace(name)
 	if len(name) == 0 || len(name) > 64 {
 		return
@@ -677,7 +680,7 @@ func (a *LogAnalyzer) network(name []byte) {
 }
 
 // gdr parses "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'".
-func (a *LogAnalyzer) gdr(rest []byte) {
+func (a *Analyzer) gdr(rest []byte) {
 	q := bytes.IndexByte(rest, '\'')
 	if q < 0 {
 		return
@@ -698,7 +701,7 @@ func (a *LogAnalyzer) gdr(rest []byte) {
 }
 
 // env records "NCCL_IB_HCA set to mlx5_0" and "NCCL_SHM_DISABLE set by environment to 1.".
-func (a *LogAnalyzer) env(msg []byte) {
+func (a *Analyzer) env(msg []byte) {
 	// The key is the first word; the separator follows it directly.
 	i := bytes.IndexByte(msg, ' ')
 	if i <= 0 || i > 64 {
@@ -726,7 +729,7 @@ func (a *LogAnalyzer) env(msg []byte) {
 	a.addEnv(string(key), string(clip(val)))
 }
 
-func (a *LogAnalyzer) warning(msg []byte) {
+func (a *Analyzer) warning(msg []byte) {
 	msg = bytes.TrimSpace(msg)
 	if bytes.Contains(msg, bCreateQP) {
 		a.s.QPCreateFailures++
@@ -740,7 +743,7 @@ func (a *LogAnalyzer) warning(msg []byte) {
 }
 
 // addText appends s to list unless already there (or the list is full).
-func (a *LogAnalyzer) addText(list *[]string, s []byte) {
+func (a *Analyzer) addText(list *[]string, s []byte) {
 	s = clip(s)
 	if len(*list) >= maxListed {
 		return
@@ -772,7 +775,7 @@ func leadingInt(s []byte) (int, bool) {
 }
 
 // Summary returns what was seen so far. It may be called more than once.
-func (a *LogAnalyzer) Summary() *LogSummary {
+func (a *Analyzer) Summary() *Summary {
 	s := a.s
 	s.IBDevices = append([]IBDevice{}, a.s.IBDevices...)
 	s.SocketInterfaces = append([]string{}, a.s.SocketInterfaces...)

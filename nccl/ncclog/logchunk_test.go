@@ -1,4 +1,4 @@
-package nccl
+package ncclog
 
 import (
 	"bytes"
@@ -13,9 +13,9 @@ import (
 )
 
 // sequential is the reference: one analyser fed line by line.
-func sequential(t *testing.T, in []byte) *LogSummary {
+func sequential(t *testing.T, in []byte) *Summary {
 	t.Helper()
-	a := NewLogAnalyzer()
+	a := NewAnalyzer()
 	require.NoError(t, eachLineBytes(bytes.NewReader(in), readBuf, func(l []byte) { a.Feed(l) }))
 	return a.Summary()
 }
@@ -84,8 +84,8 @@ func genLog(seed uint64, n int) []byte {
 }
 
 // splitAt analyses in[:k] and in[k:] alone and merges them.
-func splitAt(in []byte, k int) *LogSummary {
-	a, b := NewLogAnalyzer(), NewLogAnalyzer()
+func splitAt(in []byte, k int) *Summary {
+	a, b := NewAnalyzer(), NewAnalyzer()
 	b.chunk = true
 	a.block(in[:k])
 	b.block(in[k:])
@@ -128,7 +128,7 @@ func TestAnalyzeChunksParallelEqualsSequential(t *testing.T) {
 		in = append(in, b...)
 	}
 	for _, size := range []int{61, 4096, 65536, chunkSize} {
-		ref := NewLogAnalyzer()
+		ref := NewAnalyzer()
 		require.NoError(t, eachLineBytes(bytes.NewReader(in), size, func(l []byte) { ref.Feed(l) }))
 		want := ref.Summary()
 		for _, workers := range []int{1, 2, 3, 8} {
@@ -139,7 +139,7 @@ func TestAnalyzeChunksParallelEqualsSequential(t *testing.T) {
 	}
 }
 
-// Every field of LogSummary must join merge. The generated log and the
+// Every field of Summary must join merge. The generated log and the
 // samples set every field; merging their analysis into an empty one (as
 // the second chunk of a log whose first chunk has nothing) must keep them
 // all. A new field fails here until a line in the test input sets it and
@@ -153,13 +153,13 @@ func TestLogMergeCoversEveryField(t *testing.T) {
 		require.NoError(t, err)
 		in = append(in, b...)
 	}
-	full := NewLogAnalyzer()
+	full := NewAnalyzer()
 	full.block(in)
 	s := reflect.ValueOf(*full.Summary())
 	for i := range s.NumField() {
-		require.False(t, s.Field(i).IsZero(), "LogSummary.%s is not set by the test input: add a line that sets it (genLog)", s.Type().Field(i).Name)
+		require.False(t, s.Field(i).IsZero(), "Summary.%s is not set by the test input: add a line that sets it (genLog)", s.Type().Field(i).Name)
 	}
-	merged := NewLogAnalyzer()
+	merged := NewAnalyzer()
 	merged.merge(full)
-	require.Equal(t, full.Summary(), merged.Summary(), "a field is missing from LogAnalyzer.merge")
+	require.Equal(t, full.Summary(), merged.Summary(), "a field is missing from Analyzer.merge")
 }

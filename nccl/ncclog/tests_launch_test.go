@@ -1,6 +1,7 @@
-package nccl
+package ncclog
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,7 @@ func TestParseTestsLauncherFailed(t *testing.T) {
 			f, err := os.Open(filepath.Join("testdata", file))
 			require.NoError(t, err)
 			defer f.Close()
-			r, err := ParseTests(f)
+			r, err := ParseTests(context.Background(), f)
 			require.NoError(t, err)
 			assert.False(t, r.OK)
 			require.NotEmpty(t, r.LaunchFailures)
@@ -33,7 +34,7 @@ func TestParseTestsLauncherFailed(t *testing.T) {
 			assert.True(t, strings.HasPrefix(r.Reasons[0], "the launcher failed: "), r.Reasons[0])
 		})
 	}
-	_, err := ParseTests(strings.NewReader("hello\nworld\n"))
+	_, err := ParseTests(context.Background(), strings.NewReader("hello\nworld\n"))
 	assert.ErrorIs(t, err, ErrNoTestOutput)
 }
 
@@ -43,7 +44,7 @@ func TestSrunMPITypeMissing(t *testing.T) {
 	f, err := os.Open(filepath.Join("testdata", "H01_srun_22.05.8_debian12_mpi_pmix_cannot_load_libpmix.txt"))
 	require.NoError(t, err)
 	defer f.Close()
-	fs, err := ClassifyLaunch(f)
+	fs, err := ClassifyLaunch(context.Background(), f)
 	require.NoError(t, err)
 	require.Len(t, fs, 1)
 	assert.Equal(t, FailSrunMPI, fs[0].Kind)
@@ -52,20 +53,7 @@ func TestSrunMPITypeMissing(t *testing.T) {
 	assert.Contains(t, fs[0].Fix, "srun --mpi=list")
 	assert.Len(t, fs[0].Evidence, 3) // the PMIx-library line, the context line, the Invalid MPI type line
 
-	fs, _ = ClassifyLaunch(strings.NewReader("slurmstepd: error: mpi/pmix_v4: pmixp_lib_init: host1 [0]: pmixp_client_v2.c:210: can not load PMIx library\n"))
+	fs, _ = ClassifyLaunch(context.Background(), strings.NewReader("slurmstepd: error: mpi/pmix_v4: pmixp_lib_init: host1 [0]: pmixp_client_v2.c:210: can not load PMIx library\n"))
 	require.Len(t, fs, 1)
 	assert.Equal(t, FailSrunMPI, fs[0].Kind)
-}
-
-func TestValidSrunMPI(t *testing.T) {
-	for _, ok := range []string{"", "none", "pmi2", "pmix", "pmix_v4", "cray_shasta"} {
-		assert.NoError(t, ValidSrunMPI(ok), ok)
-	}
-	for _, bad := range []string{"pmi", "PMI2", "pmix_v", "pmix_vx", "pmi2 --x", "list"} {
-		assert.ErrorIs(t, ValidSrunMPI(bad), ErrBadCommand, bad)
-	}
-	c := DefaultCommand()
-	c.Launcher, c.SrunMPI = LauncherSrun, "openmpi2"
-	_, err := c.Argv()
-	assert.ErrorIs(t, err, ErrBadCommand)
 }

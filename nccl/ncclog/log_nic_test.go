@@ -1,14 +1,14 @@
-package nccl
+package ncclog
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/erdmakit/erdmakit/erdma"
 )
 
 // NCCL's format strings, copied from its sources (C's %ld/%lX as Go's
@@ -63,7 +63,7 @@ func twoNICLog(used []int, dmabuf bool) string {
 }
 
 func TestLogPerNIC(t *testing.T) {
-	s, err := AnalyzeLog(strings.NewReader(twoNICLog([]int{0, 1}, true)))
+	s, err := Analyze(context.Background(), strings.NewReader(twoNICLog([]int{0, 1}, true)))
 	require.NoError(t, err)
 	assert.Equal(t, NetRDMA, s.Transport)
 	assert.Equal(t, NICsBalanced, s.NICSpread)
@@ -78,25 +78,25 @@ func TestLogPerNIC(t *testing.T) {
 	}
 	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, s.DMABUFGPUs)
 
-	fs := byFindingID(Diagnose(&TestResult{NCCL: s}, Expectation{}))
-	assert.Equal(t, erdma.SeverityOK, fs["nccl-nics"].Severity)
+	fs := byFindingID(Diagnose(s))
+	assert.Equal(t, health.OK, fs["nccl-nics"].Severity)
 	assert.Contains(t, fs["nccl-nics"].Summary, "balanced")
 	assert.Contains(t, fs["nccl-nics"].Evidence, "erdma_1 (NET/IB/1): 16 channel connections, 16 GDRDMA, GID 2 ::ffff:192.168.11.11")
-	assert.Equal(t, erdma.SeverityOK, fs["nccl-gdr"].Severity)
+	assert.Equal(t, health.OK, fs["nccl-gdr"].Severity)
 	assert.Contains(t, fs["nccl-gdr"].Summary, "through DMA-BUF")
 	assert.Contains(t, fs["nccl-gdr"].Evidence, "DMA-BUF is available on GPU device 0")
 }
 
 func TestLogFirstNICOnly(t *testing.T) {
-	s, err := AnalyzeLog(strings.NewReader(twoNICLog([]int{0}, false)))
+	s, err := Analyze(context.Background(), strings.NewReader(twoNICLog([]int{0}, false)))
 	require.NoError(t, err)
 	assert.Equal(t, NICsFirstOnly, s.NICSpread)
 	require.Len(t, s.NICs, 1)
 	assert.Empty(t, s.DMABUFGPUs)
 
-	fs := byFindingID(Diagnose(&TestResult{NCCL: s}, Expectation{}))
+	fs := byFindingID(Diagnose(s))
 	f := fs["nccl-nics"]
-	assert.Equal(t, erdma.SeverityWarn, f.Severity)
+	assert.Equal(t, health.Warn, f.Severity)
 	assert.Equal(t, "only 1 of 2 NET/IB devices carried traffic: the others sat idle", f.Summary)
 	assert.Contains(t, f.Evidence, "erdma_1 (NET/IB/1): no channel")
 	assert.Contains(t, f.Remediation, "--graph-file")
@@ -104,17 +104,17 @@ func TestLogFirstNICOnly(t *testing.T) {
 
 	// With the graph file passed, the advice is about why it did not take.
 	s.Env = map[string]string{"NCCL_GRAPH_FILE": "/root/nccl-graph.xml"}
-	f = byFindingID(Diagnose(&TestResult{NCCL: s}, Expectation{}))["nccl-nics"]
+	f = byFindingID(Diagnose(s))["nccl-nics"]
 	assert.Contains(t, f.Summary, "although NCCL_GRAPH_FILE was set")
 	assert.Contains(t, f.Remediation, "ranks as the graph has GPUs")
 }
 
 func TestLogUnbalancedNICs(t *testing.T) {
-	s, err := AnalyzeLog(strings.NewReader(twoNICLog([]int{0, 0, 0, 1}, false)))
+	s, err := Analyze(context.Background(), strings.NewReader(twoNICLog([]int{0, 0, 0, 1}, false)))
 	require.NoError(t, err)
 	assert.Equal(t, NICsUnbalanced, s.NICSpread)
-	f := byFindingID(Diagnose(&TestResult{NCCL: s}, Expectation{}))["nccl-nics"]
-	assert.Equal(t, erdma.SeverityOK, f.Severity)
+	f := byFindingID(Diagnose(s))["nccl-nics"]
+	assert.Equal(t, health.OK, f.Severity)
 	assert.Contains(t, f.Summary, "unevenly")
 }
 
@@ -122,10 +122,10 @@ func TestLogOneNIC(t *testing.T) {
 	log := "h:1:1 [0] NCCL INFO NET/IB : Using [0]erdma_0:1/RoCE; OOB eth0:10.0.0.1<0>\n" +
 		"h:1:1 [0] NCCL INFO Using network IB\n" +
 		"h:1:1 [0] NCCL INFO " + fmt.Sprintf(fmtChannelSend, 0, 0, 0, 0, 1, 0, "IB", 0, "", "", "") + "\n"
-	s, err := AnalyzeLog(strings.NewReader(log))
+	s, err := Analyze(context.Background(), strings.NewReader(log))
 	require.NoError(t, err)
 	assert.Equal(t, NICsOne, s.NICSpread)
-	_, ok := byFindingID(Diagnose(&TestResult{NCCL: s}, Expectation{}))["nccl-nics"]
+	_, ok := byFindingID(Diagnose(s))["nccl-nics"]
 	assert.False(t, ok, "one NIC: nothing to spread")
 }
 
@@ -137,7 +137,7 @@ func TestLogNICBounds(t *testing.T) {
 			fmt.Fprintf(&b, "h:1:1 [0] NCCL INFO "+fmtQP227+"\n", "NCCL Dev", dev, dev, 1, 1, 4096, g, 0, uint64(g), 1, 2)
 		}
 	}
-	s, err := AnalyzeLog(strings.NewReader(b.String()))
+	s, err := Analyze(context.Background(), strings.NewReader(b.String()))
 	require.NoError(t, err)
 	assert.Len(t, s.NICs, maxNICs)
 	for _, u := range s.NICs {
@@ -146,7 +146,7 @@ func TestLogNICBounds(t *testing.T) {
 }
 
 func TestLogNICMerge(t *testing.T) {
-	a, b := NewLogAnalyzer(), NewLogAnalyzer()
+	a, b := NewAnalyzer(), NewAnalyzer()
 	lines := strings.Split(strings.TrimSpace(twoNICLog([]int{0, 1}, true)), "\n")
 	for i, l := range lines {
 		if i < len(lines)/2 {
@@ -155,7 +155,7 @@ func TestLogNICMerge(t *testing.T) {
 			b.Feed([]byte(l))
 		}
 	}
-	whole := NewLogAnalyzer()
+	whole := NewAnalyzer()
 	for _, l := range lines {
 		whole.Feed([]byte(l))
 	}
@@ -163,85 +163,10 @@ func TestLogNICMerge(t *testing.T) {
 	assert.Equal(t, whole.nic, a.nic)
 }
 
-func byFindingID(fs []erdma.Finding) map[string]erdma.Finding {
-	out := map[string]erdma.Finding{}
+func byFindingID(fs []health.Finding) map[string]health.Finding {
+	out := map[string]health.Finding{}
 	for _, f := range fs {
 		out[f.ID] = f
 	}
 	return out
-}
-
-// TestDiagnoseRunKnowsWhatWasPassed: a run that passed NCCL_GRAPH_FILE is
-// diagnosed with it even when the log does not print the environment.
-func TestDiagnoseRunKnowsWhatWasPassed(t *testing.T) {
-	s, err := AnalyzeLog(strings.NewReader(twoNICLog([]int{0}, false)))
-	require.NoError(t, err)
-	require.Empty(t, s.Env)
-	res := &TestResult{NCCL: s, Rows: []Row{{Size: 1 << 20}}}
-	run := &RunResult{Result: res, Env: []Var{{Name: "NCCL_GRAPH_FILE", Value: "/root/g.xml"}}}
-	f := byFindingID(DiagnoseRun(run, Expectation{}))["nccl-nics"]
-	assert.Contains(t, f.Summary, "although NCCL_GRAPH_FILE was set")
-	assert.Contains(t, f.Remediation, "NCCL_GRAPH_FILE=/root/g.xml did not take")
-	assert.Empty(t, s.Env, "the run's result is not changed")
-	rep := NewRunReport(run, Expectation{})
-	assert.Equal(t, run.Env, rep.Env)
-}
-
-func TestDiagnoseBlackwellOldNCCL(t *testing.T) {
-	rtx := []TestRank{{Rank: 0, Host: "gpu-a", Device: 0, GPU: "NVIDIA RTX PRO 5000 Blackwell"}}
-	h100 := []TestRank{{Rank: 0, Host: "gpu-a", Device: 0, GPU: "NVIDIA H100 80GB HBM3"}}
-	// include/checks.h: WARN("Cuda failure '%s'", cudaGetErrorString(err)).
-	cudaFail := "gpu-a:1:1 [0] NCCL INFO NCCL version %s+cuda12.2\ngpu-a:1:1 [0] init.cc:1 NCCL WARN Cuda failure 'invalid argument'\n"
-	logOf := func(version string) *LogSummary {
-		s, err := AnalyzeLog(strings.NewReader(fmt.Sprintf(cudaFail, version)))
-		require.NoError(t, err)
-		return s
-	}
-	quiet, err := AnalyzeLog(strings.NewReader("gpu-a:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.2\n"))
-	require.NoError(t, err)
-	for _, tc := range []struct {
-		name string
-		res  *TestResult
-		want bool
-	}{
-		{"2.21.5 on Blackwell with the CUDA failure", &TestResult{Devices: rtx, NCCL: logOf("2.21.5")}, true},
-		{"2.21.5 on Blackwell, no failure yet", &TestResult{Devices: rtx, NCCL: quiet}, true},
-		{"2.21.5, the failure, GPU unknown", &TestResult{NCCL: logOf("2.21.5")}, true},
-		{"2.27.7 on Blackwell", &TestResult{Devices: rtx, NCCL: logOf("2.27.7")}, false},
-		{"2.21.5 on H100, no failure", &TestResult{Devices: h100, NCCL: quiet}, false},
-		{"nothing known", &TestResult{}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f, ok := byFindingID(Diagnose(tc.res, Expectation{}))["nccl-version-blackwell"]
-			require.Equal(t, tc.want, ok)
-			if ok {
-				assert.Equal(t, erdma.SeverityFail, f.Severity)
-				assert.Contains(t, f.Summary, "predates 2.27")
-				assert.Contains(t, f.Remediation, "NCCL 2.27 or later")
-			}
-		})
-	}
-	assert.True(t, versionLess("2.21.5", "2.27"))
-	assert.False(t, versionLess("2.27.0", "2.27"))
-	assert.False(t, versionLess("2.30.7+cuda13.0", "2.27"))
-}
-
-func TestDiagnoseBusBWWithoutNVLink(t *testing.T) {
-	s, err := AnalyzeLog(strings.NewReader(twoNICLog([]int{0, 1}, true)))
-	require.NoError(t, err)
-	res := &TestResult{NCCL: s, Hosts: 2, Rows: []Row{{Size: 1 << 30, OutOfPlace: Measurement{BusBWGB: 19.9}}}}
-	f := byFindingID(Diagnose(res, Expectation{BusBWGBs: 26.6, NoNVLink: true}))["nccl-busbw"]
-	assert.Equal(t, erdma.SeverityWarn, f.Severity)
-	assert.Contains(t, f.Summary, "as expected without NVLink")
-	assert.Contains(t, f.Evidence, "2 NET/IB devices carried channels; the GPUs have no NVLink")
-
-	// With NVLink (or not known), the usual advice.
-	f = byFindingID(Diagnose(res, Expectation{BusBWGBs: 26.6}))["nccl-busbw"]
-	assert.NotContains(t, f.Summary, "NVLink")
-	// One NIC used: PCIe does not explain it.
-	one, err := AnalyzeLog(strings.NewReader(twoNICLog([]int{0}, true)))
-	require.NoError(t, err)
-	res.NCCL = one
-	f = byFindingID(Diagnose(res, Expectation{BusBWGBs: 26.6, NoNVLink: true}))["nccl-busbw"]
-	assert.NotContains(t, f.Summary, "NVLink")
 }

@@ -1,12 +1,15 @@
-package nvml
+package smitopo
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 )
 
 // ErrNoMatrix: the input holds no nvidia-smi topo -m header row.
@@ -26,14 +29,15 @@ var (
 	reDeviceWord = regexp.MustCompile(`^(GPU\d+|NIC\d+|mlx\d+_\d+|[a-z][a-z0-9_]*\d)$`)
 )
 
-// ParseTopo reads `nvidia-smi topo -m` output (TAB-separated as the tool
+// Parse reads `nvidia-smi topo -m` output (TAB-separated as the tool
 // writes it, or space-aligned as it is often pasted) into a Matrix: the
 // header row's device columns, one row per device, the trailing affinity
 // columns (empty or "N/A" cells kept as printed) and the NIC legend's
 // names. Lines around the matrix (prompts, other tools' output, the
-// legend) are skipped.
-func ParseTopo(r io.Reader) (*Matrix, error) {
-	lr := newLineReader(r, maxTopoLine)
+// legend) are skipped. Once ctx is done it returns ctx's error (wrapped),
+// even while r blocks.
+func Parse(ctx context.Context, r io.Reader) (*Matrix, error) {
+	lr := newLineReader(ctxio.NewReader(ctx, r), maxTopoLine)
 	m := &Matrix{Source: "nvidia-smi"}
 	var (
 		lineNo  int

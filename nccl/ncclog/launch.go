@@ -1,15 +1,17 @@
-package nccl
+package ncclog
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 )
 
 // FailureKind names a launcher failure; the values are stable (JSON).
@@ -52,10 +54,10 @@ type LaunchFailure struct {
 }
 
 // Finding returns the failure in the doctor's shape, id "launch-<kind>".
-func (f LaunchFailure) Finding() erdma.Finding {
-	return erdma.Finding{
+func (f LaunchFailure) Finding() health.Finding {
+	return health.Finding{
 		ID:          "launch-" + string(f.Kind),
-		Severity:    erdma.SeverityFail,
+		Severity:    health.Fail,
 		Summary:     f.Summary,
 		Evidence:    f.Evidence,
 		Remediation: f.Fix,
@@ -171,9 +173,9 @@ var classifierWords = [][]byte{
 	[]byte("Primary job"),
 }
 
-// wants reports whether Line could act on b; false means Line would ignore
+// Wants reports whether Line could act on b; false means Line would ignore
 // it, so a caller holding bytes can skip making a string.
-func (c *LaunchClassifier) wants(b []byte) bool {
+func (c *LaunchClassifier) Wants(b []byte) bool {
 	if c.block != "" || c.pending != nil {
 		return true
 	}
@@ -211,9 +213,9 @@ func (c *LaunchClassifier) Failures() []LaunchFailure {
 }
 
 // ClassifyLaunch reads a whole launcher log and returns its failures.
-func ClassifyLaunch(r io.Reader) ([]LaunchFailure, error) {
+func ClassifyLaunch(ctx context.Context, r io.Reader) ([]LaunchFailure, error) {
 	var c LaunchClassifier
-	sc := bufio.NewScanner(r)
+	sc := bufio.NewScanner(ctxio.NewReader(ctx, r))
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
 		c.Line(sc.Text())

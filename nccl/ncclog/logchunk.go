@@ -1,4 +1,4 @@
-package nccl
+package ncclog
 
 import (
 	"bytes"
@@ -19,11 +19,11 @@ const chunkSize = 1 << 20
 // at most 2*workers chunks are read and not yet merged. With one worker it
 // finds exactly what one analyser fed the lines in order finds, lines cut
 // at size bytes alike.
-func analyzeChunks(r io.Reader, size, workers int) (*LogAnalyzer, error) {
+func analyzeChunks(r io.Reader, size, workers int) (*Analyzer, error) {
 	workers = max(workers, 1)
 	type result struct {
 		seq int
-		a   *LogAnalyzer
+		a   *Analyzer
 	}
 	var (
 		mu      sync.Mutex
@@ -54,7 +54,7 @@ func analyzeChunks(r io.Reader, size, workers int) (*LogAnalyzer, error) {
 					<-tokens
 					return
 				}
-				a := NewLogAnalyzer()
+				a := NewAnalyzer()
 				a.chunk, a.seenIB, a.seenSocket = true, seenIB, seenSocket
 				if long {
 					a.Feed(data)
@@ -70,8 +70,8 @@ func analyzeChunks(r io.Reader, size, workers int) (*LogAnalyzer, error) {
 		close(results)
 	}()
 
-	total := NewLogAnalyzer()
-	pending := make(map[int]*LogAnalyzer, 2*workers)
+	total := NewAnalyzer()
+	pending := make(map[int]*Analyzer, 2*workers)
 	next := 0
 	for res := range results {
 		pending[res.seq] = res.a
@@ -157,10 +157,10 @@ func (c *chunkReader) next(buf []byte) (data []byte, long bool, err error) {
 
 // merge adds b, the analysis of the lines that follow a's, to a: a then
 // holds what one analyser fed both runs of lines in order would hold. Every
-// field of LogSummary, and every counter of LogAnalyzer, must join here: a
+// field of Summary, and every counter of Analyzer, must join here: a
 // field left out is lost for every chunk but the first
 // (TestLogMergeCoversEveryField fails until it joins).
-func (a *LogAnalyzer) merge(b *LogAnalyzer) {
+func (a *Analyzer) merge(b *Analyzer) {
 	s, t := &a.s, &b.s
 	firstSet(&s.NCCLVersion, t.NCCLVersion)
 	firstSet(&s.Network, t.Network)
@@ -216,7 +216,7 @@ func firstSet(dst *string, v string) {
 }
 
 // addTexts adds each of more to list as addText would, up to limit entries.
-func (a *LogAnalyzer) addTexts(list *[]string, more []string, limit int) {
+func (a *Analyzer) addTexts(list *[]string, more []string, limit int) {
 	for _, v := range more {
 		if len(*list) >= limit {
 			return
@@ -238,7 +238,7 @@ func containsString(list []string, v string) bool {
 
 // addEnv records key's value unless key was seen (the first value is kept)
 // or the list is full.
-func (a *LogAnalyzer) addEnv(key, val string) {
+func (a *Analyzer) addEnv(key, val string) {
 	if containsString(a.envKeys, key) || len(a.envKeys) >= maxListed {
 		return
 	}

@@ -1,13 +1,16 @@
-package nccl
+package ncclog
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 )
 
 // ErrNoTestOutput is returned by ParseTests when the input holds neither an
@@ -34,7 +37,7 @@ type TestResult struct {
 	Failures []string `json:"failures"`
 	// NCCL is the NCCL_DEBUG=INFO analysis of the NCCL lines in the same
 	// log; nil when the log has none.
-	NCCL *LogSummary `json:"nccl,omitempty"`
+	NCCL *Summary `json:"nccl,omitempty"`
 
 	// Format is the table layout: "root" (size count type redop root ...
 	// #wrong), "error" (older: no root, an error column) or "nccl1" (NCCL
@@ -106,10 +109,11 @@ type Measurement struct {
 // ParseTests reads an nccl-tests log from r (streaming: rows are parsed as
 // lines arrive; NCCL lines go to the NCCL log analyser). It returns
 // ErrNoTestOutput (wrapped) when nothing in r looks like nccl-tests or NCCL
-// output, and a read error if r fails.
-func ParseTests(r io.Reader) (*TestResult, error) {
+// output, a read error if r fails, and ctx's error (wrapped) once ctx is
+// done, even while r blocks (a FIFO, a silent stdin).
+func ParseTests(ctx context.Context, r io.Reader) (*TestResult, error) {
 	p := NewTestParser()
-	if err := eachLineBytes(r, readBuf, p.FeedBytes); err != nil {
+	if err := eachLineBytes(ctxio.NewReader(ctx, r), readBuf, p.FeedBytes); err != nil {
 		return nil, fmt.Errorf("reading nccl-tests log: %w", err)
 	}
 	if !p.recognised() && len(p.launch.Failures()) == 0 {
@@ -127,7 +131,7 @@ type TestParser struct {
 	OnFailure func(string)
 
 	res         TestResult
-	log         *LogAnalyzer
+	log         *Analyzer
 	launch      LaunchClassifier
 	hosts       map[string]struct{}
 	headerSeen  bool // the column header or the parameter line was read
@@ -138,7 +142,7 @@ type TestParser struct {
 
 // NewTestParser returns a parser with an empty result.
 func NewTestParser() *TestParser {
-	return &TestParser{log: NewLogAnalyzer(), hosts: map[string]struct{}{}}
+	return &TestParser{log: NewAnalyzer(), hosts: map[string]struct{}{}}
 }
 
 // Feed parses one line of output (with or without its trailing newline).
@@ -155,7 +159,7 @@ const (
 // FeedBytes is Feed for a line held in a byte slice; it does not keep b.
 func (p *TestParser) FeedBytes(b []byte) {
 	b = bytes.TrimRight(b, "\r\n")
-	if p.launch.wants(b) {
+	if p.launch.Wants(b) {
 		p.launch.Line(string(stripLauncherPrefix(b)))
 	}
 	if p.log.Feed(b) {

@@ -1,9 +1,9 @@
-package nccl
+package ncclog
 
 import "slices"
 
 // NetTransport is the answer to "did NCCL run over RDMA or over TCP
-// sockets?" for one log. LogSummary.NetTransport decides it; the
+// sockets?" for one log. Summary.NetTransport decides it; the
 // diagnosis, `parse nccl-log` and `nccl run` all show that one answer.
 type NetTransport string
 
@@ -24,7 +24,7 @@ const (
 // NetTransport decides RDMA or sockets from what the log said: "Using
 // network X" first (every distinct value when ranks disagree), else the
 // channel lines' transports, else the NET/IB device line.
-func (l *LogSummary) NetTransport() NetTransport {
+func (l *Summary) NetTransport() NetTransport {
 	if l == nil {
 		return NetUnknown
 	}
