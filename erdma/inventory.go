@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/gid"
 	"io/fs"
 	"net"
@@ -285,23 +286,18 @@ func readDevice(h Host, name string, uverbs map[string]string, compat string, co
 	return d, errs
 }
 
-// transportOf decides the personality: node_type 4 (RNIC) is iWARP; a CA
-// with an Ethernet port is RoCE, with an InfiniBand port native IB. Without a
-// readable node_type, eRDMA's compat_mode decides.
+// transportOf decides the personality by connect.TransportOf (node_type and
+// the first port's link layer that says something); without a readable CA
+// or RNIC node_type, eRDMA's compat_mode decides.
 func transportOf(nodeCode int, compat string, d Device) Transport {
-	switch nodeCode {
-	case 4:
-		return TransportIWARP
-	case 1:
+	if nodeCode == 1 || nodeCode == 4 {
+		t := connect.TransportOf(nodeCode, "")
 		for _, p := range d.Ports {
-			switch p.LinkLayer {
-			case "Ethernet":
-				return TransportRoCE
-			case "InfiniBand":
-				return TransportIB
+			if t = connect.TransportOf(nodeCode, p.LinkLayer); t != TransportUnknown {
+				break
 			}
 		}
-		return TransportUnknown
+		return t
 	}
 	if d.ERDMA {
 		switch compat {

@@ -1,25 +1,24 @@
 package erdma
 
-import "github.com/erdmakit/erdmakit/health"
+import (
+	"github.com/erdmakit/erdmakit/connect"
+	"github.com/erdmakit/erdmakit/health"
+)
 
 // This file holds the inventory's nouns. Their JSON names are the public
 // schema of `erdmakit devices --json` and of the "host" object of
 // `erdmakit doctor --json`: add fields, never rename them.
 
-// Transport is how a device's queue pairs are connected.
-type Transport string
+// Transport is how a device's queue pairs are connected: package connect's
+// type, named here too so the inventory reads as before.
+type Transport = connect.Transport
 
+// The transports, as in package connect.
 const (
-	// TransportRoCE is eRDMA compat mode (and any IB CA with an Ethernet link
-	// layer): out-of-band QPN/PSN/GID exchange and modify_qp work.
-	TransportRoCE Transport = "roce"
-	// TransportIWARP is eRDMA's iWARP personality (node_type 4: RNIC): queue
-	// pairs reach RTS only through rdma_cm.
-	TransportIWARP Transport = "iwarp"
-	// TransportIB is native InfiniBand (link layer InfiniBand).
-	TransportIB Transport = "ib"
-	// TransportUnknown: node_type or link layer could not be read.
-	TransportUnknown Transport = "unknown"
+	TransportRoCE    = connect.RoCE
+	TransportIWARP   = connect.IWARP
+	TransportIB      = connect.IB
+	TransportUnknown = connect.UnknownTransport
 )
 
 // Device is one entry of sys/class/infiniband.

@@ -4,21 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/health"
 	"log/slog"
 	"net"
 	"sort"
-	"sync"
 )
 
 // Result is one device's test at one message size: the public schema of a
 // `bw --json` result.
 type Result struct {
-	Device       string `json:"device"`
-	ServerDevice string `json:"server_device"`
-	Method       string `json:"method"` // "oob" | "rdma_cm"
-	QPs          int    `json:"qps"`
-	Size         int    `json:"size"` // bytes per write
+	Device       string         `json:"device"`
+	ServerDevice string         `json:"server_device"`
+	Method       connect.Method `json:"method"` // "oob" | "rdma_cm" (resolved, never auto)
+	QPs          int            `json:"qps"`
+	Size         int            `json:"size"` // bytes per write
 	// Messages and Bytes are the writes completed in the measured phase,
 	// DurationS its length in seconds.
 	Messages  uint64  `json:"messages"`
@@ -42,9 +42,9 @@ type Result struct {
 	ServerCounters map[string]uint64 `json:"server_counters,omitempty"`
 }
 
-func newResult(dev string, acc *Accept, method ConnectMethod, cfg Config, m Measure) Result {
+func newResult(dev string, acc *Accept, method connect.Method, cfg Config, m Measure) Result {
 	return Result{
-		Device: dev, ServerDevice: acc.Device, Method: method.String(), QPs: cfg.QPs, Size: cfg.Size,
+		Device: dev, ServerDevice: acc.Device, Method: method, QPs: cfg.QPs, Size: cfg.Size,
 		Messages: m.Messages, Bytes: m.Bytes, DurationS: m.Elapsed.Seconds(),
 		AvgGbps: m.AvgGbps(), PeakGbps: m.PeakGbps, Mpps: m.Mpps(),
 		TotalBytes: m.TotalBytes, TotalMessages: m.TotalMessages,
@@ -118,8 +118,8 @@ func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, er
 		}
 		return fmt.Errorf("%s size %d: %w", dev, cfg.Size, err)
 	}
-	method := resolveMethod(cfg.Method, l.Transport())
-	h := &Hello{Device: c.ServerDevice, ClientDevice: dev, Transport: l.Transport(), Method: method,
+	method := cfg.Method.Resolve(l.Transport())
+	h := &Hello{Device: c.ServerDevice, ClientDevice: dev, Transport: string(l.Transport()), Method: method,
 		QPs: uint32(cfg.QPs), Size: uint64(cfg.Size), Iterations: uint64(cfg.Iterations),
 		Duration: cfg.Duration, Warmup: cfg.Warmup, Cooldown: cfg.Cooldown, Limit: cfg.limit()}
 	if err := oc.send(h); err != nil {
@@ -278,37 +278,17 @@ func Loopback(ctx context.Context, links []Link, cfg Config, sizes []int) ([]Res
 	srv := &Server{Links: links, StepTimeout: cfg.StepTimeout}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(sctx, ln) }()
-	var (
-		mu      sync.Mutex
-		results []Result
-		errs    []error
-		wg      sync.WaitGroup
-	)
-	for _, l := range links {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := &Client{Link: l, Addr: ln.Addr().String(), ServerDevice: l.Device(), Config: cfg}
-			rs, err := c.Run(ctx, sizes)
-			mu.Lock()
-			defer mu.Unlock()
-			results = append(results, rs...)
-			if err != nil {
-				errs = append(errs, err)
-			}
-		}()
-	}
-	wg.Wait()
+	results, cerrs := Clients{Links: links, Addr: ln.Addr().String(), SameDevice: true, Config: cfg}.Run(ctx, sizes)
 	stop()
+	var errs []error
+	for _, err := range cerrs {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := <-served; err != nil {
 		errs = append(errs, err)
 	}
-	sort.SliceStable(results, func(i, j int) bool {
-		if results[i].Size != results[j].Size {
-			return results[i].Size < results[j].Size
-		}
-		return results[i].Device < results[j].Device
-	})
 	return results, errs
 }
 

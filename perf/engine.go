@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime"
 	"time"
+
+	"github.com/erdmakit/erdmakit/connect"
 )
 
 // Config is a write-bandwidth test, with perftest's knobs and defaults.
@@ -31,8 +33,8 @@ type Config struct {
 	PostList int
 	// Inline is the max inline size in bytes (-I; default 0).
 	Inline int
-	// Method connects the QPs; MethodAuto follows the device's transport.
-	Method ConnectMethod
+	// Method connects the QPs; connect.Auto follows the device's transport.
+	Method connect.Method
 	// StepTimeout bounds each out-of-band message (default 10 s).
 	StepTimeout time.Duration
 	// Progress, when set, is called from the write loop every

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"time"
 
+	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/perf"
 )
 
@@ -55,7 +57,7 @@ func ExampleClient() {
 // Every out-of-band message is one bounded frame; anything else is a clear
 // error.
 func ExampleReadFrame() {
-	b, _ := perf.AppendFrame(nil, &perf.Hello{QPs: 16, Size: 65536, Iterations: 5000, Method: perf.MethodOOB})
+	b, _ := perf.AppendFrame(nil, &perf.Hello{QPs: 16, Size: 65536, Iterations: 5000, Method: connect.OOB})
 	m, err := perf.ReadFrame(bytes.NewReader(b))
 	fmt.Printf("%d bytes: %+v %v\n", len(b), m.(*perf.Hello).QPs, err)
 	_, err = perf.ReadFrame(bytes.NewReader([]byte("GET / HTTP/1.1\r\n\r\n")))
@@ -72,4 +74,21 @@ func ExampleRaiseMaxProcs() {
 	perf.RaiseMaxProcs()
 	fmt.Println(runtime.GOMAXPROCS(0) >= perf.MinProcs)
 	// Output: true
+}
+
+// LatencyLoopback plays ib_write_lat's ping-pong from each device to
+// itself and reports one-way latencies (round trip / 2). The fake link
+// adds 50 µs to every write.
+func ExampleLatencyLoopback() {
+	link := perf.NewFakeLink("fake0", 10)
+	link.Latency = 50 * time.Microsecond
+	cfg := perf.LatencyConfig{Size: 2, Iterations: 200}
+	results, errs := perf.LatencyLoopback(context.Background(), []perf.Link{link}, cfg, nil)
+	r := results[0]
+	fmt.Println(len(errs), r.Device, r.Method, r.Size, r.Iterations, len(r.Samples), r.MinUS >= 50)
+	rep := perf.NewLatencyReport(results, errs, 1) // a median above 1 µs warns
+	fmt.Println(rep.Status)
+	// Output:
+	// 0 fake0 oob 2 200 200 true
+	// warn
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/erdmakit/erdmakit/connect"
 )
 
 // FakeLink is an in-process emulated RDMA device: one wire of a known rate
@@ -22,6 +24,9 @@ type FakeLink struct {
 	// FailAfter, when > 0, makes the write that brings the link's total to
 	// FailAfter complete with an error status (to test failure handling).
 	FailAfter uint64
+	// Latency is added to every write's time on the wire: the one-way
+	// latency a ping-pong over this link measures (at least).
+	Latency time.Duration
 
 	mu       sync.Mutex
 	base     time.Time
@@ -32,19 +37,23 @@ type FakeLink struct {
 	written  uint64
 	open     int
 	nextQPN  uint32
+	// bufs are the sessions' buffers by rkey, for the latency ping-pong
+	// (a write into one delivers its last byte, which is what the pong
+	// watches); a session's buffer exists once it asked for it.
+	bufs map[uint32][]byte
 }
 
 // NewFakeLink returns a fake device called name whose wire carries gbps
 // Gbit/s (10^9 bit/s).
 func NewFakeLink(name string, gbps float64) *FakeLink {
-	return &FakeLink{name: name, gbps: gbps, base: time.Now(), nsPerB: 8 / gbps, nextQPN: 0x100}
+	return &FakeLink{name: name, gbps: gbps, base: time.Now(), nsPerB: 8 / gbps, nextQPN: 0x100, bufs: map[uint32][]byte{}}
 }
 
 // Device implements Link.
 func (l *FakeLink) Device() string { return l.name }
 
 // Transport implements Link: "fake", connected like RoCE (out of band).
-func (l *FakeLink) Transport() string { return "fake" }
+func (l *FakeLink) Transport() connect.Transport { return "fake" }
 
 // OpenSessions is how many sessions are open: 0 after every test, failed or
 // not, proves that everything was released.
@@ -84,6 +93,10 @@ type fakeCompletion struct {
 	done int64 // ns since base
 	c    Completion
 	size int
+	// dst, when set, gets val at index at when the write completes.
+	dst []byte
+	at  int
+	val byte
 }
 
 type fakeSession struct {
@@ -94,6 +107,7 @@ type fakeSession struct {
 	ring       []fakeCompletion
 	head, tail int
 	closed     bool
+	buf        []byte // PingSession's buffer, made on first use
 }
 
 var errFakeClosed = errors.New("fake session closed")
@@ -180,6 +194,9 @@ func (s *fakeSession) Poll(c []Completion) (int, error) {
 		fc := s.ring[s.head]
 		c[n] = fc.c
 		n++
+		if fc.dst != nil {
+			storeByte(fc.dst, fc.at, fc.val)
+		}
 		bytes += uint64(fc.c.Writes) * uint64(fc.size)
 		pkts += uint64(fc.c.Writes)
 		s.head = (s.head + 1) % len(s.ring)
@@ -199,7 +216,59 @@ func (s *fakeSession) Close() error {
 	}
 	s.closed = true
 	s.link.mu.Lock()
+	if s.buf != nil {
+		delete(s.link.bufs, s.local[0].RKey)
+	}
 	s.link.open--
 	s.link.mu.Unlock()
+	return nil
+}
+
+// Buffer implements PingSession.
+func (s *fakeSession) Buffer() []byte {
+	if s.buf == nil && !s.closed {
+		s.buf = make([]byte, s.cfg.BufSize)
+		s.link.mu.Lock()
+		s.link.bufs[s.local[0].RKey] = s.buf
+		s.link.mu.Unlock()
+	}
+	return s.buf
+}
+
+// PostWrite implements PingSession: the write's last byte lands in the
+// peer's buffer (on this link) when the write completes, that is when this
+// side polls its completion after Latency and the wire time have passed.
+func (s *fakeSession) PostWrite(src, size int) error {
+	switch {
+	case s.closed:
+		return errFakeClosed
+	case s.remote == nil:
+		return errors.New("fake: post before connect")
+	case s.buf == nil || src < 0 || size <= 0 || src+size > len(s.buf):
+		return fmt.Errorf("fake: write of %d bytes from offset %d of a %d-byte buffer", size, src, len(s.buf))
+	}
+	if s.ring == nil {
+		s.ring = make([]fakeCompletion, 4)
+	}
+	next := (s.tail + 1) % len(s.ring)
+	if next == s.head {
+		return errors.New("fake: send queue overrun on qp 0")
+	}
+	l := s.link
+	l.mu.Lock()
+	now := int64(time.Since(l.base))
+	start := max(now, l.wireFree)
+	l.wireFree = start + int64(float64(size)*l.nsPerB)
+	done := l.wireFree + int64(l.Latency)
+	dst := l.bufs[s.remote[0].RKey]
+	l.mu.Unlock()
+	fc := fakeCompletion{done: done, c: Completion{Writes: 1}, size: size}
+	// Only another session's buffer: links number their keys alike, so a
+	// client writing to a peer on another link may find its own key here.
+	if len(dst) >= size && &dst[0] != &s.buf[0] {
+		fc.dst, fc.at, fc.val = dst, size-1, s.buf[src+size-1]
+	}
+	s.ring[s.tail] = fc
+	s.tail = next
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/internal/lab/labtest"
 )
 
@@ -44,7 +45,7 @@ func TestLabBwLoopbackMatchesCounters(t *testing.T) {
 			r := results[0]
 			t.Logf("%s: %d msgs %.3f Gbit/s %.4f Mpps tx %+v rx %+v", tc.name, r.Messages, r.AvgGbps, r.Mpps, r.TX, r.RX)
 			assert.Greater(t, r.AvgGbps, 0.0)
-			assert.Equal(t, "oob", r.Method)
+			assert.Equal(t, connect.OOB, r.Method)
 			if tc.cfg.Iterations > 0 {
 				assert.Equal(t, uint64(tc.cfg.Iterations*tc.cfg.QPs), r.Messages)
 			}
@@ -127,12 +128,12 @@ func TestLabBwLoopbackRDMACM(t *testing.T) {
 	require.NoError(t, err)
 	var afterFirst labtest.Resources
 	for round := range 2 {
-		results, errs := Loopback(ctx, []Link{l}, Config{QPs: 2, Iterations: 200, Method: MethodRDMACM}, []int{4096, 65536})
+		results, errs := Loopback(ctx, []Link{l}, Config{QPs: 2, Iterations: 200, Method: connect.RDMACM}, []int{4096, 65536})
 		require.Empty(t, errs)
 		require.Len(t, results, 2)
 		for _, r := range results {
 			t.Logf("rdma_cm %d B: %.3f Gbit/s tx %+v rx %+v", r.Size, r.AvgGbps, r.TX, r.RX)
-			assert.Equal(t, "rdma_cm", r.Method)
+			assert.Equal(t, connect.RDMACM, r.Method)
 			assert.Equal(t, uint64(400), r.Messages)
 			require.NotNil(t, r.TX)
 			assert.True(t, r.TX.OK)

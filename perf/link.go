@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/erdmakit/erdmakit/connect"
 )
 
 // Link is one RDMA device as the engine drives it. The verbs implementation
@@ -12,9 +14,9 @@ import (
 type Link interface {
 	// Device is the device's name ("erdma_0", "rxe0").
 	Device() string
-	// Transport is "roce", "iwarp", "ib" or "fake" (erdma.Transport values
-	// plus the fake's own).
-	Transport() string
+	// Transport is the device's personality (connect.RoCE, IWARP, IB; the
+	// fake's own "fake" connects like RoCE).
+	Transport() connect.Transport
 	// Open creates one test's resources: cfg.QPs reliable-connected queue
 	// pairs on one completion queue, and one buffer of cfg.BufSize bytes that
 	// the peer may write into.
@@ -30,7 +32,7 @@ type OpenConfig struct {
 	TxDepth   int // send queue depth per QP
 	MaxInline int // bytes; 0 for none
 	BufSize   int // bytes of the registered buffer
-	Method    ConnectMethod
+	Method    connect.Method
 	// Server is true on the passive side (its buffer is written into).
 	Server bool
 	// CMAddr is, for rdma_cm, the address the server binds or the client
@@ -82,15 +84,4 @@ func (e *CompletionError) Error() string {
 		return fmt.Sprintf("%s qp %d: work completion error %d (%s)", e.Device, e.QP, e.Status, e.Text)
 	}
 	return fmt.Sprintf("%s qp %d: work completion error %d", e.Device, e.QP, e.Status)
-}
-
-// resolveMethod picks the connection method for a device of transport t.
-func resolveMethod(m ConnectMethod, transport string) ConnectMethod {
-	if m != MethodAuto {
-		return m
-	}
-	if transport == "iwarp" {
-		return MethodRDMACM
-	}
-	return MethodOOB
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/internal/frame"
 )
 
@@ -29,6 +30,11 @@ import (
 // Start (after it read its counters); the client writes; client Done,
 // server Done (with the counter deltas). A client may then send another
 // Hello on the same connection (the next size of a sweep) or close it.
+//
+// A latency test opens with LatencyHello instead of Hello and goes the same
+// way; between the Starts the two sides play ib_write_lat's ping-pong on one
+// QP, and the Dones carry the round trips each side made. A server from
+// before latency tests answers LatencyHello with an Error (unknown message).
 
 // ProtocolVersion is the version this package speaks. A peer with another
 // version gets an Error naming both.
@@ -66,6 +72,7 @@ const (
 	MsgStart     MsgType = 4
 	MsgDone      MsgType = 5
 	MsgError     MsgType = 6
+	MsgLatency   MsgType = 7 // LatencyHello
 )
 
 func (t MsgType) String() string {
@@ -82,6 +89,8 @@ func (t MsgType) String() string {
 		return "done"
 	case MsgError:
 		return "error"
+	case MsgLatency:
+		return "latency hello"
 	}
 	return fmt.Sprintf("type %d", uint8(t))
 }
@@ -99,48 +108,6 @@ var (
 	ErrPeer = errors.New("bw peer error")
 )
 
-// ConnectMethod is how the queue pairs are connected.
-type ConnectMethod uint8
-
-const (
-	// MethodAuto picks by the device's transport: rdma_cm for iWARP, the
-	// out-of-band exchange otherwise.
-	MethodAuto ConnectMethod = 0
-	// MethodOOB exchanges QPN/PSN/GID over our TCP connection and moves the
-	// QPs to RTS with modify_qp (eRDMA compat mode, RoCE, IB).
-	MethodOOB ConnectMethod = 1
-	// MethodRDMACM connects through librdmacm (eRDMA iWARP mode).
-	MethodRDMACM ConnectMethod = 2
-)
-
-func (m ConnectMethod) String() string {
-	switch m {
-	case MethodAuto:
-		return "auto"
-	case MethodOOB:
-		return "oob"
-	case MethodRDMACM:
-		return "rdma_cm"
-	}
-	return fmt.Sprintf("method %d", uint8(m))
-}
-
-// ParseConnectMethod reads "auto", "oob" or "rdma_cm".
-func ParseConnectMethod(s string) (ConnectMethod, error) {
-	switch s {
-	case "", "auto":
-		return MethodAuto, nil
-	case "oob":
-		return MethodOOB, nil
-	case "rdma_cm", "rdmacm", "cm":
-		return MethodRDMACM, nil
-	}
-	return 0, fmt.Errorf("connection method %q: want auto, oob or rdma_cm", s)
-}
-
-// MarshalText makes a ConnectMethod print as its name in JSON.
-func (m ConnectMethod) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
-
 // Hello opens a test: what the client wants.
 type Hello struct {
 	// Device is the server device to use; "" means the server's first.
@@ -149,7 +116,7 @@ type Hello struct {
 	// server's log and its check that both sides are in the same mode.
 	ClientDevice string
 	Transport    string
-	Method       ConnectMethod
+	Method       connect.Method
 	QPs          uint32
 	Size         uint64 // bytes per RDMA write
 	Iterations   uint64 // per QP; 0 in duration mode
@@ -158,6 +125,25 @@ type Hello struct {
 	Cooldown     time.Duration
 	// Limit is the longest the client expects the write phase to take; the
 	// server waits that long (capped by its own maximum) for Done.
+	Limit time.Duration
+}
+
+// LatencyHello opens a latency test (RDMA write ping-pong on one QP).
+type LatencyHello struct {
+	// Device, ClientDevice, Transport and Method as in Hello.
+	Device       string
+	ClientDevice string
+	Transport    string
+	Method       connect.Method
+	Size         uint64 // bytes per RDMA write
+	// Iterations are the measured round trips, Warmup the unmeasured ones
+	// before them: the server answers Warmup+Iterations pings.
+	Iterations uint32
+	Warmup     uint32
+	// Inline is the client's max inline size; the server uses the same
+	// (perftest's -I applies to both sides).
+	Inline uint32
+	// Limit is the longest the client expects the ping-pong to take.
 	Limit time.Duration
 }
 
@@ -210,12 +196,13 @@ type Endpoints []Endpoint
 // Start asks for (client) or acknowledges (server) the start of writing.
 type Start struct{}
 
-func (*Hello) msgType() MsgType     { return MsgHello }
-func (*Accept) msgType() MsgType    { return MsgAccept }
-func (*Endpoints) msgType() MsgType { return MsgEndpoints }
-func (*Start) msgType() MsgType     { return MsgStart }
-func (*Done) msgType() MsgType      { return MsgDone }
-func (*PeerError) msgType() MsgType { return MsgError }
+func (*Hello) msgType() MsgType        { return MsgHello }
+func (*Accept) msgType() MsgType       { return MsgAccept }
+func (*Endpoints) msgType() MsgType    { return MsgEndpoints }
+func (*Start) msgType() MsgType        { return MsgStart }
+func (*Done) msgType() MsgType         { return MsgDone }
+func (*PeerError) msgType() MsgType    { return MsgError }
+func (*LatencyHello) msgType() MsgType { return MsgLatency }
 
 // AppendFrame appends m's frame to b.
 func AppendFrame(b []byte, m Message) ([]byte, error) {
@@ -238,6 +225,20 @@ func AppendFrame(b []byte, m Message) ([]byte, error) {
 		for _, d := range []time.Duration{m.Duration, m.Warmup, m.Cooldown, m.Limit} {
 			b = binary.BigEndian.AppendUint64(b, uint64(d))
 		}
+	case *LatencyHello:
+		b, err = appendString(b, m.Device)
+		if err == nil {
+			b, err = appendString(b, m.ClientDevice)
+		}
+		if err == nil {
+			b, err = appendString(b, m.Transport)
+		}
+		b = append(b, byte(m.Method))
+		b = binary.BigEndian.AppendUint64(b, m.Size)
+		b = binary.BigEndian.AppendUint32(b, m.Iterations)
+		b = binary.BigEndian.AppendUint32(b, m.Warmup)
+		b = binary.BigEndian.AppendUint32(b, m.Inline)
+		b = binary.BigEndian.AppendUint64(b, uint64(m.Limit))
 	case *Accept:
 		b, err = appendString(b, m.Device)
 		if err == nil {
@@ -334,13 +335,28 @@ func DecodePayload(t MsgType, p []byte) (Message, error) {
 		h.Device = d.str()
 		h.ClientDevice = d.str()
 		h.Transport = d.str()
-		h.Method = ConnectMethod(d.u8())
+		h.Method = connect.Method(d.u8())
 		h.QPs = d.u32()
 		h.Size = d.u64()
 		h.Iterations = d.u64()
 		h.Duration = d.dur()
 		h.Warmup = d.dur()
 		h.Cooldown = d.dur()
+		h.Limit = d.dur()
+		if d.err == nil {
+			d.err = h.validate()
+		}
+		m = h
+	case MsgLatency:
+		h := &LatencyHello{}
+		h.Device = d.str()
+		h.ClientDevice = d.str()
+		h.Transport = d.str()
+		h.Method = connect.Method(d.u8())
+		h.Size = d.u64()
+		h.Iterations = d.u32()
+		h.Warmup = d.u32()
+		h.Inline = d.u32()
 		h.Limit = d.dur()
 		if d.err == nil {
 			d.err = h.validate()
@@ -421,7 +437,26 @@ func (h *Hello) validate() error {
 		return errors.New("neither iterations nor a duration")
 	case h.Duration < 0 || h.Warmup < 0 || h.Cooldown < 0 || h.Limit < 0:
 		return errors.New("negative duration")
-	case h.Method > MethodRDMACM:
+	case h.Method > connect.RDMACM:
+		return fmt.Errorf("unknown connection method %d", h.Method)
+	}
+	return nil
+}
+
+// validate bounds what a LatencyHello may ask for.
+func (h *LatencyHello) validate() error {
+	switch {
+	case h.Size == 0 || h.Size > MaxSize:
+		return fmt.Errorf("size %d: want 1..%d", h.Size, MaxSize)
+	case h.Iterations == 0 || h.Iterations > MaxLatencyIterations:
+		return fmt.Errorf("iterations %d: want 1..%d", h.Iterations, MaxLatencyIterations)
+	case h.Warmup > MaxLatencyIterations:
+		return fmt.Errorf("warm-up %d: want 0..%d", h.Warmup, MaxLatencyIterations)
+	case h.Inline > MaxInline:
+		return fmt.Errorf("inline %d: want 0..%d", h.Inline, MaxInline)
+	case h.Limit < 0:
+		return errors.New("negative duration")
+	case h.Method > connect.RDMACM:
 		return fmt.Errorf("unknown connection method %d", h.Method)
 	}
 	return nil

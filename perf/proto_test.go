@@ -11,18 +11,22 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/connect"
 )
 
 func sampleMessages() []Message {
 	eps := Endpoints{{QPN: 0x12, PSN: 0xb91023, GID: [16]byte{10: 0xff, 11: 0xff, 12: 10, 15: 15}, MTU: 3, Addr: 0x55d03a2dc000, RKey: 0x2b3}}
 	return []Message{
-		&Hello{Device: "erdma_0", ClientDevice: "erdma_1", Transport: "roce", Method: MethodOOB, QPs: 16,
+		&Hello{Device: "erdma_0", ClientDevice: "erdma_1", Transport: "roce", Method: connect.OOB, QPs: 16,
 			Size: 65536, Duration: 5 * time.Second, Warmup: 2 * time.Second, Cooldown: 2 * time.Second, Limit: 14 * time.Second},
 		&Accept{Device: "erdma_0", Transport: "roce"},
 		&eps,
 		&Start{},
 		&Done{Bytes: 1 << 30, Messages: 16384, Elapsed: time.Second, Counters: map[string]uint64{"hw_rx_bytes_cnt": 1 << 30}},
 		&PeerError{Message: "no such device"},
+		&LatencyHello{Device: "erdma_0", ClientDevice: "erdma_1", Transport: "roce", Method: connect.RDMACM, Size: 2,
+			Iterations: 1000, Warmup: 16, Inline: 96, Limit: time.Hour},
 	}
 }
 
@@ -36,6 +40,16 @@ func TestFrameRoundTrip(t *testing.T) {
 			assert.Equal(t, m, got)
 		})
 	}
+}
+
+// latencyHello is a LatencyHello frame with any field values (AppendFrame
+// does not validate).
+func latencyHello(iters uint32, size uint64) []byte {
+	b, err := AppendFrame(nil, &LatencyHello{Size: size, Iterations: iters})
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 func TestReadFrameRejects(t *testing.T) {
@@ -64,6 +78,8 @@ func TestReadFrameRejects(t *testing.T) {
 		{"truncated payload", hello[:len(hello)-3], errors.New("")},
 		{"unknown type", append(bytes.Clone(good[:6]), 99, 0, 0, 0, 0, 0), ErrProtocol},
 		{"hello with zero QPs", badHello, ErrProtocol},
+		{"latency hello without iterations", latencyHello(0, 2), ErrProtocol},
+		{"latency hello of size 0", latencyHello(1000, 0), ErrProtocol},
 		{"trailing bytes", append(append(bytes.Clone(good[:8]), 0, 0, 0, 1), 7), ErrProtocol},
 	}
 	for _, tc := range tests {
@@ -133,7 +149,7 @@ func goodClientWorks(t *testing.T, addr string, link *FakeLink) {
 func TestServerSurvivesBadClients(t *testing.T) {
 	const step = 300 * time.Millisecond
 	hello := func() []byte {
-		b, err := AppendFrame(nil, &Hello{QPs: 2, Size: 4096, Iterations: 10, Method: MethodOOB})
+		b, err := AppendFrame(nil, &Hello{QPs: 2, Size: 4096, Iterations: 10, Method: connect.OOB})
 		require.NoError(t, err)
 		return b
 	}

@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/erdmakit/erdmakit/connect"
 )
 
 // Server is the passive side of `erdmakit bw`: it accepts out-of-band
@@ -53,7 +55,10 @@ var ErrBusy = errors.New("bw server busy")
 type ServerTest struct {
 	Peer   string
 	Device string
-	Hello  Hello
+	// Hello is a bandwidth test's request; Latency, when set, a latency
+	// test's instead.
+	Hello   Hello
+	Latency *LatencyHello
 	// Client is what the client reported; Counters the server device's
 	// counter deltas over the write phase.
 	Client   Done
@@ -161,14 +166,19 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) error {
 			}
 			return fmt.Errorf("waiting for hello: %w", err)
 		}
-		h, ok := m.(*Hello)
-		if !ok {
+		t := ServerTest{Peer: nc.RemoteAddr().String()}
+		switch h := m.(type) {
+		case *Hello:
+			t.Hello = *h
+			t.Err = s.test(ctx, c, h, &t)
+		case *LatencyHello:
+			t.Latency = h
+			t.Err = s.latencyTest(ctx, c, h, &t)
+		default:
 			err := fmt.Errorf("expected hello, got %s: %w", m.msgType(), ErrProtocol)
 			_ = c.send(&PeerError{Message: err.Error()})
 			return err
 		}
-		t := ServerTest{Peer: nc.RemoteAddr().String(), Hello: *h}
-		t.Err = s.test(ctx, c, h, &t)
 		if s.OnTest != nil {
 			s.OnTest(t)
 		}
@@ -182,6 +192,12 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) error {
 			}
 			return t.Err
 		}
+		if h := t.Latency; h != nil {
+			s.log().Info("bw latency test", "peer", t.Peer, "device", t.Device, "size", h.Size,
+				"round_trips", t.Client.Messages, "elapsed", t.Client.Elapsed)
+			continue
+		}
+		h := t.Hello
 		s.log().Info("bw test", "peer", t.Peer, "device", t.Device, "size", h.Size, "qps", h.QPs,
 			"client_bytes", t.Client.Bytes, "client_gbps", gbps(t.Client.Messages, int(h.Size), t.Client.Elapsed))
 	}
@@ -203,23 +219,55 @@ func (s *Server) link(name string) (Link, error) {
 	return nil, fmt.Errorf("device %q is not served here (serving %v)", name, names)
 }
 
-func (s *Server) test(ctx context.Context, c *conn, h *Hello, t *ServerTest) error {
+// slot takes a test slot; release gives it back.
+func (s *Server) slot() (release func(), err error) {
 	tests, _ := s.limits()
 	select {
 	case tests <- struct{}{}:
-		defer func() { <-tests }()
+		return func() { <-tests }, nil
 	default:
-		return fmt.Errorf("%w: %d tests already running (--max-tests %d); try again later", ErrBusy, cap(tests), cap(tests))
+		return nil, fmt.Errorf("%w: %d tests already running (--max-tests %d); try again later", ErrBusy, cap(tests), cap(tests))
 	}
-	l, err := s.link(h.Device)
+}
+
+// testLink is the link a test asked for and the method to connect it.
+func (s *Server) testLink(dev string, m connect.Method) (Link, connect.Method, error) {
+	l, err := s.link(dev)
+	if err != nil {
+		return nil, 0, err
+	}
+	method := m.Resolve(l.Transport())
+	if l.Transport() == connect.IWARP && method != connect.RDMACM {
+		return nil, 0, fmt.Errorf("%s is iWARP (rdma_cm only) but the client asked for %s: both peers must be in the same mode", l.Device(), m)
+	}
+	return l, method, nil
+}
+
+// waitLimit is how long the server waits for a test's active phase: what
+// the client asked for, capped by MaxTest.
+func (s *Server) waitLimit(asked time.Duration) time.Duration {
+	maxTest := s.MaxTest
+	if maxTest <= 0 {
+		maxTest = time.Hour
+	}
+	wait := min(asked, maxTest)
+	if wait <= 0 {
+		wait = maxTest
+	}
+	return wait
+}
+
+func (s *Server) test(ctx context.Context, c *conn, h *Hello, t *ServerTest) error {
+	release, err := s.slot()
+	if err != nil {
+		return err
+	}
+	defer release()
+	l, method, err := s.testLink(h.Device, h.Method)
 	if err != nil {
 		return err
 	}
 	t.Device = l.Device()
-	method := resolveMethod(h.Method, l.Transport())
-	if l.Transport() == "iwarp" && method != MethodRDMACM {
-		return fmt.Errorf("%s is iWARP (rdma_cm only) but the client asked for %s: both peers must be in the same mode", l.Device(), h.Method)
-	}
 	sess, err := l.Open(ctx, OpenConfig{QPs: int(h.QPs), BufSize: int(h.Size), Method: method, Server: true})
 	if err != nil {
 		return fmt.Errorf("%s: opening %d QPs: %w", l.Device(), h.QPs, err)
@@ -229,7 +277,7 @@ func (s *Server) test(ctx context.Context, c *conn, h *Hello, t *ServerTest) err
 			s.log().Warn("bw server: releasing the test's resources", "device", l.Device(), "err", err)
 		}
 	}()
-	if err := c.send(&Accept{Device: l.Device(), Transport: l.Transport(), CMAddr: sess.CMAddr()}); err != nil {
+	if err := c.send(&Accept{Device: l.Device(), Transport: string(l.Transport()), CMAddr: sess.CMAddr()}); err != nil {
 		return err
 	}
 	remote, err := expect[*Endpoints](c, c.step, "the client's endpoints")
@@ -259,15 +307,7 @@ func (s *Server) test(ctx context.Context, c *conn, h *Hello, t *ServerTest) err
 	if err := c.send(&Start{}); err != nil {
 		return err
 	}
-	maxTest := s.MaxTest
-	if maxTest <= 0 {
-		maxTest = time.Hour
-	}
-	wait := min(h.Limit, maxTest)
-	if wait <= 0 {
-		wait = maxTest
-	}
-	done, err := expect[*Done](c, wait+c.step, "the client's done")
+	done, err := expect[*Done](c, s.waitLimit(h.Limit)+c.step, "the client's done")
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/ibverbs"
 )
@@ -25,7 +26,7 @@ type VerbsOptions struct {
 type VerbsLink struct {
 	ctx       *ibverbs.Context
 	opts      VerbsOptions
-	transport string
+	transport connect.Transport
 }
 
 // OpenVerbsLink opens device name. Close it when done (after every Session).
@@ -48,11 +49,11 @@ func OpenVerbsLink(name string, o VerbsOptions) (*VerbsLink, error) {
 	}
 	switch {
 	case c.Transport() == ibverbs.TransportIWARP:
-		l.transport = "iwarp"
+		l.transport = connect.IWARP
 	case pa.LinkLayer == ibverbs.LinkLayerEthernet:
-		l.transport = "roce"
+		l.transport = connect.RoCE
 	default:
-		l.transport = "ib"
+		l.transport = connect.IB
 	}
 	if pa.State != ibverbs.PortActive {
 		c.Close()
@@ -65,7 +66,7 @@ func OpenVerbsLink(name string, o VerbsOptions) (*VerbsLink, error) {
 func (l *VerbsLink) Device() string { return l.ctx.Name() }
 
 // Transport implements Link: "roce", "iwarp" or "ib".
-func (l *VerbsLink) Transport() string { return l.transport }
+func (l *VerbsLink) Transport() connect.Transport { return l.transport }
 
 // Counters implements Link (sysfs hw_counters of the link's port).
 func (l *VerbsLink) Counters() (map[string]uint64, error) {
@@ -85,7 +86,7 @@ func (l *VerbsLink) Open(ctx context.Context, cfg OpenConfig) (_ Session, err er
 	if cfg.QPs <= 0 || cfg.BufSize <= 0 {
 		return nil, fmt.Errorf("%s: open: %d QPs, %d-byte buffer", l.Device(), cfg.QPs, cfg.BufSize)
 	}
-	if cfg.Method == MethodRDMACM {
+	if cfg.Method == connect.RDMACM {
 		return l.openCM(ctx, cfg)
 	}
 	depth := max(cfg.TxDepth, 1)
@@ -238,4 +239,22 @@ func (s *verbsSession) Close() error {
 		errs = append(errs, s.pd.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// Buffer implements PingSession.
+func (s *verbsSession) Buffer() []byte { return s.buf.Bytes() }
+
+// PostWrite implements PingSession.
+func (s *verbsSession) PostWrite(src, size int) error {
+	if s.remote == nil {
+		return errors.New("post before connect")
+	}
+	r := &s.remote[0]
+	w := ibverbs.Writes{MR: s.mr, Offset: uint64(src), RemoteAddr: r.Addr, RKey: r.RKey, Size: uint32(size), Count: 1,
+		SignalEvery: 1, WRID: s.seq[0], Inline: size <= s.cfg.MaxInline}
+	if err := s.qps[0].PostWrites(w); err != nil {
+		return err
+	}
+	s.seq[0]++
+	return nil
 }

@@ -130,6 +130,9 @@ func (s *cmSession) setup(ctx context.Context, lane *cmLane) error {
 	}
 	ep = ep.WithMR(lane.mr)
 	if s.cfg.Server {
+		// The client's buffer came with its request (the latency test's
+		// server writes back into it).
+		lane.remote = lane.conn.Remote()
 		return lane.conn.Accept(ctx, ep)
 	}
 	lane.remote, err = lane.conn.Connect(ctx, ep)
@@ -221,4 +224,28 @@ func (s *cmSession) Close() error {
 		s.listener = nil
 	}
 	return errors.Join(errs...)
+}
+
+// Buffer implements PingSession: the first lane's buffer (nil before
+// Connect).
+func (s *cmSession) Buffer() []byte {
+	if len(s.lanes) == 0 || s.lanes[0].buf == nil {
+		return nil
+	}
+	return s.lanes[0].buf.Bytes()
+}
+
+// PostWrite implements PingSession on the first lane.
+func (s *cmSession) PostWrite(src, size int) error {
+	if len(s.lanes) == 0 {
+		return errors.New("post before connect")
+	}
+	lane := s.lanes[0]
+	w := ibverbs.Writes{MR: lane.mr, Offset: uint64(src), RemoteAddr: lane.remote.Addr, RKey: lane.remote.RKey, Size: uint32(size),
+		Count: 1, SignalEvery: 1, WRID: s.seq[0], Inline: size <= s.cfg.MaxInline}
+	if err := lane.qp.PostWrites(w); err != nil {
+		return err
+	}
+	s.seq[0]++
+	return nil
 }

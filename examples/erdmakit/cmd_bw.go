@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/render"
@@ -39,7 +40,7 @@ type bwFlags struct {
 	port         int
 	ibPort       int
 	gidIndex     int
-	conn         string
+	conn         connect.Method
 	expect       float64
 	plot         string
 	stepTimeout  time.Duration
@@ -71,19 +72,15 @@ func (f *bwFlags) add(c *cobra.Command, client bool) {
 	fl.IntVarP(&f.cqMod, "cq-mod", "Q", 0, "signal one write in this many (default 100, 1 above 8 KiB)")
 	fl.IntVarP(&f.postList, "post-list", "l", 0, "writes per post list (default: every free slot)")
 	fl.IntVarP(&f.inline, "inline", "I", 0, "max inline size in bytes")
-	fl.StringVar(&f.conn, "conn", "auto", "connection method: auto (by the device's transport), oob or rdma_cm")
+	fl.Var(&f.conn, "conn", "connection method: auto (by the device's transport), oob or rdma_cm")
 	fl.Float64Var(&f.expect, "expect-gbps", 0, "warn (exit 1) when the total at the largest size is below this")
 	fl.StringVar(&f.plot, "plot", "", "draw Gbit/s against message size into this SVG file")
 	fl.BoolVar(&f.progress, "progress", false, "print progress to stderr even when it is not a terminal")
 }
 
 func (f *bwFlags) config(g *globals) (perf.Config, []int, error) {
-	method, err := perf.ParseConnectMethod(f.conn)
-	if err != nil {
-		return perf.Config{}, nil, err
-	}
 	cfg := perf.Config{QPs: f.qps, Iterations: f.iters, Duration: f.duration, TxDepth: f.txDepth,
-		CQMod: f.cqMod, PostList: f.postList, Inline: f.inline, Method: method, StepTimeout: f.stepTimeout,
+		CQMod: f.cqMod, PostList: f.postList, Inline: f.inline, Method: f.conn, StepTimeout: f.stepTimeout,
 		Warmup: f.warmup, Cooldown: f.cooldown}
 	if cfg.Warmup == 0 {
 		cfg.Warmup = -1
@@ -267,38 +264,12 @@ func newBwRunCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer closeAll()
-			results, errs := runClients(cmd.Context(), links, addr, f.serverDevice, cfg, sizes)
+			results, errs := perf.Clients{Links: links, Addr: addr, ServerDevice: f.serverDevice, Config: cfg}.Run(cmd.Context(), sizes)
 			return f.report(cmd.Context(), g, results, errs)
 		},
 	}
 	f.add(c, true)
 	return c
-}
-
-// runClients runs one client per link in parallel against addr.
-func runClients(ctx context.Context, links []perf.Link, addr, serverDev string, cfg perf.Config, sizes []int) ([]perf.Result, []error) {
-	var (
-		mu      sync.Mutex
-		wg      sync.WaitGroup
-		results []perf.Result
-		errs    []error
-	)
-	for _, l := range links {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := &perf.Client{Link: l, Addr: addr, ServerDevice: serverDev, Config: cfg}
-			rs, err := c.Run(ctx, sizes)
-			mu.Lock()
-			defer mu.Unlock()
-			results = append(results, rs...)
-			if err != nil {
-				errs = append(errs, err)
-			}
-		}()
-	}
-	wg.Wait()
-	return results, errs
 }
 
 func newBwLoopbackCmd(g *globals) *cobra.Command {

@@ -1,18 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
-	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/erdmakit/erdmakit/fleet"
 	"github.com/erdmakit/erdmakit/internal/render"
-	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/plot"
 	"github.com/spf13/cobra"
 )
@@ -48,7 +42,7 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 				return &exitError{code: ExitUnknown, err: err}
 			}
 			defer closeAll()
-			w := &meshWorker{links: links, cfg: cfg}
+			w := &fleet.BwWorker{Links: links, Config: cfg}
 			mopt := fleet.MeshOptions{ExpectGbps: f.expect, Progress: func(round, rounds int, res []fleet.PairResult) {
 				fmt.Fprintf(g.stderr, "bw mesh: round %d/%d done (%d pairs)\n", round, rounds, len(res))
 			}}
@@ -78,73 +72,6 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 	c.Flags().Lookup("plot").Usage = "draw the pairwise Gbit/s matrix as an SVG heat map into this file"
 	ff.add(c)
 	return c
-}
-
-// meshWorker runs this host's side of mesh pair tests with the perf engine:
-// a bw server on every device, or a client per device writing into the
-// partner's device of the same name.
-type meshWorker struct {
-	links []perf.Link
-	cfg   perf.Config
-}
-
-func (w *meshWorker) Serve(ctx context.Context, port int, ready func()) error {
-	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(port)))
-	if err != nil {
-		return fmt.Errorf("bw mesh: serving on port %d: %w", port, err)
-	}
-	var (
-		mu     sync.Mutex
-		failed error
-	)
-	srv := &perf.Server{Links: w.links, Logger: slog.Default(), OnTest: func(t perf.ServerTest) {
-		mu.Lock()
-		defer mu.Unlock()
-		if t.Err != nil && failed == nil {
-			failed = fmt.Errorf("%s from %s: %w", t.Device, t.Peer, t.Err)
-		}
-	}}
-	ready()
-	if err := srv.Serve(ctx, ln); err != nil {
-		return err
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	return failed
-}
-
-func (w *meshWorker) Client(ctx context.Context, host string, port int) fleet.PairResult {
-	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	res := fleet.PairResult{}
-	results := make([]fleet.DeviceResult, len(w.links))
-	done := make(chan struct{}, len(w.links))
-	for i, l := range w.links {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			c := &perf.Client{Link: l, Addr: addr, ServerDevice: l.Device(), Config: w.cfg}
-			rs, err := c.Run(ctx, nil)
-			dr := fleet.DeviceResult{Index: i, Name: l.Device()}
-			if err != nil {
-				dr.Error = err.Error()
-			} else if len(rs) > 0 {
-				dr.Gbps = rs[len(rs)-1].AvgGbps
-			}
-			results[i] = dr
-		}()
-	}
-	for range w.links {
-		<-done
-	}
-	var errs []string
-	for _, d := range results {
-		res.Gbps += d.Gbps
-		if d.Error != "" {
-			errs = append(errs, d.Name+": "+d.Error)
-		}
-	}
-	res.Devices = results
-	res.Error = strings.Join(errs, "; ")
-	return res
 }
 
 func writeMesh(g *globals, rep *fleet.MeshReport) error {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/perf/perftest"
@@ -17,6 +18,7 @@ func newPerftestCmd(g *globals) *cobra.Command {
 		serve  bool
 		expect float64
 		size   string
+		rdmaCM bool
 	)
 	c := &cobra.Command{
 		Use:   "perftest [SERVER]",
@@ -34,6 +36,12 @@ Exit: 0 ok, 1 below --expect-gbps, 2 a pair failed, 3 bad usage.`,
 					return fmt.Errorf("--serve takes no SERVER")
 				}
 				o.Server = args[0]
+			}
+			if rdmaCM {
+				if cmd.Flags().Changed("conn") && o.Method != connect.RDMACM {
+					return fmt.Errorf("-R and --conn %s disagree", o.Method)
+				}
+				o.Method = connect.RDMACM
 			}
 			if size != "" {
 				n, err := parseSize(size)
@@ -77,7 +85,8 @@ Exit: 0 ok, 1 below --expect-gbps, 2 a pair failed, 3 bad usage.`,
 	f.IntVarP(&o.Iterations, "iters", "n", 0, "iterations (-n)")
 	f.DurationVarP(&o.Duration, "duration", "D", 0, "run for this long (-D, whole seconds)")
 	f.IntVarP(&o.GIDIndex, "gid-index", "x", -1, "GID index (-x; default perftest's choice)")
-	f.BoolVarP(&o.RDMACM, "rdma-cm", "R", false, "connect with rdma_cm (-R; iWARP-mode eRDMA needs it)")
+	f.Var(&o.Method, "conn", "connection method: auto (-R for iWARP-mode devices, which need it), oob or rdma_cm (-R)")
+	f.BoolVarP(&rdmaCM, "rdma-cm", "R", false, "same as --conn rdma_cm (perftest's -R)")
 	f.StringVar(&o.Binary, "binary", "ib_write_bw", "the ib_write_bw program")
 	f.StringVar(&o.LoopbackAddr, "loopback-addr", "", "address loopback clients connect to (default 127.0.0.1, or the device's IPv4 with -R)")
 	f.DurationVar(&o.Timeout, "timeout", 0, "bound on each pair (default: -D + 60s, or 120s)")

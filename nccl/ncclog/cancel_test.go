@@ -3,10 +3,12 @@ package ncclog
 import (
 	"context"
 	"io"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // endless is a log that never ends: its line, again and again.
@@ -65,4 +67,23 @@ func assertStops(t *testing.T, read func(context.Context, io.Reader) error, r io
 	case <-time.After(5 * time.Second):
 		t.Fatal("still reading 5 s after the cancel")
 	}
+}
+
+// TestAnalyzeMappedStopsOnCancel: a log file large enough to be mapped
+// (logmap.go) is not read on once the context has ended.
+func TestAnalyzeMappedStopsOnCancel(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "nccl-*.log")
+	require.NoError(t, err)
+	defer f.Close()
+	line := []byte("host1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA\n")
+	for written := 0; written < 2*mapMin; written += len(line) {
+		_, err := f.Write(line)
+		require.NoError(t, err)
+	}
+	_, err = f.Seek(0, io.SeekStart)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = Analyze(ctx, f)
+	assert.ErrorIs(t, err, context.Canceled)
 }

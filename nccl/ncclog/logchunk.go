@@ -2,7 +2,9 @@ package ncclog
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"runtime/debug"
 	"sync"
 )
 
@@ -20,6 +22,18 @@ const chunkSize = 1 << 20
 // finds exactly what one analyser fed the lines in order finds, lines cut
 // at size bytes alike.
 func analyzeChunks(r io.Reader, size, workers int) (*Analyzer, error) {
+	return analyzeSource(context.Background(), &chunkReader{r: r, carry: make([]byte, 0, size)}, size, workers)
+}
+
+// chunkSource hands out runs of whole lines; see chunkReader.next.
+type chunkSource interface {
+	next(buf []byte) (data []byte, long bool, err error)
+}
+
+// analyzeSource is analyzeChunks over any chunk source: a reader copied
+// into each worker's buffer, or a file mapped into memory (logmap_unix.go).
+// Once ctx is done no further chunk is taken and ctx's error is returned.
+func analyzeSource(ctx context.Context, src chunkSource, size, workers int) (_ *Analyzer, err error) {
 	workers = max(workers, 1)
 	type result struct {
 		seq int
@@ -27,30 +41,61 @@ func analyzeChunks(r io.Reader, size, workers int) (*Analyzer, error) {
 	}
 	var (
 		mu      sync.Mutex
-		cr      = chunkReader{r: r, carry: make([]byte, 0, size)}
+		seqNext int
 		readErr error
 		tokens  = make(chan struct{}, 2*workers) // chunks read and not merged
 		results = make(chan result, 2*workers)
 		wg      sync.WaitGroup
 	)
+	// take cuts the next chunk. The unlock is deferred: a mapped file that
+	// shrank faults inside next, and the worker's recover takes the lock.
+	take := func(buf []byte) (data []byte, long bool, seq int, stop bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := ctx.Err(); err != nil && readErr == nil {
+			readErr = err
+		}
+		if readErr != nil {
+			return nil, false, 0, true
+		}
+		data, long, err := src.next(buf)
+		seq = seqNext
+		seqNext++
+		if err != nil && readErr == nil {
+			readErr = err
+		}
+		return data, long, seq, readErr != nil
+	}
 	for range workers {
 		wg.Go(func() {
-			buf := make([]byte, size)
+			// A mapped file that shrinks under us faults; the fault is
+			// an error of this read, not a crash.
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			defer func() {
+				if v := recover(); v != nil {
+					if _, ok := v.(interface{ Addr() uintptr }); !ok {
+						panic(v)
+					}
+					mu.Lock()
+					if readErr == nil {
+						readErr = ErrLogShrank
+					}
+					mu.Unlock()
+					<-tokens
+				}
+			}()
+			var buf []byte
+			if _, mapped := src.(*mappedLog); !mapped {
+				buf = make([]byte, size)
+			}
 			// A worker's chunks come in input order, so a NET/IB or
 			// NET/Socket line it parsed in an earlier chunk is already in
 			// the merge: its repeats (every rank prints one) are skipped.
 			seenIB, seenSocket := map[string]struct{}{}, map[string]struct{}{}
 			for {
 				tokens <- struct{}{}
-				mu.Lock()
-				data, long, err := cr.next(buf)
-				seq := cr.seq
-				cr.seq++
-				if err != nil && readErr == nil {
-					readErr = err
-				}
-				mu.Unlock()
-				if data == nil {
+				data, long, seq, stop := take(buf)
+				if data == nil || stop {
 					<-tokens
 					return
 				}
@@ -60,6 +105,9 @@ func analyzeChunks(r io.Reader, size, workers int) (*Analyzer, error) {
 					a.Feed(data)
 				} else {
 					a.block(data)
+				}
+				if m, ok := src.(*mappedLog); ok {
+					m.release(data)
 				}
 				results <- result{seq: seq, a: a}
 			}
@@ -99,7 +147,6 @@ type chunkReader struct {
 	carry []byte // the start of a line whose end is not read yet
 	skip  bool   // inside a line longer than a chunk: discard to its end
 	done  bool
-	seq   int // the sequence number of the next chunk, kept by the caller
 }
 
 // next fills buf with whole lines (the last line of the input may lack its

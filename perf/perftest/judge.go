@@ -35,3 +35,38 @@ func Judge(runs []Run, expectGbps float64, serve bool) *Summary {
 	}
 	return s
 }
+
+// LatencySummary is a set of ib_write_lat pairs judged together: the public
+// schema of `erdmakit perftest lat --json`.
+type LatencySummary struct {
+	// Status: ok, warn (a median above ExpectUS), fail (a pair failed).
+	Status   health.Severity `json:"status"`
+	ExpectUS float64         `json:"expect_us,omitempty"`
+	// MedianUS is the highest t_typical (ib_write_lat's median) of the
+	// pairs at their largest size: the figure judged.
+	MedianUS float64 `json:"median_us"`
+	Runs     []Run   `json:"runs"`
+}
+
+// JudgeLatency decides the status of ib_write_lat pairs: the bandwidth
+// rule inverted (lower is better), every pair's median at its largest size
+// at most expectUS (0: no threshold). serve judges the servers' side (a
+// host that only served: ib_write_lat prints the table on both sides).
+func JudgeLatency(runs []Run, expectUS float64, serve bool) *LatencySummary {
+	s := &LatencySummary{Status: health.OK, ExpectUS: expectUS, Runs: runs}
+	for _, r := range runs {
+		side := r.Client
+		if serve {
+			side = r.Server
+		}
+		if r.Error != "" || side == nil || !side.OK() || len(side.Latency) == 0 {
+			s.Status = health.Fail
+			continue
+		}
+		s.MedianUS = max(s.MedianUS, side.Latency[len(side.Latency)-1].TypicalUS)
+	}
+	if s.Status == health.OK && expectUS > 0 && s.MedianUS > expectUS {
+		s.Status = health.Warn
+	}
+	return s
+}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/internal/execx"
 	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
@@ -31,7 +32,7 @@ type Options struct {
 	// here too (loopback): then the clients connect to LoopbackAddr.
 	Server string
 	// LoopbackAddr is where loopback clients connect (default 127.0.0.1;
-	// with RDMACM it must be an address of the device: the runner takes the
+	// with rdma_cm it must be an address of the device: the runner takes the
 	// device's IPv4 GID when it is empty).
 	LoopbackAddr string
 	// Port is the first device's port (default 18515).
@@ -42,7 +43,10 @@ type Options struct {
 	Iterations int           // -n (0: perftest's default)
 	Duration   time.Duration // -D in whole seconds (0: iterations mode)
 	GIDIndex   int           // -x; < 0: perftest's choice
-	RDMACM     bool          // -R
+	// Method is how the QPs connect: connect.RDMACM adds -R, connect.OOB
+	// leaves it out, connect.Auto (the zero value) decides per device by
+	// its transport under Root (-R for iWARP only, as bw does).
+	Method connect.Method
 	// Extra arguments go to both sides, after ours.
 	Extra []string
 	// ConnectRetries is how often a client is retried when the server is
@@ -53,6 +57,9 @@ type Options struct {
 	Timeout time.Duration
 	// Root is the host root for the device's GIDs ("/" when empty).
 	Root string
+
+	// latency: ib_write_lat's arguments (RunWriteLat, ServeWriteLat).
+	latency bool
 }
 
 // Run is one device's server/client pair.
@@ -69,9 +76,13 @@ type Run struct {
 }
 
 // Args builds ib_write_bw's argument list for device dev on port; server
-// is "" for the server side.
+// is "" for the server side. connect.Auto is taken as OOB here: the runners
+// resolve it per device before calling Args.
 func (o Options) Args(dev string, port int, server string) []string {
 	a := []string{"-d", dev, "-F", "--report_gbits", "-p", strconv.Itoa(port), "-q", strconv.Itoa(max(o.QPs, 1))}
+	if o.latency { // one QP; its table is in usec whatever the units
+		a = []string{"-d", dev, "-F", "-p", strconv.Itoa(port)}
+	}
 	if o.All {
 		a = append(a, "-a")
 	} else if o.Size > 0 {
@@ -85,7 +96,7 @@ func (o Options) Args(dev string, port int, server string) []string {
 	if o.GIDIndex >= 0 {
 		a = append(a, "-x", strconv.Itoa(o.GIDIndex))
 	}
-	if o.RDMACM {
+	if o.Method == connect.RDMACM {
 		a = append(a, "-R")
 	}
 	a = append(a, o.Extra...)
@@ -98,6 +109,9 @@ func (o Options) Args(dev string, port int, server string) []string {
 func (o Options) withDefaults() Options {
 	if o.Binary == "" {
 		o.Binary = "ib_write_bw"
+		if o.latency {
+			o.Binary = "ib_write_lat"
+		}
 	}
 	if o.Port == 0 {
 		o.Port = DefaultPort
@@ -153,8 +167,9 @@ func ServeWriteBW(ctx context.Context, o Options) []Run {
 		go func() {
 			defer wg.Done()
 			port := o.Port + i
-			r := Run{Device: dev, Port: port, Args: o.Args(dev, port, "")}
-			out, err := o.exec(ctx, r.Args)
+			od := o.forDevice(dev)
+			r := Run{Device: dev, Port: port, Args: od.Args(dev, port, "")}
+			out, err := od.exec(ctx, r.Args)
 			r.Server, err = parseOutput(out, err)
 			if err != nil {
 				r.Error = err.Error()
@@ -166,7 +181,32 @@ func ServeWriteBW(ctx context.Context, o Options) []Run {
 	return runs
 }
 
+// RunWriteLat is RunWriteBW for ib_write_lat (Binary defaults to it):
+// `ib_write_lat -d DEV -F -p PORT` with Size (-s; perftest's default 2),
+// All (-a), Iterations (-n; default 1000), Duration (-D), GIDIndex (-x),
+// Method (-R) and Extra; QPs does not apply. The devices run one after the
+// other, not in parallel: latency tests side by side would measure each
+// other.
+func RunWriteLat(ctx context.Context, o Options) []Run {
+	o.latency = true
+	o = o.withDefaults()
+	runs := make([]Run, len(o.Devices))
+	for i, dev := range o.Devices {
+		runs[i] = o.pair(ctx, dev, o.Port+i)
+	}
+	return runs
+}
+
+// ServeWriteLat runs only ib_write_lat servers, one per device (each on
+// its port, in parallel: they wait for their clients), and returns when all
+// have ended.
+func ServeWriteLat(ctx context.Context, o Options) []Run {
+	o.latency = true
+	return ServeWriteBW(ctx, o)
+}
+
 func (o Options) pair(ctx context.Context, dev string, port int) Run {
+	o = o.forDevice(dev)
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	addr := o.Server
@@ -178,7 +218,7 @@ func (o Options) pair(ctx context.Context, dev string, port int) Run {
 	)
 	if addr == "" {
 		addr = o.LoopbackAddr
-		if addr == "" && o.RDMACM {
+		if addr == "" && o.Method == connect.RDMACM {
 			ip, err := deviceIPv4(o.Root, dev)
 			if err != nil {
 				r.Error = err.Error()
@@ -327,6 +367,36 @@ func tail(out []byte, n int) string {
 
 // deviceIPv4 returns the IPv4 address in dev's port 1 GID table (rdma_cm
 // needs an address of the device).
+// forDevice is o with its Method resolved for dev's transport.
+func (o Options) forDevice(dev string) Options {
+	if o.Method == connect.Auto {
+		o.Method = o.Method.Resolve(deviceTransport(o.Root, dev))
+	}
+	return o
+}
+
+// deviceTransport reads dev's personality from its node_type and port 1's
+// link_layer under root; connect.UnknownTransport when they cannot be read.
+func deviceTransport(root, dev string) connect.Transport {
+	r, err := hostfs.Open(root)
+	if err != nil {
+		return connect.UnknownTransport
+	}
+	defer r.Close()
+	dir := path.Join("sys/class/infiniband", dev)
+	b, err := r.ReadFile(path.Join(dir, "node_type"), 256)
+	if err != nil {
+		return connect.UnknownTransport
+	}
+	code, _, _ := strings.Cut(strings.TrimSpace(string(b)), ":")
+	n, err := strconv.Atoi(code)
+	if err != nil {
+		return connect.UnknownTransport
+	}
+	ll, _ := r.ReadFile(path.Join(dir, "ports/1/link_layer"), 256)
+	return connect.TransportOf(n, strings.TrimSpace(string(ll)))
+}
+
 func deviceIPv4(root, dev string) (string, error) {
 	r, err := hostfs.Open(root)
 	if err != nil {

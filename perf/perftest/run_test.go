@@ -10,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/connect"
+	"github.com/erdmakit/erdmakit/health"
 )
 
 func fakeOptions(t *testing.T, mode string) Options {
@@ -24,10 +27,39 @@ func fakeOptions(t *testing.T, mode string) Options {
 func TestArgsFollowTheGuide(t *testing.T) {
 	o := Options{QPs: 16, GIDIndex: -1}.withDefaults()
 	assert.Equal(t, []string{"-d", "erdma_0", "-F", "--report_gbits", "-p", "18515", "-q", "16"}, o.Args("erdma_0", 18515, ""))
-	o = Options{QPs: 4, Size: 4096, Duration: 5 * time.Second, GIDIndex: 1, RDMACM: true}.withDefaults()
+	o = Options{QPs: 4, Size: 4096, Duration: 5 * time.Second, GIDIndex: 1, Method: connect.RDMACM}.withDefaults()
 	assert.Equal(t, []string{"-d", "rxe0", "-F", "--report_gbits", "-p", "18516", "-q", "4", "-s", "4096", "-D", "5", "-x", "1", "-R", "10.0.9.1"},
 		o.Args("rxe0", 18516, "10.0.9.1"))
 	assert.Contains(t, Options{All: true, Iterations: 100}.Args("d", 1, ""), "-a")
+}
+
+func TestLatArgs(t *testing.T) {
+	o := Options{GIDIndex: -1, latency: true}.withDefaults()
+	assert.Equal(t, "ib_write_lat", o.Binary)
+	assert.Equal(t, []string{"-d", "erdma_0", "-F", "-p", "18515"}, o.Args("erdma_0", 18515, ""))
+	o = Options{QPs: 4, Size: 4096, Iterations: 5000, GIDIndex: 1, Method: connect.RDMACM, latency: true}.withDefaults()
+	assert.Equal(t, []string{"-d", "rxe0", "-F", "-p", "18516", "-s", "4096", "-n", "5000", "-x", "1", "-R", "10.0.9.1"},
+		o.Args("rxe0", 18516, "10.0.9.1"), "no -q: ib_write_lat runs one QP")
+}
+
+func TestRunWriteLatLoopback(t *testing.T) {
+	o := fakeOptions(t, "lat")
+	o.Devices = []string{"rxe0", "rxe1"}
+	runs := RunWriteLat(context.Background(), o)
+	require.Len(t, runs, 2)
+	for i, r := range runs {
+		assert.Empty(t, r.Error)
+		assert.Equal(t, DefaultPort+i, r.Port)
+		require.NotNil(t, r.Client)
+		require.Len(t, r.Client.Latency, 1)
+		assert.InDelta(t, 1.47, r.Client.Latency[0].TypicalUS, 1e-9)
+		require.NotNil(t, r.Server)
+	}
+	args, err := os.ReadFile(os.Getenv("FAKE_PERFTEST_STATE") + ".args")
+	require.NoError(t, err)
+	assert.Contains(t, string(args), "server -d rxe1 -F -p 18516\n")
+	assert.Equal(t, health.OK, JudgeLatency(runs, 2, false).Status)
+	assert.Equal(t, health.Warn, JudgeLatency(runs, 1.4, false).Status)
 }
 
 func TestRunWriteBWLoopback(t *testing.T) {
@@ -92,4 +124,22 @@ func TestMappedIPv4(t *testing.T) {
 	assert.Equal(t, "10.0.9.1", ip)
 	_, ok = mappedIPv4("fe80:0000:0000:0000:5054:00ff:fe00:0901")
 	assert.False(t, ok)
+}
+
+func TestAutoMethodAddsRForIWARPDevicesOnly(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, s string) {
+		p := filepath.Join(root, rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
+	}
+	write("sys/class/infiniband/iwp0/node_type", "4: RNIC\n")
+	write("sys/class/infiniband/roce0/node_type", "1: CA\n")
+	write("sys/class/infiniband/roce0/ports/1/link_layer", "Ethernet\n")
+	o := Options{Root: root, GIDIndex: -1}.withDefaults()
+	assert.Contains(t, o.forDevice("iwp0").Args("iwp0", 1, ""), "-R", "iWARP connects only through rdma_cm")
+	assert.NotContains(t, o.forDevice("roce0").Args("roce0", 1, ""), "-R")
+	assert.NotContains(t, o.forDevice("absent0").Args("absent0", 1, ""), "-R", "unreadable transport: perftest's default")
+	o.Method = connect.OOB
+	assert.NotContains(t, o.forDevice("iwp0").Args("iwp0", 1, ""), "-R", "an explicit method wins")
 }

@@ -45,6 +45,7 @@ type sample struct {
 type sizeResult struct {
 	QPs          int      `json:"qps"`
 	Size         int      `json:"size"`
+	TxDepth      int      `json:"tx_depth"` // per QP, both tools
 	Samples      []sample `json:"samples"`
 	OursGbps     float64  `json:"ours_gbps"`
 	PerftestGbps float64  `json:"perftest_gbps"`
@@ -77,7 +78,7 @@ type report struct {
 	QPs      []int        `json:"qps"`
 	Duration string       `json:"duration"`
 	Margin   string       `json:"margin"`
-	TxDepth  int          `json:"tx_depth"`
+	InFlight int          `json:"in_flight_per_device"`
 	Reps     int          `json:"reps"`
 	Sizes    []sizeResult `json:"sizes"`
 	Host     string       `json:"host"`
@@ -97,6 +98,7 @@ func main() {
 		binary   = flag.String("perftest", "ib_write_bw", "ib_write_bw program")
 		postList = flag.Int("post-list", 0, "erdmakit's post list (0: auto)")
 		cqMod    = flag.Int("cq-mod", 0, "CQ moderation for both (0: perftest's default)")
+		inFlight = flag.Int("outstanding", perf.DefaultTxDepth, "writes in flight per device, shared by its QPs: tx depth per QP = max(8, this/QPs), both tools")
 	)
 	flag.Parse()
 	perf.RaiseMaxProcs() // as the erdmakit CLI does
@@ -114,7 +116,7 @@ func main() {
 	if *duration < time.Second || *margin < time.Second || *duration%time.Second != 0 || *margin%time.Second != 0 {
 		fatal(fmt.Errorf("-duration %s, -margin %s: want whole seconds, at least 1 (perftest's units)", *duration, *margin))
 	}
-	rep := report{Device: *device, QPs: qpCounts, Duration: duration.String(), Margin: margin.String(), TxDepth: perf.DefaultTxDepth, Reps: *reps, Host: host}
+	rep := report{Device: *device, QPs: qpCounts, Duration: duration.String(), Margin: margin.String(), InFlight: *inFlight, Reps: *reps, Host: host}
 	link, err := perf.OpenVerbsLink(*device, perf.VerbsOptions{GIDIndex: *gid})
 	if err != nil {
 		fatal(err)
@@ -125,10 +127,16 @@ func main() {
 		gidIndex = 1 // rxe's first IPv4 RoCE v2 entry in the lab; pass -gid-index elsewhere
 	}
 	plTool := fmt.Sprintf("ib_write_bw -l %d", *plPeer)
-	fmt.Printf("bwbench: %s, QPs %v, %s measured between %s margins, tx depth %d, %d rounds per QP count and size\n", *device, qpCounts, *duration, *margin, perf.DefaultTxDepth, *reps)
+	fmt.Printf("bwbench: %s, QPs %v, %s measured between %s margins, %d writes in flight per device (tx depth per QP: %d / QPs, at least 8), %d rounds per QP count and size\n", *device, qpCounts, *duration, *margin, *inFlight, *inFlight, *reps)
 	for _, qps := range qpCounts {
 		for _, size := range sizes {
-			sr := sizeResult{QPs: qps, Size: size}
+			// The lab's link runs at ~0.4 Gbit/s: 16 QPs at perftest's
+			// default depth (16 x 128 x 64 KiB = 128 MiB in flight) do
+			// not drain within the measured window, and ib_write_bw
+			// reports 0 iterations. Sharing one device's depth among its
+			// QPs keeps what is in flight the 1-QP case's.
+			depth := max(8, *inFlight/qps)
+			sr := sizeResult{QPs: qps, Size: size, TxDepth: depth}
 			tools := []string{"erdmakit", "ib_write_bw"}
 			if *plPeer > 0 {
 				tools = append(tools, plTool)
@@ -140,11 +148,11 @@ func main() {
 					var s sample
 					switch tool {
 					case "erdmakit":
-						s = runOurs(ctx, link, size, qps, *duration, *margin, *postList, *cqMod)
+						s = runOurs(ctx, link, size, qps, depth, *duration, *margin, *postList, *cqMod)
 					case "ib_write_bw":
-						s = runPerftest(ctx, *binary, *device, gidIndex, size, qps, *duration, *margin, *cqMod, 0)
+						s = runPerftest(ctx, *binary, *device, gidIndex, size, qps, depth, *duration, *margin, *cqMod, 0)
 					default:
-						s = runPerftest(ctx, *binary, *device, gidIndex, size, qps, *duration, *margin, *cqMod, *plPeer)
+						s = runPerftest(ctx, *binary, *device, gidIndex, size, qps, depth, *duration, *margin, *cqMod, *plPeer)
 						s.Tool = plTool
 					}
 					s.Rep = r + 1
@@ -181,10 +189,10 @@ func main() {
 		}
 	}
 	fmt.Println()
-	fmt.Printf("| QPs | size | erdmakit Gbit/s | ib_write_bw Gbit/s | %s Gbit/s | per-round ratio vs ib_write_bw: median (p25-p75), rounds | vs %s | vs the better perftest |\n", plTool, plTool)
-	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Printf("| QPs | size | tx depth | erdmakit Gbit/s | ib_write_bw Gbit/s | %s Gbit/s | per-round ratio vs ib_write_bw: median (p25-p75), rounds | vs %s | vs the better perftest |\n", plTool, plTool)
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range rep.Sizes {
-		fmt.Printf("| %d | %d | %.4f | %.4f | %.4f | %s | %s | %s |\n", s.QPs, s.Size, s.OursGbps, s.PerftestGbps, s.PostListGbps,
+		fmt.Printf("| %d | %d | %d | %.4f | %.4f | %.4f | %s | %s | %s |\n", s.QPs, s.Size, s.TxDepth, s.OursGbps, s.PerftestGbps, s.PostListGbps,
 			fmtSpread(s.Paired, len(s.Rounds)), fmtSpread(s.PairedPostList, len(s.RoundsPostList)), fmtSpread(s.PairedBest, len(s.RoundsBest)))
 	}
 	b, _ := json.MarshalIndent(rep, "", "  ")
@@ -200,9 +208,9 @@ func main() {
 	}
 }
 
-func runOurs(ctx context.Context, link perf.Link, size, qps int, d, margin time.Duration, postList, cqMod int) sample {
+func runOurs(ctx context.Context, link perf.Link, size, qps, depth int, d, margin time.Duration, postList, cqMod int) sample {
 	s := sample{Tool: "erdmakit"}
-	cfg := perf.Config{Size: size, QPs: qps, Duration: d, Warmup: margin, Cooldown: margin,
+	cfg := perf.Config{Size: size, QPs: qps, TxDepth: depth, Duration: d, Warmup: margin, Cooldown: margin,
 		PostList: postList, CQMod: cqMod}
 	results, errs := perf.Loopback(ctx, []perf.Link{link}, cfg, nil)
 	if len(errs) > 0 || len(results) != 1 {
@@ -215,9 +223,9 @@ func runOurs(ctx context.Context, link perf.Link, size, qps int, d, margin time.
 
 // runPerftest runs ib_write_bw with the same phases as ours: perftest's -D is
 // the whole run and it measures -D minus the two -f margins.
-func runPerftest(ctx context.Context, bin, dev string, gid, size, qps int, d, margin time.Duration, cqMod, postList int) sample {
+func runPerftest(ctx context.Context, bin, dev string, gid, size, qps, depth int, d, margin time.Duration, cqMod, postList int) sample {
 	s := sample{Tool: "ib_write_bw"}
-	extra := []string{"-f", strconv.Itoa(int(margin / time.Second))}
+	extra := []string{"-f", strconv.Itoa(int(margin / time.Second)), "-t", strconv.Itoa(depth)}
 	if cqMod > 0 {
 		extra = append(extra, "-Q", strconv.Itoa(cqMod))
 	}

@@ -1,0 +1,67 @@
+package perf
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// serveFakes runs a bw server on fake links named names until the test ends.
+func serveFakes(t *testing.T, names ...string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var links []Link
+	for _, n := range names {
+		links = append(links, NewFakeLink(n, 4))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- (&Server{Links: links}).Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
+}
+
+func TestClientsSameDeviceWritesIntoTheNamesakeAndOrdersResults(t *testing.T) {
+	addr := serveFakes(t, "fake0", "fake1")
+	cs := Clients{Links: []Link{NewFakeLink("fake1", 4), NewFakeLink("fake0", 4)}, Addr: addr, SameDevice: true,
+		Config: Config{QPs: 1, Iterations: 20}}
+	results, errs := cs.Run(context.Background(), []int{8192, 4096})
+	assert.Equal(t, []error{nil, nil}, errs)
+	require.Len(t, results, 4)
+	var got [][2]any
+	for _, r := range results {
+		assert.Equal(t, r.Device, r.ServerDevice)
+		got = append(got, [2]any{r.Size, r.Device})
+	}
+	assert.Equal(t, [][2]any{{4096, "fake0"}, {4096, "fake1"}, {8192, "fake0"}, {8192, "fake1"}}, got)
+}
+
+func TestClientsErrorsBelongToTheirLink(t *testing.T) {
+	addr := serveFakes(t, "fake0")
+	cs := Clients{Links: []Link{NewFakeLink("fake0", 4), NewFakeLink("nosuch0", 4)}, Addr: addr, SameDevice: true,
+		Config: Config{Size: 4096, QPs: 1, Iterations: 20}}
+	results, errs := cs.Run(context.Background(), nil)
+	require.Len(t, errs, 2)
+	assert.NoError(t, errs[0])
+	require.Error(t, errs[1])
+	assert.Contains(t, errs[1].Error(), "nosuch0")
+	require.Len(t, results, 1)
+	assert.Equal(t, "fake0", results[0].Device)
+}
+
+func TestClientsServerDeviceDefaultsToTheServersFirst(t *testing.T) {
+	addr := serveFakes(t, "srv0", "srv1")
+	cs := Clients{Links: []Link{NewFakeLink("cli0", 4)}, Addr: addr, Config: Config{Size: 4096, QPs: 1, Iterations: 20}}
+	results, errs := cs.Run(context.Background(), nil)
+	assert.Equal(t, []error{nil}, errs)
+	require.Len(t, results, 1)
+	assert.Equal(t, "srv0", results[0].ServerDevice)
+	cs.ServerDevice = "srv1"
+	results, _ = cs.Run(context.Background(), nil)
+	require.Len(t, results, 1)
+	assert.Equal(t, "srv1", results[0].ServerDevice)
+}

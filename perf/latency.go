@@ -1,0 +1,423 @@
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/erdmakit/erdmakit/connect"
+	"github.com/erdmakit/erdmakit/health"
+)
+
+// LatencyConfig is a write-latency test: ib_write_lat's ping-pong, with its
+// knobs and defaults.
+type LatencyConfig struct {
+	// Size is the bytes of one RDMA write (ib_write_lat -s; default 2).
+	Size int
+	// Iterations are the measured round trips (-n; default 1000), at most
+	// MaxLatencyIterations: one sample each is kept.
+	Iterations int
+	// Warmup round trips run first and are not measured (default
+	// DefaultLatencyWarmup; < 0 for none). ib_write_lat has no warm-up; it
+	// drops its two largest samples instead.
+	Warmup int
+	// Inline is the largest write sent inline (-I). InlineAuto (the zero
+	// value's default) does what ib_write_lat does: 96 bytes on eRDMA, none
+	// on a device perftest does not recognise (rxe, the fake); < -1 is
+	// invalid.
+	Inline int
+	// Method connects the QP; connect.Auto follows the device's transport.
+	Method connect.Method
+	// StepTimeout bounds each out-of-band message and, during the ping-pong,
+	// the wait for any one answer (default 10 s).
+	StepTimeout time.Duration
+	// Progress, when set, is called from the ping loop every
+	// ProgressInterval (default 1 s). It runs on the loop's goroutine.
+	Progress         func(LatencyProgress)
+	ProgressInterval time.Duration
+}
+
+// Defaults and bounds of a latency test.
+const (
+	DefaultLatencySize       = 2    // ib_write_lat's default -s
+	DefaultLatencyIterations = 1000 // ib_write_lat's default -n
+	DefaultLatencyWarmup     = 16
+	// MaxLatencyIterations bounds a test's samples (8 bytes each).
+	MaxLatencyIterations = 1 << 22
+	// MaxInline bounds the inline size a client may ask for.
+	MaxInline = 1024
+	// InlineAuto selects ib_write_lat's inline size for the device.
+	InlineAuto = -1
+	// erdmaInline is perftest's inline size for eRDMA (ctx_set_max_inline).
+	erdmaInline = 96
+)
+
+// LatencyProgress is one live progress sample of a latency test.
+type LatencyProgress struct {
+	Device     string
+	Size       int
+	Done       int // measured round trips so far
+	Iterations int
+	Elapsed    time.Duration
+	// LastUS is the last round trip's one-way latency.
+	LastUS float64
+}
+
+func (c LatencyConfig) withDefaults(size int) LatencyConfig {
+	c.Size = size
+	if c.Size == 0 {
+		c.Size = DefaultLatencySize
+	}
+	if c.Iterations == 0 {
+		c.Iterations = DefaultLatencyIterations
+	}
+	if c.Warmup == 0 {
+		c.Warmup = DefaultLatencyWarmup
+	}
+	c.Warmup = max(c.Warmup, 0)
+	if c.StepTimeout == 0 {
+		c.StepTimeout = DefaultStepTimeout
+	}
+	if c.ProgressInterval == 0 {
+		c.ProgressInterval = time.Second
+	}
+	return c
+}
+
+// Validate reports the first knob that is out of range.
+func (c LatencyConfig) Validate() error {
+	switch {
+	case c.Size < 0 || c.Size > MaxSize:
+		return fmt.Errorf("size %d: want 1..%d bytes", c.Size, MaxSize)
+	case c.Iterations < 0 || c.Iterations > MaxLatencyIterations:
+		return fmt.Errorf("iterations %d: want 1..%d", c.Iterations, MaxLatencyIterations)
+	case c.Warmup > MaxLatencyIterations:
+		return fmt.Errorf("warm-up %d: want at most %d", c.Warmup, MaxLatencyIterations)
+	case c.Inline < InlineAuto || c.Inline > MaxInline:
+		return fmt.Errorf("inline %d: want 0..%d, or %d for the device's default", c.Inline, MaxInline, InlineAuto)
+	case c.StepTimeout < 0:
+		return fmt.Errorf("step timeout %s: want >= 0", c.StepTimeout)
+	}
+	return nil
+}
+
+// inlineFor is the inline size a test of c uses on device dev: what
+// ib_write_lat would (eRDMA 96 bytes; perftest disables inline on devices it
+// does not recognise, among them rxe and siw).
+func (c LatencyConfig) inlineFor(dev string) int {
+	if c.Inline != InlineAuto {
+		return c.Inline
+	}
+	if len(dev) >= 5 && dev[:5] == "erdma" {
+		return erdmaInline
+	}
+	return 0
+}
+
+// PingSession is a Session that can play the latency ping-pong: each side
+// watches the last byte of its own buffer's first half (the peer writes
+// there) and writes from its second half. Every Session of this package's
+// links is one.
+type PingSession interface {
+	Session
+	// Buffer is this side's registered buffer (of OpenConfig.BufSize
+	// bytes) as memory the loop reads and writes directly.
+	Buffer() []byte
+	// PostWrite posts one signalled RDMA write of size bytes on QP 0 from
+	// offset src of this side's buffer to the start of the peer's, inline
+	// when size is at most OpenConfig.MaxInline.
+	PostWrite(src, size int) error
+}
+
+// pingLayout is where a ping-pong of size bytes keeps its halves: the
+// receive area at 0, the send area at send (cache-line aligned, so that the
+// peer's writes and ours never share a line), bufSize in all.
+func pingLayout(size int) (send, bufSize int) {
+	send = (size + 63) &^ 63
+	return send, 2 * send
+}
+
+// lastByte watches the byte at index i of a buffer the peer writes into by
+// DMA (or, for the fake, from another goroutine): an atomic load of the
+// aligned 32-bit word holding it, so that the poll is a plain memory read,
+// never a cgo call.
+type lastByte struct {
+	word  *uint32
+	shift int // index of the byte in the word
+}
+
+func newLastByte(buf []byte, i int) lastByte {
+	return lastByte{word: (*uint32)(unsafe.Pointer(&buf[i&^3])), shift: i & 3}
+}
+
+func (b lastByte) load() byte {
+	w := atomic.LoadUint32(b.word)
+	return (*[4]byte)(unsafe.Pointer(&w))[b.shift]
+}
+
+// storeByte sets buf[i] with an atomic update of its word (the fake's
+// delivery, read by lastByte from another goroutine).
+func storeByte(buf []byte, i int, v byte) {
+	w := (*uint32)(unsafe.Pointer(&buf[i&^3]))
+	for {
+		old := atomic.LoadUint32(w)
+		nw := old
+		(*[4]byte)(unsafe.Pointer(&nw))[i&3] = v
+		if atomic.CompareAndSwapUint32(w, old, nw) {
+			return
+		}
+	}
+}
+
+// ErrStalled: the peer stopped answering during a latency test.
+var ErrStalled = errors.New("peer stopped answering")
+
+// pinger is one side's ping-pong state, set up once so that the loop itself
+// allocates nothing.
+type pinger struct {
+	s       PingSession
+	device  string
+	size    int
+	src     int
+	recv    lastByte
+	send    *byte
+	comps   []Completion
+	stall   time.Duration
+	yielded time.Time
+	// waitStart is when the current wait began (check's first call of it).
+	waitStart time.Time
+}
+
+func newPinger(s PingSession, device string, size int, stall time.Duration) (*pinger, error) {
+	send, bufSize := pingLayout(size)
+	buf := s.Buffer()
+	if len(buf) < bufSize {
+		return nil, fmt.Errorf("%s: ping buffer of %d bytes, want %d", device, len(buf), bufSize)
+	}
+	return &pinger{s: s, device: device, size: size, src: send, recv: newLastByte(buf, size-1),
+		send: &buf[send+size-1], comps: make([]Completion, 1), stall: stall, yielded: time.Now()}, nil
+}
+
+// spinCheck is how many polls pass between looks at the clock (stall,
+// context, the scheduler yield): a poll is a memory read of a few ns.
+const spinCheck = 256
+
+// write sends value v: it becomes the last byte of the write, and the write
+// must complete before the next (one outstanding write, as ib_write_lat).
+func (p *pinger) write(ctx context.Context, v byte) error {
+	*p.send = v
+	if err := p.s.PostWrite(p.src, p.size); err != nil {
+		return fmt.Errorf("%s: posting the write: %w", p.device, err)
+	}
+	for spins := 1; ; spins++ {
+		n, err := p.s.Poll(p.comps)
+		if err != nil {
+			return fmt.Errorf("%s: polling the completion queue: %w", p.device, err)
+		}
+		if n > 0 {
+			if c := p.comps[0]; c.Status != 0 {
+				return &CompletionError{Device: p.device, QP: int(c.QP), Status: int(c.Status)}
+			}
+			return nil
+		}
+		if spins%spinCheck == 0 {
+			if err := p.check(ctx, spins); err != nil {
+				return fmt.Errorf("%s: waiting for the completion of write #%d: %w", p.device, v, err)
+			}
+		}
+	}
+}
+
+// await spins until the peer's write of v has landed.
+func (p *pinger) await(ctx context.Context, v byte) error {
+	for spins := 1; p.recv.load() != v; spins++ {
+		if spins%spinCheck == 0 {
+			if err := p.check(ctx, spins); err != nil {
+				return fmt.Errorf("%s: waiting for the peer's write #%d: %w", p.device, v, err)
+			}
+		}
+	}
+	return nil
+}
+
+// check runs every spinCheck spins of a wait: the stall bound, the
+// context, the scheduler yield. Its errors are static (no allocation).
+func (p *pinger) check(ctx context.Context, spins int) error {
+	now := time.Now()
+	if spins == spinCheck {
+		p.waitStart = now
+	}
+	if now.Sub(p.waitStart) > p.stall {
+		return ErrStalled
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.yield(now)
+	return nil
+}
+
+// yield passes through the Go scheduler once a millisecond, as the write
+// loop does (schedYield): otherwise sysmon takes the spinning goroutine's P.
+func (p *pinger) yield(now time.Time) {
+	if now.Sub(p.yielded) >= schedYield {
+		runtime.Gosched()
+		p.yielded = now
+	}
+}
+
+// pingLoop is the client's side: Warmup+Iterations round trips, each timed
+// from before the post of its write to the moment the peer's answer lands
+// (ib_write_lat times post to post, which is the same interval); samples
+// get each measured round trip's half, as ib_write_lat reports.
+func pingLoop(ctx context.Context, p *pinger, cfg LatencyConfig, samples []time.Duration) error {
+	total := cfg.Warmup + cfg.Iterations
+	start := time.Now()
+	progAt := start
+	for k := 1; k <= total; k++ {
+		v := byte(k)
+		t0 := time.Now()
+		if err := p.write(ctx, v); err != nil {
+			return err
+		}
+		if err := p.await(ctx, v); err != nil {
+			return err
+		}
+		t1 := time.Now()
+		if i := k - cfg.Warmup - 1; i >= 0 {
+			samples[i] = t1.Sub(t0) / 2
+		}
+		p.yield(t1)
+		if cfg.Progress != nil && t1.Sub(progAt) >= cfg.ProgressInterval {
+			cfg.Progress(LatencyProgress{Device: p.device, Size: p.size, Done: max(k-cfg.Warmup, 0),
+				Iterations: cfg.Iterations, Elapsed: t1.Sub(start), LastUS: us(t1.Sub(t0) / 2)})
+			progAt = t1
+		}
+	}
+	return nil
+}
+
+// pongLoop is the server's side: it answers total pings, each as soon as it
+// lands.
+func pongLoop(ctx context.Context, p *pinger, total int) (int, error) {
+	for k := 1; k <= total; k++ {
+		v := byte(k)
+		if err := p.await(ctx, v); err != nil {
+			return k - 1, err
+		}
+		if err := p.write(ctx, v); err != nil {
+			return k - 1, err
+		}
+		p.yield(time.Now())
+	}
+	return total, nil
+}
+
+// LatencyStats summarises one-way latencies. Times are in microseconds.
+type LatencyStats struct {
+	Iterations int     `json:"iterations"`
+	MinUS      float64 `json:"min_us"`
+	MedianUS   float64 `json:"median_us"` // ib_write_lat's t_typical
+	AvgUS      float64 `json:"avg_us"`
+	StdevUS    float64 `json:"stdev_us"` // population standard deviation
+	P99US      float64 `json:"p99_us"`
+	P999US     float64 `json:"p99_9_us"`
+	MaxUS      float64 `json:"max_us"`
+}
+
+// NewLatencyStats computes the statistics of samples (not changed). The
+// percentiles use ib_write_lat's rule, the sorted sample at index
+// ceil(n*q) (the last one when that is past the end); the median is the
+// middle sample, or the mean of the middle two. Unlike ib_write_lat, which
+// drops its two largest samples before all of them, every sample counts.
+func NewLatencyStats(samples []time.Duration) LatencyStats {
+	n := len(samples)
+	st := LatencyStats{Iterations: n}
+	if n == 0 {
+		return st
+	}
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	var sum float64
+	for _, d := range s {
+		sum += us(d)
+	}
+	st.AvgUS = sum / float64(n)
+	var sq float64
+	for _, d := range s {
+		x := us(d) - st.AvgUS
+		sq += x * x
+	}
+	st.StdevUS = math.Sqrt(sq / float64(n))
+	st.MinUS, st.MaxUS = us(s[0]), us(s[n-1])
+	if n%2 == 1 {
+		st.MedianUS = us(s[n/2])
+	} else {
+		st.MedianUS = (us(s[n/2-1]) + us(s[n/2])) / 2
+	}
+	rank := func(q float64) float64 { return us(s[min(int(math.Ceil(float64(n)*q)), n-1)]) }
+	st.P99US, st.P999US = rank(0.99), rank(0.999)
+	return st
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// LatencyResult is one device's latency test at one size: the public schema
+// of a `bw lat --json` result.
+type LatencyResult struct {
+	Device       string `json:"device"`
+	ServerDevice string `json:"server_device"`
+	Method       string `json:"method"` // "oob" | "rdma_cm"
+	Size         int    `json:"size"`   // bytes per write
+	// Inline is the largest write sent inline (0: none); Warmup the
+	// unmeasured round trips before the measured ones.
+	Inline int `json:"inline"`
+	Warmup int `json:"warmup"`
+	LatencyStats
+	// Samples are the measured one-way latencies (round trip / 2), in the
+	// order measured; not in the JSON (the histogram plot draws them).
+	Samples []time.Duration `json:"-"`
+}
+
+// LatencyReport is a whole `bw lat` run: the public schema of
+// `bw lat --json`.
+type LatencyReport struct {
+	// Status is ok, warn (a median above ExpectUS) or fail (an error).
+	Status   health.Severity `json:"status"`
+	ExpectUS float64         `json:"expect_us,omitempty"`
+	Results  []LatencyResult `json:"results"`
+	Errors   []string        `json:"errors,omitempty"`
+}
+
+// NewLatencyReport judges results against expectUS (every result's median
+// must be at most that; 0 for no threshold): the bandwidth rule inverted,
+// lower is better.
+func NewLatencyReport(results []LatencyResult, errs []error, expectUS float64) *LatencyReport {
+	r := &LatencyReport{Status: health.OK, ExpectUS: expectUS, Results: results}
+	if r.Results == nil {
+		r.Results = []LatencyResult{}
+	}
+	for _, e := range errs {
+		if e != nil {
+			r.Status = health.Fail
+			r.Errors = append(r.Errors, e.Error())
+		}
+	}
+	if r.Status == health.OK && expectUS > 0 {
+		if len(results) == 0 {
+			r.Status = health.Warn
+		}
+		for _, res := range results {
+			if res.MedianUS > expectUS {
+				r.Status = health.Warn
+			}
+		}
+	}
+	return r
+}

@@ -1,0 +1,286 @@
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"time"
+)
+
+// LatencyClient is the active side of a latency test: it connects to a
+// Server (`bw serve`) and plays ib_write_lat's ping-pong from one local
+// device.
+type LatencyClient struct {
+	Link Link
+	// Addr is the server's out-of-band address, "host:port".
+	Addr string
+	// ServerDevice is the server device to test against; "" for its first.
+	ServerDevice string
+	Config       LatencyConfig
+}
+
+// latencyLimit is what a client asks the server to wait for the ping-pong:
+// no rate is known in advance (the server caps it, and a stalled peer ends
+// it after a step timeout anyway).
+const latencyLimit = time.Hour
+
+// Run connects to the server and runs one test per size (Config.Size when
+// sizes is empty), in order, on one out-of-band connection. It returns the
+// results of the tests that finished and the first error.
+func (c *LatencyClient) Run(ctx context.Context, sizes []int) ([]LatencyResult, error) {
+	if err := c.Config.Validate(); err != nil {
+		return nil, err
+	}
+	d := net.Dialer{Timeout: c.Config.withDefaults(0).StepTimeout}
+	nc, err := d.DialContext(ctx, "tcp", c.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: connecting to the bw server: %w", c.Link.Device(), err)
+	}
+	return c.RunConn(ctx, nc, sizes)
+}
+
+// RunConn is Run over a connection the caller made (Addr is not used); it
+// closes nc.
+func (c *LatencyClient) RunConn(ctx context.Context, nc net.Conn, sizes []int) ([]LatencyResult, error) {
+	defer nc.Close()
+	if err := c.Config.Validate(); err != nil {
+		return nil, err
+	}
+	if len(sizes) == 0 {
+		sizes = []int{c.Config.Size}
+	}
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	defer stop()
+	oc := &conn{c: nc, step: c.Config.withDefaults(0).StepTimeout}
+	var out []LatencyResult
+	for _, size := range sizes {
+		r, err := c.test(ctx, oc, c.Config.withDefaults(size))
+		if err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+			}
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (c *LatencyClient) test(ctx context.Context, oc *conn, cfg LatencyConfig) (res LatencyResult, err error) {
+	l := c.Link
+	dev := l.Device()
+	fail := func(err error) error {
+		var pe *PeerError
+		if !errors.As(err, &pe) && !errors.Is(err, net.ErrClosed) {
+			_ = oc.send(&PeerError{Message: err.Error()})
+		}
+		return fmt.Errorf("%s latency size %d: %w", dev, cfg.Size, err)
+	}
+	method := cfg.Method.Resolve(l.Transport())
+	inline := cfg.inlineFor(dev)
+	h := &LatencyHello{Device: c.ServerDevice, ClientDevice: dev, Transport: string(l.Transport()), Method: method,
+		Size: uint64(cfg.Size), Iterations: uint32(cfg.Iterations), Warmup: uint32(cfg.Warmup), Inline: uint32(inline),
+		Limit: latencyLimit}
+	if err := oc.send(h); err != nil {
+		return res, fail(err)
+	}
+	acc, err := expect[*Accept](oc, oc.step, "accept")
+	if err != nil {
+		return res, fail(err)
+	}
+	_, bufSize := pingLayout(cfg.Size)
+	sess, err := l.Open(ctx, OpenConfig{QPs: 1, TxDepth: 1, MaxInline: inline, BufSize: bufSize, Method: method, CMAddr: acc.CMAddr})
+	if err != nil {
+		return res, fail(fmt.Errorf("opening a QP: %w", err))
+	}
+	defer func() {
+		if cerr := sess.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("%s: closing: %w", dev, cerr)
+		}
+	}()
+	ps, ok := sess.(PingSession)
+	if !ok {
+		return res, fail(fmt.Errorf("%s's sessions (%T) cannot run a latency test", dev, sess))
+	}
+	local := Endpoints(sess.Local())
+	if err := oc.send(&local); err != nil {
+		return res, fail(err)
+	}
+	remote, err := expect[*Endpoints](oc, oc.step, "the server's endpoints")
+	if err != nil {
+		return res, fail(err)
+	}
+	if len(*remote) != 1 {
+		return res, fail(fmt.Errorf("server sent %d endpoints for 1 QP: %w", len(*remote), ErrProtocol))
+	}
+	cctx, cancel := context.WithTimeout(ctx, oc.step)
+	err = sess.Connect(cctx, *remote)
+	cancel()
+	if err != nil {
+		return res, fail(fmt.Errorf("connecting the QP: %w", err))
+	}
+	p, err := newPinger(ps, dev, cfg.Size, oc.step)
+	if err != nil {
+		return res, fail(err)
+	}
+	samples := make([]time.Duration, cfg.Iterations)
+	if err := oc.send(&Start{}); err != nil {
+		return res, fail(err)
+	}
+	if _, err := expect[*Start](oc, oc.step, "the server's start"); err != nil {
+		return res, fail(err)
+	}
+	start := time.Now()
+	if err := pingLoop(ctx, p, cfg, samples); err != nil {
+		return res, fail(err)
+	}
+	trips := uint64(cfg.Warmup + cfg.Iterations)
+	if err := oc.send(&Done{Messages: trips, Elapsed: time.Since(start)}); err != nil {
+		return res, fail(err)
+	}
+	sd, err := expect[*Done](oc, oc.step, "the server's done")
+	if err != nil {
+		return res, fail(err)
+	}
+	if sd.Messages != trips {
+		return res, fail(fmt.Errorf("the server answered %d pings, the client made %d: %w", sd.Messages, trips, ErrProtocol))
+	}
+	return LatencyResult{Device: dev, ServerDevice: acc.Device, Method: method.String(), Size: cfg.Size,
+		Inline: inline, Warmup: cfg.Warmup, LatencyStats: NewLatencyStats(samples), Samples: samples}, nil
+}
+
+// latencyTest is the server's side of a LatencyHello.
+func (s *Server) latencyTest(ctx context.Context, c *conn, h *LatencyHello, t *ServerTest) error {
+	release, err := s.slot()
+	if err != nil {
+		return err
+	}
+	defer release()
+	l, method, err := s.testLink(h.Device, h.Method)
+	if err != nil {
+		return err
+	}
+	t.Device = l.Device()
+	size := int(h.Size)
+	_, bufSize := pingLayout(size)
+	sess, err := l.Open(ctx, OpenConfig{QPs: 1, TxDepth: 1, MaxInline: int(h.Inline), BufSize: bufSize, Method: method, Server: true})
+	if err != nil {
+		return fmt.Errorf("%s: opening a QP: %w", l.Device(), err)
+	}
+	defer func() {
+		if err := sess.Close(); err != nil {
+			s.log().Warn("bw server: releasing the test's resources", "device", l.Device(), "err", err)
+		}
+	}()
+	ps, ok := sess.(PingSession)
+	if !ok {
+		return fmt.Errorf("%s's sessions (%T) cannot run a latency test", l.Device(), sess)
+	}
+	if err := c.send(&Accept{Device: l.Device(), Transport: string(l.Transport()), CMAddr: sess.CMAddr()}); err != nil {
+		return err
+	}
+	remote, err := expect[*Endpoints](c, c.step, "the client's endpoints")
+	if err != nil {
+		return err
+	}
+	if len(*remote) != 1 {
+		return fmt.Errorf("client sent %d endpoints for 1 QP: %w", len(*remote), ErrProtocol)
+	}
+	local := Endpoints(sess.Local())
+	if err := c.send(&local); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.step)
+	err = sess.Connect(cctx, *remote)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%s: connecting the QP: %w", l.Device(), err)
+	}
+	p, err := newPinger(ps, l.Device(), size, c.step)
+	if err != nil {
+		return err
+	}
+	if _, err := expect[*Start](c, c.step, "start"); err != nil {
+		return err
+	}
+	if err := c.send(&Start{}); err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, s.waitLimit(h.Limit))
+	n, err := pongLoop(pctx, p, int(h.Warmup)+int(h.Iterations))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("after %d answers: %w", n, err)
+	}
+	done, err := expect[*Done](c, c.step, "the client's done")
+	if err != nil {
+		return err
+	}
+	t.Client = *done
+	return c.send(&Done{Messages: uint64(n)})
+}
+
+// LatencyLoopback runs a server and, one device after the other (latency
+// tests in parallel would measure each other), a client per link on this
+// host: each device pings itself, one test per size. It returns every
+// result and every error.
+func LatencyLoopback(ctx context.Context, links []Link, cfg LatencyConfig, sizes []int) ([]LatencyResult, []error) {
+	if len(links) == 0 {
+		return nil, []error{errors.New("bw lat loopback: no devices")}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, []error{err}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, []error{fmt.Errorf("bw lat loopback: %w", err)}
+	}
+	sctx, stop := context.WithCancel(ctx)
+	srv := &Server{Links: links, StepTimeout: cfg.StepTimeout}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(sctx, ln) }()
+	results, errs := runLatencyClients(ctx, links, ln.Addr().String(), func(l Link) string { return l.Device() }, cfg, sizes)
+	stop()
+	if err := <-served; err != nil {
+		errs = append(errs, err)
+	}
+	return results, errs
+}
+
+// RunLatencyClients runs a latency client per link against the server at
+// addr, one after the other (not in parallel: they would measure each
+// other), each against serverDev ("" for the server's first device).
+func RunLatencyClients(ctx context.Context, links []Link, addr, serverDev string, cfg LatencyConfig, sizes []int) ([]LatencyResult, []error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, []error{err}
+	}
+	return runLatencyClients(ctx, links, addr, func(Link) string { return serverDev }, cfg, sizes)
+}
+
+func runLatencyClients(ctx context.Context, links []Link, addr string, serverDev func(Link) string, cfg LatencyConfig, sizes []int) ([]LatencyResult, []error) {
+	var (
+		results []LatencyResult
+		errs    []error
+	)
+	for _, l := range links {
+		if ctx.Err() != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", l.Device(), ctx.Err()))
+			continue
+		}
+		c := &LatencyClient{Link: l, Addr: addr, ServerDevice: serverDev(l), Config: cfg}
+		rs, err := c.Run(ctx, sizes)
+		results = append(results, rs...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	sort.SliceStable(results, func(i, j int) bool {
+		if results[i].Size != results[j].Size {
+			return results[i].Size < results[j].Size
+		}
+		return results[i].Device < results[j].Device
+	})
+	return results, errs
+}
