@@ -31,7 +31,7 @@ type chunkSource interface {
 }
 
 // analyzeSource is analyzeChunks over any chunk source: a reader copied
-// into each worker's buffer, or a file mapped into memory (logmap_unix.go).
+// into each worker's buffer, or a file mapped into memory (logmap_linux.go).
 // Once ctx is done no further chunk is taken and ctx's error is returned.
 func analyzeSource(ctx context.Context, src chunkSource, size, workers int) (_ *Analyzer, err error) {
 	workers = max(workers, 1)
