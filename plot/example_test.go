@@ -44,3 +44,12 @@ func ExampleSweep() {
 	// <nil> true
 	// plot: nothing to plot
 }
+
+func ExampleLatencyHistogram() {
+	link := perf.NewFakeLink("fake0", 10)
+	results, _ := perf.LatencyLoopback(context.Background(), []perf.Link{link}, perf.LatencyConfig{Iterations: 100}, nil)
+	var svg bytes.Buffer
+	fmt.Println(plot.LatencyHistogram(&svg, "bw lat", results), svg.Len() > 0)
+	// Output:
+	// <nil> true
+}
