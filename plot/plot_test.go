@@ -107,6 +107,4 @@ func TestLog2Ticks(t *testing.T) {
 	assert.Equal(t, "8M", ticks[20].Label)
 	assert.Len(t, ticks, 31)
 	assert.Nil(t, log2Ticks(0, 1))
-	assert.Equal(t, "1K", sizeLabel(1024))
-	assert.Equal(t, "1000", sizeLabel(1000))
 }

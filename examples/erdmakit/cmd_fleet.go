@@ -9,6 +9,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/fleet"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/spf13/cobra"
 )
@@ -97,13 +98,13 @@ func writeFleetReport(g *globals, rep *fleet.FleetReport) error {
 		if h.Error != "" {
 			probs = h.Error
 		}
-		t.Add(fmt.Sprint(h.Rank), h.Host, h.Status, probs)
+		t.Add(fmt.Sprint(h.Rank), h.Host, string(h.Status), probs)
 	}
 	if err := t.Write(g.stdout); err != nil {
 		return err
 	}
 	fmt.Fprintf(g.stdout, "\n%d hosts:", rep.Size)
-	for _, s := range []string{"ok", "warn", "fail", "error", "missing", fleet.NotReached} {
+	for _, s := range []health.Severity{health.OK, health.Warn, health.Fail, fleet.Errored, fleet.Missing, fleet.NotReached} {
 		if n := len(rep.ByStatus[s]); n > 0 {
 			fmt.Fprintf(g.stdout, " %d %s", n, s)
 		}

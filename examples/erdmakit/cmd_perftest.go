@@ -8,6 +8,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/internal/units"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/perf/perftest"
 )
@@ -44,11 +45,11 @@ Exit: 0 ok, 1 below --expect-gbps, 2 a pair failed, 3 bad usage.`,
 				o.Method = connect.RDMACM
 			}
 			if size != "" {
-				n, err := parseSize(size)
+				n, err := units.Parse(size, perf.MaxSize)
 				if err != nil {
 					return err
 				}
-				o.Size = n
+				o.Size = int(n)
 			}
 			if len(o.Devices) == 0 {
 				devs, err := perf.DefaultDevices(g.root)
@@ -108,7 +109,7 @@ func writePerftestTable(g *globals, rep *perftest.Summary, serve bool) error {
 			continue
 		}
 		for _, x := range side.Results {
-			t.Add(r.Device, strconv.Itoa(r.Port), sizeText(int(x.Bytes)), strconv.FormatInt(x.Iterations, 10),
+			t.Add(r.Device, strconv.Itoa(r.Port), units.Format(x.Bytes, units.Compact), strconv.FormatInt(x.Iterations, 10),
 				fmt.Sprintf("%.3f", x.BWAvgGbps), fmt.Sprintf("%.3f", x.BWPeakGbps), fmt.Sprintf("%.4f", x.MsgRateMpps), strconv.Itoa(r.Attempts))
 		}
 	}
