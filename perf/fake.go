@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -93,10 +94,6 @@ type fakeCompletion struct {
 	done int64 // ns since base
 	c    Completion
 	size int
-	// dst, when set, gets val at index at when the write completes.
-	dst []byte
-	at  int
-	val byte
 }
 
 type fakeSession struct {
@@ -194,9 +191,6 @@ func (s *fakeSession) Poll(c []Completion) (int, error) {
 		fc := s.ring[s.head]
 		c[n] = fc.c
 		n++
-		if fc.dst != nil {
-			storeByte(fc.dst, fc.at, fc.val)
-		}
 		bytes += uint64(fc.c.Writes) * uint64(fc.size)
 		pkts += uint64(fc.c.Writes)
 		s.head = (s.head + 1) % len(s.ring)
@@ -235,9 +229,11 @@ func (s *fakeSession) Buffer() []byte {
 	return s.buf
 }
 
-// PostWrite implements PingSession: the write's last byte lands in the
-// peer's buffer (on this link) when the write completes, that is when this
-// side polls its completion after Latency and the wire time have passed.
+// PostWrite implements PingSession. The fake does the device's work inline
+// in the post, as Soft-RoCE does: the call returns once the wire time and
+// Latency have passed, with the write's last byte (what the ping-pong
+// watches; the rest is not copied) in the peer's buffer on this link and
+// its completion ready.
 func (s *fakeSession) PostWrite(src, size int) error {
 	switch {
 	case s.closed:
@@ -262,13 +258,15 @@ func (s *fakeSession) PostWrite(src, size int) error {
 	done := l.wireFree + int64(l.Latency)
 	dst := l.bufs[s.remote[0].RKey]
 	l.mu.Unlock()
-	fc := fakeCompletion{done: done, c: Completion{Writes: 1}, size: size}
+	for int64(time.Since(l.base)) < done {
+		runtime.Gosched()
+	}
 	// Only another session's buffer: links number their keys alike, so a
 	// client writing to a peer on another link may find its own key here.
 	if len(dst) >= size && &dst[0] != &s.buf[0] {
-		fc.dst, fc.at, fc.val = dst, size-1, s.buf[src+size-1]
+		storeByte(dst, size-1, s.buf[src+size-1])
 	}
-	s.ring[s.tail] = fc
+	s.ring[s.tail] = fakeCompletion{done: done, c: Completion{Writes: 1}, size: size}
 	s.tail = next
 	return nil
 }

@@ -208,13 +208,21 @@ func newPinger(s PingSession, device string, size int, stall time.Duration) (*pi
 // context, the scheduler yield): a poll is a memory read of a few ns.
 const spinCheck = 256
 
-// write sends value v: it becomes the last byte of the write, and the write
-// must complete before the next (one outstanding write, as ib_write_lat).
-func (p *pinger) write(ctx context.Context, v byte) error {
+// post sends value v: it becomes the last byte of the write.
+func (p *pinger) post(v byte) error {
 	*p.send = v
 	if err := p.s.PostWrite(p.src, p.size); err != nil {
-		return fmt.Errorf("%s: posting the write: %w", p.device, err)
+		return fmt.Errorf("%s: posting write #%d: %w", p.device, v, err)
 	}
+	return nil
+}
+
+// reap waits for the completion of the write posted last: one write
+// outstanding, as ib_write_lat. It comes after the wait for the peer's
+// answer (ib_write_lat polls it before): the interval between two posts
+// holds the same steps either way, and by the time the answer landed the
+// completion is there, so the CQ poll is off the critical path.
+func (p *pinger) reap(ctx context.Context, v byte) error {
 	for spins := 1; ; spins++ {
 		n, err := p.s.Poll(p.comps)
 		if err != nil {
@@ -259,9 +267,20 @@ func (p *pinger) check(ctx context.Context, spins int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if now.Sub(p.waitStart) > spinYieldAfter {
+		osYield()
+	}
 	p.yield(now)
 	return nil
 }
+
+// spinYieldAfter: a wait longer than this gives the CPU away (sched_yield)
+// at every check. A healthy eRDMA round trip (about 2 x 16 µs) never gets
+// there; on a host with fewer free CPUs than spinners (a one-vCPU VM
+// running both ends, or software RDMA whose work runs in kernel threads)
+// the peer and the device's work get the CPU at once instead of at the end
+// of a scheduler time slice.
+const spinYieldAfter = 50 * time.Microsecond
 
 // yield passes through the Go scheduler once a millisecond, as the write
 // loop does (schedYield): otherwise sysmon takes the spinning goroutine's P.
@@ -273,9 +292,10 @@ func (p *pinger) yield(now time.Time) {
 }
 
 // pingLoop is the client's side: Warmup+Iterations round trips, each timed
-// from before the post of its write to the moment the peer's answer lands
-// (ib_write_lat times post to post, which is the same interval); samples
-// get each measured round trip's half, as ib_write_lat reports.
+// from before the post of its write until the peer's answer landed and the
+// write's completion was reaped (ib_write_lat times from post to post,
+// which is the same interval); samples get each measured round trip's half,
+// as ib_write_lat reports.
 func pingLoop(ctx context.Context, p *pinger, cfg LatencyConfig, samples []time.Duration) error {
 	total := cfg.Warmup + cfg.Iterations
 	start := time.Now()
@@ -283,10 +303,13 @@ func pingLoop(ctx context.Context, p *pinger, cfg LatencyConfig, samples []time.
 	for k := 1; k <= total; k++ {
 		v := byte(k)
 		t0 := time.Now()
-		if err := p.write(ctx, v); err != nil {
+		if err := p.post(v); err != nil {
 			return err
 		}
 		if err := p.await(ctx, v); err != nil {
+			return err
+		}
+		if err := p.reap(ctx, v); err != nil {
 			return err
 		}
 		t1 := time.Now()
@@ -311,7 +334,10 @@ func pongLoop(ctx context.Context, p *pinger, total int) (int, error) {
 		if err := p.await(ctx, v); err != nil {
 			return k - 1, err
 		}
-		if err := p.write(ctx, v); err != nil {
+		if err := p.post(v); err != nil {
+			return k - 1, err
+		}
+		if err := p.reap(ctx, v); err != nil {
 			return k - 1, err
 		}
 		p.yield(time.Now())
@@ -371,10 +397,10 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 // LatencyResult is one device's latency test at one size: the public schema
 // of a `bw lat --json` result.
 type LatencyResult struct {
-	Device       string `json:"device"`
-	ServerDevice string `json:"server_device"`
-	Method       string `json:"method"` // "oob" | "rdma_cm"
-	Size         int    `json:"size"`   // bytes per write
+	Device       string         `json:"device"`
+	ServerDevice string         `json:"server_device"`
+	Method       connect.Method `json:"method"` // "oob" | "rdma_cm" (resolved, never auto)
+	Size         int            `json:"size"`   // bytes per write
 	// Inline is the largest write sent inline (0: none); Warmup the
 	// unmeasured round trips before the measured ones.
 	Inline int `json:"inline"`

@@ -147,7 +147,7 @@ func (c *LatencyClient) test(ctx context.Context, oc *conn, cfg LatencyConfig) (
 	if sd.Messages != trips {
 		return res, fail(fmt.Errorf("the server answered %d pings, the client made %d: %w", sd.Messages, trips, ErrProtocol))
 	}
-	return LatencyResult{Device: dev, ServerDevice: acc.Device, Method: method.String(), Size: cfg.Size,
+	return LatencyResult{Device: dev, ServerDevice: acc.Device, Method: method, Size: cfg.Size,
 		Inline: inline, Warmup: cfg.Warmup, LatencyStats: NewLatencyStats(samples), Samples: samples}, nil
 }
 

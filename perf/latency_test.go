@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/health"
 )
 
@@ -27,7 +28,7 @@ func TestLatencyLoopbackMeasuresTheEmulatedLatency(t *testing.T) {
 		assert.Equal(t, size, r.Size)
 		assert.Equal(t, "fake0", r.Device)
 		assert.Equal(t, "fake0", r.ServerDevice)
-		assert.Equal(t, "oob", r.Method)
+		assert.Equal(t, connect.OOB, r.Method)
 		assert.Equal(t, 100, r.Iterations)
 		assert.Len(t, r.Samples, 100)
 		assert.Equal(t, 5, r.Warmup)

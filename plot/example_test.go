@@ -2,6 +2,7 @@ package plot_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 
@@ -42,4 +43,13 @@ func ExampleSweep() {
 	// Output:
 	// <nil> true
 	// plot: nothing to plot
+}
+
+func ExampleLatencyHistogram() {
+	link := perf.NewFakeLink("fake0", 10)
+	results, _ := perf.LatencyLoopback(context.Background(), []perf.Link{link}, perf.LatencyConfig{Iterations: 100}, nil)
+	var svg bytes.Buffer
+	fmt.Println(plot.LatencyHistogram(&svg, "bw lat", results), svg.Len() > 0)
+	// Output:
+	// <nil> true
 }

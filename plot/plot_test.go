@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/erdmakit/erdmakit/fleet"
 	"github.com/erdmakit/erdmakit/nccl"
@@ -107,4 +108,25 @@ func TestLog2Ticks(t *testing.T) {
 	assert.Equal(t, "8M", ticks[20].Label)
 	assert.Len(t, ticks, 31)
 	assert.Nil(t, log2Ticks(0, 1))
+}
+
+func TestLatencyHistogram(t *testing.T) {
+	res := func(dev string, size int, base time.Duration) perf.LatencyResult {
+		var s []time.Duration
+		for i := range 1000 {
+			s = append(s, base+time.Duration(i%37)*100*time.Nanosecond)
+		}
+		s = append(s, 100*base) // an outlier: counted in the last bin
+		return perf.LatencyResult{Device: dev, Size: size, LatencyStats: perf.NewLatencyStats(s), Samples: s}
+	}
+	var b strings.Builder
+	require.NoError(t, LatencyHistogram(&b, "lat", []perf.LatencyResult{res("erdma_0", 2, 15*time.Microsecond), res("erdma_0", 4096, 18*time.Microsecond)}))
+	svg := b.String()
+	for _, want := range []string{"<svg", "lat", "erdma_0 2B: median", "erdma_0 4KB: median", "one-way latency"} {
+		assert.Contains(t, svg, want)
+	}
+	assert.ErrorIs(t, LatencyHistogram(&b, "empty", []perf.LatencyResult{{Device: "x"}}), ErrNoData)
+	b.Reset()
+	one := perf.LatencyResult{Device: "x", Size: 2, Samples: []time.Duration{time.Microsecond}, LatencyStats: perf.NewLatencyStats([]time.Duration{time.Microsecond})}
+	require.NoError(t, LatencyHistogram(&b, "one sample", []perf.LatencyResult{one}))
 }

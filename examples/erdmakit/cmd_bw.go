@@ -166,10 +166,11 @@ func newBwCmd(g *globals) *cobra.Command {
 		Short: "Measure RDMA write bandwidth natively (ib_write_bw's test, with device-counter proof)",
 		Long: `bw measures RDMA WRITE bandwidth like perftest's ib_write_bw, without perftest:
 'bw serve' on one host, 'bw run HOST' on the other, or 'bw loopback' for every
-eRDMA device of this host in parallel. Exit: 0 ok, 1 below --expect-gbps,
+eRDMA device of this host in parallel; 'bw lat [HOST]' measures write latency
+as ib_write_lat does. Exit: 0 ok, 1 below --expect-gbps,
 2 a test failed (or device counters did not move), 3 bad usage.`,
 	}
-	c.AddCommand(newBwServeCmd(g), newBwRunCmd(g), newBwLoopbackCmd(g), newBwMeshCmd(g))
+	c.AddCommand(newBwServeCmd(g), newBwRunCmd(g), newBwLoopbackCmd(g), newBwMeshCmd(g), newBwLatCmd(g))
 	return c
 }
 

@@ -94,7 +94,134 @@ Exit: 0 ok, 1 below --expect-gbps, 2 a pair failed, 3 bad usage.`,
 	f.BoolVar(&serve, "serve", false, "run only the servers (for clients on another host)")
 	f.Float64Var(&expect, "expect-gbps", 0, "warn (exit 1) when the total is below this")
 	f.StringArrayVar(&o.Extra, "extra", nil, "extra ib_write_bw argument for both sides (repeatable)")
+	c.AddCommand(newPerftestLatCmd(g))
 	return c
+}
+
+func newPerftestLatCmd(g *globals) *cobra.Command {
+	var (
+		o      = perftest.Options{}
+		serve  bool
+		expect float64
+		size   string
+		rdmaCM bool
+	)
+	c := &cobra.Command{
+		Use:   "lat [SERVER]",
+		Short: "Run ib_write_lat server and client pairs, one device after the other, and judge the median",
+		Long: `perftest lat runs perftest's write-latency test, ib_write_lat -d DEV -F -p PORT,
+one server and one client per device (each device on its own port: 18515,
+18516, ...; one device after the other, so that they do not measure each
+other). Without SERVER both run on this host (loopback); with SERVER only the
+clients run here, against 'erdmakit perftest lat --serve' there.
+Exit: 0 ok, 1 a median (t_typical) above --expect-us, 2 a pair failed, 3 bad usage.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if serve {
+					return fmt.Errorf("--serve takes no SERVER")
+				}
+				o.Server = args[0]
+			}
+			if rdmaCM {
+				if cmd.Flags().Changed("conn") && o.Method != connect.RDMACM {
+					return fmt.Errorf("-R and --conn %s disagree", o.Method)
+				}
+				o.Method = connect.RDMACM
+			}
+			if size != "" {
+				n, err := parseSize(size)
+				if err != nil {
+					return err
+				}
+				o.Size = n
+			}
+			if len(o.Devices) == 0 {
+				devs, err := perf.DefaultDevices(g.root)
+				if err != nil {
+					return err
+				}
+				o.Devices = devs
+			}
+			o.Root = g.root
+			var runs []perftest.Run
+			if serve {
+				fmt.Fprintf(g.stderr, "perftest: ib_write_lat servers for %v from port %d\n", o.Devices, max(o.Port, perftest.DefaultPort))
+				runs = perftest.ServeWriteLat(cmd.Context(), o)
+			} else {
+				runs = perftest.RunWriteLat(cmd.Context(), o)
+			}
+			rep := perftest.JudgeLatency(runs, expect, serve)
+			if g.json {
+				if err := render.JSON(g.stdout, rep); err != nil {
+					return err
+				}
+			} else if err := writePerftestLatTable(g, rep, serve); err != nil {
+				return err
+			}
+			return exitCode(severityExit(rep.Status))
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVarP(&o.Devices, "device", "d", nil, "RDMA device (repeatable; default: every eRDMA device)")
+	f.IntVarP(&o.Port, "port", "p", perftest.DefaultPort, "first device's port; the next devices use the next ports")
+	f.StringVarP(&size, "size", "s", "", "bytes per write (-s; default ib_write_lat's 2)")
+	f.BoolVarP(&o.All, "all", "a", false, "all sizes 2 B .. 8 MiB (-a)")
+	f.IntVarP(&o.Iterations, "iters", "n", 0, "iterations (-n; default ib_write_lat's 1000)")
+	f.IntVarP(&o.GIDIndex, "gid-index", "x", -1, "GID index (-x; default perftest's choice)")
+	f.Var(&o.Method, "conn", "connection method: auto (-R for iWARP-mode devices, which need it), oob or rdma_cm (-R)")
+	f.BoolVarP(&rdmaCM, "rdma-cm", "R", false, "same as --conn rdma_cm (perftest's -R)")
+	f.StringVar(&o.Binary, "binary", "ib_write_lat", "the ib_write_lat program")
+	f.StringVar(&o.LoopbackAddr, "loopback-addr", "", "address loopback clients connect to (default 127.0.0.1, or the device's IPv4 with -R)")
+	f.DurationVar(&o.Timeout, "timeout", 0, "bound on each pair (default 120s)")
+	f.BoolVar(&serve, "serve", false, "run only the servers (for clients on another host)")
+	f.Float64Var(&expect, "expect-us", 0, "warn (exit 1) when a median (t_typical) is above this many microseconds")
+	f.StringArrayVar(&o.Extra, "extra", nil, "extra ib_write_lat argument for both sides (repeatable)")
+	return c
+}
+
+func writePerftestLatTable(g *globals, rep *perftest.LatencySummary, serve bool) error {
+	t := render.NewTable("DEVICE", "PORT", "SIZE", "ITERATIONS", "MIN_US", "TYPICAL_US", "AVG_US", "STDEV_US", "P99_US", "P99.9_US", "MAX_US", "ATTEMPTS")
+	us := func(v float64) string { return fmt.Sprintf("%.2f", v) }
+	for _, r := range rep.Runs {
+		side := r.Client
+		if serve {
+			side = r.Server
+		}
+		if side == nil || len(side.Latency) == 0 {
+			t.Add(r.Device, strconv.Itoa(r.Port), "-", "-", "-", "-", "-", "-", "-", "-", "-", strconv.Itoa(r.Attempts))
+			continue
+		}
+		for _, x := range side.Latency {
+			t.Add(r.Device, strconv.Itoa(r.Port), sizeText(int(x.Bytes)), strconv.FormatInt(x.Iterations, 10), us(x.MinUS), us(x.TypicalUS),
+				us(x.AvgUS), us(x.StdevUS), us(x.P99US), us(x.P999US), us(x.MaxUS), strconv.Itoa(r.Attempts))
+		}
+	}
+	if err := t.Write(g.stdout); err != nil {
+		return err
+	}
+	for _, r := range rep.Runs {
+		if r.Error != "" {
+			fmt.Fprintf(g.stderr, "error: %s: %s\n", r.Device, r.Error)
+		}
+		for _, side := range []*perftest.Report{r.Client, r.Server} {
+			if side != nil {
+				for _, e := range side.Errors {
+					fmt.Fprintf(g.stderr, "error: %s: ib_write_lat: %s\n", r.Device, e)
+				}
+			}
+		}
+	}
+	status := string(rep.Status)
+	if g.colorOn(g.stdout) {
+		status = render.Severity(status)
+	}
+	line := fmt.Sprintf("status: %s (median %.2f us)", status, rep.MedianUS)
+	if rep.ExpectUS > 0 {
+		line += fmt.Sprintf(", expected at most %.2f us", rep.ExpectUS)
+	}
+	_, err := fmt.Fprintln(g.stdout, line)
+	return err
 }
 
 func writePerftestTable(g *globals, rep *perftest.Summary, serve bool) error {

@@ -50,3 +50,36 @@ func TestPerftestCommand(t *testing.T) {
 		})
 	}
 }
+
+func TestPerftestLatCommand(t *testing.T) {
+	tests := []struct {
+		name string
+		mode string
+		args []string
+		code int
+	}{
+		{"two devices", "lat", []string{"-d", "rxe0", "-d", "rxe1"}, ExitOK},
+		{"median above the expectation", "lat", []string{"-d", "rxe0", "--expect-us", "1"}, ExitWarn},
+		{"a bandwidth log is no latency result", "ok", []string{"-d", "rxe0"}, ExitFail},
+		{"client fails", "fail", []string{"-d", "rxe0"}, ExitFail},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := fakePerftest(t, tc.mode)
+			code, out, stderr := runCLI(append([]string{"perftest", "lat", "--json", "--binary", bin}, tc.args...)...)
+			require.Equal(t, tc.code, code, "stderr: %s", stderr)
+			var rep perftest.LatencySummary
+			require.NoError(t, json.Unmarshal([]byte(out), &rep))
+			if tc.mode == "lat" {
+				assert.InDelta(t, 1.47, rep.MedianUS, 1e-9)
+				require.NotNil(t, rep.Runs[0].Client)
+				assert.Equal(t, "RDMA_Write Latency Test", rep.Runs[0].Client.Test)
+			}
+		})
+	}
+	bin := fakePerftest(t, "lat")
+	code, out, _ := runCLI("perftest", "lat", "--binary", bin, "-d", "rxe0")
+	assert.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "TYPICAL_US")
+	assert.Contains(t, out, "status: ok (median 1.47 us)")
+}

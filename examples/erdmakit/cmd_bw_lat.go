@@ -1,0 +1,191 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/erdmakit/erdmakit/connect"
+	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/perf"
+	"github.com/erdmakit/erdmakit/plot"
+)
+
+// latFlags are `bw lat`'s knobs (ib_write_lat's, where it has them).
+type latFlags struct {
+	bw       bwFlags // devices, ports, GID index, step timeout, emulation
+	server   string  // --server-device
+	size     string
+	sizes    string
+	iters    int
+	warmup   int
+	inline   int
+	conn     connect.Method
+	rdmaCM   bool
+	expect   float64
+	plot     string
+	progress bool
+	emulLat  time.Duration
+}
+
+func newBwLatCmd(g *globals) *cobra.Command {
+	f := &latFlags{}
+	c := &cobra.Command{
+		Use:   "lat [HOST[:PORT]]",
+		Short: "Measure RDMA write latency (ib_write_lat's ping-pong) against a `bw serve` host, or loopback",
+		Long: `lat measures RDMA WRITE latency as ib_write_lat does: the client writes, the
+server sees the last byte of its buffer change and writes back; each round
+trip's half is one sample. With HOST it runs against 'bw serve' there; without,
+each device pings itself (loopback). Reports min, median, average, stdev, p99,
+p99.9 and max in microseconds. Exit: 0 ok, 1 a median above --expect-us,
+2 a test failed, 3 bad usage.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, sizes, err := f.config(g)
+			if err != nil {
+				return err
+			}
+			links, closeAll, err := f.openLinks(g)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			var (
+				results []perf.LatencyResult
+				errs    []error
+			)
+			if len(args) == 0 {
+				results, errs = perf.LatencyLoopback(cmd.Context(), links, cfg, sizes)
+			} else {
+				addr := args[0]
+				if _, _, err := net.SplitHostPort(addr); err != nil {
+					addr = net.JoinHostPort(addr, strconv.Itoa(f.bw.port))
+				}
+				results, errs = perf.RunLatencyClients(cmd.Context(), links, addr, f.server, cfg, sizes)
+			}
+			return f.report(g, results, errs)
+		},
+	}
+	f.bw.add(c, false)
+	fl := c.Flags()
+	fl.StringVar(&f.server, "server-device", "", "the server's device (default: the server's first; loopback: the same device)")
+	fl.StringVarP(&f.size, "size", "s", strconv.Itoa(perf.DefaultLatencySize), "bytes per RDMA write (ib_write_lat's default 2; suffixes K, M)")
+	fl.StringVar(&f.sizes, "sizes", "", "test these sizes, comma-separated (2,4K)")
+	fl.IntVarP(&f.iters, "iters", "n", perf.DefaultLatencyIterations, fmt.Sprintf("measured round trips per size (at most %d)", perf.MaxLatencyIterations))
+	fl.IntVar(&f.warmup, "warmup", perf.DefaultLatencyWarmup, "unmeasured round trips before them (0: none)")
+	fl.IntVarP(&f.inline, "inline", "I", perf.InlineAuto, "max inline size in bytes (-1: ib_write_lat's choice, 96 on eRDMA, none on rxe)")
+	fl.Var(&f.conn, "conn", "connection method: auto (by the device's transport), oob or rdma_cm")
+	fl.BoolVarP(&f.rdmaCM, "rdma-cm", "R", false, "connect with rdma_cm (--conn rdma_cm)")
+	fl.Float64Var(&f.expect, "expect-us", 0, "warn (exit 1) when a median one-way latency is above this many microseconds")
+	fl.StringVar(&f.plot, "plot", "", "draw a histogram of the samples into this SVG file")
+	fl.BoolVar(&f.progress, "progress", false, "print progress to stderr even when it is not a terminal")
+	fl.DurationVar(&f.emulLat, "emulate-latency", 0, "with --emulate-gbps: the emulated device's one-way latency")
+	return c
+}
+
+func (f *latFlags) config(g *globals) (perf.LatencyConfig, []int, error) {
+	method := f.conn
+	if f.rdmaCM {
+		if method != connect.Auto && method != connect.RDMACM {
+			return perf.LatencyConfig{}, nil, fmt.Errorf("-R and --conn %s disagree", method)
+		}
+		method = connect.RDMACM
+	}
+	warmup := f.warmup
+	if warmup == 0 {
+		warmup = -1 // none (the library's zero means its default)
+	}
+	cfg := perf.LatencyConfig{Iterations: f.iters, Warmup: warmup, Inline: f.inline, Method: method, StepTimeout: f.bw.stepTimeout}
+	if f.iters <= 0 {
+		return cfg, nil, fmt.Errorf("--iters %d: want at least 1", f.iters)
+	}
+	var sizes []int
+	list := f.size
+	if f.sizes != "" {
+		list = f.sizes
+	}
+	for _, s := range strings.Split(list, ",") {
+		n, err := parseSize(s)
+		if err != nil {
+			return cfg, nil, err
+		}
+		sizes = append(sizes, n)
+	}
+	cfg.Size = sizes[0]
+	if err := cfg.Validate(); err != nil {
+		return cfg, nil, err
+	}
+	if f.progress || render.IsTerminal(g.stderr) {
+		cfg.Progress = func(p perf.LatencyProgress) {
+			fmt.Fprintf(g.stderr, "%-10s %8s  %6.1fs  %d/%d round trips  last %.2f us\n", p.Device, sizeText(p.Size), p.Elapsed.Seconds(), p.Done, p.Iterations, p.LastUS)
+		}
+	}
+	return cfg, sizes, nil
+}
+
+// openLinks opens the devices; --emulate-latency sets the emulated ones'.
+func (f *latFlags) openLinks(g *globals) ([]perf.Link, func(), error) {
+	if f.emulLat > 0 && f.bw.emulate == 0 {
+		return nil, nil, fmt.Errorf("--emulate-latency needs --emulate-gbps")
+	}
+	links, closeAll, err := f.bw.openLinks(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, l := range links {
+		if fl, ok := l.(*perf.FakeLink); ok {
+			fl.Latency = f.emulLat
+		}
+	}
+	return links, closeAll, nil
+}
+
+// report prints the results and returns the exit code.
+func (f *latFlags) report(g *globals, results []perf.LatencyResult, errs []error) error {
+	rep := perf.NewLatencyReport(results, errs, f.expect)
+	if f.plot != "" && len(results) > 0 {
+		if err := writeSVG(f.plot, func(w io.Writer) error {
+			return plot.LatencyHistogram(w, "erdmakit bw lat: RDMA write latency", results)
+		}); err != nil {
+			rep.Errors = append(rep.Errors, err.Error())
+		}
+	}
+	if g.json {
+		if err := render.JSON(g.stdout, rep); err != nil {
+			return err
+		}
+	} else if err := writeLatTable(g, rep); err != nil {
+		return err
+	}
+	return exitCode(severityExit(rep.Status))
+}
+
+func writeLatTable(g *globals, rep *perf.LatencyReport) error {
+	t := render.NewTable("DEVICE", "SERVER", "SIZE", "ITERATIONS", "MIN_US", "MEDIAN_US", "AVG_US", "STDEV_US", "P99_US", "P99.9_US", "MAX_US")
+	us := func(v float64) string { return fmt.Sprintf("%.2f", v) }
+	for _, r := range rep.Results {
+		t.Add(r.Device, r.ServerDevice, sizeText(r.Size), strconv.Itoa(r.Iterations), us(r.MinUS), us(r.MedianUS), us(r.AvgUS),
+			us(r.StdevUS), us(r.P99US), us(r.P999US), us(r.MaxUS))
+	}
+	if err := t.Write(g.stdout); err != nil {
+		return err
+	}
+	for _, e := range rep.Errors {
+		fmt.Fprintln(g.stderr, "error:", e)
+	}
+	status := string(rep.Status)
+	if g.colorOn(g.stdout) {
+		status = render.Severity(status)
+	}
+	line := "status: " + status
+	if rep.ExpectUS > 0 {
+		line += fmt.Sprintf(" (expected a median of at most %.2f us)", rep.ExpectUS)
+	}
+	_, err := fmt.Fprintln(g.stdout, line)
+	return err
+}
