@@ -122,7 +122,7 @@ func TestLatencyHistogram(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, LatencyHistogram(&b, "lat", []perf.LatencyResult{res("erdma_0", 2, 15*time.Microsecond), res("erdma_0", 4096, 18*time.Microsecond)}))
 	svg := b.String()
-	for _, want := range []string{"<svg", "lat", "erdma_0 2B: median", "erdma_0 4KB: median", "one-way latency"} {
+	for _, want := range []string{"<svg", "lat", "erdma_0 2B: median", "erdma_0 4KiB: median", "one-way latency"} {
 		assert.Contains(t, svg, want)
 	}
 	assert.ErrorIs(t, LatencyHistogram(&b, "empty", []perf.LatencyResult{{Device: "x"}}), ErrNoData)

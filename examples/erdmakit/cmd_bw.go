@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/render"
@@ -41,7 +40,7 @@ type bwFlags struct {
 	port         int
 	ibPort       int
 	gidIndex     int
-	conn         connect.Method
+	conn         connFlag
 	expect       float64
 	plot         string
 	stepTimeout  time.Duration
@@ -73,15 +72,19 @@ func (f *bwFlags) add(c *cobra.Command, client bool) {
 	fl.IntVarP(&f.cqMod, "cq-mod", "Q", 0, "signal one write in this many (default 100, 1 above 8 KiB)")
 	fl.IntVarP(&f.postList, "post-list", "l", 0, "writes per post list (default: every free slot)")
 	fl.IntVarP(&f.inline, "inline", "I", 0, "max inline size in bytes")
-	fl.Var(&f.conn, "conn", "connection method: auto (by the device's transport), oob or rdma_cm")
+	f.conn.add(fl, "by the device's transport")
 	fl.Float64Var(&f.expect, "expect-gbps", 0, "warn (exit 1) when the total at the largest size is below this")
 	fl.StringVar(&f.plot, "plot", "", "draw Gbit/s against message size into this SVG file")
 	fl.BoolVar(&f.progress, "progress", false, "print progress to stderr even when it is not a terminal")
 }
 
 func (f *bwFlags) config(g *globals) (perf.Config, []int, error) {
+	method, err := f.conn.get()
+	if err != nil {
+		return perf.Config{}, nil, err
+	}
 	cfg := perf.Config{QPs: f.qps, Iterations: f.iters, Duration: f.duration, TxDepth: f.txDepth,
-		CQMod: f.cqMod, PostList: f.postList, Inline: f.inline, Method: f.conn, StepTimeout: f.stepTimeout,
+		CQMod: f.cqMod, PostList: f.postList, Inline: f.inline, Method: method, StepTimeout: f.stepTimeout,
 		Warmup: f.warmup, Cooldown: f.cooldown}
 	if cfg.Warmup == 0 {
 		cfg.Warmup = -1

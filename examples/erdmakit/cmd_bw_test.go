@@ -30,6 +30,7 @@ func TestBwLoopbackEmulated(t *testing.T) {
 		{"bad size is a usage error", []string{"-s", "lots"}, ExitUnknown},
 		{"size above 1G is a usage error", []string{"-s", "2G"}, ExitUnknown},
 		{"bad method is a usage error", []string{"--conn", "carrier-pigeon"}, ExitUnknown},
+		{"-R against --conn oob is a usage error", []string{"-R", "--conn", "oob"}, ExitUnknown},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
