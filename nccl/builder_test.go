@@ -137,3 +137,16 @@ func FuzzParseHosts(f *testing.F) {
 		}
 	})
 }
+
+func TestValidSrunMPI(t *testing.T) {
+	for _, ok := range []string{"", "none", "pmi2", "pmix", "pmix_v4", "cray_shasta"} {
+		assert.NoError(t, ValidSrunMPI(ok), ok)
+	}
+	for _, bad := range []string{"pmi", "PMI2", "pmix_v", "pmix_vx", "pmi2 --x", "list"} {
+		assert.ErrorIs(t, ValidSrunMPI(bad), ErrBadCommand, bad)
+	}
+	c := DefaultCommand()
+	c.Launcher, c.SrunMPI = LauncherSrun, "openmpi2"
+	_, err := c.Argv()
+	assert.ErrorIs(t, err, ErrBadCommand)
+}

@@ -1,14 +1,15 @@
 package nccl
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/erdmakit/erdmakit/erdma"
 )
 
 // TestDiagnoseSamples runs the real parser over the recorded logs and checks
@@ -39,7 +40,7 @@ func TestDiagnoseSamples(t *testing.T) {
 			f, err := os.Open(filepath.Join("testdata", tt.file))
 			require.NoError(t, err)
 			defer f.Close()
-			res, err := ParseTests(f)
+			res, err := ncclog.ParseTests(context.Background(), f)
 			require.NoError(t, err)
 			fs := Diagnose(res, Expectation{BusBWGBs: 300})
 			got := ids(fs)

@@ -3,10 +3,10 @@ package nccl
 import (
 	"testing"
 
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/erdmakit/erdmakit/erdma"
 )
 
 func wrongN(v int64) *int64 { return &v }
@@ -19,8 +19,8 @@ func row(size int64, busbw float64, wrong int64) Row {
 
 func ibLog() *LogSummary {
 	return &LogSummary{NCCLVersion: "2.21.5", Network: "IB",
-		IBDevices: []IBDevice{{Name: "erdma_0", Port: 1, Link: "RoCE"}},
-		GDR:       GDR{Enabled: []string{"erdma_0"}},
+		IBDevices: []ncclog.IBDevice{{Name: "erdma_0", Port: 1, Link: "RoCE"}},
+		GDR:       ncclog.GDR{Enabled: []string{"erdma_0"}},
 		Channels:  map[string]int{"NET/IB": 16, "NET/Socket": 0, "P2P": 40, "SHM": 0}, GDRDMAChannels: 16}
 }
 
@@ -48,7 +48,7 @@ func TestDiagnose(t *testing.T) {
 		worst  erdma.Severity
 		words  map[string]string // id -> word in summary+remediation+evidence
 	}{
-		{"healthy run over eRDMA with GDR", nil, Expectation{BusBWGBs: 20},
+		{"healthy run over eRDMA with ncclog.GDR", nil, Expectation{BusBWGBs: 20},
 			map[string]erdma.Severity{"nccl-network": erdma.SeverityOK, "nccl-gdr": erdma.SeverityOK, "nccl-busbw": erdma.SeverityOK},
 			[]string{"nccl-wrong", "nccl-socket-fallback"}, erdma.SeverityOK, map[string]string{"nccl-network": "erdma_0:1/RoCE"}},
 		{"below the flag's expectation", nil, Expectation{BusBWGBs: 40},
@@ -71,18 +71,18 @@ func TestDiagnose(t *testing.T) {
 			r.NCCL = &LogSummary{Channels: map[string]int{"NET/IB": 0, "NET/Socket": 8}}
 		}, Expectation{}, map[string]erdma.Severity{"nccl-socket-fallback": erdma.SeverityFail}, nil, erdma.SeverityFail,
 			map[string]string{"nccl-socket-fallback": "8 channel connections via NET/Socket"}},
-		{"GDR disabled for the HCA", func(r *TestResult) {
-			r.NCCL.GDR = GDR{Disabled: []string{"erdma_0"}}
+		{"ncclog.GDR disabled for the HCA", func(r *TestResult) {
+			r.NCCL.GDR = ncclog.GDR{Disabled: []string{"erdma_0"}}
 			r.NCCL.GDRDMAChannels = 0
 		}, Expectation{}, map[string]erdma.Severity{"nccl-gdr": erdma.SeverityWarn}, nil, erdma.SeverityWarn,
 			map[string]string{"nccl-gdr": "modprobe nvidia_peermem"}},
-		{"GDR possible but distance", func(r *TestResult) { r.NCCL.GDRDMAChannels = 0 }, Expectation{},
+		{"ncclog.GDR possible but distance", func(r *TestResult) { r.NCCL.GDRDMAChannels = 0 }, Expectation{},
 			map[string]erdma.Severity{"nccl-gdr": erdma.SeverityWarn}, nil, erdma.SeverityWarn,
 			map[string]string{"nccl-gdr": "NCCL_NET_GDR_LEVEL=SYS"}},
 		{"some ranks on sockets", func(r *TestResult) { r.NCCL.Networks = []string{"IB", "Socket"} }, Expectation{},
 			map[string]erdma.Severity{"nccl-socket-fallback": erdma.SeverityFail}, nil, erdma.SeverityFail,
 			map[string]string{"nccl-socket-fallback": "some ranks fell back"}},
-		{"IB channels without GDRDMA and no GDR lines", func(r *TestResult) { r.NCCL.GDR = GDR{}; r.NCCL.GDRDMAChannels = 0 }, Expectation{},
+		{"IB channels without GDRDMA and no ncclog.GDR lines", func(r *TestResult) { r.NCCL.GDR = ncclog.GDR{}; r.NCCL.GDRDMAChannels = 0 }, Expectation{},
 			map[string]erdma.Severity{"nccl-gdr": erdma.SeverityWarn}, nil, erdma.SeverityWarn,
 			map[string]string{"nccl-gdr": "16 channel connections via NET/IB"}},
 		{"wrong values", func(r *TestResult) { r.Rows[1].OutOfPlace.Wrong = wrongN(96); r.OutOfBounds = 4; r.OK = false }, Expectation{},
@@ -144,7 +144,7 @@ func TestDiagnose(t *testing.T) {
 }
 
 func TestDiagnoseRun(t *testing.T) {
-	fs := DiagnoseRun(&RunResult{Failures: []LaunchFailure{{Kind: FailSlots, Summary: "s", Fix: "f", Evidence: []string{"e"}}}}, Expectation{})
+	fs := DiagnoseRun(&RunResult{Failures: []LaunchFailure{{Kind: ncclog.FailSlots, Summary: "s", Fix: "f", Evidence: []string{"e"}}}}, Expectation{})
 	require.Len(t, fs, 1)
 	assert.Equal(t, "launch-not-enough-slots", fs[0].ID)
 	fs = DiagnoseRun(&RunResult{Result: good()}, Expectation{})

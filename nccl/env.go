@@ -6,7 +6,6 @@ import (
 	"os"
 	"path"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/hostfs"
 	"github.com/erdmakit/erdmakit/internal/units"
+	"github.com/erdmakit/erdmakit/nccl/ncclog"
 )
 
 // EnvVar is one variable of the advised NCCL environment, with why.
@@ -67,17 +67,6 @@ type EnvOptions struct {
 	GraphFile string
 }
 
-// crashingNCCL are the NCCL releases known to segfault in
-// ncclNetInit on eRDMA (data-on-ack ray-direct-transport-on-erdma README).
-var crashingNCCL = []string{"2.28.7", "2.28.9"}
-
-// CrashingNCCL reports whether version (e.g. "2.28.9+cuda12.9") is a
-// release known to segfault in ncclNetInit on eRDMA.
-func CrashingNCCL(version string) bool {
-	v, _, _ := strings.Cut(strings.TrimSpace(version), "+")
-	return slices.Contains(crashingNCCL, v)
-}
-
 // AdviseEnv derives the NCCL environment from a host's inventory. It is a
 // pure function: the same inventory and options give the same advice.
 func AdviseEnv(inv *erdma.Inventory, opts EnvOptions) *EnvAdvice {
@@ -97,7 +86,7 @@ func AdviseEnv(inv *erdma.Inventory, opts EnvOptions) *EnvAdvice {
 			units.Format(int64(inv.Memlock.Soft), units.Text)))
 	}
 	for _, n := range opts.NCCL {
-		if CrashingNCCL(n.Version) {
+		if ncclog.CrashingNCCL(n.Version) {
 			a.warn(fmt.Sprintf("NCCL %s (%s) segfaults in ncclNetInit on eRDMA: use 2.28.3 or 2.29.7 and later", n.Version, n.Path))
 		}
 	}

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/erdmakit/erdmakit/erdma"
 )
 
 func erdmaDev(name, netdev string, gid int) erdma.Device {
@@ -63,8 +63,8 @@ func TestAdviseEnv(t *testing.T) {
 			map[string]string{"NCCL_NET_GDR_LEVEL": ""}, []string{"modprobe nvidia_peermem"}},
 		{"GPU close to the NIC", func(i *erdma.Inventory) { i.GPU.Nearest = []erdma.GPUNIC{{GPU: 0, Device: "erdma_0", Distance: "PIX"}} }, EnvOptions{},
 			map[string]string{"NCCL_NET_GDR_LEVEL": ""}, nil},
-		{"GDR off", nil, EnvOptions{GDR: GDROff}, map[string]string{"NCCL_NET_GDR_LEVEL": ""}, nil},
-		{"GDR forced without peermem", func(i *erdma.Inventory) { i.GPU = nil }, EnvOptions{GDR: GDROn},
+		{"ncclog.GDR off", nil, EnvOptions{GDR: GDROff}, map[string]string{"NCCL_NET_GDR_LEVEL": ""}, nil},
+		{"ncclog.GDR forced without peermem", func(i *erdma.Inventory) { i.GPU = nil }, EnvOptions{GDR: GDROn},
 			map[string]string{"NCCL_NET_GDR_LEVEL": "SYS"}, []string{"without a GPUDirect RDMA path"}},
 		{"inactive port dropped", func(i *erdma.Inventory) { i.Devices[1].Ports[0].State = "DOWN"; i.Devices[1].Ports[0].StateCode = 1 }, EnvOptions{},
 			map[string]string{"NCCL_IB_HCA": "erdma_0", "NCCL_IB_GID_INDEX": "1"}, []string{"erdma_1 has no ACTIVE port"}},
@@ -117,7 +117,7 @@ func TestAdviseEnvGDRThroughDMABUF(t *testing.T) {
 	inv.GPU.GDRPath, inv.GPU.DMABUF = "dmabuf", "yes"
 	a := AdviseEnv(inv, EnvOptions{})
 	v, ok := a.Get("NCCL_NET_GDR_LEVEL")
-	require.True(t, ok, "GDR through DMA-BUF needs no nvidia_peermem")
+	require.True(t, ok, "ncclog.GDR through DMA-BUF needs no nvidia_peermem")
 	assert.Equal(t, "SYS", v)
 	assert.Contains(t, a.Vars[len(a.Vars)-1].Reason, "ready through DMA-BUF")
 
@@ -138,7 +138,7 @@ func TestEnvAdviceFormats(t *testing.T) {
 
 func TestCrashingNCCL(t *testing.T) {
 	for v, want := range map[string]bool{"2.28.7": true, "2.28.9+cuda12.9": true, "2.28.3": false, "2.29.7": false, "": false, "2.28.79": false} {
-		assert.Equal(t, want, CrashingNCCL(v), v)
+		assert.Equal(t, want, ncclog.CrashingNCCL(v), v)
 	}
 }
 

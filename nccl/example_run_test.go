@@ -6,26 +6,11 @@ import (
 	"strings"
 
 	"github.com/erdmakit/erdmakit/nccl"
+	"github.com/erdmakit/erdmakit/nccl/ncclog"
 )
 
-func ExampleClassifyLaunch() {
-	log := `--------------------------------------------------------------------------
-mpirun detected that one or more processes exited with non-zero status, thus causing
-the job to be terminated. The first process to do so was:
-
-  Process name: [[56171,1],6]
-  Exit code:    3
---------------------------------------------------------------------------`
-	failures, _ := nccl.ClassifyLaunch(strings.NewReader(log))
-	for _, f := range failures {
-		fmt.Println(f.Kind, "|", f.Summary)
-	}
-	// Output:
-	// rank-exited | rank 6 exited with code 3
-}
-
 func ExampleDiagnose() {
-	res, _ := nccl.ParseTests(strings.NewReader(`NCCL INFO NET/IB : No device found.
+	res, _ := ncclog.ParseTests(context.Background(), strings.NewReader(`NCCL INFO NET/IB : No device found.
 NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>
 NCCL INFO Using network Socket
 #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong

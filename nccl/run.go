@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/erdmakit/erdmakit/internal/execx"
+	"github.com/erdmakit/erdmakit/nccl/ncclog"
 )
 
 // ErrCancelled is wrapped by Run's error when the context ended the run.
@@ -149,15 +150,15 @@ const maxTagged = 4096
 type stream struct {
 	mu         sync.Mutex
 	opts       RunOptions
-	parser     *TestParser
-	classifier LaunchClassifier
+	parser     *ncclog.TestParser
+	classifier ncclog.LaunchClassifier
 	lines      int64
 	logLine    []byte
 	out, err   *pipe
 }
 
 func newStream(opts RunOptions) *stream {
-	s := &stream{opts: opts, parser: NewTestParser()}
+	s := &stream{opts: opts, parser: ncclog.NewTestParser()}
 	s.parser.OnRow = opts.OnRow
 	s.classifier.HostOfRank = opts.HostOfRank
 	s.out, s.err = &pipe{s: s}, &pipe{s: s}
@@ -188,7 +189,7 @@ func (s *stream) line(tag, b []byte) {
 	s.parser.FeedBytes(b)
 	// Most lines are result rows and NCCL INFO lines: make a string only
 	// for the lines the classifier may want, or a callback asks for.
-	if s.opts.OnLine != nil || s.classifier.wants(b) {
+	if s.opts.OnLine != nil || s.classifier.Wants(b) {
 		line := string(b)
 		s.classifier.Line(line)
 		if s.opts.OnLine != nil {

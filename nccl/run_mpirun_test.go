@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -133,7 +134,7 @@ func TestRunWithMPIRunFailingRankIsClassified(t *testing.T) {
 	assert.Equal(t, 3, res.ExitCode)
 	var got *LaunchFailure
 	for i := range res.Failures {
-		if res.Failures[i].Kind == FailRankExit {
+		if res.Failures[i].Kind == ncclog.FailRankExit {
 			got = &res.Failures[i]
 		}
 	}
@@ -162,7 +163,7 @@ func TestRunWithMPIRunSlotsAndOversubscribe(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, 0, res.ExitCode)
 	require.NotEmpty(t, res.Failures)
-	assert.Equal(t, FailSlots, res.Failures[0].Kind)
+	assert.Equal(t, ncclog.FailSlots, res.Failures[0].Kind)
 	assert.Contains(t, res.Failures[0].Fix, "--oversubscribe")
 
 	c.Oversubscribe = true
@@ -185,7 +186,7 @@ func TestRunWithMPIRunAsRootRefusalIsClassified(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, 0, res.ExitCode)
 	require.Len(t, res.Failures, 1)
-	assert.Equal(t, FailRunAsRoot, res.Failures[0].Kind)
+	assert.Equal(t, ncclog.FailRunAsRoot, res.Failures[0].Kind)
 }
 
 func TestRunWithMPIRunCancelLeavesNoProcess(t *testing.T) {

@@ -17,9 +17,9 @@ type Comparison struct {
 	OnlyTheirs []string `json:"only_theirs,omitempty"`
 }
 
-// key names an endpoint across matrices: GPUs by label (NVML and
+// endpointKey names an endpoint across matrices: GPUs by label (NVML and
 // nvidia-smi number them alike), NICs by their legend name.
-func (e Endpoint) key() string {
+func endpointKey(e Endpoint) string {
 	if e.IsGPU() || e.Name == "" {
 		return e.Label
 	}
@@ -34,19 +34,19 @@ func Compare(ours, theirs *Matrix) Comparison {
 	idx := func(m *Matrix) map[string]int {
 		out := map[string]int{}
 		for i, e := range m.Endpoints {
-			out[e.key()] = i
+			out[endpointKey(e)] = i
 		}
 		return out
 	}
 	oi, ti := idx(ours), idx(theirs)
 	for _, e := range ours.Endpoints {
-		if _, ok := ti[e.key()]; !ok {
-			c.OnlyOurs = append(c.OnlyOurs, e.key())
+		if _, ok := ti[endpointKey(e)]; !ok {
+			c.OnlyOurs = append(c.OnlyOurs, endpointKey(e))
 		}
 	}
 	for _, e := range theirs.Endpoints {
-		if _, ok := oi[e.key()]; !ok {
-			c.OnlyTheirs = append(c.OnlyTheirs, e.key())
+		if _, ok := oi[endpointKey(e)]; !ok {
+			c.OnlyTheirs = append(c.OnlyTheirs, endpointKey(e))
 		}
 	}
 	for i, a := range ours.Endpoints {
@@ -57,8 +57,8 @@ func Compare(ours, theirs *Matrix) Comparison {
 			if j == i || (b.IsGPU() && j < i) {
 				continue
 			}
-			ta, okA := ti[a.key()]
-			tb, okB := ti[b.key()]
+			ta, okA := ti[endpointKey(a)]
+			tb, okB := ti[endpointKey(b)]
 			if !okA || !okB || ta >= len(theirs.Links) || tb >= len(theirs.Links[ta]) || i >= len(ours.Links) || j >= len(ours.Links[i]) {
 				continue
 			}
@@ -66,7 +66,7 @@ func Compare(ours, theirs *Matrix) Comparison {
 			if o == t || t.NVLinks() > 0 || o == "" {
 				continue
 			}
-			c.Differences = append(c.Differences, Difference{A: a.key(), B: b.key(), Ours: o, Their: t})
+			c.Differences = append(c.Differences, Difference{A: endpointKey(a), B: endpointKey(b), Ours: o, Their: t})
 		}
 	}
 	return c

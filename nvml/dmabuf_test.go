@@ -8,10 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/erdmakit/erdmakit/erdma"
 )
 
 // The first line of proc/driver/nvidia/version for each flavour.

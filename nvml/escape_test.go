@@ -6,10 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
 // TestReadersNeverLeaveTheRoot: the GPUDirect files and PCI attributes of

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/nvml"
@@ -53,25 +52,6 @@ func ExampleInspect() {
 	// GPU4 -> erdma_1 NODE
 	// gpu-count ok
 	// gpu-nic-distance ok
-}
-
-func ExampleParseTopo() {
-	out := "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\n" +
-		"GPU0\t X \tNV8\tSYS\t0-31\t0\n" +
-		"GPU1\tNV8\t X \tPIX\t32-63\t1\n" +
-		"NIC0\tSYS\tPIX\t X \t\t\n" +
-		"\nNIC Legend:\n\n  NIC0: erdma_0\n"
-	m, err := nvml.ParseTopo(strings.NewReader(out))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	for _, n := range m.Nearest() {
-		fmt.Printf("GPU%d -> %s %s: %s\n", n.GPU, n.NIC, n.Distance, n.NCCL)
-	}
-	// Output:
-	// GPU0 -> erdma_0 SYS: SYS is beyond NCCL's default GDR level (PXB): GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=SYS (or a farther level)
-	// GPU1 -> erdma_0 PIX: PIX is within NCCL's default GDR level (PXB): NCCL uses GPUDirect RDMA when it is ready
 }
 
 func ExampleReadGDR() {

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
-
 	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 

@@ -7,10 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/erdmakit/erdmakit/erdma"
 )
 
 // Recording the healthy fixture's GPU files into a fresh tree (regular files

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/nvml/smitopo"
 )
 
 // Report is everything erdmakit knows about a host's GPUs: what NVML says,
@@ -154,7 +155,7 @@ func (r *Report) checkDistance() erdma.Finding {
 		return f
 	}
 	var far []string
-	worst := LinkSelf
+	worst := smitopo.LinkSelf
 	for _, n := range t.Nearest {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("GPU%d %s -> %s %s: %s", n.GPU, n.GPUAddress, n.NIC, n.NICAddress, n.Distance))
 		if n.Distance.Rank() > worst.Rank() {

@@ -7,10 +7,9 @@ import (
 	"testing"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/erdmakit/erdmakit/erdma"
 )
 
 func inspectFixture(t *testing.T, host string, nics []NIC) *Report {

@@ -2,238 +2,16 @@ package nvml
 
 import (
 	"fmt"
-	"io"
 	"strconv"
-	"strings"
 
-	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/nvml/smitopo"
 )
-
-// Link is one cell of an nvidia-smi topo -m matrix: how two devices are
-// connected.
-type Link string
-
-// The connection types, nearest first, with nvidia-smi's legend.
-const (
-	LinkSelf Link = "X"    // Self
-	LinkPIX  Link = "PIX"  // at most a single PCIe bridge
-	LinkPXB  Link = "PXB"  // multiple PCIe bridges, no host bridge
-	LinkPHB  Link = "PHB"  // a PCIe host bridge (typically the CPU)
-	LinkNODE Link = "NODE" // PCIe and the interconnect between host bridges within a NUMA node
-	LinkSYS  Link = "SYS"  // PCIe and the SMP interconnect between NUMA nodes (QPI/UPI)
-)
-
-// Legend is nvidia-smi topo -m's legend, word for word.
-const Legend = `  X    = Self
-  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)
-  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node
-  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)
-  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)
-  PIX  = Connection traversing at most a single PCIe bridge
-  NV#  = Connection traversing a bonded set of # NVLinks
-`
-
-// Rank orders links nearest first: X 0, NV# 1, PIX 2, PXB 3, PHB 4,
-// NODE 5, SYS 6 (and the old nvidia-smi word SOC, which meant SYS);
-// unknown words rank 7.
-func (l Link) Rank() int {
-	switch l {
-	case LinkSelf:
-		return 0
-	case LinkPIX:
-		return 2
-	case LinkPXB:
-		return 3
-	case LinkPHB:
-		return 4
-	case LinkNODE:
-		return 5
-	case LinkSYS, "SOC":
-		return 6
-	}
-	if l.NVLinks() > 0 {
-		return 1
-	}
-	return 7
-}
-
-// NVLinks is # for an "NV#" link, 0 otherwise.
-func (l Link) NVLinks() int {
-	s, ok := strings.CutPrefix(string(l), "NV")
-	if !ok {
-		return 0
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 {
-		return 0
-	}
-	return n
-}
-
-// NCCLDefaultGDRLevel is NCCL's default NCCL_NET_GDR_LEVEL: GPUDirect RDMA
-// is used when the GPU<->NIC link is PXB or nearer.
-const NCCLDefaultGDRLevel = LinkPXB
-
-// GDRByDefault reports whether NCCL uses GPUDirect RDMA across l at its
-// default level (when GDR is ready at all).
-func (l Link) GDRByDefault() bool {
-	r := l.Rank()
-	return r >= 2 && r <= NCCLDefaultGDRLevel.Rank()
-}
-
-// NCCLMeaning says what the GPU<->NIC distance l means for NCCL.
-func (l Link) NCCLMeaning() string {
-	switch {
-	case l.GDRByDefault():
-		return fmt.Sprintf("%s is within NCCL's default GDR level (PXB): NCCL uses GPUDirect RDMA when it is ready", l)
-	case l == LinkPHB, l == LinkNODE, l == LinkSYS:
-		return fmt.Sprintf("%s is beyond NCCL's default GDR level (PXB): GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=%s (or a farther level)", l, l)
-	case l == "SOC":
-		return "SOC (SYS) is beyond NCCL's default GDR level (PXB): GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=SYS"
-	}
-	return fmt.Sprintf("%q: no NCCL meaning known", string(l))
-}
-
-// Endpoint is a row (and column) of a Matrix.
-type Endpoint struct {
-	// Label is the matrix's name for it: "GPU0", "NIC1" (or "mlx5_0" in old
-	// nvidia-smi output without a NIC legend).
-	Label string `json:"label"`
-	// Name is the NIC legend's device name ("erdma_0") or the GPU model.
-	Name       string `json:"name,omitempty"`
-	PCIAddress string `json:"pci_address,omitempty"`
-	// CPUAffinity, NUMAAffinity and GPUNUMAID are the trailing columns
-	// ("0-47,96-143", "0", "N/A"); empty where nvidia-smi leaves them empty.
-	CPUAffinity  string `json:"cpu_affinity,omitempty"`
-	NUMAAffinity string `json:"numa_affinity,omitempty"`
-	GPUNUMAID    string `json:"gpu_numa_id,omitempty"`
-}
-
-// IsGPU reports whether the endpoint is a GPU ("GPU<n>").
-func (e Endpoint) IsGPU() bool {
-	s, ok := strings.CutPrefix(e.Label, "GPU")
-	if !ok || s == "" {
-		return false
-	}
-	_, err := strconv.Atoi(s)
-	return err == nil
-}
-
-// Matrix is an nvidia-smi topo -m style matrix: Links[i][j] connects
-// Endpoints[i] and Endpoints[j]. It is produced from sysfs
-// (ComputeTopology) or from nvidia-smi output (ParseTopo), so the two can
-// be compared cell by cell.
-type Matrix struct {
-	// Source is "sysfs" (computed by erdmakit) or "nvidia-smi" (parsed).
-	Source    string     `json:"source"`
-	Endpoints []Endpoint `json:"endpoints"`
-	Links     [][]Link   `json:"links"`
-	// AffinityColumns are the trailing column titles as printed
-	// ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID").
-	AffinityColumns []string `json:"affinity_columns,omitempty"`
-}
-
-// Index returns the position of the endpoint with this label or NIC name.
-func (m *Matrix) Index(labelOrName string) int {
-	for i, e := range m.Endpoints {
-		if e.Label == labelOrName {
-			return i
-		}
-	}
-	for i, e := range m.Endpoints {
-		if e.Name != "" && e.Name == labelOrName && !e.IsGPU() {
-			return i
-		}
-	}
-	return -1
-}
-
-// Link returns the connection between two endpoints named by label (or NIC
-// legend name).
-func (m *Matrix) Link(a, b string) (Link, bool) {
-	i, j := m.Index(a), m.Index(b)
-	if i < 0 || j < 0 || i >= len(m.Links) || j >= len(m.Links[i]) {
-		return "", false
-	}
-	return m.Links[i][j], true
-}
-
-// WriteText prints the matrix as nvidia-smi topo -m does: the matrix,
-// the legend and the NIC legend.
-func (m *Matrix) WriteText(w io.Writer) error {
-	header := []string{""}
-	for _, e := range m.Endpoints {
-		header = append(header, e.Label)
-	}
-	cols := m.AffinityColumns
-	header = append(header, cols...)
-	t := render.NewTable(header...)
-	for i, e := range m.Endpoints {
-		row := []string{e.Label}
-		for j := range m.Endpoints {
-			var l Link
-			if i < len(m.Links) && j < len(m.Links[i]) {
-				l = m.Links[i][j]
-			}
-			if l == "" {
-				l = "?"
-			}
-			row = append(row, string(l))
-		}
-		for _, c := range cols {
-			row = append(row, e.affinity(c))
-		}
-		t.Add(row...)
-	}
-	if err := t.Write(w); err != nil {
-		return err
-	}
-	var b strings.Builder
-	b.WriteString("\nLegend:\n\n")
-	b.WriteString(Legend)
-	var nics []string
-	for _, e := range m.Endpoints {
-		if !e.IsGPU() && e.Name != "" {
-			nics = append(nics, fmt.Sprintf("  %s: %s\n", e.Label, e.Name))
-		}
-	}
-	if len(nics) > 0 {
-		b.WriteString("\nNIC Legend:\n\n")
-		b.WriteString(strings.Join(nics, ""))
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func (e Endpoint) affinity(col string) string {
-	switch col {
-	case "CPU Affinity":
-		return e.CPUAffinity
-	case "NUMA Affinity":
-		return e.NUMAAffinity
-	case "GPU NUMA ID":
-		return e.GPUNUMAID
-	}
-	return ""
-}
 
 // NIC is a network device whose distance to the GPUs is wanted: the caller
 // maps its own inventory (eRDMA devices) to these.
 type NIC struct {
 	Name       string `json:"name"`        // "erdma_0"
 	PCIAddress string `json:"pci_address"` // "0000:00:05.0"
-}
-
-// Nearest is one GPU's nearest NIC and what the distance means for NCCL.
-type Nearest struct {
-	GPU        int    `json:"gpu"`
-	GPUAddress string `json:"gpu_pci_address"`
-	NIC        string `json:"nic"`
-	NICAddress string `json:"nic_pci_address"`
-	Distance   Link   `json:"distance"`
-	// GDRByDefault: NCCL uses GPUDirect RDMA at its default level.
-	GDRByDefault bool   `json:"gdr_by_default"`
-	NCCL         string `json:"nccl"`
 }
 
 // Topology is the GPU<->NIC picture computed from the host's PCI tree.
@@ -292,57 +70,19 @@ func ComputeTopology(root string, gpus []GPU, nics []NIC) *Topology {
 	return t
 }
 
-// Nearest is, for every GPU row, the NIC with the lowest rank (the first
-// in column order wins a tie). Cells left empty (devices not placed) are
-// skipped.
-func (m *Matrix) Nearest() []Nearest {
-	out := []Nearest{}
-	for i, g := range m.Endpoints {
-		if !g.IsGPU() || i >= len(m.Links) {
-			continue
-		}
-		best := -1
-		for j, n := range m.Endpoints {
-			if n.IsGPU() || j >= len(m.Links[i]) {
-				continue
-			}
-			l := m.Links[i][j]
-			if l == "" {
-				continue
-			}
-			if best < 0 || l.Rank() < m.Links[i][best].Rank() {
-				best = j
-			}
-		}
-		if best < 0 {
-			continue
-		}
-		n := m.Endpoints[best]
-		name := n.Name
-		if name == "" {
-			name = n.Label
-		}
-		idx, _ := strconv.Atoi(strings.TrimPrefix(g.Label, "GPU"))
-		l := m.Links[i][best]
-		out = append(out, Nearest{GPU: idx, GPUAddress: g.PCIAddress, NIC: name, NICAddress: n.PCIAddress,
-			Distance: l, GDRByDefault: l.GDRByDefault(), NCCL: l.NCCLMeaning()})
-	}
-	return out
-}
-
 // Distance is nvidia-smi's word for the PCIe path between a and b.
 // singleNUMA says the host has at most one NUMA node, so two devices
 // whose numa_node is unknown (-1) are on the same one.
 func Distance(a, b PCIPath, singleNUMA bool) Link {
 	if a.Address == b.Address {
-		return LinkSelf
+		return smitopo.LinkSelf
 	}
 	if a.HostBridge != b.HostBridge {
 		same := a.NUMANode == b.NUMANode && (a.NUMANode >= 0 || singleNUMA)
 		if same {
-			return LinkNODE
+			return smitopo.LinkNODE
 		}
-		return LinkSYS
+		return smitopo.LinkSYS
 	}
 	sa, sb := a.switches(), b.switches()
 	c := 0
@@ -350,10 +90,10 @@ func Distance(a, b PCIPath, singleNUMA bool) Link {
 		c++
 	}
 	if c == 0 {
-		return LinkPHB
+		return smitopo.LinkPHB
 	}
 	if (len(sa)-c)+(len(sb)-c)+1 == 1 {
-		return LinkPIX
+		return smitopo.LinkPIX
 	}
-	return LinkPXB
+	return smitopo.LinkPXB
 }

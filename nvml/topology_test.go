@@ -1,11 +1,14 @@
 package nvml
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/nvml/smitopo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -31,16 +34,16 @@ func TestDistance(t *testing.T) {
 		single bool
 		want   Link
 	}{
-		{"same device", gpu, gpu, false, LinkSelf},
-		{"same switch", gpu, pciPath(sw+"/0000:18:01.0/0000:1a:00.0", 0), false, LinkPIX},
-		{"nested switch", gpu, pciPath(nested+"/0000:21:00.0/0000:22:00.0", 0), false, LinkPXB},
-		{"same host bridge, other root port", gpu, pciPath("devices/pci0000:16/0000:16:02.0/0000:30:00.0/0000:31:00.0/0000:32:00.0", 0), false, LinkPHB},
-		{"same root bus, no bridges", pciPath("devices/pci0000:00/0000:00:07.0", 0), pciPath("devices/pci0000:00/0000:00:05.0", 0), false, LinkPHB},
-		{"other host bridge, same NUMA", gpu, pciPath("devices/pci0000:00/0000:00:05.0", 0), false, LinkNODE},
-		{"other host bridge, other NUMA", gpu, pciPath("devices/pci0000:80/0000:80:05.0", 1), false, LinkSYS},
-		{"NUMA unknown on a two-node host", pciPath("devices/pci0000:16/0000:16:00.0", -1), pciPath("devices/pci0000:80/0000:80:05.0", -1), false, LinkSYS},
-		{"NUMA unknown on a one-node host", pciPath("devices/pci0000:16/0000:16:00.0", -1), pciPath("devices/pci0000:80/0000:80:05.0", -1), true, LinkNODE},
-		{"one NUMA unknown", gpu, pciPath("devices/pci0000:80/0000:80:05.0", -1), true, LinkSYS},
+		{"same device", gpu, gpu, false, smitopo.LinkSelf},
+		{"same switch", gpu, pciPath(sw+"/0000:18:01.0/0000:1a:00.0", 0), false, smitopo.LinkPIX},
+		{"nested switch", gpu, pciPath(nested+"/0000:21:00.0/0000:22:00.0", 0), false, smitopo.LinkPXB},
+		{"same host bridge, other root port", gpu, pciPath("devices/pci0000:16/0000:16:02.0/0000:30:00.0/0000:31:00.0/0000:32:00.0", 0), false, smitopo.LinkPHB},
+		{"same root bus, no bridges", pciPath("devices/pci0000:00/0000:00:07.0", 0), pciPath("devices/pci0000:00/0000:00:05.0", 0), false, smitopo.LinkPHB},
+		{"other host bridge, same NUMA", gpu, pciPath("devices/pci0000:00/0000:00:05.0", 0), false, smitopo.LinkNODE},
+		{"other host bridge, other NUMA", gpu, pciPath("devices/pci0000:80/0000:80:05.0", 1), false, smitopo.LinkSYS},
+		{"NUMA unknown on a two-node host", pciPath("devices/pci0000:16/0000:16:00.0", -1), pciPath("devices/pci0000:80/0000:80:05.0", -1), false, smitopo.LinkSYS},
+		{"NUMA unknown on a one-node host", pciPath("devices/pci0000:16/0000:16:00.0", -1), pciPath("devices/pci0000:80/0000:80:05.0", -1), true, smitopo.LinkNODE},
+		{"one NUMA unknown", gpu, pciPath("devices/pci0000:80/0000:80:05.0", -1), true, smitopo.LinkSYS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, Distance(tc.a, tc.b, tc.single))
@@ -50,19 +53,19 @@ func TestDistance(t *testing.T) {
 }
 
 func TestLinkRankAndMeaning(t *testing.T) {
-	order := []Link{LinkSelf, "NV18", LinkPIX, LinkPXB, LinkPHB, LinkNODE, LinkSYS, "C2C?"}
+	order := []Link{smitopo.LinkSelf, "NV18", smitopo.LinkPIX, smitopo.LinkPXB, smitopo.LinkPHB, smitopo.LinkNODE, smitopo.LinkSYS, "C2C?"}
 	for i := 1; i < len(order); i++ {
 		assert.Less(t, order[i-1].Rank(), order[i].Rank(), "%s before %s", order[i-1], order[i])
 	}
 	assert.Equal(t, 18, Link("NV18").NVLinks())
 	assert.Equal(t, 0, Link("NVx").NVLinks())
-	assert.True(t, LinkPIX.GDRByDefault())
-	assert.True(t, LinkPXB.GDRByDefault())
-	assert.False(t, LinkPHB.GDRByDefault())
-	assert.False(t, LinkSYS.GDRByDefault())
-	assert.Contains(t, LinkSYS.NCCLMeaning(), "NCCL_NET_GDR_LEVEL=SYS")
-	assert.Contains(t, LinkNODE.NCCLMeaning(), "NCCL_NET_GDR_LEVEL=NODE")
-	assert.Contains(t, LinkPIX.NCCLMeaning(), "uses GPUDirect RDMA")
+	assert.True(t, smitopo.LinkPIX.GDRByDefault())
+	assert.True(t, smitopo.LinkPXB.GDRByDefault())
+	assert.False(t, smitopo.LinkPHB.GDRByDefault())
+	assert.False(t, smitopo.LinkSYS.GDRByDefault())
+	assert.Contains(t, smitopo.LinkSYS.NCCLMeaning(), "NCCL_NET_GDR_LEVEL=SYS")
+	assert.Contains(t, smitopo.LinkNODE.NCCLMeaning(), "NCCL_NET_GDR_LEVEL=NODE")
+	assert.Contains(t, smitopo.LinkPIX.NCCLMeaning(), "uses GPUDirect RDMA")
 }
 
 func healthyNICs() []NIC {
@@ -87,9 +90,9 @@ func TestComputeTopologyHealthy(t *testing.T) {
 		a, b string
 		want Link
 	}{
-		{"GPU0", "GPU0", LinkSelf}, {"GPU0", "GPU1", LinkPIX}, {"GPU0", "GPU2", LinkNODE}, {"GPU0", "GPU4", LinkSYS},
-		{"GPU0", "NIC0", LinkNODE}, {"GPU3", "erdma_0", LinkNODE}, {"GPU0", "erdma_1", LinkSYS},
-		{"GPU4", "erdma_1", LinkNODE}, {"GPU7", "NIC0", LinkSYS}, {"NIC0", "NIC1", LinkSYS},
+		{"GPU0", "GPU0", smitopo.LinkSelf}, {"GPU0", "GPU1", smitopo.LinkPIX}, {"GPU0", "GPU2", smitopo.LinkNODE}, {"GPU0", "GPU4", smitopo.LinkSYS},
+		{"GPU0", "NIC0", smitopo.LinkNODE}, {"GPU3", "erdma_0", smitopo.LinkNODE}, {"GPU0", "erdma_1", smitopo.LinkSYS},
+		{"GPU4", "erdma_1", smitopo.LinkNODE}, {"GPU7", "NIC0", smitopo.LinkSYS}, {"NIC0", "NIC1", smitopo.LinkSYS},
 	} {
 		got, ok := m.Link(tc.a, tc.b)
 		require.True(t, ok, "%s-%s", tc.a, tc.b)
@@ -105,7 +108,7 @@ func TestComputeTopologyHealthy(t *testing.T) {
 			want = "erdma_1"
 		}
 		assert.Equal(t, want, n.NIC, "GPU%d", n.GPU)
-		assert.Equal(t, LinkNODE, n.Distance)
+		assert.Equal(t, smitopo.LinkNODE, n.Distance)
 		assert.False(t, n.GDRByDefault)
 	}
 }
@@ -114,7 +117,7 @@ func TestComputeTopologyVM(t *testing.T) {
 	topo := ComputeTopology(hostRoot(t, "gn8is-single"), fixtureGPUs(t, "gn8is-single"), healthyNICs()[:1])
 	require.Empty(t, topo.Errors)
 	require.Len(t, topo.Nearest, 2)
-	assert.Equal(t, LinkPHB, topo.Nearest[0].Distance)
+	assert.Equal(t, smitopo.LinkPHB, topo.Nearest[0].Distance)
 	assert.Contains(t, topo.Nearest[0].NCCL, "NCCL_NET_GDR_LEVEL=PHB")
 }
 
@@ -198,9 +201,21 @@ func FuzzPCIDevicePath(f *testing.F) {
 		pa.NUMANode, pb.NUMANode = na, nb
 		for _, single := range []bool{false, true} {
 			ab, ba := Distance(pa, pb, single), Distance(pb, pa, single)
-			if ab != ba || ab.Rank() > LinkSYS.Rank() {
+			if ab != ba || ab.Rank() > smitopo.LinkSYS.Rank() {
 				t.Fatalf("%q/%q: %s vs %s", a, b, ab, ba)
 			}
 		}
 	})
+}
+
+// TestComputedMatrixParses: our own computed matrix prints in nvidia-smi's
+// format, which smitopo.Parse reads back.
+func TestComputedMatrixParses(t *testing.T) {
+	topo := ComputeTopology(hostRoot(t, "ebmgn8is-healthy"), fixtureGPUs(t, "ebmgn8is-healthy"), healthyNICs())
+	var buf bytes.Buffer
+	require.NoError(t, topo.Matrix.WriteText(&buf))
+	again, err := smitopo.Parse(context.Background(), &buf)
+	require.NoError(t, err, buf.String())
+	assert.Equal(t, topo.Matrix.Links, again.Links)
+	assert.Equal(t, "erdma_1", again.Endpoints[9].Name)
 }

@@ -5,7 +5,7 @@ import (
 	"io"
 	"math"
 
-	"github.com/erdmakit/erdmakit/nccl"
+	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -15,7 +15,7 @@ import (
 // BusBW writes an SVG chart of an nccl-tests result: bus bandwidth against
 // message size, out-of-place and in-place, with a dashed line at expectGBs
 // when it is positive. A result without a row of positive size is ErrNoData.
-func BusBW(w io.Writer, res *nccl.TestResult, title string, expectGBs float64) error {
+func BusBW(w io.Writer, res *ncclog.TestResult, title string, expectGBs float64) error {
 	var out, in plotter.XYs
 	if res != nil {
 		for _, r := range res.Rows {

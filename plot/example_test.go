@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/erdmakit/erdmakit/nccl"
+	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/plot"
 )
 
 // An nccl-tests result drawn against the bandwidth the job should reach.
 func ExampleBusBW() {
-	res, err := nccl.ParseTests(strings.NewReader(`#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+	res, err := ncclog.ParseTests(context.Background(), strings.NewReader(`#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
 #        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
      1048576        262144     float     sum      -1    55.1   19.03   35.68      0    54.9   19.10   35.81      0
     16777216       4194304     float     sum      -1   201.3   83.34  156.27      0   200.8   83.55  156.66      0

@@ -2,6 +2,7 @@ package plot
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,7 +10,7 @@ import (
 	"time"
 
 	"github.com/erdmakit/erdmakit/fleet"
-	"github.com/erdmakit/erdmakit/nccl"
+	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,7 +20,7 @@ func TestBusBW(t *testing.T) {
 	f, err := os.Open(filepath.Join("testdata", "B02_nccl_tests_all_reduce_mpirun_2node_16rank_h100_new_format.txt"))
 	require.NoError(t, err)
 	defer f.Close()
-	res, err := nccl.ParseTests(f)
+	res, err := ncclog.ParseTests(context.Background(), f)
 	require.NoError(t, err)
 	var b bytes.Buffer
 	require.NoError(t, BusBW(&b, res, "all_reduce_perf, 2 x 8 H100", 300))
@@ -30,13 +31,13 @@ func TestBusBW(t *testing.T) {
 	}
 
 	b.Reset()
-	one := &nccl.TestResult{Rows: []nccl.Row{{Size: 4 << 20, OutOfPlace: nccl.Measurement{BusBWGB: 10}}}}
+	one := &ncclog.TestResult{Rows: []ncclog.Row{{Size: 4 << 20, OutOfPlace: ncclog.Measurement{BusBWGB: 10}}}}
 	require.NoError(t, BusBW(&b, one, "one size", 0))
 	assert.Contains(t, b.String(), ">4M<")
 
-	assert.ErrorIs(t, BusBW(&b, &nccl.TestResult{}, "", 0), ErrNoData)
+	assert.ErrorIs(t, BusBW(&b, &ncclog.TestResult{}, "", 0), ErrNoData)
 	assert.ErrorIs(t, BusBW(&b, nil, "", 0), ErrNoData)
-	assert.ErrorIs(t, BusBW(&b, &nccl.TestResult{Rows: []nccl.Row{{Size: 0}}}, "", 0), ErrNoData)
+	assert.ErrorIs(t, BusBW(&b, &ncclog.TestResult{Rows: []ncclog.Row{{Size: 0}}}, "", 0), ErrNoData)
 }
 
 func TestSweep(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/nvml"
+	"github.com/erdmakit/erdmakit/nvml/smitopo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -68,9 +69,9 @@ func TestTopoJSONAndCompare(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
 	assert.True(t, got.GDRReady)
 	require.Len(t, got.Nearest, 8)
-	assert.Equal(t, nvml.LinkNODE, got.Nearest[0].Distance)
+	assert.Equal(t, smitopo.LinkNODE, got.Nearest[0].Distance)
 	require.NotNil(t, got.Comparison)
-	assert.Equal(t, []nvml.Difference{{A: "GPU0", B: "erdma_0", Ours: nvml.LinkNODE, Their: nvml.LinkSYS}}, got.Comparison.Differences)
+	assert.Equal(t, []nvml.Difference{{A: "GPU0", B: "erdma_0", Ours: smitopo.LinkNODE, Their: smitopo.LinkSYS}}, got.Comparison.Differences)
 
 	code, _, stderr = runCLI("topo", "--compare", "/nonexistent", "--root", hostDir("ebmgn8is-healthy"))
 	assert.Equal(t, ExitUnknown, code)

@@ -24,7 +24,7 @@ func TestNCCLRunSrunMPIType(t *testing.T) {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/erdmakit/erdmakit/nccl/internal/fakenccltests").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	sample, err := filepath.Abs("../../nccl/testdata/B02_nccl_tests_all_reduce_mpirun_2node_16rank_h100_new_format.txt")
+	sample, err := filepath.Abs("../../nccl/ncclog/testdata/B02_nccl_tests_all_reduce_mpirun_2node_16rank_h100_new_format.txt")
 	require.NoError(t, err)
 	base := []string{"nccl", "run", "--launcher", "srun", "--hosts", "localhost", "--ranks-per-host", "1",
 		"--socket-ifname", "", "--binary", bin, "-x", "FAKE_NCCL_SAMPLE=" + sample, "--timeout", "1m", "--json"}

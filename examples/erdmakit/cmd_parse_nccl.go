@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/erdmakit/erdmakit/internal/render"
-	"github.com/erdmakit/erdmakit/nccl"
+	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	"github.com/spf13/cobra"
 )
 
@@ -26,7 +26,7 @@ func newParseNCCLCmd(g *globals) *cobra.Command {
 			"out-of-bounds value or missing table/footer, 3 when FILE cannot be read or holds no nccl-tests output.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return parseFile(g, cmd, args[0], nccl.ParseTests, printParsedTests, func(r *nccl.TestResult) bool { return r.OK })
+			return parseFile(g, cmd, args[0], ncclog.ParseTests, printParsedTests, func(r *ncclog.TestResult) bool { return r.OK })
 		},
 	}
 }
@@ -44,19 +44,19 @@ func newParseNCCLLogCmd(g *globals) *cobra.Command {
 			"has (NCCL prints its errors as WARN), 3 when FILE cannot be read or holds no NCCL line.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			print := func(w io.Writer, s *nccl.LogSummary) error {
+			print := func(w io.Writer, s *ncclog.Summary) error {
 				if err := printParsedNCCLLog(w, s); err != nil {
 					return err
 				}
 				return writeMessages(w, len(s.Warnings) == 0, nil, s.Warnings, "NCCL warnings")
 			}
-			return parseFile(g, cmd, args[0], nccl.AnalyzeLog, print, func(s *nccl.LogSummary) bool { return len(s.Warnings) == 0 })
+			return parseFile(g, cmd, args[0], ncclog.Analyze, print, func(s *ncclog.Summary) bool { return len(s.Warnings) == 0 })
 		},
 	}
 }
 
 // printParsedTests writes the human form of an nccl-tests result.
-func printParsedTests(w io.Writer, r *nccl.TestResult) error {
+func printParsedTests(w io.Writer, r *ncclog.TestResult) error {
 	head := render.NewTable("FIELD", "VALUE")
 	if r.Collective != "" {
 		head.Add("collective", r.Collective)
@@ -102,7 +102,7 @@ func printParsedTests(w io.Writer, r *nccl.TestResult) error {
 	return writeMessages(w, r.OK, r.Failures, warns, strings.Join(r.Reasons, "; "))
 }
 
-func wrongText(m nccl.Measurement) string {
+func wrongText(m ncclog.Measurement) string {
 	if m.Wrong == nil {
 		return "N/A"
 	}
@@ -110,7 +110,7 @@ func wrongText(m nccl.Measurement) string {
 }
 
 // printParsedNCCLLog writes the human form of an NCCL log summary.
-func printParsedNCCLLog(w io.Writer, s *nccl.LogSummary) error {
+func printParsedNCCLLog(w io.Writer, s *ncclog.Summary) error {
 	t := render.NewTable("FIELD", "VALUE")
 	add := func(k, v string) {
 		if v != "" {
@@ -155,7 +155,7 @@ func printParsedNCCLLog(w io.Writer, s *nccl.LogSummary) error {
 		}
 		add("nic", v)
 	}
-	if s.NICSpread != nccl.NICsUnknown {
+	if s.NICSpread != ncclog.NICsUnknown {
 		add("nic balance", string(s.NICSpread))
 	}
 	if len(s.DMABUFGPUs) > 0 {

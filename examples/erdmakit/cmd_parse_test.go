@@ -33,7 +33,9 @@ func runParseCLI(t *testing.T, stdin string, args ...string) (int, string, strin
 func perftestSample(name string) string {
 	return filepath.Join("..", "..", "perf", "perftest", "testdata", name)
 }
-func ncclSample(name string) string { return filepath.Join("..", "..", "nccl", "testdata", name) }
+func ncclSample(name string) string {
+	return filepath.Join("..", "..", "nccl", "ncclog", "testdata", name)
+}
 
 func TestParsePerftestCLI(t *testing.T) {
 	tests := []struct {
@@ -129,7 +131,7 @@ func TestParseNCCLJSON(t *testing.T) {
 // TestParseNCCLLauncherFailed: a launcher failure is a failed run with its
 // cause and fix (exit 2), not "no nccl-tests output" (exit 3).
 func TestParseNCCLLauncherFailed(t *testing.T) {
-	code, out, stderr := runCLI("parse", "nccl", "../../nccl/testdata/F05_openmpi4_not_enough_slots_available.txt")
+	code, out, stderr := runCLI("parse", "nccl", "../../nccl/ncclog/testdata/F05_openmpi4_not_enough_slots_available.txt")
 	assert.Equal(t, ExitFail, code, stderr)
 	assert.Contains(t, out, "not enough slots")
 	assert.Contains(t, out, "fix: ")

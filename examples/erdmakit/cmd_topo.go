@@ -7,9 +7,9 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nvml"
+	"github.com/erdmakit/erdmakit/nvml/smitopo"
 	"github.com/spf13/cobra"
 )
 
@@ -174,7 +174,7 @@ func yesNo(b bool) string {
 
 // parseTopoFile parses nvidia-smi topo -m output from a file or stdin ("-"),
 // giving up when ctx ends (Ctrl-C on a silent stdin or FIFO).
-func parseTopoFile(ctx context.Context, name string, stdin io.Reader) (*nvml.Matrix, error) {
+func parseTopoFile(ctx context.Context, name string, stdin io.Reader) (*smitopo.Matrix, error) {
 	r := stdin
 	if name != "-" {
 		f, err := os.Open(name)
@@ -184,7 +184,7 @@ func parseTopoFile(ctx context.Context, name string, stdin io.Reader) (*nvml.Mat
 		defer f.Close()
 		r = f
 	}
-	m, err := nvml.ParseTopo(ctxio.NewReader(ctx, r))
+	m, err := smitopo.Parse(ctx, r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -51,3 +51,20 @@ func ExampleNewReader() {
 	os.Stdout.Write(b)
 	// Output: ok
 }
+
+// TestReaderNeverBlockingInputs: a regular file, bytes and strings are read
+// directly (no goroutine, no copy) and still stop once the context ends.
+func TestReaderNeverBlockingInputs(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "log")
+	require.NoError(t, err)
+	defer f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	for _, r := range []io.Reader{f, strings.NewReader("x"), bytes.NewReader([]byte("x")), bytes.NewBufferString("x")} {
+		w := NewReader(ctx, r)
+		assert.IsType(t, checkReader{}, w, "%T", r)
+	}
+	assert.Same(t, f, NewReader(context.Background(), f).(*os.File), "an endless context changes nothing")
+	cancel()
+	_, err = NewReader(ctx, strings.NewReader("x")).Read(make([]byte, 1))
+	assert.ErrorIs(t, err, context.Canceled)
+}

@@ -13,15 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/erdmakit/erdmakit/internal/execx"
+	"github.com/erdmakit/erdmakit/internal/fixture"
+	"github.com/erdmakit/erdmakit/internal/lab/labtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/zip"
-
-	"github.com/erdmakit/erdmakit/internal/execx"
-	"github.com/erdmakit/erdmakit/internal/fixture"
-	"github.com/erdmakit/erdmakit/internal/lab/labtest"
 )
 
 const modulePath = "github.com/erdmakit/erdmakit"
@@ -199,7 +198,7 @@ func main() {
 		fmt.Println(err)
 		os.Exit(1)
 	}
-	_, err = perftest.Parse(strings.NewReader("not perftest output"))
+	_, err = perftest.Parse(context.Background(), strings.NewReader("not perftest output"))
 	fmt.Printf("devices: %d, perftest parse of garbage fails: %v\n", len(inv.Devices), err != nil)
 }
 `
@@ -249,11 +248,10 @@ func TestGoDirectiveIsTheFloor(t *testing.T) {
 }
 
 // portable are the packages a laptop must be able to use to read a
-// cluster's logs: no cgo, any GOOS, nothing heavy. The nccl parsers
-// (ParseTests, AnalyzeLog) and nvml.ParseTopo still live in packages that
-// import erdma (netlink, rdmamap) and plotting: they join this list when
-// they move to leaf packages (issue 13, item 4).
-var portable = []string{"./perf/perftest", "./version"}
+// cluster's logs: no cgo, any GOOS, nothing heavy (the parsers of
+// nccl-tests, NCCL_DEBUG and launcher logs, perftest logs and nvidia-smi
+// topo -m, and the build's version).
+var portable = []string{"./nccl/ncclog", "./nvml/smitopo", "./perf/perftest", "./version"}
 
 // heavy are what a portable package must not pull in.
 var heavy = []string{"gonum.org/", "github.com/vishvananda/netlink", "github.com/Mellanox/rdmamap", "github.com/NVIDIA/go-nvml"}

@@ -3,39 +3,11 @@ package render
 import (
 	"bytes"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func TestTableAligns(t *testing.T) {
-	tb := NewTable("DEVICE", "STATE", "NOTE")
-	tb.Add("erdma_0", "ACTIVE", "ok")
-	tb.Add("erdma_10", "DOWN") // a short row prints empty cells
-	var b bytes.Buffer
-	require.NoError(t, tb.Write(&b))
-	assert.Equal(t, "DEVICE    STATE   NOTE\nerdma_0   ACTIVE  ok\nerdma_10  DOWN    \n", b.String())
-}
-
-func TestTableColorsSeverityColumnOnly(t *testing.T) {
-	tb := NewTable("CHECK", "SEVERITY")
-	tb.Color, tb.SeverityColumn = true, 1
-	tb.Add("fail", "fail")
-	var b bytes.Buffer
-	require.NoError(t, tb.Write(&b))
-	lines := strings.Split(b.String(), "\n")
-	assert.Equal(t, "CHECK  SEVERITY", lines[0], "the header is never coloured")
-	assert.Equal(t, "fail   "+red+"fail"+reset, lines[1], "padding is computed on the plain text")
-}
-
-func TestSeverity(t *testing.T) {
-	assert.Equal(t, green+"ok"+reset, Severity("ok"))
-	assert.Equal(t, yellow+"warn"+reset, Severity("warn"))
-	assert.Equal(t, grey+"skip"+reset, Severity("skip"))
-	assert.Equal(t, "ACTIVE", Severity("ACTIVE"))
-}
 
 func TestJSON(t *testing.T) {
 	var b bytes.Buffer

@@ -1,6 +1,7 @@
 package perftest_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -18,7 +19,7 @@ func ExampleParse() {
  65536      5000             11920.93           11920.93             0.190735
 ---------------------------------------------------------------------------------------
 `
-	r, err := perftest.Parse(strings.NewReader(log))
+	r, err := perftest.Parse(context.Background(), strings.NewReader(log))
 	if err != nil {
 		fmt.Println(err)
 		return

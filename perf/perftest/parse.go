@@ -7,6 +7,7 @@ package perftest
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 )
 
 // ErrNoReport is returned by Parse when the input holds nothing perftest
@@ -116,15 +119,16 @@ func (r *Report) OK() bool {
 }
 
 // Parse reads a perftest log from r. It returns ErrNoReport (wrapped) when
-// the input holds no perftest output at all, and a read error if r fails.
+// the input holds no perftest output at all, a read error if r fails, and
+// ctx's error (wrapped) once ctx is done, even while r blocks.
 //
 // Server and client output interleaved in one file (both processes writing
 // to one terminal) are merged: header fields are taken from the first line
 // that has them, a result row identical to one already read is the other
 // side's copy and is dropped, and errors are deduplicated.
-func Parse(r io.Reader) (*Report, error) {
+func Parse(ctx context.Context, r io.Reader) (*Report, error) {
 	p := newParser()
-	if err := eachLine(r, p.line); err != nil {
+	if err := eachLine(ctxio.NewReader(ctx, r), p.line); err != nil {
 		return nil, fmt.Errorf("reading perftest log: %w", err)
 	}
 	return p.finish()

@@ -1,6 +1,7 @@
 package perftest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -18,7 +19,7 @@ func parseFile(t testing.TB, name string) *Report {
 	f, err := os.Open(filepath.Join("testdata", name))
 	require.NoError(t, err)
 	defer f.Close()
-	r, err := Parse(f)
+	r, err := Parse(context.Background(), f)
 	require.NoError(t, err)
 	return r
 }
@@ -175,7 +176,7 @@ func TestParseUnits(t *testing.T) {
 		t.Run(tc.unit, func(t *testing.T) {
 			in := "                    RDMA_Write BW Test\n #bytes     #iterations    BW peak[" + tc.unit +
 				"]    BW average[" + tc.unit + "]   MsgRate[Mpps]\n" + row
-			r, err := Parse(strings.NewReader(in))
+			r, err := Parse(context.Background(), strings.NewReader(in))
 			require.NoError(t, err)
 			require.Len(t, r.Results, 1)
 			assert.InDelta(t, tc.gbps, r.Results[0].BWAvgGbps, 1e-9)
@@ -183,7 +184,7 @@ func TestParseUnits(t *testing.T) {
 		})
 	}
 	t.Run("unknown unit", func(t *testing.T) {
-		r, err := Parse(strings.NewReader(" #bytes #iterations BW peak[furlongs] BW average[furlongs] MsgRate[Mpps]\n" + row))
+		r, err := Parse(context.Background(), strings.NewReader(" #bytes #iterations BW peak[furlongs] BW average[furlongs] MsgRate[Mpps]\n"+row))
 		require.NoError(t, err)
 		assert.Empty(t, r.Results)
 		assert.Contains(t, r.Warnings[0], "furlongs")
@@ -198,32 +199,32 @@ func TestParseBadInput(t *testing.T) {
 		"nccl output": "#  Rank  0 Group  0 Pid   6899 on host device  0 [0000:04:00] NVIDIA H100\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := Parse(strings.NewReader(in))
+			_, err := Parse(context.Background(), strings.NewReader(in))
 			require.ErrorIs(t, err, ErrNoReport)
 		})
 	}
 	t.Run("read error", func(t *testing.T) {
 		boom := errors.New("boom")
-		_, err := Parse(iotest.ErrReader(boom))
+		_, err := Parse(context.Background(), iotest.ErrReader(boom))
 		require.ErrorIs(t, err, boom)
 	})
 	t.Run("truncated mid-row", func(t *testing.T) {
 		in := "RDMA_Write BW Test\n #bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]\n 65536 20000 111.72"
-		r, err := Parse(strings.NewReader(in))
+		r, err := Parse(context.Background(), strings.NewReader(in))
 		require.NoError(t, err)
 		assert.Empty(t, r.Results)
 		assert.False(t, r.OK())
 	})
 	t.Run("overlong line", func(t *testing.T) {
 		in := "RDMA_Write BW Test\n" + strings.Repeat("x", 3*maxLine) + "\n Device : mlx5_0\n"
-		r, err := Parse(strings.NewReader(in))
+		r, err := Parse(context.Background(), strings.NewReader(in))
 		require.NoError(t, err)
 		assert.Equal(t, "mlx5_0", r.Device)
 	})
 	t.Run("one byte at a time", func(t *testing.T) {
 		f, err := os.ReadFile(filepath.Join("testdata", "A03_ib_write_bw_client_q4_rdma_cm_gbits_roce_dgx_spark.txt"))
 		require.NoError(t, err)
-		r, err := Parse(iotest.OneByteReader(strings.NewReader(string(f))))
+		r, err := Parse(context.Background(), iotest.OneByteReader(strings.NewReader(string(f))))
 		require.NoError(t, err)
 		assert.Len(t, r.Results, 1)
 	})
@@ -238,7 +239,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		r, err := Parse(strings.NewReader(string(in)))
+		r, err := Parse(context.Background(), strings.NewReader(string(in)))
 		if err != nil {
 			require.ErrorIs(t, err, ErrNoReport)
 			return
@@ -291,7 +292,7 @@ func bigLog(n int) string {
 // 8.7 s and 20.6 s with the lists unbounded and searched linearly).
 func TestParseBoundsLists(t *testing.T) {
 	const n = 80000
-	r, err := Parse(strings.NewReader(bigLog(n)))
+	r, err := Parse(context.Background(), strings.NewReader(bigLog(n)))
 	require.NoError(t, err)
 	assert.Len(t, r.Results, maxRows)
 	assert.Equal(t, n-maxRows, r.RowsDropped)
@@ -316,7 +317,7 @@ func BenchmarkParseScaling(b *testing.B) {
 			b.SetBytes(int64(len(in)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Parse(strings.NewReader(in)); err != nil {
+				if _, err := Parse(context.Background(), strings.NewReader(in)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -331,7 +332,7 @@ func BenchmarkParse(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Parse(strings.NewReader(string(data))); err != nil {
+		if _, err := Parse(context.Background(), strings.NewReader(string(data))); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -353,7 +354,7 @@ func TestParseRunErrors(t *testing.T) {
 		" ethernet_read_keys: Couldn't read remote address",
 	} {
 		t.Run(msg, func(t *testing.T) {
-			r, err := Parse(strings.NewReader(head + msg + "\n"))
+			r, err := Parse(context.Background(), strings.NewReader(head+msg+"\n"))
 			require.NoError(t, err)
 			assert.Len(t, r.Results, 1)
 			assert.Equal(t, []string{strings.TrimSpace(msg)}, r.Errors)

@@ -344,7 +344,7 @@ func (w *watchBuffer) bytes() []byte {
 // parseOutput parses one process's output; a process that failed without
 // printing a report gives its error and the output's last lines.
 func parseOutput(out []byte, runErr error) (*Report, error) {
-	rep, perr := Parse(bytes.NewReader(out))
+	rep, perr := Parse(context.Background(), bytes.NewReader(out)) // in memory: nothing to cancel
 	if perr != nil {
 		if runErr != nil {
 			return nil, fmt.Errorf("%w: %s", runErr, tail(out, 5))

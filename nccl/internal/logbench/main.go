@@ -1,11 +1,11 @@
-// Command logbench measures how fast nccl.AnalyzeLog (a parallel scan:
+// Command logbench measures how fast ncclog.Analyze (a parallel scan:
 // one worker per CPU) analyses an NCCL_DEBUG=INFO log, against `grep -c
 // NET/IB` (what operators run today), `wc -l` (reading the file and finding
 // line ends) and AnalyzeLog on one CPU, on the same file in the same run,
 // optionally also the CLI as a whole process (-cli bin/erdmakit: its peak
 // memory is printed too).
 //
-// The log is built by repeating the sample logs (nccl/testdata: B*, C*,
+// The log is built by repeating the sample logs (nccl/ncclog/testdata: B*, C*,
 // erdma-*) into a temporary file of -size bytes (default 1 GiB; the
 // environment variable ERDMAKIT_LOGBENCH_SIZE, e.g. "64M", overrides the
 // default for quick runs); -layout mpirun tags every line as mpirun
@@ -40,7 +40,7 @@ import (
 	"github.com/erdmakit/erdmakit/internal/execx"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/internal/units"
-	"github.com/erdmakit/erdmakit/nccl"
+	"github.com/erdmakit/erdmakit/nccl/ncclog"
 )
 
 func main() {
@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		def = v
 	}
 	sizeFlag := fs.String("size", def, "size of the generated log (bytes, or with K/M/G suffix)")
-	samples := fs.String("samples", "", "directory of sample logs (default: nccl/testdata next to this program's module root)")
+	samples := fs.String("samples", "", "directory of sample logs (default: nccl/ncclog/testdata next to this program's module root)")
 	runs := fs.Int("runs", 3, "timed runs per tool")
 	keep := fs.String("file", "", "write the log here and keep it (default: a temporary file, removed at the end)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -269,7 +269,7 @@ func command(ctx context.Context, name string, args ...string) (string, float64,
 	return strings.TrimSpace(string(out)), cpu, rss, err
 }
 
-// analyze runs nccl.AnalyzeLog in this process, on procs CPUs (0: all).
+// analyze runs ncclog.Analyze in this process, on procs CPUs (0: all).
 func analyze(path string, procs int) (string, float64, int64, error) {
 	if procs > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
@@ -280,7 +280,7 @@ func analyze(path string, procs int) (string, float64, int64, error) {
 		return "", 0, 0, err
 	}
 	defer f.Close()
-	s, err := nccl.AnalyzeLog(f)
+	s, err := ncclog.Analyze(context.Background(), f)
 	if err != nil {
 		return "", 0, 0, err
 	}
@@ -352,21 +352,21 @@ func buildLog(dir, path string, size int64, tag bool) (int64, error) {
 	return n, f.Close()
 }
 
-// findSamples looks for nccl/testdata above the working directory.
+// findSamples looks for nccl/ncclog/testdata above the working directory.
 func findSamples() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for d := wd; ; d = filepath.Dir(d) {
-		for _, rel := range []string{"nccl/testdata", "testdata", "../../testdata"} {
+		for _, rel := range []string{"nccl/ncclog/testdata", "testdata", "../../ncclog/testdata"} {
 			p := filepath.Join(d, rel)
 			if m, _ := filepath.Glob(filepath.Join(p, "C*.txt")); len(m) > 0 {
 				return p, nil
 			}
 		}
 		if d == filepath.Dir(d) {
-			return "", errors.New("nccl/testdata not found: pass -samples")
+			return "", errors.New("nccl/ncclog/testdata not found: pass -samples")
 		}
 	}
 }

@@ -1,0 +1,108 @@
+package ncclog
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// benchLog repeats every sample log until it is at least size bytes.
+func benchLog(b *testing.B, size int) []byte {
+	files, err := filepath.Glob(filepath.Join("testdata", "[BCe]*.txt"))
+	require.NoError(b, err)
+	var one []byte
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(b, err)
+		one = append(one, data...)
+		if len(data) > 0 && data[len(data)-1] != '\n' {
+			one = append(one, '\n')
+		}
+	}
+	var buf bytes.Buffer
+	for buf.Len() < size {
+		buf.Write(one)
+	}
+	return buf.Bytes()
+}
+
+// BenchmarkAnalyzeLog reports the analyser's throughput on the samples
+// repeated to 16 MiB (MB/s) and its allocations (none per line once warm).
+func BenchmarkAnalyzeLog(b *testing.B) {
+	data := benchLog(b, 16<<20)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Analyze(context.Background(), bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLogAnalyzerFeed measures one line through Feed: it must not allocate.
+func BenchmarkLogAnalyzerFeed(b *testing.B) {
+	lines := bytes.Split(benchLog(b, 1), []byte("\n"))
+	a := NewAnalyzer()
+	for _, l := range lines {
+		a.Feed(l)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		a.Feed(lines[i])
+		i++
+		if i == len(lines) {
+			i = 0
+		}
+	}
+}
+
+func BenchmarkParseTests(b *testing.B) {
+	data := benchLog(b, 4<<20)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseTests(context.Background(), bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestLogAnalyzerFeedAllocatesNothing(t *testing.T) {
+	lines := bytes.Split(benchLog(&testing.B{}, 1), []byte("\n"))
+	a := NewAnalyzer()
+	for _, l := range lines {
+		a.Feed(l)
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		for _, l := range lines {
+			a.Feed(l)
+		}
+	})
+	require.Zero(t, allocs, "Feed allocates once its lists are full of what the log repeats")
+}
+
+// BenchmarkAnalyzeChunks compares chunk sizes and worker counts of the
+// parallel scan on the samples repeated to 64 MiB.
+func BenchmarkAnalyzeChunks(b *testing.B) {
+	data := benchLog(b, 64<<20)
+	for _, size := range []int{64 << 10, 256 << 10, 1 << 20} {
+		for _, workers := range []int{1, 2} {
+			b.Run(fmt.Sprintf("chunk=%dKiB/workers=%d", size>>10, workers), func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := analyzeChunks(bytes.NewReader(data), size, workers); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,311 @@
+package ncclog
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"runtime/debug"
+	"sync"
+)
+
+// chunkSize is how much of the log one worker reads and analyses at a
+// time: large enough that the per-chunk analyser and merge cost nothing
+// measurable, small enough to stay in the CPU's cache between the read and
+// the scan.
+const chunkSize = 1 << 20
+
+// analyzeChunks reads r in chunks of at most size bytes split at line ends,
+// analyses them on workers goroutines and merges the analyses in input
+// order. Each worker reads its own chunk (under a lock: the reader is
+// sequential) and analyses it while the data is still in its CPU's cache;
+// at most 2*workers chunks are read and not yet merged. With one worker it
+// finds exactly what one analyser fed the lines in order finds, lines cut
+// at size bytes alike.
+func analyzeChunks(r io.Reader, size, workers int) (*Analyzer, error) {
+	return analyzeSource(context.Background(), &chunkReader{r: r, carry: make([]byte, 0, size)}, size, workers)
+}
+
+// chunkSource hands out runs of whole lines; see chunkReader.next.
+type chunkSource interface {
+	next(buf []byte) (data []byte, long bool, err error)
+}
+
+// analyzeSource is analyzeChunks over any chunk source: a reader copied
+// into each worker's buffer, or a file mapped into memory (logmap_linux.go).
+// Once ctx is done no further chunk is taken and ctx's error is returned.
+func analyzeSource(ctx context.Context, src chunkSource, size, workers int) (_ *Analyzer, err error) {
+	workers = max(workers, 1)
+	type result struct {
+		seq int
+		a   *Analyzer
+	}
+	var (
+		mu      sync.Mutex
+		seqNext int
+		readErr error
+		tokens  = make(chan struct{}, 2*workers) // chunks read and not merged
+		results = make(chan result, 2*workers)
+		wg      sync.WaitGroup
+	)
+	// take cuts the next chunk. The unlock is deferred: a mapped file that
+	// shrank faults inside next, and the worker's recover takes the lock.
+	take := func(buf []byte) (data []byte, long bool, seq int, stop bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := ctx.Err(); err != nil && readErr == nil {
+			readErr = err
+		}
+		if readErr != nil {
+			return nil, false, 0, true
+		}
+		data, long, err := src.next(buf)
+		seq = seqNext
+		seqNext++
+		if err != nil && readErr == nil {
+			readErr = err
+		}
+		return data, long, seq, readErr != nil
+	}
+	for range workers {
+		wg.Go(func() {
+			// A mapped file that shrinks under us faults; the fault is
+			// an error of this read, not a crash.
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			defer func() {
+				if v := recover(); v != nil {
+					if _, ok := v.(interface{ Addr() uintptr }); !ok {
+						panic(v)
+					}
+					mu.Lock()
+					if readErr == nil {
+						readErr = ErrLogShrank
+					}
+					mu.Unlock()
+					<-tokens
+				}
+			}()
+			var buf []byte
+			if _, mapped := src.(*mappedLog); !mapped {
+				buf = make([]byte, size)
+			}
+			// A worker's chunks come in input order, so a NET/IB or
+			// NET/Socket line it parsed in an earlier chunk is already in
+			// the merge: its repeats (every rank prints one) are skipped.
+			seenIB, seenSocket := map[string]struct{}{}, map[string]struct{}{}
+			for {
+				tokens <- struct{}{}
+				data, long, seq, stop := take(buf)
+				if data == nil || stop {
+					<-tokens
+					return
+				}
+				a := NewAnalyzer()
+				a.chunk, a.seenIB, a.seenSocket = true, seenIB, seenSocket
+				if long {
+					a.Feed(data)
+				} else {
+					a.block(data)
+				}
+				if m, ok := src.(*mappedLog); ok {
+					m.release(data)
+				}
+				results <- result{seq: seq, a: a}
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(results)
+	}()
+
+	total := NewAnalyzer()
+	pending := make(map[int]*Analyzer, 2*workers)
+	next := 0
+	for res := range results {
+		pending[res.seq] = res.a
+		for {
+			a, ok := pending[next]
+			if !ok {
+				break
+			}
+			delete(pending, next)
+			total.merge(a)
+			next++
+			<-tokens
+		}
+	}
+	if readErr != nil {
+		return nil, readErr
+	}
+	return total, nil
+}
+
+// chunkReader cuts a reader into runs of whole lines. It is not safe for
+// concurrent use.
+type chunkReader struct {
+	r     io.Reader
+	carry []byte // the start of a line whose end is not read yet
+	skip  bool   // inside a line longer than a chunk: discard to its end
+	done  bool
+}
+
+// next fills buf with whole lines (the last line of the input may lack its
+// newline) and returns them, or a line longer than buf cut to buf's size
+// (long; the rest of that line is skipped). It returns nil data at the end
+// of the input or on a read error.
+func (c *chunkReader) next(buf []byte) (data []byte, long bool, err error) {
+	if c.done {
+		return nil, false, nil
+	}
+	n := copy(buf, c.carry)
+	c.carry = c.carry[:0]
+	for {
+		k, err := fill(c.r, buf[n:])
+		n += k
+		eof := err == io.EOF
+		if err != nil && !eof {
+			c.done = true
+			return nil, false, err
+		}
+		data := buf[:n]
+		if c.skip {
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				n = 0
+				if eof {
+					c.done = true
+					return nil, false, nil
+				}
+				continue
+			}
+			c.skip = false
+			data = data[i+1:]
+		}
+		if eof {
+			c.done = true
+			if len(data) == 0 {
+				return nil, false, nil
+			}
+			return data, false, nil
+		}
+		last := bytes.LastIndexByte(data, '\n')
+		switch {
+		case last >= 0:
+			c.carry = append(c.carry, data[last+1:]...)
+			return data[:last+1], false, nil
+		case len(data) == len(buf):
+			c.skip = true
+			return data, true, nil
+		default:
+			n = copy(buf, data)
+		}
+	}
+}
+
+// merge adds b, the analysis of the lines that follow a's, to a: a then
+// holds what one analyser fed both runs of lines in order would hold. Every
+// field of Summary, and every counter of Analyzer, must join here: a
+// field left out is lost for every chunk but the first
+// (TestLogMergeCoversEveryField fails until it joins).
+func (a *Analyzer) merge(b *Analyzer) {
+	s, t := &a.s, &b.s
+	firstSet(&s.NCCLVersion, t.NCCLVersion)
+	firstSet(&s.Network, t.Network)
+	for _, d := range t.IBDevices {
+		a.addIBDevice(d)
+	}
+	a.addTexts(&s.SocketInterfaces, t.SocketInterfaces, maxListed)
+	a.addTexts(&s.GDR.Enabled, t.GDR.Enabled, maxListed)
+	a.addTexts(&s.GDR.Disabled, t.GDR.Disabled, maxListed)
+	a.chIB += b.chIB
+	a.chSocket += b.chSocket
+	a.chP2P += b.chP2P
+	a.chSHM += b.chSHM
+	for _, k := range b.chOtherKeys {
+		p := a.chOther[k]
+		if p == nil {
+			if len(a.chOther) >= maxOtherChannels && !a.chunk {
+				continue
+			}
+			p = new(int)
+			a.chOther[k] = p
+			a.chOtherKeys = append(a.chOtherKeys, k)
+		}
+		*p += *b.chOther[k]
+	}
+	s.GDRDMAChannels += t.GDRDMAChannels
+	a.addTexts(&s.Warnings, t.Warnings, maxWarnings)
+	a.addTexts(&s.Networks, t.Networks, maxListed)
+	s.IBNoDevice = s.IBNoDevice || t.IBNoDevice
+	s.IBRelaxedOrdering = s.IBRelaxedOrdering || t.IBRelaxedOrdering
+	if s.OOBInterface == "" { // the pair is set together, never the address alone
+		s.OOBInterface, s.OOBAddress = t.OOBInterface, t.OOBAddress
+	}
+	firstSet(&s.BootstrapInterface, t.BootstrapInterface)
+	a.addTexts(&s.Plugins, t.Plugins, maxListed)
+	a.addTexts(&s.PluginErrors, t.PluginErrors, maxListed)
+	for _, k := range b.envKeys {
+		a.addEnv(k, t.Env[k])
+	}
+	s.NRanks = max(s.NRanks, t.NRanks)
+	s.QPCreateFailures += t.QPCreateFailures
+	s.MemlockSuspect = s.MemlockSuspect || t.MemlockSuspect
+	s.NCCLLines += t.NCCLLines
+	a.nic.merge(&b.nic)
+	// Transport, NICs and NICSpread are derived in Summary.
+}
+
+// firstSet keeps the first non-empty value.
+func firstSet(dst *string, v string) {
+	if *dst == "" {
+		*dst = v
+	}
+}
+
+// addTexts adds each of more to list as addText would, up to limit entries.
+func (a *Analyzer) addTexts(list *[]string, more []string, limit int) {
+	for _, v := range more {
+		if len(*list) >= limit {
+			return
+		}
+		if !containsString(*list, v) {
+			*list = append(*list, v)
+		}
+	}
+}
+
+func containsString(list []string, v string) bool {
+	for _, have := range list {
+		if have == v {
+			return true
+		}
+	}
+	return false
+}
+
+// addEnv records key's value unless key was seen (the first value is kept)
+// or the list is full.
+func (a *Analyzer) addEnv(key, val string) {
+	if containsString(a.envKeys, key) || len(a.envKeys) >= maxListed {
+		return
+	}
+	if a.s.Env == nil {
+		a.s.Env = map[string]string{}
+	}
+	a.envKeys = append(a.envKeys, key)
+	a.s.Env[key] = val
+}
+
+// fill reads until p is full or r fails (io.EOF at the end): a pipe or a
+// reader that returns 64 KiB at a time still makes whole chunks.
+func fill(r io.Reader, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		k, err := read(r, p[n:])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
