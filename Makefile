@@ -8,7 +8,7 @@ GOFLAGS ?=
 # without this a fresh build prints ~190 lines of warnings before our output.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all deps deps-build build run test unit lab vet bench fuzz clean
+.PHONY: all deps deps-build build run test unit lab vet bench bench-lat fuzz clean
 
 all: build
 
@@ -47,7 +47,7 @@ lab: deps
 # Go benchmarks; the NCCL log analyser against grep -c and wc -l on a 1 GiB
 # log of two layouts (nccl/internal/logbench); then the side-by-side figure in
 # the lab: erdmakit's write loop against ib_write_bw on the lab's rxe0
-# (perf/internal/bwbench).
+# (perf/internal/bwbench), and bw lat against ib_write_lat (bench-lat).
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) build $(GOFLAGS) -o $(BIN) ./examples/erdmakit
@@ -55,6 +55,13 @@ bench: deps
 	$(GO) run ./nccl/internal/logbench -runs 10 -layout mpirun -cli $(BIN)
 	$(GO) build -o bin/bwbench ./perf/internal/bwbench
 	$(GO) run ./internal/lab/cmd/labrun -timeout 45m -shell "$(CURDIR)/bin/bwbench -reps 8 -qps 1,16 -duration 2s -margin 1s"
+	$(MAKE) bench-lat
+
+# Write latency alone: erdmakit's ping-pong against ib_write_lat on the lab's
+# rxe0, 2 B and 4 KiB, paired rounds (perf/internal/latbench).
+bench-lat: deps
+	$(GO) build -o bin/latbench ./perf/internal/latbench
+	$(GO) run ./internal/lab/cmd/labrun -timeout 30m -shell "$(CURDIR)/bin/latbench -reps 6 -sizes 2,4096"
 
 clean:
 	rm -rf bin

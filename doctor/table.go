@@ -32,43 +32,22 @@ func WriteTable(w io.Writer, rep *erdma.Report, opt TableOptions) error {
 		}
 	}
 	fmt.Fprintf(&b, "erdmakit doctor: host %s, instance type %s\n\n", root, typ)
-	t := render.NewTable("RESULT", "CHECK", "SUMMARY")
-	t.Color, t.SeverityColumn = opt.Color, 0
-	counts := map[health.Severity]int{}
-	for _, f := range rep.Findings {
-		t.Add(string(f.Severity), f.ID, f.Summary)
-		counts[f.Severity]++
-	}
-	if err := t.Write(&b); err != nil {
+	if err := render.Findings(&b, rep.Findings, render.FindingsOptions{Color: opt.Color, Verbose: opt.Verbose, Hint: opt.Hint}); err != nil {
 		return err
+	}
+	counts := map[health.Severity]int{}
+	var next string
+	for _, f := range rep.Findings {
+		counts[f.Severity]++
+		if next == "" && f.Severity == health.Fail && f.Remediation != "" {
+			next = f.ID + ": " + f.Remediation
+		}
 	}
 	sev := func(s health.Severity) string {
 		if opt.Color {
 			return render.Severity(string(s))
 		}
 		return string(s)
-	}
-	var next string
-	for _, f := range rep.Findings {
-		problem := f.Severity == health.Warn || f.Severity == health.Fail
-		if !problem && !opt.Verbose {
-			continue
-		}
-		fmt.Fprintf(&b, "\n%s %s: %s\n", sev(f.Severity), f.ID, f.Summary)
-		for _, e := range f.Evidence {
-			fmt.Fprintf(&b, "    read: %s\n", e)
-		}
-		if f.Remediation != "" {
-			fmt.Fprintf(&b, "    fix:  %s\n", f.Remediation)
-		}
-		if opt.Hint != nil {
-			if h := opt.Hint(f); h != "" {
-				fmt.Fprintf(&b, "    hint: %s\n", h)
-			}
-		}
-		if next == "" && f.Severity == health.Fail && f.Remediation != "" {
-			next = f.ID + ": " + f.Remediation
-		}
 	}
 	fmt.Fprintf(&b, "\nstatus: %s (%d ok, %d warn, %d fail, %d skip)\n", sev(rep.Status),
 		counts[health.OK], counts[health.Warn], counts[health.Fail], counts[health.Skip])

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/erdmakit/erdmakit/internal/units"
 )
 
 // Remediation texts shared by several checks.
@@ -730,14 +732,8 @@ func limitString(v uint64, unlimited bool) string {
 	switch {
 	case unlimited || v == ^uint64(0):
 		return "unlimited"
-	case v >= 1<<30 && v%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", v>>30)
-	case v >= 1<<20 && v%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", v>>20)
-	case v >= 1<<10 && v%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", v>>10)
 	}
-	return fmt.Sprintf("%d bytes", v)
+	return units.Format(int64(v), units.Text)
 }
 
 // IsLimitDrop reports whether a counter name is a rate-limit drop counter

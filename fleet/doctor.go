@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 )
 
 // HostReport is one rank's doctor result, sent to rank 0.
@@ -26,9 +27,9 @@ type FleetReport struct {
 	Status erdma.Severity `json:"status"` // worst over all hosts; fail when a host is missing
 	Size   int            `json:"size"`
 	Hosts  []HostSummary  `json:"hosts"` // by rank
-	// ByStatus lists host names per overall status ("ok", "warn", "fail",
-	// "missing", "error").
-	ByStatus map[string][]string `json:"by_status"`
+	// ByStatus lists host names per host status (ok, warn, fail, and
+	// Missing, Errored, NotReached).
+	ByStatus map[health.Severity][]string `json:"by_status"`
 	// Differences are the checks whose result is not the same on every host,
 	// the rarest result first: a single host missing nvidia_peermem stands out.
 	Differences []Difference `json:"differences"`
@@ -39,9 +40,18 @@ type FleetReport struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// NotReached is a host's status when the run was interrupted before it
-// answered.
-const NotReached = "not reached"
+// A host's status is a health.Severity: its doctor's status (ok, warn,
+// fail), or one of these when it has none. They rank as fail
+// (Severity.Rank); Missing and Errored make the fleet's status fail,
+// NotReached leaves it as it is.
+const (
+	// Missing: the host did not report in time (dead or hung).
+	Missing health.Severity = "missing"
+	// Errored: the doctor could not run there.
+	Errored health.Severity = "error"
+	// NotReached: the run was interrupted before the host answered.
+	NotReached health.Severity = "not reached"
+)
 
 // markNotReached adds ranks an interrupted run never heard from.
 func (fr *FleetReport) markNotReached(ranks []int) {
@@ -56,10 +66,10 @@ func (fr *FleetReport) markNotReached(ranks []int) {
 
 // HostSummary is one host's line in the fleet report.
 type HostSummary struct {
-	Rank   int    `json:"rank"`
-	Host   string `json:"host"`
-	Status string `json:"status"` // ok|warn|fail|missing|error|not reached
-	Error  string `json:"error,omitempty"`
+	Rank   int             `json:"rank"`
+	Host   string          `json:"host"`
+	Status health.Severity `json:"status"` // ok|warn|fail, or Missing, Errored, NotReached
+	Error  string          `json:"error,omitempty"`
 	// Problems are the ids of this host's warn and fail findings.
 	Problems []string `json:"problems,omitempty"`
 }
@@ -83,7 +93,7 @@ type SeverityGroup struct {
 // missing never answered.
 func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 	// Lists are [] when empty (jq '.differences[]' on agreeing hosts).
-	fr := &FleetReport{Status: erdma.SeverityOK, Size: size, ByStatus: map[string][]string{},
+	fr := &FleetReport{Status: erdma.SeverityOK, Size: size, ByStatus: map[health.Severity][]string{},
 		Hosts: []HostSummary{}, Differences: []Difference{}, Errors: []string{}}
 	sort.Slice(reports, func(i, j int) bool { return reports[i].Rank < reports[j].Rank })
 	names := make([]string, len(reports))
@@ -105,13 +115,13 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 		hs := HostSummary{Rank: r.Rank, Host: r.Host}
 		switch {
 		case r.Error != "" || r.Report == nil:
-			hs.Status, hs.Error = "error", r.Error
+			hs.Status, hs.Error = Errored, r.Error
 			if hs.Error == "" {
 				hs.Error = "no report"
 			}
 			fr.Status = erdma.Worst(fr.Status, erdma.SeverityFail)
 		default:
-			hs.Status = string(r.Report.Status)
+			hs.Status = r.Report.Status
 			fr.Status = erdma.Worst(fr.Status, r.Report.Status)
 			for _, f := range r.Report.Findings {
 				if byCheck[f.ID] == nil {
@@ -129,8 +139,8 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 	}
 	for _, m := range missing {
 		name := fmt.Sprintf("rank %d", m)
-		fr.Hosts = append(fr.Hosts, HostSummary{Rank: m, Host: name, Status: "missing", Error: "did not report in time"})
-		fr.ByStatus["missing"] = append(fr.ByStatus["missing"], name)
+		fr.Hosts = append(fr.Hosts, HostSummary{Rank: m, Host: name, Status: Missing, Error: "did not report in time"})
+		fr.ByStatus[Missing] = append(fr.ByStatus[Missing], name)
 		fr.Status = erdma.Worst(fr.Status, erdma.SeverityFail)
 	}
 	sort.Slice(fr.Hosts, func(i, j int) bool { return fr.Hosts[i].Rank < fr.Hosts[j].Rank })

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -176,5 +177,30 @@ func TestAggregateListsNeverNull(t *testing.T) {
 	require.NoError(t, err)
 	for _, k := range []string{`"differences":[]`, `"errors":[]`, `"hosts":[]`} {
 		assert.Contains(t, string(b), k)
+	}
+}
+
+// A host's status is a health.Severity (one type for every verdict), and
+// its JSON words are the documented ones.
+func TestHostStatusIsASeverityWithTheDocumentedWords(t *testing.T) {
+	fr := Aggregate(4, []HostReport{
+		{Rank: 0, Host: "a", Report: report(erdma.SeverityWarn, erdma.Finding{ID: "mtu", Severity: erdma.SeverityWarn})},
+		{Rank: 1, Host: "b", Error: "doctor: no root"},
+	}, []int{2})
+	fr.markNotReached([]int{3})
+	var got []health.Severity
+	for _, h := range fr.Hosts {
+		got = append(got, h.Status)
+	}
+	assert.Equal(t, []health.Severity{health.Warn, Errored, Missing, NotReached}, got)
+	assert.Equal(t, health.Fail, fr.Status, "an errored or missing host fails the fleet")
+	for _, s := range []health.Severity{Missing, Errored, NotReached} {
+		assert.Equal(t, 2, s.Rank(), "%s ranks as fail", s)
+	}
+	b, err := json.Marshal(fr)
+	require.NoError(t, err)
+	for _, want := range []string{`"status":"warn"`, `"status":"error"`, `"status":"missing"`, `"status":"not reached"`,
+		`"by_status":{"error":["b"],"missing":["rank 2"],"not reached":["rank 3"],"warn":["a"]}`} {
+		assert.Contains(t, string(b), want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/gid"
 )
 
@@ -596,35 +597,15 @@ type CMConfig struct {
 	RNRRetryCount uint8
 }
 
-// ConnectMethod is how a QP is brought to RTS.
-type ConnectMethod int
-
-// Connect methods.
-const (
-	ConnectAuto ConnectMethod = iota // rdma_cm on iWARP, out of band otherwise
-	ConnectOOB                       // exchange Endpoint values, QP.Connect
-	ConnectCM                        // librdmacm
-)
-
-// MethodFor is the default connect method for a transport: rdma_cm for
-// iWARP (where modify_qp to RTR/RTS fails), out of band for the rest.
-func MethodFor(t Transport) ConnectMethod {
+// MethodFor is the connect method for a device of transport t, by
+// connect.Method.Resolve's rule: rdma_cm for iWARP (where modify_qp to
+// RTR/RTS fails), out of band for the rest.
+func MethodFor(t Transport) connect.Method {
+	ct := connect.UnknownTransport
 	if t == TransportIWARP {
-		return ConnectCM
+		ct = connect.IWARP
 	}
-	return ConnectOOB
-}
-
-func (m ConnectMethod) String() string {
-	switch m {
-	case ConnectAuto:
-		return "auto"
-	case ConnectOOB:
-		return "oob"
-	case ConnectCM:
-		return "rdma_cm"
-	}
-	return fmt.Sprintf("connect method %d", int(m))
+	return connect.Auto.Resolve(ct)
 }
 
 // WithMR returns e with Addr, RKey and Len describing mr, the buffer the

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/connect"
 )
 
 func TestEndpointRoundTrip(t *testing.T) {
@@ -227,8 +229,8 @@ func TestEnumsPrintLikeIbvDevinfo(t *testing.T) {
 	assert.Equal(t, "iWARP", TransportIWARP.String())
 	assert.Equal(t, "RNIC", NodeRNIC.String())
 	assert.Equal(t, "RoCE v2", GIDTypeRoCEv2.String())
-	assert.Equal(t, ConnectCM, MethodFor(TransportIWARP))
-	assert.Equal(t, ConnectOOB, MethodFor(TransportIB))
+	assert.Equal(t, connect.RDMACM, MethodFor(TransportIWARP))
+	assert.Equal(t, connect.OOB, MethodFor(TransportIB))
 }
 
 func TestWritesSignalled(t *testing.T) {

@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"fmt"
+	"github.com/erdmakit/erdmakit/internal/units"
 	"strconv"
 	"strings"
 
@@ -275,14 +276,14 @@ func diagnoseBusBW(res *TestResult, exp Expectation) []erdma.Finding {
 	}
 	if got >= want {
 		return []erdma.Finding{{ID: "nccl-busbw", Severity: erdma.SeverityOK,
-			Summary:  fmt.Sprintf("bus bandwidth %.2f GB/s at %s meets the expected %.2f GB/s", got, sizeText(r.Size), want),
+			Summary:  fmt.Sprintf("bus bandwidth %.2f GB/s at %s meets the expected %.2f GB/s", got, units.Format(r.Size, units.Text), want),
 			Evidence: ev}}
 	}
 	if f, ok := pcieCapped(res, exp, got, want, ev); ok {
 		return []erdma.Finding{f}
 	}
 	return []erdma.Finding{{ID: "nccl-busbw", Severity: erdma.SeverityWarn,
-		Summary:  fmt.Sprintf("bus bandwidth %.2f GB/s at %s is below the expected %.2f GB/s (%.0f%%)", got, sizeText(r.Size), want, 100*got/want),
+		Summary:  fmt.Sprintf("bus bandwidth %.2f GB/s at %s is below the expected %.2f GB/s (%.0f%%)", got, units.Format(r.Size, units.Text), want, 100*got/want),
 		Evidence: ev,
 		Remediation: "check that NCCL used NET/IB on every eRDMA device (NCCL_IB_HCA), GPUDirect RDMA (NCCL_NET_GDR_LEVEL=SYS, nvidia_peermem), " +
 			"the two ERIs on different network-card channels, and erdmakit perf for each NIC's write bandwidth"}}
@@ -314,18 +315,6 @@ func pcieCapped(res *TestResult, exp Expectation, got, want float64, ev []string
 		Evidence: ev,
 		Remediation: "judge each NIC alone (erdmakit bw, or nccl run with NCCL_IB_HCA=erdma_0 and 2 GPUs per host), or expect less " +
 			"from the two-NIC run on this GPU type (the runbook's 2 NICs x 8 GPUs: ~18-20 GB/s against 26.6 GB/s for 1 NIC x 2 GPUs)"}, true
-}
-
-func sizeText(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 func firstN(s []string, n int) []string {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/hostfs"
+	"github.com/erdmakit/erdmakit/internal/units"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
 )
 
@@ -82,7 +83,7 @@ func AdviseEnv(inv *erdma.Inventory, opts EnvOptions) *EnvAdvice {
 	if inv.Memlock != nil && !inv.Memlock.Unlimited {
 		a.warn(fmt.Sprintf("locked-memory limit is %s (soft), not unlimited: NCCL's ibv_create_qp fails with ENOMEM "+
 			"('Unknown error -12'); run ulimit -l unlimited, LimitMEMLOCK=infinity for systemd/containerd services",
-			bytesText(inv.Memlock.Soft)))
+			units.Format(int64(inv.Memlock.Soft), units.Text)))
 	}
 	for _, n := range opts.NCCL {
 		if ncclog.CrashingNCCL(n.Version) {
@@ -508,16 +509,4 @@ func orUnknown(s string) string {
 		return "(unknown)"
 	}
 	return s
-}
-
-func bytesText(n uint64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

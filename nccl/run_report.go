@@ -6,6 +6,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/internal/units"
 )
 
 // RunReport is the public schema of `erdmakit nccl run --json`: the
@@ -95,7 +96,7 @@ func RowCells(r Row) []string {
 	if r.Root >= 0 {
 		root = strconv.Itoa(r.Root)
 	}
-	cells := []string{sizeLabel(r.Size), strconv.FormatInt(r.Count, 10), r.Type, r.Redop, root}
+	cells := []string{units.Format(r.Size, units.Label), strconv.FormatInt(r.Count, 10), r.Type, r.Redop, root}
 	cells = append(cells, m(r.OutOfPlace)...)
 	return append(cells, m(r.InPlace)...)
 }
@@ -110,18 +111,5 @@ func LiveRow(r Row) string {
 	if r.OutOfPlace.Wrong != nil {
 		w = strconv.FormatInt(*r.OutOfPlace.Wrong, 10)
 	}
-	return fmt.Sprintf("%12s %10.1f %8.2f %8.2f %7s", sizeLabel(r.Size), r.OutOfPlace.TimeUS, r.OutOfPlace.AlgBWGB, r.OutOfPlace.BusBWGB, w)
-}
-
-// sizeLabel prints a byte count as nccl-tests users read sizes: 1K, 4M, 2G.
-func sizeLabel(n int64) string {
-	for _, u := range []struct {
-		shift int
-		name  string
-	}{{40, "T"}, {30, "G"}, {20, "M"}, {10, "K"}} {
-		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
-			return fmt.Sprintf("%d%s", n>>u.shift, u.name)
-		}
-	}
-	return fmt.Sprint(n)
+	return fmt.Sprintf("%12s %10.1f %8.2f %8.2f %7s", units.Format(r.Size, units.Label), r.OutOfPlace.TimeUS, r.OutOfPlace.AlgBWGB, r.OutOfPlace.BusBWGB, w)
 }

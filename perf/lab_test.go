@@ -4,6 +4,7 @@ package perf
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 
 // Lab tests: `bw loopback` on Soft-RoCE (rxe0) under qemu; see internal/lab.
 
-func openLabLink(t *testing.T) *VerbsLink {
+func openLabLink(t testing.TB) *VerbsLink {
 	t.Helper()
 	labtest.Require(t)
 	l, err := OpenVerbsLink(labtest.Device(), VerbsOptions{GIDIndex: -1})
@@ -154,5 +155,93 @@ func TestLabBwLoopbackRDMACM(t *testing.T) {
 		} else {
 			assert.Equal(t, afterFirst, after, "a second round leaves nothing more behind")
 		}
+	}
+}
+
+// TestLabLatLoopback plays the latency ping-pong on rxe0 with itself, over
+// both connection methods, and checks the statistics and that every
+// resource is released.
+func TestLabLatLoopback(t *testing.T) {
+	l := openLabLink(t)
+	ctx := labtest.Deadline(t)
+	before, err := labtest.ResourcesOf(ctx, l.Device())
+	require.NoError(t, err)
+	for _, m := range []connect.Method{connect.OOB, connect.RDMACM} {
+		t.Run(m.String(), func(t *testing.T) {
+			results, errs := LatencyLoopback(ctx, []Link{l}, LatencyConfig{Iterations: 300, Method: m}, []int{2, 4096})
+			require.Empty(t, errs)
+			require.Len(t, results, 2)
+			for i, r := range results {
+				t.Logf("%s %d B: min %.1f median %.1f avg %.1f p99 %.1f p99.9 %.1f max %.1f us", m, r.Size, r.MinUS, r.MedianUS, r.AvgUS, r.P99US, r.P999US, r.MaxUS)
+				assert.Equal(t, []int{2, 4096}[i], r.Size)
+				assert.Equal(t, m, r.Method)
+				assert.Equal(t, 300, r.Iterations)
+				assert.Len(t, r.Samples, 300)
+				assert.Equal(t, 0, r.Inline, "ib_write_lat sends nothing inline on rxe")
+				assert.Greater(t, r.MinUS, 0.0)
+				assert.LessOrEqual(t, r.MinUS, r.MedianUS)
+				assert.LessOrEqual(t, r.MedianUS, r.P99US)
+				assert.LessOrEqual(t, r.P99US, r.P999US)
+				assert.LessOrEqual(t, r.P999US, r.MaxUS)
+			}
+		})
+	}
+	after, err := labtest.ResourcesOf(ctx, l.Device())
+	require.NoError(t, err)
+	for k, v := range before {
+		if k != "ctx" { // librdmacm's own context, once per process (see TestLabBwLoopbackRDMACM)
+			assert.Equal(t, v, after[k], k)
+		}
+	}
+}
+
+// TestLab2HostLat is `bw serve` on VM a and `bw lat a` on VM b: the
+// ping-pong across the lab's Ethernet segment, rxe0 to rxe0. Port 18611.
+func TestLab2HostLat(t *testing.T) {
+	labtest.Require2Host(t)
+	l, err := OpenVerbsLink(labtest.Device(), VerbsOptions{GIDIndex: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, l.Close()) })
+	ctx := labtest.Deadline(t)
+	const port = 18611
+	if labtest.IsServer() {
+		c := labtest.Listen(t, port)
+		var tests []ServerTest
+		srv := &Server{Links: []Link{l}, OnTest: func(st ServerTest) { tests = append(tests, st) }}
+		require.NoError(t, srv.ServeConn(ctx, c))
+		require.Len(t, tests, 2, "one test per size")
+		for _, st := range tests {
+			require.NoError(t, st.Err)
+			require.NotNil(t, st.Latency)
+			assert.Equal(t, uint64(st.Latency.Iterations+st.Latency.Warmup), st.Client.Messages)
+		}
+		return
+	}
+	c := labtest.Dial(t, port)
+	cl := &LatencyClient{Link: l, Config: LatencyConfig{Iterations: 300}}
+	results, err := cl.RunConn(ctx, c, []int{2, 4096})
+	require.NoError(t, err)
+	require.Len(t, results, 2)
+	for _, r := range results {
+		t.Logf("%d B across two VMs: min %.1f median %.1f p99 %.1f max %.1f us", r.Size, r.MinUS, r.MedianUS, r.P99US, r.MaxUS)
+		assert.Equal(t, connect.OOB, r.Method)
+		assert.Equal(t, 300, r.Iterations)
+		assert.Greater(t, r.MinUS, 0.0)
+		assert.LessOrEqual(t, r.MedianUS, r.MaxUS)
+	}
+}
+
+// BenchmarkLabPingPong is one round trip of the latency loop on rxe0 in
+// loopback (each b.N a whole test, connection set-up included in ns/op):
+// us/one-way is the median one-way latency.
+func BenchmarkLabPingPong(b *testing.B) {
+	l := openLabLink(b)
+	ctx := labtest.Deadline(b)
+	for _, size := range []int{2, 4096} {
+		b.Run(strconv.Itoa(size), func(b *testing.B) {
+			results, errs := LatencyLoopback(ctx, []Link{l}, LatencyConfig{Iterations: max(b.N, 2), Warmup: -1}, []int{size})
+			require.Empty(b, errs)
+			b.ReportMetric(results[0].MedianUS, "us/one-way")
+		})
 	}
 }

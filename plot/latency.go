@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 
+	"github.com/erdmakit/erdmakit/internal/units"
 	"github.com/erdmakit/erdmakit/perf"
 )
 
@@ -60,7 +61,7 @@ func LatencyHistogram(w io.Writer, title string, results []perf.LatencyResult) e
 		h.LineStyle.Color = plotutil.Color(i)
 		h.LineStyle.Width *= 1.5
 		p.Add(h)
-		p.Legend.Add(fmt.Sprintf("%s %s: median %.2f µs, p99 %.2f µs", r.Device, sizeLabel(int64(r.Size))+"B", r.MedianUS, r.P99US), h)
+		p.Legend.Add(fmt.Sprintf("%s %s: median %.2f µs, p99 %.2f µs", r.Device, units.Format(int64(r.Size), units.Compact), r.MedianUS, r.P99US), h)
 		i++
 	}
 	p.X.Min, p.X.Max = lo, hi

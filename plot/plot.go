@@ -8,6 +8,8 @@ import (
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/erdmakit/erdmakit/internal/units"
 )
 
 // ErrNoData is returned when the input has nothing a chart could show (no
@@ -46,25 +48,11 @@ func log2Ticks(min, max float64) []gplot.Tick {
 		}
 		t := gplot.Tick{Value: v}
 		if (e-lo)%step == 0 {
-			t.Label = sizeLabel(int64(v))
+			t.Label = units.Format(int64(v), units.Label)
 		}
 		ticks = append(ticks, t)
 	}
 	return ticks
-}
-
-// sizeLabel prints a byte count the way perftest and nccl-tests users read
-// sizes: 1K, 64K, 4M, 2G.
-func sizeLabel(n int64) string {
-	for _, u := range []struct {
-		shift int
-		name  string
-	}{{40, "T"}, {30, "G"}, {20, "M"}, {10, "K"}} {
-		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
-			return fmt.Sprintf("%d%s", n>>u.shift, u.name)
-		}
-	}
-	return fmt.Sprint(n)
 }
 
 // sizeAxis makes p's x axis a log2 message-size axis spanning [lo, hi]

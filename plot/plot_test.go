@@ -109,8 +109,6 @@ func TestLog2Ticks(t *testing.T) {
 	assert.Equal(t, "8M", ticks[20].Label)
 	assert.Len(t, ticks, 31)
 	assert.Nil(t, log2Ticks(0, 1))
-	assert.Equal(t, "1K", sizeLabel(1024))
-	assert.Equal(t, "1000", sizeLabel(1000))
 }
 
 func TestLatencyHistogram(t *testing.T) {
@@ -125,7 +123,7 @@ func TestLatencyHistogram(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, LatencyHistogram(&b, "lat", []perf.LatencyResult{res("erdma_0", 2, 15*time.Microsecond), res("erdma_0", 4096, 18*time.Microsecond)}))
 	svg := b.String()
-	for _, want := range []string{"<svg", "lat", "erdma_0 2B: median", "erdma_0 4KB: median", "one-way latency"} {
+	for _, want := range []string{"<svg", "lat", "erdma_0 2B: median", "erdma_0 4KiB: median", "one-way latency"} {
 		assert.Contains(t, svg, want)
 	}
 	assert.ErrorIs(t, LatencyHistogram(&b, "empty", []perf.LatencyResult{{Device: "x"}}), ErrNoData)

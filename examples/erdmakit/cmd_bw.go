@@ -13,10 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/internal/units"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/plot"
 )
@@ -40,7 +40,7 @@ type bwFlags struct {
 	port         int
 	ibPort       int
 	gidIndex     int
-	conn         connect.Method
+	conn         connFlag
 	expect       float64
 	plot         string
 	stepTimeout  time.Duration
@@ -72,15 +72,19 @@ func (f *bwFlags) add(c *cobra.Command, client bool) {
 	fl.IntVarP(&f.cqMod, "cq-mod", "Q", 0, "signal one write in this many (default 100, 1 above 8 KiB)")
 	fl.IntVarP(&f.postList, "post-list", "l", 0, "writes per post list (default: every free slot)")
 	fl.IntVarP(&f.inline, "inline", "I", 0, "max inline size in bytes")
-	fl.Var(&f.conn, "conn", "connection method: auto (by the device's transport), oob or rdma_cm")
+	f.conn.add(fl, "by the device's transport")
 	fl.Float64Var(&f.expect, "expect-gbps", 0, "warn (exit 1) when the total at the largest size is below this")
 	fl.StringVar(&f.plot, "plot", "", "draw Gbit/s against message size into this SVG file")
 	fl.BoolVar(&f.progress, "progress", false, "print progress to stderr even when it is not a terminal")
 }
 
 func (f *bwFlags) config(g *globals) (perf.Config, []int, error) {
+	method, err := f.conn.get()
+	if err != nil {
+		return perf.Config{}, nil, err
+	}
 	cfg := perf.Config{QPs: f.qps, Iterations: f.iters, Duration: f.duration, TxDepth: f.txDepth,
-		CQMod: f.cqMod, PostList: f.postList, Inline: f.inline, Method: f.conn, StepTimeout: f.stepTimeout,
+		CQMod: f.cqMod, PostList: f.postList, Inline: f.inline, Method: method, StepTimeout: f.stepTimeout,
 		Warmup: f.warmup, Cooldown: f.cooldown}
 	if cfg.Warmup == 0 {
 		cfg.Warmup = -1
@@ -94,19 +98,19 @@ func (f *bwFlags) config(g *globals) (perf.Config, []int, error) {
 		sizes = perf.Sweep()
 	case f.sizes != "":
 		for _, s := range strings.Split(f.sizes, ",") {
-			n, err := parseSize(s)
+			n, err := units.Parse(s, perf.MaxSize)
 			if err != nil {
 				return cfg, nil, err
 			}
-			sizes = append(sizes, n)
+			sizes = append(sizes, int(n))
 		}
 	default:
-		n, err := parseSize(f.size)
+		n, err := units.Parse(f.size, perf.MaxSize)
 		if err != nil {
 			return cfg, nil, err
 		}
-		cfg.Size = n
-		sizes = []int{n}
+		cfg.Size = int(n)
+		sizes = []int{cfg.Size}
 	}
 	if cfg.Size == 0 {
 		cfg.Size = sizes[0]
@@ -119,40 +123,10 @@ func (f *bwFlags) config(g *globals) (perf.Config, []int, error) {
 		cfg.Progress = func(p perf.Progress) {
 			mu.Lock()
 			defer mu.Unlock()
-			fmt.Fprintf(g.stderr, "%-10s %8s  %6.1fs  %9.3f Gbit/s\n", p.Device, sizeText(p.Size), p.Elapsed.Seconds(), p.Gbps)
+			fmt.Fprintf(g.stderr, "%-10s %8s  %6.1fs  %9.3f Gbit/s\n", p.Device, units.Format(int64(p.Size), units.Compact), p.Elapsed.Seconds(), p.Gbps)
 		}
 	}
 	return cfg, sizes, nil
-}
-
-// parseSize reads 65536, 64K, 64KiB, 1M.
-func parseSize(s string) (int, error) {
-	t := strings.TrimSpace(strings.ToUpper(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
-	mult := 1
-	switch {
-	case strings.HasSuffix(t, "K"):
-		mult, t = 1<<10, strings.TrimSuffix(t, "K")
-	case strings.HasSuffix(t, "M"):
-		mult, t = 1<<20, strings.TrimSuffix(t, "M")
-	case strings.HasSuffix(t, "G"):
-		mult, t = 1<<30, strings.TrimSuffix(t, "G")
-	}
-	n, err := strconv.Atoi(t)
-	if err != nil || n <= 0 || n > perf.MaxSize/mult {
-		return 0, fmt.Errorf("size %q: want a byte count like 65536, 64K or 1M (at most 1G)", s)
-	}
-	return n * mult, nil
-}
-
-func sizeText(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", n>>10)
-	}
-	return fmt.Sprintf("%dB", n)
 }
 
 // openLinks opens the devices (or emulated ones); close closes them.
@@ -328,7 +302,7 @@ func (f *bwFlags) report(ctx context.Context, g *globals, results []perf.Result,
 func writeBwTable(g *globals, rep *perf.Report) error {
 	t := render.NewTable("DEVICE", "SERVER", "QPS", "SIZE", "MESSAGES", "SECONDS", "AVG_GBPS", "PEAK_GBPS", "MPPS", "COUNTER_PROOF")
 	for _, r := range rep.Results {
-		t.Add(r.Device, r.ServerDevice, strconv.Itoa(r.QPs), sizeText(r.Size), strconv.FormatUint(r.Messages, 10),
+		t.Add(r.Device, r.ServerDevice, strconv.Itoa(r.QPs), units.Format(int64(r.Size), units.Compact), strconv.FormatUint(r.Messages, 10),
 			fmt.Sprintf("%.3f", r.DurationS), fmt.Sprintf("%.3f", r.AvgGbps), fmt.Sprintf("%.3f", r.PeakGbps),
 			fmt.Sprintf("%.4f", r.Mpps), proofText(r.TX))
 	}
@@ -342,7 +316,7 @@ func writeBwTable(g *globals, rep *perf.Report) error {
 	if len(devs) > 1 {
 		tt := render.NewTable("TOTAL", "DEVICES", "AVG_GBPS", "MPPS")
 		for _, x := range rep.Totals {
-			tt.Add(sizeText(x.Size), strconv.Itoa(x.Devices), fmt.Sprintf("%.3f", x.AvgGbps), fmt.Sprintf("%.4f", x.Mpps))
+			tt.Add(units.Format(int64(x.Size), units.Compact), strconv.Itoa(x.Devices), fmt.Sprintf("%.3f", x.AvgGbps), fmt.Sprintf("%.4f", x.Mpps))
 		}
 		fmt.Fprintln(g.stdout)
 		if err := tt.Write(g.stdout); err != nil {

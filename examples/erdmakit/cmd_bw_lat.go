@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/internal/units"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/plot"
 )
@@ -25,8 +25,7 @@ type latFlags struct {
 	iters    int
 	warmup   int
 	inline   int
-	conn     connect.Method
-	rdmaCM   bool
+	conn     connFlag
 	expect   float64
 	plot     string
 	progress bool
@@ -79,8 +78,7 @@ p99.9 and max in microseconds. Exit: 0 ok, 1 a median above --expect-us,
 	fl.IntVarP(&f.iters, "iters", "n", perf.DefaultLatencyIterations, fmt.Sprintf("measured round trips per size (at most %d)", perf.MaxLatencyIterations))
 	fl.IntVar(&f.warmup, "warmup", perf.DefaultLatencyWarmup, "unmeasured round trips before them (0: none)")
 	fl.IntVarP(&f.inline, "inline", "I", perf.InlineAuto, "max inline size in bytes (-1: ib_write_lat's choice, 96 on eRDMA, none on rxe)")
-	fl.Var(&f.conn, "conn", "connection method: auto (by the device's transport), oob or rdma_cm")
-	fl.BoolVarP(&f.rdmaCM, "rdma-cm", "R", false, "connect with rdma_cm (--conn rdma_cm)")
+	f.conn.add(fl, "by the device's transport")
 	fl.Float64Var(&f.expect, "expect-us", 0, "warn (exit 1) when a median one-way latency is above this many microseconds")
 	fl.StringVar(&f.plot, "plot", "", "draw a histogram of the samples into this SVG file")
 	fl.BoolVar(&f.progress, "progress", false, "print progress to stderr even when it is not a terminal")
@@ -89,12 +87,9 @@ p99.9 and max in microseconds. Exit: 0 ok, 1 a median above --expect-us,
 }
 
 func (f *latFlags) config(g *globals) (perf.LatencyConfig, []int, error) {
-	method := f.conn
-	if f.rdmaCM {
-		if method != connect.Auto && method != connect.RDMACM {
-			return perf.LatencyConfig{}, nil, fmt.Errorf("-R and --conn %s disagree", method)
-		}
-		method = connect.RDMACM
+	method, err := f.conn.get()
+	if err != nil {
+		return perf.LatencyConfig{}, nil, err
 	}
 	warmup := f.warmup
 	if warmup == 0 {
@@ -110,11 +105,11 @@ func (f *latFlags) config(g *globals) (perf.LatencyConfig, []int, error) {
 		list = f.sizes
 	}
 	for _, s := range strings.Split(list, ",") {
-		n, err := parseSize(s)
+		n, err := units.Parse(s, perf.MaxSize)
 		if err != nil {
 			return cfg, nil, err
 		}
-		sizes = append(sizes, n)
+		sizes = append(sizes, int(n))
 	}
 	cfg.Size = sizes[0]
 	if err := cfg.Validate(); err != nil {
@@ -122,7 +117,7 @@ func (f *latFlags) config(g *globals) (perf.LatencyConfig, []int, error) {
 	}
 	if f.progress || render.IsTerminal(g.stderr) {
 		cfg.Progress = func(p perf.LatencyProgress) {
-			fmt.Fprintf(g.stderr, "%-10s %8s  %6.1fs  %d/%d round trips  last %.2f us\n", p.Device, sizeText(p.Size), p.Elapsed.Seconds(), p.Done, p.Iterations, p.LastUS)
+			fmt.Fprintf(g.stderr, "%-10s %8s  %6.1fs  %d/%d round trips  last %.2f us\n", p.Device, units.Format(int64(p.Size), units.Compact), p.Elapsed.Seconds(), p.Done, p.Iterations, p.LastUS)
 		}
 	}
 	return cfg, sizes, nil
@@ -169,7 +164,7 @@ func writeLatTable(g *globals, rep *perf.LatencyReport) error {
 	t := render.NewTable("DEVICE", "SERVER", "SIZE", "ITERATIONS", "MIN_US", "MEDIAN_US", "AVG_US", "STDEV_US", "P99_US", "P99.9_US", "MAX_US")
 	us := func(v float64) string { return fmt.Sprintf("%.2f", v) }
 	for _, r := range rep.Results {
-		t.Add(r.Device, r.ServerDevice, sizeText(r.Size), strconv.Itoa(r.Iterations), us(r.MinUS), us(r.MedianUS), us(r.AvgUS),
+		t.Add(r.Device, r.ServerDevice, units.Format(int64(r.Size), units.Compact), strconv.Itoa(r.Iterations), us(r.MinUS), us(r.MedianUS), us(r.AvgUS),
 			us(r.StdevUS), us(r.P99US), us(r.P999US), us(r.MaxUS))
 	}
 	if err := t.Write(g.stdout); err != nil {

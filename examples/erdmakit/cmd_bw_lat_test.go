@@ -54,7 +54,7 @@ func TestBwLatLoopbackEmulated(t *testing.T) {
 	b, err := os.ReadFile(svg)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "<svg")
-	assert.Contains(t, string(b), "emulated0 4KB: median")
+	assert.Contains(t, string(b), "emulated0 4KiB: median")
 }
 
 func TestBwLatTable(t *testing.T) {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/erdmakit/erdmakit/fleet"
 	"github.com/erdmakit/erdmakit/internal/render"
@@ -62,7 +61,7 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 				if err := render.JSON(g.stdout, rep); err != nil {
 					return err
 				}
-			} else if err := writeMesh(g, rep); err != nil {
+			} else if err := fleet.WriteMeshTable(g.stdout, rep); err != nil {
 				return err
 			}
 			return exitCode(severityExit(rep.Status))
@@ -72,57 +71,4 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 	c.Flags().Lookup("plot").Usage = "draw the pairwise Gbit/s matrix as an SVG heat map into this file"
 	ff.add(c)
 	return c
-}
-
-func writeMesh(g *globals, rep *fleet.MeshReport) error {
-	fmt.Fprintf(g.stdout, "%d hosts, %d rounds, %d pair tests; median %.2f Gbit/s", len(rep.Hosts), rep.Rounds, len(rep.Results), rep.MedianGbps)
-	if rep.ExpectGbps > 0 {
-		fmt.Fprintf(g.stdout, ", expected %.2f", rep.ExpectGbps)
-	}
-	fmt.Fprintln(g.stdout)
-	if len(rep.Hosts) <= 16 {
-		t := render.NewTable(append([]string{"GBPS"}, rep.Hosts...)...)
-		for i, row := range rep.Matrix {
-			cells := []string{rep.Hosts[i]}
-			for j, v := range row {
-				switch {
-				case i == j:
-					cells = append(cells, "-")
-				case v == nil:
-					cells = append(cells, "fail")
-				default:
-					cells = append(cells, fmt.Sprintf("%.1f", *v))
-				}
-			}
-			t.Add(cells...)
-		}
-		fmt.Fprintln(g.stdout)
-		if err := t.Write(g.stdout); err != nil {
-			return err
-		}
-	}
-	culprits := render.NewTable("VERDICT", "HOSTS", "REASON", "EVIDENCE")
-	add := func(kind string, cs []fleet.Culprit) {
-		for _, c := range cs {
-			culprits.Add(kind, strings.Join(c.Hosts, " <-> "), c.Reason, strings.Join(c.Evidence, "; "))
-		}
-	}
-	add("dead host", rep.DeadHosts)
-	add("bad host", rep.BadHosts)
-	add("bad link", rep.BadLinks)
-	for _, p := range rep.Transient {
-		culprits.Add("transient", rep.Hosts[p.Server]+" <-> "+rep.Hosts[p.Client], "slow once, fine when tested again", "")
-	}
-	if len(culprits.Rows) > 0 {
-		fmt.Fprintln(g.stdout)
-		if err := culprits.Write(g.stdout); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintln(g.stdout, "\nno outliers: every pair within the expectation and the fleet median")
-	}
-	for _, e := range rep.Errors {
-		fmt.Fprintln(g.stdout, "rendezvous:", e)
-	}
-	return nil
 }

@@ -28,7 +28,9 @@ func TestBwLoopbackEmulated(t *testing.T) {
 		{"below expectation warns", []string{"-n", "50", "--expect-gbps", "1000"}, ExitWarn},
 		{"sweep with plot, two devices", []string{"-n", "20", "--sizes", "4K,64K", "-d", "e0", "-d", "e1", "--plot", svg}, ExitOK},
 		{"bad size is a usage error", []string{"-s", "lots"}, ExitUnknown},
+		{"size above 1G is a usage error", []string{"-s", "2G"}, ExitUnknown},
 		{"bad method is a usage error", []string{"--conn", "carrier-pigeon"}, ExitUnknown},
+		{"-R against --conn oob is a usage error", []string{"-R", "--conn", "oob"}, ExitUnknown},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,16 +85,4 @@ func TestBwServeAndRunEmulated(t *testing.T) {
 	code, _, stderr = runCLI("bw", "run", "127.0.0.1:"+strconv.Itoa(port), "--emulate-gbps", "2", "-n", "5", "--step-timeout", "1s")
 	assert.Equal(t, ExitFail, code)
 	assert.Contains(t, stderr, "connecting to the bw server")
-}
-
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int{"65536": 65536, "64K": 65536, "64KiB": 65536, "1M": 1 << 20, "2": 2, "8m": 8 << 20} {
-		got, err := parseSize(in)
-		require.NoError(t, err, in)
-		assert.Equal(t, want, got, in)
-	}
-	for _, bad := range []string{"", "0", "-4", "2G", "x"} {
-		_, err := parseSize(bad)
-		assert.Error(t, err, bad)
-	}
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
@@ -79,7 +77,7 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
 				if err := render.JSON(g.stdout, rep); err != nil {
 					return err
 				}
-			} else if err := writeFleetReport(g, rep); err != nil {
+			} else if err := fleet.WriteTable(g.stdout, rep, g.colorOn(g.stdout)); err != nil {
 				return err
 			}
 			return exitCode(severityExit(rep.Status))
@@ -87,51 +85,4 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
 	}
 	ff.add(c)
 	return c
-}
-
-func writeFleetReport(g *globals, rep *fleet.FleetReport) error {
-	t := render.NewTable("RANK", "HOST", "STATUS", "PROBLEMS")
-	t.Color, t.SeverityColumn = g.colorOn(g.stdout), 2
-	for _, h := range rep.Hosts {
-		probs := strings.Join(h.Problems, ",")
-		if h.Error != "" {
-			probs = h.Error
-		}
-		t.Add(fmt.Sprint(h.Rank), h.Host, h.Status, probs)
-	}
-	if err := t.Write(g.stdout); err != nil {
-		return err
-	}
-	fmt.Fprintf(g.stdout, "\n%d hosts:", rep.Size)
-	for _, s := range []string{"ok", "warn", "fail", "error", "missing", fleet.NotReached} {
-		if n := len(rep.ByStatus[s]); n > 0 {
-			fmt.Fprintf(g.stdout, " %d %s", n, s)
-		}
-	}
-	fmt.Fprintln(g.stdout)
-	if len(rep.Differences) > 0 {
-		fmt.Fprintln(g.stdout, "\nChecks that differ between hosts (the rarest result first):")
-		d := render.NewTable("CHECK", "SEVERITY", "HOSTS", "SUMMARY")
-		d.Color, d.SeverityColumn = g.colorOn(g.stdout), 1
-		for _, diff := range rep.Differences {
-			for _, gr := range diff.Groups {
-				d.Add(diff.ID, string(gr.Severity), hostList(gr.Hosts, 6), gr.Summary)
-			}
-		}
-		if err := d.Write(g.stdout); err != nil {
-			return err
-		}
-	}
-	for _, e := range rep.Errors {
-		fmt.Fprintln(g.stdout, "rendezvous:", e)
-	}
-	return nil
-}
-
-// hostList shortens a long host list: "a, b, c and 12 more".
-func hostList(hosts []string, max int) string {
-	if len(hosts) <= max {
-		return strings.Join(hosts, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(hosts[:max], ", "), len(hosts)-max)
 }

@@ -260,7 +260,7 @@ func printNCCLReport(g *globals, rep *nccl.RunReport, rowsShown bool) {
 	if rowsShown || len(rep.Rows) > 0 {
 		fmt.Fprintln(w)
 	}
-	printFindings(g, rep.Findings)
+	_ = render.Findings(w, rep.Findings, render.FindingsOptions{Color: g.colorOn(w)})
 	fmt.Fprintln(w, "status:", colour(g, string(rep.Status)))
 }
 
@@ -269,30 +269,6 @@ func colour(g *globals, word string) string {
 		return render.Severity(word)
 	}
 	return word
-}
-
-// printFindings prints findings as a table, then the evidence and fix of
-// each that is not ok.
-func printFindings(g *globals, fs []erdma.Finding) {
-	t := render.NewTable("STATUS", "CHECK", "SUMMARY")
-	t.Color = g.colorOn(g.stdout)
-	t.SeverityColumn = 0
-	for _, f := range fs {
-		t.Add(string(f.Severity), f.ID, f.Summary)
-	}
-	_ = t.Write(g.stdout)
-	for _, f := range fs {
-		if f.Severity != erdma.SeverityWarn && f.Severity != erdma.SeverityFail {
-			continue
-		}
-		fmt.Fprintf(g.stdout, "\n%s:\n", f.ID)
-		for _, e := range f.Evidence {
-			fmt.Fprintln(g.stdout, "  evidence:", e)
-		}
-		if f.Remediation != "" {
-			fmt.Fprintln(g.stdout, "  fix:", f.Remediation)
-		}
-	}
 }
 
 type ncclEnvFlags struct {

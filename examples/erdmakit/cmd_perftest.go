@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/internal/units"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/perf/perftest"
 )
@@ -18,7 +18,7 @@ func newPerftestCmd(g *globals) *cobra.Command {
 		serve  bool
 		expect float64
 		size   string
-		rdmaCM bool
+		conn   connFlag
 	)
 	c := &cobra.Command{
 		Use:   "perftest [SERVER]",
@@ -37,18 +37,17 @@ Exit: 0 ok, 1 below --expect-gbps, 2 a pair failed, 3 bad usage.`,
 				}
 				o.Server = args[0]
 			}
-			if rdmaCM {
-				if cmd.Flags().Changed("conn") && o.Method != connect.RDMACM {
-					return fmt.Errorf("-R and --conn %s disagree", o.Method)
-				}
-				o.Method = connect.RDMACM
+			method, err := conn.get()
+			if err != nil {
+				return err
 			}
+			o.Method = method
 			if size != "" {
-				n, err := parseSize(size)
+				n, err := units.Parse(size, perf.MaxSize)
 				if err != nil {
 					return err
 				}
-				o.Size = n
+				o.Size = int(n)
 			}
 			if len(o.Devices) == 0 {
 				devs, err := perf.DefaultDevices(g.root)
@@ -85,8 +84,7 @@ Exit: 0 ok, 1 below --expect-gbps, 2 a pair failed, 3 bad usage.`,
 	f.IntVarP(&o.Iterations, "iters", "n", 0, "iterations (-n)")
 	f.DurationVarP(&o.Duration, "duration", "D", 0, "run for this long (-D, whole seconds)")
 	f.IntVarP(&o.GIDIndex, "gid-index", "x", -1, "GID index (-x; default perftest's choice)")
-	f.Var(&o.Method, "conn", "connection method: auto (-R for iWARP-mode devices, which need it), oob or rdma_cm (-R)")
-	f.BoolVarP(&rdmaCM, "rdma-cm", "R", false, "same as --conn rdma_cm (perftest's -R)")
+	conn.add(f, "-R for iWARP-mode devices, which need it")
 	f.StringVar(&o.Binary, "binary", "ib_write_bw", "the ib_write_bw program")
 	f.StringVar(&o.LoopbackAddr, "loopback-addr", "", "address loopback clients connect to (default 127.0.0.1, or the device's IPv4 with -R)")
 	f.DurationVar(&o.Timeout, "timeout", 0, "bound on each pair (default: -D + 60s, or 120s)")
@@ -103,7 +101,7 @@ func newPerftestLatCmd(g *globals) *cobra.Command {
 		serve  bool
 		expect float64
 		size   string
-		rdmaCM bool
+		conn   connFlag
 	)
 	c := &cobra.Command{
 		Use:   "lat [SERVER]",
@@ -122,18 +120,17 @@ Exit: 0 ok, 1 a median (t_typical) above --expect-us, 2 a pair failed, 3 bad usa
 				}
 				o.Server = args[0]
 			}
-			if rdmaCM {
-				if cmd.Flags().Changed("conn") && o.Method != connect.RDMACM {
-					return fmt.Errorf("-R and --conn %s disagree", o.Method)
-				}
-				o.Method = connect.RDMACM
+			method, err := conn.get()
+			if err != nil {
+				return err
 			}
+			o.Method = method
 			if size != "" {
-				n, err := parseSize(size)
+				n, err := units.Parse(size, perf.MaxSize)
 				if err != nil {
 					return err
 				}
-				o.Size = n
+				o.Size = int(n)
 			}
 			if len(o.Devices) == 0 {
 				devs, err := perf.DefaultDevices(g.root)
@@ -168,8 +165,7 @@ Exit: 0 ok, 1 a median (t_typical) above --expect-us, 2 a pair failed, 3 bad usa
 	f.BoolVarP(&o.All, "all", "a", false, "all sizes 2 B .. 8 MiB (-a)")
 	f.IntVarP(&o.Iterations, "iters", "n", 0, "iterations (-n; default ib_write_lat's 1000)")
 	f.IntVarP(&o.GIDIndex, "gid-index", "x", -1, "GID index (-x; default perftest's choice)")
-	f.Var(&o.Method, "conn", "connection method: auto (-R for iWARP-mode devices, which need it), oob or rdma_cm (-R)")
-	f.BoolVarP(&rdmaCM, "rdma-cm", "R", false, "same as --conn rdma_cm (perftest's -R)")
+	conn.add(f, "-R for iWARP-mode devices, which need it")
 	f.StringVar(&o.Binary, "binary", "ib_write_lat", "the ib_write_lat program")
 	f.StringVar(&o.LoopbackAddr, "loopback-addr", "", "address loopback clients connect to (default 127.0.0.1, or the device's IPv4 with -R)")
 	f.DurationVar(&o.Timeout, "timeout", 0, "bound on each pair (default 120s)")
@@ -192,7 +188,7 @@ func writePerftestLatTable(g *globals, rep *perftest.LatencySummary, serve bool)
 			continue
 		}
 		for _, x := range side.Latency {
-			t.Add(r.Device, strconv.Itoa(r.Port), sizeText(int(x.Bytes)), strconv.FormatInt(x.Iterations, 10), us(x.MinUS), us(x.TypicalUS),
+			t.Add(r.Device, strconv.Itoa(r.Port), units.Format(x.Bytes, units.Compact), strconv.FormatInt(x.Iterations, 10), us(x.MinUS), us(x.TypicalUS),
 				us(x.AvgUS), us(x.StdevUS), us(x.P99US), us(x.P999US), us(x.MaxUS), strconv.Itoa(r.Attempts))
 		}
 	}
@@ -235,7 +231,7 @@ func writePerftestTable(g *globals, rep *perftest.Summary, serve bool) error {
 			continue
 		}
 		for _, x := range side.Results {
-			t.Add(r.Device, strconv.Itoa(r.Port), sizeText(int(x.Bytes)), strconv.FormatInt(x.Iterations, 10),
+			t.Add(r.Device, strconv.Itoa(r.Port), units.Format(x.Bytes, units.Compact), strconv.FormatInt(x.Iterations, 10),
 				fmt.Sprintf("%.3f", x.BWAvgGbps), fmt.Sprintf("%.3f", x.BWPeakGbps), fmt.Sprintf("%.4f", x.MsgRateMpps), strconv.Itoa(r.Attempts))
 		}
 	}

@@ -4,6 +4,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/internal/lab/labtest"
 	"github.com/erdmakit/erdmakit/perf"
+	"github.com/erdmakit/erdmakit/perf/perftest"
 )
 
 // TestLabBwLoopbackCLI runs `erdmakit bw loopback` on the lab's rxe0 and
@@ -38,4 +42,43 @@ func TestLabBwLoopbackCLI(t *testing.T) {
 	// Below an impossible expectation: exit 1 (warn).
 	code, _, _ = runCLI("bw", "loopback", "-d", labtest.Device(), "-n", "100", "--expect-gbps", "10000")
 	assert.Equal(t, ExitWarn, code)
+}
+
+// TestLabBwLatCLI runs `erdmakit bw lat` (loopback on rxe0, both connection
+// methods) and `erdmakit perftest lat` (ib_write_lat) and checks their JSON.
+func TestLabBwLatCLI(t *testing.T) {
+	labtest.Require(t)
+	svg := filepath.Join(t.TempDir(), "lat.svg")
+	for _, conn := range []string{"oob", "rdma_cm"} {
+		code, out, stderr := runCLI("bw", "lat", "--json", "-d", labtest.Device(), "-n", "200", "--sizes", "2,4K", "--conn", conn, "--plot", svg)
+		require.Equal(t, ExitOK, code, "stderr: %s", stderr)
+		var rep perf.LatencyReport
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		assert.Equal(t, "ok", string(rep.Status))
+		require.Len(t, rep.Results, 2)
+		for _, r := range rep.Results {
+			t.Logf("bw lat %s %d B: median %.1f us", conn, r.Size, r.MedianUS)
+			assert.Equal(t, labtest.Device(), r.Device)
+			assert.Equal(t, conn, r.Method.String())
+			assert.Equal(t, 200, r.Iterations)
+			assert.Greater(t, r.MinUS, 0.0)
+			assert.LessOrEqual(t, r.MedianUS, r.MaxUS)
+		}
+	}
+	b, err := os.ReadFile(svg)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "<svg")
+	// Above an impossible expectation: exit 1 (warn).
+	code, _, _ := runCLI("bw", "lat", "-d", labtest.Device(), "-n", "50", "--expect-us", "0.001")
+	assert.Equal(t, ExitWarn, code)
+
+	code, out, stderr := runCLI("perftest", "lat", "--json", "-d", labtest.Device(), "-x", strconv.Itoa(labtest.GIDIndex()), "-n", "200", "-p", "18530")
+	require.Equal(t, ExitOK, code, "stderr: %s", stderr)
+	var sum perftest.LatencySummary
+	require.NoError(t, json.Unmarshal([]byte(out), &sum))
+	t.Logf("perftest lat: median %.1f us", sum.MedianUS)
+	assert.Greater(t, sum.MedianUS, 0.0)
+	require.Len(t, sum.Runs, 1)
+	require.NotNil(t, sum.Runs[0].Client)
+	assert.Equal(t, "RDMA_Write Latency Test", sum.Runs[0].Client.Test)
 }

@@ -26,19 +26,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/erdmakit/erdmakit/internal/execx"
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/internal/units"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
 )
 
@@ -82,7 +83,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	size, err := parseSize(*sizeFlag)
+	size, err := units.Parse(*sizeFlag, math.MaxInt64)
 	if err != nil {
 		return err
 	}
@@ -368,21 +369,4 @@ func findSamples() (string, error) {
 			return "", errors.New("nccl/ncclog/testdata not found: pass -samples")
 		}
 	}
-}
-
-func parseSize(s string) (int64, error) {
-	mult := int64(1)
-	switch {
-	case strings.HasSuffix(s, "K"):
-		mult, s = 1<<10, strings.TrimSuffix(s, "K")
-	case strings.HasSuffix(s, "M"):
-		mult, s = 1<<20, strings.TrimSuffix(s, "M")
-	case strings.HasSuffix(s, "G"):
-		mult, s = 1<<30, strings.TrimSuffix(s, "G")
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("bad size %q: want bytes or a number with K, M or G", s)
-	}
-	return n * mult, nil
 }

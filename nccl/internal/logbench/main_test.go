@@ -10,18 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"1G": 1 << 30, "64M": 64 << 20, "10K": 10 << 10, "123": 123} {
-		got, err := parseSize(in)
-		require.NoError(t, err, in)
-		assert.Equal(t, want, got, in)
-	}
-	for _, bad := range []string{"", "x", "-5M", "0"} {
-		_, err := parseSize(bad)
-		assert.Error(t, err, bad)
-	}
-}
-
 // A small run end to end: the log is built, the three tools run and agree
 // on what the file holds.
 func TestRunSmall(t *testing.T) {
