@@ -251,7 +251,7 @@ func TestGoDirectiveIsTheFloor(t *testing.T) {
 // cluster's logs: no cgo, any GOOS, nothing heavy (the parsers of
 // nccl-tests, NCCL_DEBUG and launcher logs, perftest logs and nvidia-smi
 // topo -m, and the build's version).
-var portable = []string{"./nccl/ncclog", "./nvml/smitopo", "./perf/perftest", "./version"}
+var portable = []string{"./connect", "./gid", "./health", "./nccl/ncclog", "./nvml/smitopo", "./perf/perftest", "./version"}
 
 // nocgo are packages that wrap a C library and must still build without
 // cgo on any OS (stubs returning a clear error, as ibverbs has), so that an
