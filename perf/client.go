@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"sort"
+	"time"
 )
 
 // Result is one device's test at one message size: the public schema of a
@@ -72,11 +73,9 @@ func (c *Client) Run(ctx context.Context, sizes []int) ([]Result, error) {
 	if len(sizes) == 0 {
 		sizes = []int{c.Config.Size}
 	}
-	step := c.Config.withDefaults(0).StepTimeout
-	d := net.Dialer{Timeout: step}
-	nc, err := d.DialContext(ctx, "tcp", c.Addr)
+	nc, err := dialServer(ctx, c.Addr, c.Link.Device(), c.Config.withDefaults(0).StepTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("%s: connecting to the bw server: %w", c.Link.Device(), err)
+		return nil, err
 	}
 	return c.RunConn(ctx, nc, sizes)
 }
@@ -84,19 +83,41 @@ func (c *Client) Run(ctx context.Context, sizes []int) ([]Result, error) {
 // RunConn is Run over a connection the caller made (Addr is not used); it
 // closes nc.
 func (c *Client) RunConn(ctx context.Context, nc net.Conn, sizes []int) ([]Result, error) {
-	defer nc.Close()
 	if err := c.Config.Validate(); err != nil {
+		nc.Close()
 		return nil, err
 	}
+	return runSizes(ctx, nc, c.Config.withDefaults(0).StepTimeout, sizes, c.Config.Size, func(oc *conn, size int) (Result, error) {
+		return c.test(ctx, oc, c.Config.withDefaults(size))
+	})
+}
+
+// dialServer opens the out-of-band connection to the bw server at addr for
+// device dev's tests.
+func dialServer(ctx context.Context, addr, dev string, step time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: step}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: connecting to the bw server: %w", dev, err)
+	}
+	return nc, nil
+}
+
+// runSizes runs test once per size (def when sizes is empty), in order, on
+// one out-of-band connection, which it closes (also when ctx ends, to
+// unblock a test waiting on the peer). It returns the results of the tests
+// that finished and the first error.
+func runSizes[R any](ctx context.Context, nc net.Conn, step time.Duration, sizes []int, def int, test func(oc *conn, size int) (R, error)) ([]R, error) {
+	defer nc.Close()
 	if len(sizes) == 0 {
-		sizes = []int{c.Config.Size}
+		sizes = []int{def}
 	}
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
-	oc := &conn{c: nc, step: c.Config.withDefaults(0).StepTimeout}
-	var out []Result
+	oc := &conn{c: nc, step: step}
+	var out []R
 	for _, size := range sizes {
-		r, err := c.test(ctx, oc, c.Config.withDefaults(size))
+		r, err := test(oc, size)
 		if err != nil {
 			if ctx.Err() != nil {
 				err = fmt.Errorf("%w (%w)", ctx.Err(), err)

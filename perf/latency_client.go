@@ -33,10 +33,9 @@ func (c *LatencyClient) Run(ctx context.Context, sizes []int) ([]LatencyResult, 
 	if err := c.Config.Validate(); err != nil {
 		return nil, err
 	}
-	d := net.Dialer{Timeout: c.Config.withDefaults(0).StepTimeout}
-	nc, err := d.DialContext(ctx, "tcp", c.Addr)
+	nc, err := dialServer(ctx, c.Addr, c.Link.Device(), c.Config.withDefaults(0).StepTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("%s: connecting to the bw server: %w", c.Link.Device(), err)
+		return nil, err
 	}
 	return c.RunConn(ctx, nc, sizes)
 }
@@ -44,28 +43,13 @@ func (c *LatencyClient) Run(ctx context.Context, sizes []int) ([]LatencyResult, 
 // RunConn is Run over a connection the caller made (Addr is not used); it
 // closes nc.
 func (c *LatencyClient) RunConn(ctx context.Context, nc net.Conn, sizes []int) ([]LatencyResult, error) {
-	defer nc.Close()
 	if err := c.Config.Validate(); err != nil {
+		nc.Close()
 		return nil, err
 	}
-	if len(sizes) == 0 {
-		sizes = []int{c.Config.Size}
-	}
-	stop := context.AfterFunc(ctx, func() { nc.Close() })
-	defer stop()
-	oc := &conn{c: nc, step: c.Config.withDefaults(0).StepTimeout}
-	var out []LatencyResult
-	for _, size := range sizes {
-		r, err := c.test(ctx, oc, c.Config.withDefaults(size))
-		if err != nil {
-			if ctx.Err() != nil {
-				err = fmt.Errorf("%w (%w)", ctx.Err(), err)
-			}
-			return out, err
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return runSizes(ctx, nc, c.Config.withDefaults(0).StepTimeout, sizes, c.Config.Size, func(oc *conn, size int) (LatencyResult, error) {
+		return c.test(ctx, oc, c.Config.withDefaults(size))
+	})
 }
 
 func (c *LatencyClient) test(ctx context.Context, oc *conn, cfg LatencyConfig) (res LatencyResult, err error) {
@@ -153,16 +137,11 @@ func (c *LatencyClient) test(ctx context.Context, oc *conn, cfg LatencyConfig) (
 
 // latencyTest is the server's side of a LatencyHello.
 func (s *Server) latencyTest(ctx context.Context, c *conn, h *LatencyHello, t *ServerTest) error {
-	release, err := s.slot()
+	l, method, release, err := s.begin(h.Device, h.Method, t)
 	if err != nil {
 		return err
 	}
 	defer release()
-	l, method, err := s.testLink(h.Device, h.Method)
-	if err != nil {
-		return err
-	}
-	t.Device = l.Device()
 	size := int(h.Size)
 	_, bufSize := pingLayout(size)
 	sess, err := l.Open(ctx, OpenConfig{QPs: 1, TxDepth: 1, MaxInline: int(h.Inline), BufSize: bufSize, Method: method, Server: true})

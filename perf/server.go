@@ -230,17 +230,26 @@ func (s *Server) slot() (release func(), err error) {
 	}
 }
 
-// testLink is the link a test asked for and the method to connect it.
-func (s *Server) testLink(dev string, m connect.Method) (Link, connect.Method, error) {
+// begin starts a test (bandwidth or latency): it takes a test slot and
+// returns the link the test asked for, the method to connect it, and the
+// slot's release.
+func (s *Server) begin(dev string, m connect.Method, t *ServerTest) (Link, connect.Method, func(), error) {
+	release, err := s.slot()
+	if err != nil {
+		return nil, 0, nil, err
+	}
 	l, err := s.link(dev)
 	if err != nil {
-		return nil, 0, err
+		release()
+		return nil, 0, nil, err
 	}
 	method := m.Resolve(l.Transport())
 	if l.Transport() == connect.IWARP && method != connect.RDMACM {
-		return nil, 0, fmt.Errorf("%s is iWARP (rdma_cm only) but the client asked for %s: both peers must be in the same mode", l.Device(), m)
+		release()
+		return nil, 0, nil, fmt.Errorf("%s is iWARP (rdma_cm only) but the client asked for %s: both peers must be in the same mode", l.Device(), m)
 	}
-	return l, method, nil
+	t.Device = l.Device()
+	return l, method, release, nil
 }
 
 // waitLimit is how long the server waits for a test's active phase: what
@@ -258,16 +267,11 @@ func (s *Server) waitLimit(asked time.Duration) time.Duration {
 }
 
 func (s *Server) test(ctx context.Context, c *conn, h *Hello, t *ServerTest) error {
-	release, err := s.slot()
+	l, method, release, err := s.begin(h.Device, h.Method, t)
 	if err != nil {
 		return err
 	}
 	defer release()
-	l, method, err := s.testLink(h.Device, h.Method)
-	if err != nil {
-		return err
-	}
-	t.Device = l.Device()
 	sess, err := l.Open(ctx, OpenConfig{QPs: int(h.QPs), BufSize: int(h.Size), Method: method, Server: true})
 	if err != nil {
 		return fmt.Errorf("%s: opening %d QPs: %w", l.Device(), h.QPs, err)

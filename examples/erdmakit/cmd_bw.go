@@ -289,14 +289,7 @@ func (f *bwFlags) report(ctx context.Context, g *globals, results []perf.Result,
 			rep.Errors = append(rep.Errors, err.Error())
 		}
 	}
-	if g.json {
-		if err := render.JSON(g.stdout, rep); err != nil {
-			return err
-		}
-	} else if err := writeBwTable(g, rep); err != nil {
-		return err
-	}
-	return exitCode(severityExit(rep.Status))
+	return emit(g, rep, rep.Status, func() error { return writeBwTable(g, rep) })
 }
 
 func writeBwTable(g *globals, rep *perf.Report) error {

@@ -150,14 +150,7 @@ func (f *latFlags) report(g *globals, results []perf.LatencyResult, errs []error
 			rep.Errors = append(rep.Errors, err.Error())
 		}
 	}
-	if g.json {
-		if err := render.JSON(g.stdout, rep); err != nil {
-			return err
-		}
-	} else if err := writeLatTable(g, rep); err != nil {
-		return err
-	}
-	return exitCode(severityExit(rep.Status))
+	return emit(g, rep, rep.Status, func() error { return writeLatTable(g, rep) })
 }
 
 func writeLatTable(g *globals, rep *perf.LatencyReport) error {

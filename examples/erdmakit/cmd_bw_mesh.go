@@ -5,7 +5,6 @@ import (
 	"io"
 
 	"github.com/erdmakit/erdmakit/fleet"
-	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/plot"
 	"github.com/spf13/cobra"
 )
@@ -57,14 +56,7 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 					fmt.Fprintln(g.stderr, "erdmakit:", err)
 				}
 			}
-			if g.json {
-				if err := render.JSON(g.stdout, rep); err != nil {
-					return err
-				}
-			} else if err := fleet.WriteMeshTable(g.stdout, rep); err != nil {
-				return err
-			}
-			return exitCode(severityExit(rep.Status))
+			return emit(g, rep, rep.Status, func() error { return fleet.WriteMeshTable(g.stdout, rep) })
 		},
 	}
 	f.add(c, true)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/fleet"
-	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/spf13/cobra"
 )
 
@@ -73,14 +72,7 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
 			if rep == nil { // not rank 0: rank 0 reports
 				return nil
 			}
-			if g.json {
-				if err := render.JSON(g.stdout, rep); err != nil {
-					return err
-				}
-			} else if err := fleet.WriteTable(g.stdout, rep, g.colorOn(g.stdout)); err != nil {
-				return err
-			}
-			return exitCode(severityExit(rep.Status))
+			return emit(g, rep, rep.Status, func() error { return fleet.WriteTable(g.stdout, rep, g.colorOn(g.stdout)) })
 		},
 	}
 	ff.add(c)

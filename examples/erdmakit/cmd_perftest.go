@@ -14,11 +14,8 @@ import (
 
 func newPerftestCmd(g *globals) *cobra.Command {
 	var (
-		o      = perftest.Options{}
-		serve  bool
+		f      perftestFlags
 		expect float64
-		size   string
-		conn   connFlag
 	)
 	c := &cobra.Command{
 		Use:   "perftest [SERVER]",
@@ -31,77 +28,45 @@ against 'erdmakit perftest --serve' (or ib_write_bw servers) there.
 Exit: 0 ok, 1 below --expect-gbps, 2 a pair failed, 3 bad usage.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				if serve {
-					return fmt.Errorf("--serve takes no SERVER")
-				}
-				o.Server = args[0]
-			}
-			method, err := conn.get()
+			o, err := f.options(g, args)
 			if err != nil {
 				return err
 			}
-			o.Method = method
-			if size != "" {
-				n, err := units.Parse(size, perf.MaxSize)
-				if err != nil {
-					return err
-				}
-				o.Size = int(n)
-			}
-			if len(o.Devices) == 0 {
-				devs, err := perf.DefaultDevices(g.root)
-				if err != nil {
-					return err
-				}
-				o.Devices = devs
-			}
-			o.Root = g.root
 			var runs []perftest.Run
-			if serve {
+			if f.serve {
 				fmt.Fprintf(g.stderr, "perftest: ib_write_bw servers for %v from port %d\n", o.Devices, max(o.Port, perftest.DefaultPort))
 				runs = perftest.ServeWriteBW(cmd.Context(), o)
 			} else {
 				runs = perftest.RunWriteBW(cmd.Context(), o)
 			}
-			rep := perftest.Judge(runs, expect, serve)
-			if g.json {
-				if err := render.JSON(g.stdout, rep); err != nil {
-					return err
-				}
-			} else if err := writePerftestTable(g, rep, serve); err != nil {
-				return err
-			}
-			return exitCode(severityExit(rep.Status))
+			rep := perftest.Judge(runs, expect, f.serve)
+			return emit(g, rep, rep.Status, func() error { return writePerftestTable(g, rep, f.serve) })
 		},
 	}
-	f := c.Flags()
-	f.StringArrayVarP(&o.Devices, "device", "d", nil, "RDMA device (repeatable; default: every eRDMA device)")
-	f.IntVarP(&o.Port, "port", "p", perftest.DefaultPort, "first device's port; the next devices use the next ports")
-	f.IntVarP(&o.QPs, "qps", "q", 16, "queue pairs per device (-q)")
-	f.StringVarP(&size, "size", "s", "", "bytes per write (-s; default perftest's 65536)")
-	f.BoolVarP(&o.All, "all", "a", false, "all sizes 2 B .. 8 MiB (-a)")
-	f.IntVarP(&o.Iterations, "iters", "n", 0, "iterations (-n)")
-	f.DurationVarP(&o.Duration, "duration", "D", 0, "run for this long (-D, whole seconds)")
-	f.IntVarP(&o.GIDIndex, "gid-index", "x", -1, "GID index (-x; default perftest's choice)")
-	conn.add(f, "-R for iWARP-mode devices, which need it")
-	f.StringVar(&o.Binary, "binary", "ib_write_bw", "the ib_write_bw program")
-	f.StringVar(&o.LoopbackAddr, "loopback-addr", "", "address loopback clients connect to (default 127.0.0.1, or the device's IPv4 with -R)")
-	f.DurationVar(&o.Timeout, "timeout", 0, "bound on each pair (default: -D + 60s, or 120s)")
-	f.BoolVar(&serve, "serve", false, "run only the servers (for clients on another host)")
-	f.Float64Var(&expect, "expect-gbps", 0, "warn (exit 1) when the total is below this")
-	f.StringArrayVar(&o.Extra, "extra", nil, "extra ib_write_bw argument for both sides (repeatable)")
+	fl := c.Flags()
+	fl.StringArrayVarP(&f.o.Devices, "device", "d", nil, "RDMA device (repeatable; default: every eRDMA device)")
+	fl.IntVarP(&f.o.Port, "port", "p", perftest.DefaultPort, "first device's port; the next devices use the next ports")
+	fl.IntVarP(&f.o.QPs, "qps", "q", 16, "queue pairs per device (-q)")
+	fl.StringVarP(&f.size, "size", "s", "", "bytes per write (-s; default perftest's 65536)")
+	fl.BoolVarP(&f.o.All, "all", "a", false, "all sizes 2 B .. 8 MiB (-a)")
+	fl.IntVarP(&f.o.Iterations, "iters", "n", 0, "iterations (-n)")
+	fl.DurationVarP(&f.o.Duration, "duration", "D", 0, "run for this long (-D, whole seconds)")
+	fl.IntVarP(&f.o.GIDIndex, "gid-index", "x", -1, "GID index (-x; default perftest's choice)")
+	f.conn.add(fl, "-R for iWARP-mode devices, which need it")
+	fl.StringVar(&f.o.Binary, "binary", "ib_write_bw", "the ib_write_bw program")
+	fl.StringVar(&f.o.LoopbackAddr, "loopback-addr", "", "address loopback clients connect to (default 127.0.0.1, or the device's IPv4 with -R)")
+	fl.DurationVar(&f.o.Timeout, "timeout", 0, "bound on each pair (default: -D + 60s, or 120s)")
+	fl.BoolVar(&f.serve, "serve", false, "run only the servers (for clients on another host)")
+	fl.Float64Var(&expect, "expect-gbps", 0, "warn (exit 1) when the total is below this")
+	fl.StringArrayVar(&f.o.Extra, "extra", nil, "extra ib_write_bw argument for both sides (repeatable)")
 	c.AddCommand(newPerftestLatCmd(g))
 	return c
 }
 
 func newPerftestLatCmd(g *globals) *cobra.Command {
 	var (
-		o      = perftest.Options{}
-		serve  bool
+		f      perftestFlags
 		expect float64
-		size   string
-		conn   connFlag
 	)
 	c := &cobra.Command{
 		Use:   "lat [SERVER]",
@@ -114,64 +79,35 @@ clients run here, against 'erdmakit perftest lat --serve' there.
 Exit: 0 ok, 1 a median (t_typical) above --expect-us, 2 a pair failed, 3 bad usage.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				if serve {
-					return fmt.Errorf("--serve takes no SERVER")
-				}
-				o.Server = args[0]
-			}
-			method, err := conn.get()
+			o, err := f.options(g, args)
 			if err != nil {
 				return err
 			}
-			o.Method = method
-			if size != "" {
-				n, err := units.Parse(size, perf.MaxSize)
-				if err != nil {
-					return err
-				}
-				o.Size = int(n)
-			}
-			if len(o.Devices) == 0 {
-				devs, err := perf.DefaultDevices(g.root)
-				if err != nil {
-					return err
-				}
-				o.Devices = devs
-			}
-			o.Root = g.root
 			var runs []perftest.Run
-			if serve {
+			if f.serve {
 				fmt.Fprintf(g.stderr, "perftest: ib_write_lat servers for %v from port %d\n", o.Devices, max(o.Port, perftest.DefaultPort))
 				runs = perftest.ServeWriteLat(cmd.Context(), o)
 			} else {
 				runs = perftest.RunWriteLat(cmd.Context(), o)
 			}
-			rep := perftest.JudgeLatency(runs, expect, serve)
-			if g.json {
-				if err := render.JSON(g.stdout, rep); err != nil {
-					return err
-				}
-			} else if err := writePerftestLatTable(g, rep, serve); err != nil {
-				return err
-			}
-			return exitCode(severityExit(rep.Status))
+			rep := perftest.JudgeLatency(runs, expect, f.serve)
+			return emit(g, rep, rep.Status, func() error { return writePerftestLatTable(g, rep, f.serve) })
 		},
 	}
-	f := c.Flags()
-	f.StringArrayVarP(&o.Devices, "device", "d", nil, "RDMA device (repeatable; default: every eRDMA device)")
-	f.IntVarP(&o.Port, "port", "p", perftest.DefaultPort, "first device's port; the next devices use the next ports")
-	f.StringVarP(&size, "size", "s", "", "bytes per write (-s; default ib_write_lat's 2)")
-	f.BoolVarP(&o.All, "all", "a", false, "all sizes 2 B .. 8 MiB (-a)")
-	f.IntVarP(&o.Iterations, "iters", "n", 0, "iterations (-n; default ib_write_lat's 1000)")
-	f.IntVarP(&o.GIDIndex, "gid-index", "x", -1, "GID index (-x; default perftest's choice)")
-	conn.add(f, "-R for iWARP-mode devices, which need it")
-	f.StringVar(&o.Binary, "binary", "ib_write_lat", "the ib_write_lat program")
-	f.StringVar(&o.LoopbackAddr, "loopback-addr", "", "address loopback clients connect to (default 127.0.0.1, or the device's IPv4 with -R)")
-	f.DurationVar(&o.Timeout, "timeout", 0, "bound on each pair (default 120s)")
-	f.BoolVar(&serve, "serve", false, "run only the servers (for clients on another host)")
-	f.Float64Var(&expect, "expect-us", 0, "warn (exit 1) when a median (t_typical) is above this many microseconds")
-	f.StringArrayVar(&o.Extra, "extra", nil, "extra ib_write_lat argument for both sides (repeatable)")
+	fl := c.Flags()
+	fl.StringArrayVarP(&f.o.Devices, "device", "d", nil, "RDMA device (repeatable; default: every eRDMA device)")
+	fl.IntVarP(&f.o.Port, "port", "p", perftest.DefaultPort, "first device's port; the next devices use the next ports")
+	fl.StringVarP(&f.size, "size", "s", "", "bytes per write (-s; default ib_write_lat's 2)")
+	fl.BoolVarP(&f.o.All, "all", "a", false, "all sizes 2 B .. 8 MiB (-a)")
+	fl.IntVarP(&f.o.Iterations, "iters", "n", 0, "iterations (-n; default ib_write_lat's 1000)")
+	fl.IntVarP(&f.o.GIDIndex, "gid-index", "x", -1, "GID index (-x; default perftest's choice)")
+	f.conn.add(fl, "-R for iWARP-mode devices, which need it")
+	fl.StringVar(&f.o.Binary, "binary", "ib_write_lat", "the ib_write_lat program")
+	fl.StringVar(&f.o.LoopbackAddr, "loopback-addr", "", "address loopback clients connect to (default 127.0.0.1, or the device's IPv4 with -R)")
+	fl.DurationVar(&f.o.Timeout, "timeout", 0, "bound on each pair (default 120s)")
+	fl.BoolVar(&f.serve, "serve", false, "run only the servers (for clients on another host)")
+	fl.Float64Var(&expect, "expect-us", 0, "warn (exit 1) when a median (t_typical) is above this many microseconds")
+	fl.StringArrayVar(&f.o.Extra, "extra", nil, "extra ib_write_lat argument for both sides (repeatable)")
 	return c
 }
 
@@ -256,4 +192,44 @@ func writePerftestTable(g *globals, rep *perftest.Summary, serve bool) error {
 	}
 	_, err := fmt.Fprintf(g.stdout, "status: %s (total %.3f Gbit/s)\n", status, rep.TotalGbps)
 	return err
+}
+
+// perftestFlags are what perftest and perftest lat share: ib_*'s options,
+// --serve, -s and --conn/-R.
+type perftestFlags struct {
+	o     perftest.Options
+	serve bool
+	size  string
+	conn  connFlag
+}
+
+// options checks the flags against args (SERVER) and fills in the method,
+// the size, the default devices and the host root.
+func (f *perftestFlags) options(g *globals, args []string) (perftest.Options, error) {
+	o := f.o
+	if len(args) == 1 {
+		if f.serve {
+			return o, fmt.Errorf("--serve takes no SERVER")
+		}
+		o.Server = args[0]
+	}
+	method, err := f.conn.get()
+	if err != nil {
+		return o, err
+	}
+	o.Method = method
+	if f.size != "" {
+		n, err := units.Parse(f.size, perf.MaxSize)
+		if err != nil {
+			return o, err
+		}
+		o.Size = int(n)
+	}
+	if len(o.Devices) == 0 {
+		if o.Devices, err = perf.DefaultDevices(g.root); err != nil {
+			return o, err
+		}
+	}
+	o.Root = g.root
+	return o, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/spf13/cobra"
 )
 
@@ -55,4 +56,17 @@ func markUntilInterrupted(c *cobra.Command) {
 
 func runsUntilInterrupted(c *cobra.Command) bool {
 	return c != nil && c.Annotations[untilInterrupted] == "true"
+}
+
+// emit prints rep as JSON (--json) or through table, and returns the
+// exit code of its status: the last step of every judged command.
+func emit(g *globals, rep any, status health.Severity, table func() error) error {
+	if g.json {
+		if err := render.JSON(g.stdout, rep); err != nil {
+			return err
+		}
+	} else if err := table(); err != nil {
+		return err
+	}
+	return exitCode(severityExit(status))
 }
