@@ -58,10 +58,12 @@ bench: deps
 	$(MAKE) bench-lat
 
 # Write latency alone: erdmakit's ping-pong against ib_write_lat on the lab's
-# rxe0, 2 B and 4 KiB, paired rounds (perf/internal/latbench).
+# rxe0, 2 B and 4 KiB, paired rounds (perf/internal/latbench): in loopback on
+# one VM, then across the two VMs.
 bench-lat: deps
 	$(GO) build -o bin/latbench ./perf/internal/latbench
 	$(GO) run ./internal/lab/cmd/labrun -timeout 30m -shell "$(CURDIR)/bin/latbench -reps 6 -sizes 2,4096"
+	$(GO) run ./internal/lab/cmd/labrun -timeout 30m -shell2 "$(CURDIR)/bin/latbench -reps 4 -iters 300 -sizes 2,4096"
 
 clean:
 	rm -rf bin

@@ -102,9 +102,11 @@ func builtins() []Check {
 		if hc.ID == erdma.FindingGDRPeermem {
 			cs = append(cs,
 				Check{ID: nvml.FindingGPUCount, Step: "guide step 1", Title: "as many GPUs as the instance type has",
-					Run: func(_ context.Context, in *Input) health.Finding { return in.GPUs.CountFinding(in.Inventory.Profile) }},
+					Run: func(_ context.Context, in *Input) health.Finding {
+						return GPUCountFinding(in.GPUs, in.Inventory.Profile)
+					}},
 				Check{ID: nvml.FindingGPUDistance, Step: "domain section 5", Title: "each GPU's nearest eRDMA device and the PCIe distance",
-					Run: func(_ context.Context, in *Input) health.Finding { return in.GPUs.DistanceFinding() }})
+					Run: func(_ context.Context, in *Input) health.Finding { return GPUDistanceFinding(in.GPUs) }})
 		}
 	}
 	return cs
@@ -255,12 +257,12 @@ func GPUs(ctx context.Context, h erdma.Host, inv *erdma.Inventory, lib nvml.Libr
 			return nvml.Unavailable(h.Root(), err)
 		}
 	}
-	nics, _ := nvml.NICsOf(inv.Devices)
+	nics, _ := NICsOf(inv.Devices)
 	rep, err := nvml.Inspect(ctx, lib, h.Root(), nics)
 	if err != nil {
 		return nvml.Unavailable(h.Root(), err)
 	}
-	info := rep.GPUInfo()
+	info := GPUInfo(rep)
 	inv.GPU = &info
 	return rep
 }

@@ -129,15 +129,13 @@ func TestGDRPaths(t *testing.T) {
 			assert.Equal(t, tc.path, g.Path)
 			assert.Equal(t, tc.path != "", g.Ready)
 			assert.Equal(t, tc.peermem, g.Peermem)
-			rep := &Report{GDR: g}
 			if tc.path == "" {
 				assert.Contains(t, g.Missing, tc.summary)
 				assert.Contains(t, g.Remediation, tc.fix)
 				assert.Equal(t, tc.severity == erdma.SeverityWarn, g.DMABUF.Supported == SupportUnknown)
 			}
 			require.NotEmpty(t, g.Evidence)
-			assert.Equal(t, tc.path, rep.GPUInfo().GDRPath)
-			assert.Equal(t, string(g.DMABUF.Supported), rep.GPUInfo().DMABUF)
+			assert.Equal(t, tc.path, g.Path)
 		})
 	}
 }
@@ -180,7 +178,7 @@ func TestDMABUFRecordReplay(t *testing.T) {
 func TestGPUInfoNVLink(t *testing.T) {
 	rep, err := Inspect(context.Background(), mockNVML(true), hostRoot(t, "ebmgn8is-healthy"), healthyNICs())
 	require.NoError(t, err)
-	assert.Equal(t, "no", rep.GPUInfo().NVLink)
+	assert.Equal(t, "no", string(rep.GPUs.NVLink()))
 }
 
 func FuzzReadDMABUF(f *testing.F) {

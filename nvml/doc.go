@@ -11,6 +11,9 @@
 // ("/" or a recorded host's directory), never from fixed absolute paths.
 //
 // The package does not import the eRDMA inventory reader: callers pass the
-// NICs (name and PCI address) whose distances they want. It fills
-// erdma.GPUInfo and produces erdma.Finding values for the doctor.
+// NICs (name and PCI address) whose distances they want, and package doctor
+// turns a Report into the inventory's GPU summary and the gpu-count and
+// gpu-nic-distance findings. Without cgo it builds on any OS (Live reports
+// that NVML needs cgo); the nvidia-smi topo -m matrix and its parser are in
+// the standard-library-only package smitopo.
 package nvml

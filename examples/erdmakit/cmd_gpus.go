@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nvml"
@@ -67,7 +68,7 @@ func inspectGPUs(ctx context.Context, g *globals, withNICs bool) (*nvml.Report, 
 		}
 		notes = append(notes, errs...)
 		var note string
-		nics, note = nvml.NICsOf(devs)
+		nics, note = doctor.NICsOf(devs)
 		if note != "" {
 			notes = append(notes, note)
 		}

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/nvml"
 	"github.com/erdmakit/erdmakit/nvml/smitopo"
 	"github.com/stretchr/testify/assert"
@@ -102,21 +101,4 @@ func TestParseTopo(t *testing.T) {
 	code, _, stderr = runCLI("parse", "topo", bad)
 	assert.Equal(t, ExitUnknown, code)
 	assert.Contains(t, stderr, "no nvidia-smi topo -m matrix found")
-}
-
-func TestNICsOf(t *testing.T) {
-	devs := []erdma.Device{
-		{Name: "rxe0"},
-		{Name: "mlx5_0", PCIAddress: "0000:17:00.0"},
-		{Name: "erdma_0", PCIAddress: "0000:00:05.0", ERDMA: true},
-	}
-	nics, note := nvml.NICsOf(devs)
-	assert.Equal(t, []nvml.NIC{{Name: "erdma_0", PCIAddress: "0000:00:05.0"}}, nics)
-	assert.Empty(t, note)
-	nics, note = nvml.NICsOf(devs[:2])
-	assert.Equal(t, []nvml.NIC{{Name: "mlx5_0", PCIAddress: "0000:17:00.0"}}, nics)
-	assert.Contains(t, note, "no eRDMA devices")
-	nics, note = nvml.NICsOf(devs[:1])
-	assert.Empty(t, nics)
-	assert.Contains(t, note, "cannot be computed")
 }

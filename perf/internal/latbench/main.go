@@ -7,10 +7,17 @@
 // of the median one-way latency (lower is better for us: <= 1.00 is the
 // goal), with their median and quartiles, and writes them as JSON to -out.
 //
-// `make bench-lat` (part of `make bench`) runs it in the lab:
+// In the lab's two-VM pair (-shell2: ERDMAKIT_LAB_ROLE a or b) it runs the
+// same rounds across the two VMs instead: a serves (our bw server, and one
+// ib_write_lat server per run), b runs both clients against a. With one
+// vCPU per VM this compares the data paths; in loopback both ends of each
+// tool share the one vCPU, and how each waits for its turn decides.
+//
+// `make bench-lat` (part of `make bench`) runs both in the lab:
 //
 //	go build -o bin/latbench ./perf/internal/latbench
 //	go run ./internal/lab/cmd/labrun -shell "$PWD/bin/latbench -reps 6"
+//	go run ./internal/lab/cmd/labrun -shell2 "$PWD/bin/latbench -reps 4 -iters 300"
 package main
 
 import (
@@ -18,6 +25,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -61,6 +69,7 @@ type spread struct {
 }
 
 type report struct {
+	Mode   string       `json:"mode"` // "loopback" or "two VMs"
 	Device string       `json:"device"`
 	Iters  int          `json:"iters"`
 	Reps   int          `json:"reps"`
@@ -77,6 +86,8 @@ func main() {
 		sizesArg = flag.String("sizes", "2,4096", "message sizes")
 		out      = flag.String("out", filepath.Join(envOr("ERDMAKIT_LAB_OUT", os.TempDir()), "latbench.json"), "JSON report")
 		binary   = flag.String("perftest", "ib_write_lat", "ib_write_lat program")
+		role     = flag.String("role", envOr("ERDMAKIT_LAB_ROLE", "single"), "single (loopback), a (serve), b (client of -peer)")
+		peer     = flag.String("peer", os.Getenv("ERDMAKIT_LAB_PEER"), "the serving VM's address (role b)")
 	)
 	flag.Parse()
 	perf.RaiseMaxProcs() // as the erdmakit CLI does
@@ -87,7 +98,7 @@ func main() {
 		fatal(fmt.Errorf("-sizes: %w", err))
 	}
 	host, _ := os.Hostname()
-	rep := report{Device: *device, Iters: *iters, Reps: *reps, Host: host}
+	rep := report{Mode: "loopback", Device: *device, Iters: *iters, Reps: *reps, Host: host}
 	link, err := perf.OpenVerbsLink(*device, perf.VerbsOptions{GIDIndex: *gid})
 	if err != nil {
 		fatal(err)
@@ -97,7 +108,21 @@ func main() {
 	if gidIndex < 0 {
 		gidIndex = 1 // rxe's first IPv4 RoCE v2 entry in the lab; pass -gid-index elsewhere
 	}
-	fmt.Printf("latbench: %s, %d round trips per run, %d rounds per size, loopback\n", *device, *iters, *reps)
+	t := tools{link: link, binary: *binary, device: *device, gid: gidIndex, iters: *iters}
+	switch *role {
+	case "a":
+		if err := serve(ctx, t, sizes, *reps); err != nil {
+			fatal(err)
+		}
+		return
+	case "b":
+		if *peer == "" {
+			fatal(fmt.Errorf("role b needs -peer"))
+		}
+		t.peer, rep.Mode = *peer, "two VMs"
+	}
+	fmt.Printf("latbench: %s, %d round trips per run, %d rounds per size, %s\n", *device, *iters, *reps, rep.Mode)
+	run := 0 // perftest runs so far: the two VMs number their ports alike
 	for _, size := range sizes {
 		sr := sizeResult{Size: size}
 		for r := 0; r < *reps; r++ {
@@ -105,9 +130,10 @@ func main() {
 			for k := range 2 {
 				var s sample
 				if (r+k)%2 == 0 {
-					s = runOurs(ctx, link, size, *iters)
+					s = t.ours(ctx, size)
 				} else {
-					s = runPerftest(ctx, *binary, *device, gidIndex, size, *iters)
+					s = t.perftest(ctx, size, perftest.DefaultPort+run)
+					run++
 				}
 				s.Rep = r + 1
 				fmt.Printf("  size %5d  round %2d  %-12s  median %9.2f us  p99 %9.2f us  %s\n", size, s.Rep, s.Tool, s.MedianUS, s.P99US, s.Err)
@@ -146,11 +172,36 @@ func main() {
 	}
 }
 
-func runOurs(ctx context.Context, link perf.Link, size, iters int) sample {
+// tools runs each tool once, in loopback or (peer set) against the peer.
+type tools struct {
+	link   perf.Link
+	binary string
+	device string
+	gid    int
+	iters  int
+	peer   string
+}
+
+func (t tools) ours(ctx context.Context, size int) sample {
 	s := sample{Tool: "erdmakit"}
 	// No warm-up: ib_write_lat has none (it drops its two largest samples).
-	cfg := perf.LatencyConfig{Iterations: iters, Warmup: -1}
-	results, errs := perf.LatencyLoopback(ctx, []perf.Link{link}, cfg, []int{size})
+	cfg := perf.LatencyConfig{Iterations: t.iters, Warmup: -1}
+	var (
+		results []perf.LatencyResult
+		errs    []error
+	)
+	if t.peer == "" {
+		results, errs = perf.LatencyLoopback(ctx, []perf.Link{t.link}, cfg, []int{size})
+	} else {
+		addr := net.JoinHostPort(t.peer, strconv.Itoa(perf.DefaultPort))
+		for try := 0; try < 60; try++ { // the peer's server may still be starting
+			results, errs = perf.RunLatencyClients(ctx, []perf.Link{t.link}, addr, "", cfg, []int{size})
+			if len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), "connect") {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+	}
 	if len(errs) > 0 || len(results) != 1 {
 		s.Err = fmt.Sprint(errs)
 		return s
@@ -159,10 +210,10 @@ func runOurs(ctx context.Context, link perf.Link, size, iters int) sample {
 	return s
 }
 
-func runPerftest(ctx context.Context, bin, dev string, gid, size, iters int) sample {
+func (t tools) perftest(ctx context.Context, size, port int) sample {
 	s := sample{Tool: "ib_write_lat"}
-	runs := perftest.RunWriteLat(ctx, perftest.Options{Binary: bin, Devices: []string{dev}, Size: size, Iterations: iters,
-		GIDIndex: gid, Port: perftest.DefaultPort, Timeout: 5 * time.Minute})
+	runs := perftest.RunWriteLat(ctx, perftest.Options{Binary: t.binary, Devices: []string{t.device}, Size: size, Iterations: t.iters,
+		GIDIndex: t.gid, Port: port, Server: t.peer, Timeout: 10 * time.Minute, ConnectRetries: 60})
 	r := runs[0]
 	if r.Error != "" || r.Client == nil || len(r.Client.Latency) == 0 {
 		s.Err = r.Error
@@ -174,6 +225,46 @@ func runPerftest(ctx context.Context, bin, dev string, gid, size, iters int) sam
 	x := r.Client.Latency[len(r.Client.Latency)-1]
 	s.MedianUS, s.P99US = x.TypicalUS, x.P99US
 	return s
+}
+
+// serve is role a: our bw server for every ping-pong of b, and one
+// ib_write_lat server per run, in b's order, until b made all of its runs.
+func serve(ctx context.Context, t tools, sizes []int, reps int) error {
+	ln, err := net.Listen("tcp", ":"+strconv.Itoa(perf.DefaultPort))
+	if err != nil {
+		return err
+	}
+	want := len(sizes) * reps
+	done := make(chan struct{}, want)
+	srv := &perf.Server{Links: []perf.Link{t.link}, OnTest: func(st perf.ServerTest) {
+		if st.Err != nil {
+			fmt.Println("latbench: serving erdmakit:", st.Err)
+		}
+		done <- struct{}{}
+	}}
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(sctx, ln) }()
+	run := 0
+	for _, size := range sizes {
+		for range reps {
+			runs := perftest.ServeWriteLat(ctx, perftest.Options{Binary: t.binary, Devices: []string{t.device}, Size: size,
+				Iterations: t.iters, GIDIndex: t.gid, Port: perftest.DefaultPort + run, Timeout: 10 * time.Minute})
+			if runs[0].Error != "" {
+				fmt.Println("latbench: serving ib_write_lat:", runs[0].Error)
+			}
+			run++
+		}
+	}
+	for range want {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Minute):
+			fmt.Println("latbench: the client's last erdmakit runs never came")
+		}
+	}
+	stop()
+	return <-served
 }
 
 func medianOf(ss []sample, tool string) float64 {
