@@ -289,57 +289,8 @@ func (f *bwFlags) report(ctx context.Context, g *globals, results []perf.Result,
 			rep.Errors = append(rep.Errors, err.Error())
 		}
 	}
-	return emit(g, rep, rep.Status, func() error { return writeBwTable(g, rep) })
-}
-
-func writeBwTable(g *globals, rep *perf.Report) error {
-	t := render.NewTable("DEVICE", "SERVER", "QPS", "SIZE", "MESSAGES", "SECONDS", "AVG_GBPS", "PEAK_GBPS", "MPPS", "COUNTER_PROOF")
-	for _, r := range rep.Results {
-		t.Add(r.Device, r.ServerDevice, strconv.Itoa(r.QPs), units.Format(int64(r.Size), units.Compact), strconv.FormatUint(r.Messages, 10),
-			fmt.Sprintf("%.3f", r.DurationS), fmt.Sprintf("%.3f", r.AvgGbps), fmt.Sprintf("%.3f", r.PeakGbps),
-			fmt.Sprintf("%.4f", r.Mpps), proofText(r.TX))
-	}
-	if err := t.Write(g.stdout); err != nil {
-		return err
-	}
-	devs := map[string]bool{}
-	for _, r := range rep.Results {
-		devs[r.Device] = true
-	}
-	if len(devs) > 1 {
-		tt := render.NewTable("TOTAL", "DEVICES", "AVG_GBPS", "MPPS")
-		for _, x := range rep.Totals {
-			tt.Add(units.Format(int64(x.Size), units.Compact), strconv.Itoa(x.Devices), fmt.Sprintf("%.3f", x.AvgGbps), fmt.Sprintf("%.4f", x.Mpps))
-		}
-		fmt.Fprintln(g.stdout)
-		if err := tt.Write(g.stdout); err != nil {
-			return err
-		}
-	}
-	for _, e := range rep.Errors {
-		fmt.Fprintln(g.stderr, "error:", e)
-	}
-	status := string(rep.Status)
-	if g.colorOn(g.stdout) {
-		status = render.Severity(status)
-	}
-	line := "status: " + status
-	if rep.ExpectGbps > 0 {
-		line += fmt.Sprintf(" (expected at least %.1f Gbit/s in total)", rep.ExpectGbps)
-	}
-	_, err := fmt.Fprintln(g.stdout, line)
-	return err
-}
-
-func proofText(p *perf.CounterProof) string {
-	if p == nil {
-		return "no counters"
-	}
-	word := "ok"
-	if !p.OK {
-		word = "SHORT"
-	}
-	return fmt.Sprintf("%s +%d %s (>= %d) %s", p.Counter, p.Delta, p.Unit, p.Want, word)
+	printErrors(g, rep.Errors)
+	return emit(g, rep, rep.Status, func() error { return perf.WriteTable(g.stdout, rep, g.colorOn(g.stdout)) })
 }
 
 // profileExpectGbps is the instance profile's aggregate write bandwidth for
