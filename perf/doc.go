@@ -11,10 +11,17 @@
 // peak Gbit/s (10^9 bit/s), Mpps and, where the device has hw_counters, the
 // counter deltas that prove the bytes crossed the RDMA device.
 //
+// Write latency is measured the way ib_write_lat does: LatencyClient (or
+// LatencyLoopback) plays an RDMA write ping-pong on one queue pair against
+// the same Server, each side busy-polling the last byte of its buffer, and
+// reports one-way latencies (round trip / 2) with their median, p99 and
+// p99.9 (LatencyStats), keeping the samples for a histogram.
+//
 // A program that runs write loops calls RaiseMaxProcs once at start: on a
 // one-CPU host, Go's runtime would otherwise take the loop's only P back
 // during every long post call (on software RDMA the post does the device's
 // work).
 //
-// Package perf/perftest runs and parses Debian/OFED ib_write_bw itself.
+// Package perf/perftest runs and parses Debian/OFED ib_write_bw and
+// ib_write_lat themselves.
 package perf

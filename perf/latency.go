@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -114,7 +115,7 @@ func (c LatencyConfig) inlineFor(dev string) int {
 	if c.Inline != InlineAuto {
 		return c.Inline
 	}
-	if len(dev) >= 5 && dev[:5] == "erdma" {
+	if strings.HasPrefix(dev, "erdma") {
 		return erdmaInline
 	}
 	return 0

@@ -150,30 +150,6 @@ func (f *latFlags) report(g *globals, results []perf.LatencyResult, errs []error
 			rep.Errors = append(rep.Errors, err.Error())
 		}
 	}
-	return emit(g, rep, rep.Status, func() error { return writeLatTable(g, rep) })
-}
-
-func writeLatTable(g *globals, rep *perf.LatencyReport) error {
-	t := render.NewTable("DEVICE", "SERVER", "SIZE", "ITERATIONS", "MIN_US", "MEDIAN_US", "AVG_US", "STDEV_US", "P99_US", "P99.9_US", "MAX_US")
-	us := func(v float64) string { return fmt.Sprintf("%.2f", v) }
-	for _, r := range rep.Results {
-		t.Add(r.Device, r.ServerDevice, units.Format(int64(r.Size), units.Compact), strconv.Itoa(r.Iterations), us(r.MinUS), us(r.MedianUS), us(r.AvgUS),
-			us(r.StdevUS), us(r.P99US), us(r.P999US), us(r.MaxUS))
-	}
-	if err := t.Write(g.stdout); err != nil {
-		return err
-	}
-	for _, e := range rep.Errors {
-		fmt.Fprintln(g.stderr, "error:", e)
-	}
-	status := string(rep.Status)
-	if g.colorOn(g.stdout) {
-		status = render.Severity(status)
-	}
-	line := "status: " + status
-	if rep.ExpectUS > 0 {
-		line += fmt.Sprintf(" (expected a median of at most %.2f us)", rep.ExpectUS)
-	}
-	_, err := fmt.Fprintln(g.stdout, line)
-	return err
+	printErrors(g, rep.Errors)
+	return emit(g, rep, rep.Status, func() error { return perf.WriteLatencyTable(g.stdout, rep, g.colorOn(g.stdout)) })
 }

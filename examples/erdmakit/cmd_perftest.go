@@ -2,11 +2,9 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
-	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/internal/units"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/perf/perftest"
@@ -40,7 +38,8 @@ Exit: 0 ok, 1 below --expect-gbps, 2 a pair failed, 3 bad usage.`,
 				runs = perftest.RunWriteBW(cmd.Context(), o)
 			}
 			rep := perftest.Judge(runs, expect, f.serve)
-			return emit(g, rep, rep.Status, func() error { return writePerftestTable(g, rep, f.serve) })
+			printErrors(g, perftest.ErrorLines(rep.Runs, "ib_write_bw"))
+			return emit(g, rep, rep.Status, func() error { return perftest.WriteTable(g.stdout, rep, f.serve, g.colorOn(g.stdout)) })
 		},
 	}
 	fl := c.Flags()
@@ -91,7 +90,8 @@ Exit: 0 ok, 1 a median (t_typical) above --expect-us, 2 a pair failed, 3 bad usa
 				runs = perftest.RunWriteLat(cmd.Context(), o)
 			}
 			rep := perftest.JudgeLatency(runs, expect, f.serve)
-			return emit(g, rep, rep.Status, func() error { return writePerftestLatTable(g, rep, f.serve) })
+			printErrors(g, perftest.ErrorLines(rep.Runs, "ib_write_lat"))
+			return emit(g, rep, rep.Status, func() error { return perftest.WriteLatencyTable(g.stdout, rep, f.serve, g.colorOn(g.stdout)) })
 		},
 	}
 	fl := c.Flags()
@@ -109,89 +109,6 @@ Exit: 0 ok, 1 a median (t_typical) above --expect-us, 2 a pair failed, 3 bad usa
 	fl.Float64Var(&expect, "expect-us", 0, "warn (exit 1) when a median (t_typical) is above this many microseconds")
 	fl.StringArrayVar(&f.o.Extra, "extra", nil, "extra ib_write_lat argument for both sides (repeatable)")
 	return c
-}
-
-func writePerftestLatTable(g *globals, rep *perftest.LatencySummary, serve bool) error {
-	t := render.NewTable("DEVICE", "PORT", "SIZE", "ITERATIONS", "MIN_US", "TYPICAL_US", "AVG_US", "STDEV_US", "P99_US", "P99.9_US", "MAX_US", "ATTEMPTS")
-	us := func(v float64) string { return fmt.Sprintf("%.2f", v) }
-	for _, r := range rep.Runs {
-		side := r.Client
-		if serve {
-			side = r.Server
-		}
-		if side == nil || len(side.Latency) == 0 {
-			t.Add(r.Device, strconv.Itoa(r.Port), "-", "-", "-", "-", "-", "-", "-", "-", "-", strconv.Itoa(r.Attempts))
-			continue
-		}
-		for _, x := range side.Latency {
-			t.Add(r.Device, strconv.Itoa(r.Port), units.Format(x.Bytes, units.Compact), strconv.FormatInt(x.Iterations, 10), us(x.MinUS), us(x.TypicalUS),
-				us(x.AvgUS), us(x.StdevUS), us(x.P99US), us(x.P999US), us(x.MaxUS), strconv.Itoa(r.Attempts))
-		}
-	}
-	if err := t.Write(g.stdout); err != nil {
-		return err
-	}
-	for _, r := range rep.Runs {
-		if r.Error != "" {
-			fmt.Fprintf(g.stderr, "error: %s: %s\n", r.Device, r.Error)
-		}
-		for _, side := range []*perftest.Report{r.Client, r.Server} {
-			if side != nil {
-				for _, e := range side.Errors {
-					fmt.Fprintf(g.stderr, "error: %s: ib_write_lat: %s\n", r.Device, e)
-				}
-			}
-		}
-	}
-	status := string(rep.Status)
-	if g.colorOn(g.stdout) {
-		status = render.Severity(status)
-	}
-	line := fmt.Sprintf("status: %s (median %.2f us)", status, rep.MedianUS)
-	if rep.ExpectUS > 0 {
-		line += fmt.Sprintf(", expected at most %.2f us", rep.ExpectUS)
-	}
-	_, err := fmt.Fprintln(g.stdout, line)
-	return err
-}
-
-func writePerftestTable(g *globals, rep *perftest.Summary, serve bool) error {
-	t := render.NewTable("DEVICE", "PORT", "SIZE", "ITERATIONS", "AVG_GBPS", "PEAK_GBPS", "MPPS", "ATTEMPTS")
-	for _, r := range rep.Runs {
-		side := r.Client
-		if serve {
-			side = r.Server
-		}
-		if side == nil || len(side.Results) == 0 {
-			t.Add(r.Device, strconv.Itoa(r.Port), "-", "-", "-", "-", "-", strconv.Itoa(r.Attempts))
-			continue
-		}
-		for _, x := range side.Results {
-			t.Add(r.Device, strconv.Itoa(r.Port), units.Format(x.Bytes, units.Compact), strconv.FormatInt(x.Iterations, 10),
-				fmt.Sprintf("%.3f", x.BWAvgGbps), fmt.Sprintf("%.3f", x.BWPeakGbps), fmt.Sprintf("%.4f", x.MsgRateMpps), strconv.Itoa(r.Attempts))
-		}
-	}
-	if err := t.Write(g.stdout); err != nil {
-		return err
-	}
-	for _, r := range rep.Runs {
-		if r.Error != "" {
-			fmt.Fprintf(g.stderr, "error: %s: %s\n", r.Device, r.Error)
-		}
-		for _, side := range []*perftest.Report{r.Client, r.Server} {
-			if side != nil {
-				for _, e := range side.Errors {
-					fmt.Fprintf(g.stderr, "error: %s: ib_write_bw: %s\n", r.Device, e)
-				}
-			}
-		}
-	}
-	status := string(rep.Status)
-	if g.colorOn(g.stdout) {
-		status = render.Severity(status)
-	}
-	_, err := fmt.Fprintf(g.stdout, "status: %s (total %.3f Gbit/s)\n", status, rep.TotalGbps)
-	return err
 }
 
 // perftestFlags are what perftest and perftest lat share: ib_*'s options,

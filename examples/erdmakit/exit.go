@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/spf13/cobra"
@@ -69,4 +71,15 @@ func emit(g *globals, rep any, status health.Severity, table func() error) error
 		return err
 	}
 	return exitCode(severityExit(status))
+}
+
+// printErrors sends a report's errors to stderr, one "error:" line each,
+// unless the report goes out as JSON (which carries them).
+func printErrors(g *globals, errs []string) {
+	if g.json {
+		return
+	}
+	for _, e := range errs {
+		fmt.Fprintln(g.stderr, "error:", e)
+	}
 }

@@ -3,11 +3,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -81,4 +85,46 @@ func TestLabBwLatCLI(t *testing.T) {
 	require.Len(t, sum.Runs, 1)
 	require.NotNil(t, sum.Runs[0].Client)
 	assert.Equal(t, "RDMA_Write Latency Test", sum.Runs[0].Client.Test)
+}
+
+// TestLab2HostBwLatCLI is `erdmakit bw serve` on VM a and `erdmakit bw lat
+// a` on VM b (ports 18613; 18614 tells a that b is done).
+func TestLab2HostBwLatCLI(t *testing.T) {
+	labtest.Require2Host(t)
+	const port, done = 18613, 18614
+	if labtest.IsServer() {
+		ctx, cancel := context.WithCancel(labtest.Deadline(t))
+		defer cancel()
+		g := &globals{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+		root := newRootCmd(g)
+		root.SetArgs([]string{"bw", "serve", "-d", labtest.Device(), "-p", strconv.Itoa(port)})
+		served := make(chan error, 1)
+		go func() { served <- root.ExecuteContext(ctx) }()
+		labtest.Listen(t, done).Close()
+		cancel()
+		require.NoError(t, <-served)
+		return
+	}
+	defer func() { labtest.Dial(t, done).Close() }() // after the test, not now
+	var (
+		code        int
+		out, stderr string
+	)
+	for try := 0; try < 60; try++ { // until a's server listens
+		code, out, stderr = runCLI("bw", "lat", labtest.Peer(), "-p", strconv.Itoa(port), "-d", labtest.Device(), "-n", "100", "--sizes", "2,4K", "--json")
+		if code == ExitOK || !strings.Contains(stderr, "connecting to the bw server") {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	require.Equal(t, ExitOK, code, "stdout: %s\nstderr: %s", out, stderr)
+	var rep perf.LatencyReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Len(t, rep.Results, 2)
+	for _, r := range rep.Results {
+		t.Logf("bw lat across two VMs, %d B: median %.1f us", r.Size, r.MedianUS)
+		assert.Equal(t, labtest.Device(), r.ServerDevice)
+		assert.Equal(t, 100, r.Iterations)
+		assert.Greater(t, r.MinUS, 0.0)
+	}
 }

@@ -91,6 +91,10 @@ func TestParseSamples(t *testing.T) {
 		{file: "A20_ib_write_bw_client_rxe_default_MB_units.txt", test: "RDMA_Write BW Test",
 			device: "rxe0", qps: 1, transport: "IB", link: "Ethernet", role: "client", units: "MB/sec", nResults: 1, gidIndex: gid(1),
 			first: &Result{Bytes: 65536, Iterations: 5000, BWPeakGbps: 0.869983, BWAvgGbps: 0.75531, MsgRateMpps: 0.001441}, ok: true},
+		{file: "lab-rxe-ib_write_lat-client.txt", test: "RDMA_Write Latency Test",
+			device: "rxe0", qps: 1, transport: "IB", link: "Ethernet", role: "client", nLatency: 1, gidIndex: gid(1), ok: true},
+		{file: "lab-rxe-ib_write_lat-server.txt", test: "RDMA_Write Latency Test",
+			device: "rxe0", qps: 1, transport: "IB", link: "Ethernet", role: "server", nLatency: 1, gidIndex: gid(1), ok: true},
 		{file: "lab-rxe-ib_write_bw-client-then-server.txt", test: "RDMA_Write BW Test",
 			device: "rxe0", qps: 1, transport: "IB", link: "Ethernet", role: "server+client", units: "Gb/sec", nResults: 1, gidIndex: gid(1),
 			first: &Result{Bytes: 65536, Iterations: 3296, BWAvgGbps: 0.58, MsgRateMpps: 0.001098}, ok: true},
@@ -158,6 +162,11 @@ func TestParseDetails(t *testing.T) {
 		r := parseFile(t, "A19_ib_send_lat_client_rxe_contrast.txt")
 		assert.Equal(t, LatencyResult{Bytes: 2, Iterations: 1000, MinUS: 16.55, MaxUS: 59.5, TypicalUS: 21.27,
 			AvgUS: 21.69, StdevUS: 2.18, P99US: 31.37, P999US: 59.5}, r.Latency[0])
+		// ib_write_lat 4.5 on rxe: TABs between the columns, no inline.
+		r = parseFile(t, "lab-rxe-ib_write_lat-client.txt")
+		assert.Equal(t, LatencyResult{Bytes: 2, Iterations: 200, MinUS: 3314.95, MaxUS: 7953.07, TypicalUS: 4007.59,
+			AvgUS: 4129.15, StdevUS: 531.72, P99US: 7944.49, P999US: 7953.07}, r.Latency[0])
+		assert.Equal(t, 0, r.MaxInline)
 	})
 }
 
