@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/perf"
 )
 
