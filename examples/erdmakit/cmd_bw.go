@@ -129,38 +129,27 @@ func (f *bwFlags) config(g *globals) (perf.Config, []int, error) {
 	return cfg, sizes, nil
 }
 
-// openLinks opens the devices (or emulated ones); close closes them.
+// openLinks opens the devices (or emulated ones); closeAll closes them.
 func (f *bwFlags) openLinks(g *globals) (links []perf.Link, closeAll func(), err error) {
-	names := f.devices
-	if len(names) == 0 {
-		if f.emulate > 0 {
+	if f.emulate > 0 {
+		names := f.devices
+		if len(names) == 0 {
 			names = []string{"emulated0"}
-		} else if names, err = perf.DefaultDevices(g.root); err != nil {
-			return nil, nil, err
 		}
-	}
-	var closers []io.Closer
-	closeAll = func() {
-		for _, c := range closers {
-			if err := c.Close(); err != nil {
-				slog.Warn("closing device", "err", err)
-			}
-		}
-	}
-	for _, n := range names {
-		if f.emulate > 0 {
+		for _, n := range names {
 			links = append(links, perf.NewFakeLink(n, f.emulate))
-			continue
 		}
-		l, err := perf.OpenVerbsLink(n, perf.VerbsOptions{Root: g.root, IBPort: f.ibPort, GIDIndex: f.gidIndex})
-		if err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-		closers = append(closers, l)
-		links = append(links, l)
+		return links, func() {}, nil
 	}
-	return links, closeAll, nil
+	links, closer, err := perf.OpenVerbsLinks(f.devices, perf.VerbsOptions{Root: g.root, IBPort: f.ibPort, GIDIndex: f.gidIndex})
+	if err != nil {
+		return nil, nil, err
+	}
+	return links, func() {
+		if err := closer.Close(); err != nil {
+			slog.Warn("closing devices", "err", err)
+		}
+	}, nil
 }
 
 func newBwCmd(g *globals) *cobra.Command {
@@ -276,9 +265,12 @@ func (f *bwFlags) report(ctx context.Context, g *globals, results []perf.Result,
 	expect := f.expect
 	if expect == 0 && len(f.devices) == 0 && f.emulate == 0 {
 		// Every eRDMA device tested: the instance type's figure applies.
-		if gbps, why := profileExpectGbps(ctx, g.root); gbps > 0 {
-			expect = gbps
-			fmt.Fprintf(g.stderr, "bw: expecting %.0f Gbit/s in total (%s)\n", gbps, why)
+		if h, closer, err := erdma.OpenHost(g.root); err == nil {
+			defer closer.Close()
+			if gbps, why := doctor.ExpectedWriteGbps(ctx, h, doctor.DefaultOptions()); gbps > 0 {
+				expect = gbps
+				fmt.Fprintf(g.stderr, "bw: expecting %.0f Gbit/s in total (%s)\n", gbps, why)
+			}
 		}
 	}
 	rep := perf.NewReport(results, errs, expect)
@@ -291,24 +283,4 @@ func (f *bwFlags) report(ctx context.Context, g *globals, results []perf.Result,
 	}
 	printErrors(g, rep.Errors)
 	return emit(g, rep, rep.Status, func() error { return perf.WriteTable(g.stdout, rep, g.colorOn(g.stdout)) })
-}
-
-// profileExpectGbps is the instance profile's aggregate write bandwidth for
-// the host at root, and where it comes from; 0 when the instance type or its
-// figure is unknown (the metadata service is asked for at most about 1 s).
-func profileExpectGbps(ctx context.Context, root string) (float64, string) {
-	h, closer, err := erdma.OpenHost(root)
-	if err != nil {
-		return 0, ""
-	}
-	defer closer.Close()
-	inst, err := doctor.Instance(ctx, h, doctor.DefaultOptions())
-	if err != nil || inst == nil {
-		return 0, ""
-	}
-	p, ok, err := erdma.LookupProfile(inst.Type)
-	if err != nil || !ok || p.WriteGbps == 0 {
-		return 0, ""
-	}
-	return p.WriteGbps, fmt.Sprintf("instance type %s, profile %s: %s", inst.Type, p.Family, p.Source)
 }
