@@ -8,6 +8,7 @@ import (
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/nccl"
 )
 
 // The doctor on a recorded host: exactly `erdmakit doctor --root DIR --json`.
@@ -103,4 +104,27 @@ func ExampleWriteTable() {
 	//
 	// status: fail (1 ok, 0 warn, 1 fail, 0 skip)
 	// first step: memlock: ulimit -l unlimited
+}
+
+// The NCCL environment for a recorded host, as `erdmakit nccl env --root
+// DIR` prints it; the GDR level is the doctor's (erdma.DecideGDRLevel).
+func ExampleNCCLEnv() {
+	h, closer, err := erdma.OpenHost("../testdata/hosts/ebmgn8is-healthy.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	a, _, err := doctor.NCCLEnv(context.Background(), h, nil, nccl.EnvOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, name := range []string{"NCCL_IB_HCA", "NCCL_NET_GDR_LEVEL"} {
+		v, _ := a.Get(name)
+		fmt.Printf("%s=%s\n", name, v)
+	}
+	// Output:
+	// NCCL_IB_HCA=erdma_0,erdma_1
+	// NCCL_NET_GDR_LEVEL=NODE
 }

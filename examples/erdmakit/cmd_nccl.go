@@ -353,16 +353,24 @@ func hostEnvAdvice(ctx context.Context, g *globals, f ncclEnvFlags) (*nccl.EnvAd
 		return nil, nil, err
 	}
 	defer closer.Close()
-	inv, err := ncclInventory(ctx, h, f.inventory)
-	if err != nil {
-		return nil, nil, err
+	var inv *erdma.Inventory
+	if f.inventory != "" {
+		if inv, err = readInventoryFile(f.inventory); err != nil {
+			return nil, nil, err
+		}
 	}
 	if f.version != "" {
 		opts.NCCL = []nccl.NCCLInstall{{Version: f.version, Path: "--nccl-version"}}
-	} else {
-		opts.NCCL = nccl.DetectNCCL(h.Root())
 	}
-	a := nccl.AdviseEnv(inv, opts)
+	a, inv, err := doctor.NCCLEnv(ctx, h, inv, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.inventory == "" {
+		for _, e := range inv.Errors {
+			slog.Warn("nccl env: read error", "err", e)
+		}
+	}
 	if _, ok := a.Get("NCCL_GRAPH_FILE"); ok && a.Graph != nil {
 		if err := a.Graph.WriteFile(f.graphFile); err != nil {
 			return nil, nil, err
@@ -371,27 +379,15 @@ func hostEnvAdvice(ctx context.Context, g *globals, f ncclEnvFlags) (*nccl.EnvAd
 	return a, inv, nil
 }
 
-// ncclInventory reads the host's inventory (with the GPUs, for the GDR
-// advice), or the JSON of `erdmakit devices --json` when path is given.
-func ncclInventory(ctx context.Context, h erdma.Host, path string) (*erdma.Inventory, error) {
-	if path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("inventory: %w", err)
-		}
-		var inv erdma.Inventory
-		if err := json.Unmarshal(b, &inv); err != nil {
-			return nil, fmt.Errorf("inventory %s: not the JSON of erdmakit devices --json: %w", path, err)
-		}
-		return &inv, nil
-	}
-	inv, err := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{SkipTools: true, SkipCounters: true})
+// readInventoryFile reads the JSON of `erdmakit devices --json`.
+func readInventoryFile(path string) (*erdma.Inventory, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("inventory: %w", err)
 	}
-	for _, e := range inv.Errors {
-		slog.Warn("nccl env: read error", "err", e)
+	var inv erdma.Inventory
+	if err := json.Unmarshal(b, &inv); err != nil {
+		return nil, fmt.Errorf("inventory %s: not the JSON of erdmakit devices --json: %w", path, err)
 	}
-	doctor.GPUs(ctx, h, inv, nil)
-	return inv, nil
+	return &inv, nil
 }
