@@ -47,14 +47,14 @@ func JobSecret(getenv func(string) string) (key []byte, source string) {
 }
 
 // helloMAC authenticates a hello's identity (rank, size, host) with key.
-func helloMAC(key []byte, h Hello) string {
+func helloMAC(key []byte, h helloMsg) string {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte("erdmakit-fleet-hello\x00" + strconv.Itoa(h.Rank) + "\x00" + strconv.Itoa(h.Size) + "\x00" + h.Host))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
 // authentic reports whether h carries key's MAC; with no key every hello is.
-func authentic(key []byte, h Hello) bool {
+func authentic(key []byte, h helloMsg) bool {
 	if key == nil {
 		return true
 	}

@@ -225,16 +225,16 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 		return hr
 	}
 	if me.Rank != 0 {
-		conn, err := Join(ctx, addr, Hello{Rank: me.Rank, Size: me.Size, Host: opt.Hostname, Version: opt.Version, Launcher: me.Launcher}, opt.Join, opt.Message, opt.Secret)
+		conn, err := join(ctx, addr, helloMsg{Rank: me.Rank, Size: me.Size, Host: opt.Hostname, Version: opt.Version, Launcher: me.Launcher}, opt.Join, opt.Message, opt.Secret)
 		if err != nil {
 			return nil, err
 		}
 		defer conn.Close()
-		if err := conn.Send(ctx, MsgReport, local()); err != nil {
+		if err := conn.Send(ctx, msgReport, local()); err != nil {
 			return nil, err
 		}
 		var bye struct{}
-		_ = conn.Recv(ctx, MsgBye, &bye, 0) // rank 0 may already be gone: nothing left to do
+		_ = conn.Recv(ctx, msgBye, &bye, 0) // rank 0 may already be gone: nothing left to do
 		return nil, nil
 	}
 
@@ -247,7 +247,7 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 	var wgLocal sync.WaitGroup
 	wgLocal.Add(1)
 	go func() { defer wgLocal.Done(); mine = local() }()
-	g, err := Gather(ctx, l, me.Size, opt.Join, opt.Message, opt.Secret)
+	g, err := gather(ctx, l, me.Size, opt.Join, opt.Message, opt.Secret)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +263,7 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 		go func() {
 			defer wg.Done()
 			var hr HostReport
-			err := m.Conn.Recv(ctx, MsgReport, &hr, 0)
+			err := m.Conn.Recv(ctx, msgReport, &hr, 0)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -276,7 +276,7 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 			}
 			hr.Rank, hr.Host = rank, m.Host // trust the hello, not the payload
 			reports = append(reports, hr)
-			_ = m.Conn.Send(ctx, MsgBye, struct{}{})
+			_ = m.Conn.Send(ctx, msgBye, struct{}{})
 		}()
 	}
 	wg.Wait()

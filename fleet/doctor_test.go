@@ -120,13 +120,13 @@ func TestGatherRefusesGarbageAndDuplicates(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	var (
-		g    *Gathering
+		g    *gathering
 		gerr error
 	)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		g, gerr = Gather(context.Background(), l, 3, 2*time.Second, time.Second, nil)
+		g, gerr = gather(context.Background(), l, 3, 2*time.Second, time.Second, nil)
 	}()
 	// Garbage.
 	c, err := net.Dial("tcp", addr)
@@ -138,15 +138,15 @@ func TestGatherRefusesGarbageAndDuplicates(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	// A good member and a duplicate.
-	c1, err := Join(context.Background(), addr, Hello{Rank: 1, Size: 3, Host: "a"}, time.Second, time.Second, nil)
+	c1, err := join(context.Background(), addr, helloMsg{Rank: 1, Size: 3, Host: "a"}, time.Second, time.Second, nil)
 	require.NoError(t, err)
 	defer c1.Close()
-	_, err = Join(context.Background(), addr, Hello{Rank: 1, Size: 3, Host: "b"}, time.Second, time.Second, nil)
+	_, err = join(context.Background(), addr, helloMsg{Rank: 1, Size: 3, Host: "b"}, time.Second, time.Second, nil)
 	var pe *PeerError
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, pe.Msg, "joined twice")
 	// A member that disagrees on the size.
-	_, err = Join(context.Background(), addr, Hello{Rank: 2, Size: 4, Host: "c"}, time.Second, time.Second, nil)
+	_, err = join(context.Background(), addr, helloMsg{Rank: 2, Size: 4, Host: "c"}, time.Second, time.Second, nil)
 	require.ErrorAs(t, err, &pe)
 
 	select {
@@ -163,7 +163,7 @@ func TestGatherRefusesGarbageAndDuplicates(t *testing.T) {
 
 func TestJoinGivesUpWhenRankZeroNeverListens(t *testing.T) {
 	start := time.Now()
-	_, err := Join(context.Background(), freeAddr(t), Hello{Rank: 1, Size: 2}, 300*time.Millisecond, time.Second, nil)
+	_, err := join(context.Background(), freeAddr(t), helloMsg{Rank: 1, Size: 2}, 300*time.Millisecond, time.Second, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "could not reach rank 0")
 	assert.Less(t, time.Since(start), 3*time.Second)

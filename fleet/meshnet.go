@@ -44,19 +44,19 @@ type TaskResult struct {
 }
 
 // recvAny reads the next frame of any type.
-func (c *Conn) recvAny(ctx context.Context, timeout time.Duration) (Frame, error) {
+func (c *peerConn) recvAny(ctx context.Context, timeout time.Duration) (wireFrame, error) {
 	if err := c.c.SetReadDeadline(c.deadline(ctx, timeout)); err != nil {
-		return Frame{}, err
+		return wireFrame{}, err
 	}
 	stop := context.AfterFunc(ctx, func() { _ = c.c.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
-	return ReadFrame(c.c)
+	return readWireFrame(c.c)
 }
 
-// Work is a member's loop in a mesh: it runs the tasks rank 0 sends until
+// work is a member's loop in a mesh: it runs the tasks rank 0 sends until
 // rank 0 says bye, goes away, or stays silent longer than idle. A serve task
 // runs in the background until rank 0 stops it, so the loop keeps reading.
-func Work(ctx context.Context, conn *Conn, w Worker, idle time.Duration) error {
+func work(ctx context.Context, conn *peerConn, w Worker, idle time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -66,7 +66,7 @@ func Work(ctx context.Context, conn *Conn, w Worker, idle time.Duration) error {
 	send := func(r TaskResult) error {
 		mu.Lock()
 		defer mu.Unlock()
-		return conn.Send(ctx, MsgResult, r)
+		return conn.Send(ctx, msgResult, r)
 	}
 	for {
 		f, err := conn.recvAny(ctx, idle)
@@ -74,9 +74,9 @@ func Work(ctx context.Context, conn *Conn, w Worker, idle time.Duration) error {
 			return fmt.Errorf("fleet: waiting for a task from rank 0: %w", err)
 		}
 		switch f.Type {
-		case MsgBye:
+		case msgBye:
 			return nil
-		case MsgTask:
+		case msgTask:
 		default:
 			return fmt.Errorf("fleet: rank 0 sent %s, expected a task", f.Type)
 		}
@@ -119,7 +119,7 @@ func Work(ctx context.Context, conn *Conn, w Worker, idle time.Duration) error {
 type netTester struct {
 	self    Worker
 	selfIP  string // how members reach rank 0
-	members map[int]*Member
+	members map[int]*member
 	ips     map[int]string
 	port    int
 	nextID  chan int
@@ -132,10 +132,10 @@ func (nt *netTester) id() int {
 }
 
 // await reads results from m until one for id that satisfies want.
-func await(ctx context.Context, m *Member, id int, want func(TaskResult) bool) (TaskResult, error) {
+func await(ctx context.Context, m *member, id int, want func(TaskResult) bool) (TaskResult, error) {
 	for {
 		var r TaskResult
-		if err := m.Conn.Recv(ctx, MsgResult, &r, 0); err != nil {
+		if err := m.Conn.Recv(ctx, msgResult, &r, 0); err != nil {
 			return TaskResult{}, err
 		}
 		if r.ID == id && want(r) {
@@ -162,7 +162,7 @@ func (nt *netTester) TestPair(ctx context.Context, p Pair) PairResult {
 		m := nt.members[p.Server]
 		serverIP = nt.ips[p.Server]
 		id := nt.id()
-		if err := m.Conn.Send(ctx, MsgTask, Task{ID: id, Kind: "serve", Port: port}); err != nil {
+		if err := m.Conn.Send(ctx, msgTask, Task{ID: id, Kind: "serve", Port: port}); err != nil {
 			return PairResult{Error: "server: " + err.Error()}
 		}
 		r, err := await(ctx, m, id, func(r TaskResult) bool { return r.Ready || r.Done })
@@ -173,7 +173,7 @@ func (nt *netTester) TestPair(ctx context.Context, p Pair) PairResult {
 			return PairResult{Error: "server " + m.Host + ": " + r.Error}
 		}
 		close(ready)
-		stopServer = func() { _ = m.Conn.Send(ctx, MsgTask, Task{ID: id, Kind: "stop"}) }
+		stopServer = func() { _ = m.Conn.Send(ctx, msgTask, Task{ID: id, Kind: "stop"}) }
 		go func() {
 			r, err := await(ctx, m, id, func(r TaskResult) bool { return r.Done })
 			if err == nil && r.Error != "" {
@@ -195,7 +195,7 @@ func (nt *netTester) TestPair(ctx context.Context, p Pair) PairResult {
 	} else {
 		m := nt.members[p.Client]
 		id := nt.id()
-		if err := m.Conn.Send(ctx, MsgTask, Task{ID: id, Kind: "client", Host: serverIP, Port: port}); err != nil {
+		if err := m.Conn.Send(ctx, msgTask, Task{ID: id, Kind: "client", Host: serverIP, Port: port}); err != nil {
 			return PairResult{Error: "client: " + err.Error()}
 		}
 		r, err := await(ctx, m, id, func(r TaskResult) bool { return r.Done })
@@ -220,26 +220,26 @@ func (nt *netTester) TestPair(ctx context.Context, p Pair) PairResult {
 func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, opt Options, mopt MeshOptions) (*MeshReport, error) {
 	opt = opt.withDefaults()
 	if me.Rank != 0 {
-		conn, err := Join(ctx, addr, Hello{Rank: me.Rank, Size: me.Size, Host: opt.Hostname, Version: opt.Version, Launcher: me.Launcher}, opt.Join, opt.Message, opt.Secret)
+		conn, err := join(ctx, addr, helloMsg{Rank: me.Rank, Size: me.Size, Host: opt.Hostname, Version: opt.Version, Launcher: me.Launcher}, opt.Join, opt.Message, opt.Secret)
 		if err != nil {
 			return nil, err
 		}
 		defer conn.Close()
 		// Between tasks a member may wait for a whole mesh of other pairs.
-		return nil, Work(ctx, conn, w, 24*time.Hour)
+		return nil, work(ctx, conn, w, 24*time.Hour)
 	}
 	l, err := listen(addr)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
-	g, err := Gather(ctx, l, me.Size, opt.Join, opt.Message, opt.Secret)
+	g, err := gather(ctx, l, me.Size, opt.Join, opt.Message, opt.Secret)
 	if err != nil {
 		return nil, err
 	}
 	defer g.Close()
 	host, _, _ := net.SplitHostPort(addr)
-	nt := &netTester{self: w, selfIP: host, members: map[int]*Member{}, ips: map[int]string{}, port: port, nextID: make(chan int, 1)}
+	nt := &netTester{self: w, selfIP: host, members: map[int]*member{}, ips: map[int]string{}, port: port, nextID: make(chan int, 1)}
 	nt.nextID <- 1
 	// Ranks that joined, renumbered densely for the mesh; rank 0 first.
 	ranks := []int{0}
@@ -267,7 +267,7 @@ func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, o
 	}
 	rep.Ranks = ranks
 	for _, m := range g.Members {
-		_ = m.Conn.Send(ctx, MsgBye, struct{}{})
+		_ = m.Conn.Send(ctx, msgBye, struct{}{})
 	}
 	if ctx.Err() != nil {
 		// Interrupted: ranks that had not joined were not reached, not dead.
@@ -287,7 +287,7 @@ func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, o
 	return rep, nil
 }
 
-func remoteIP(c *Conn) string {
+func remoteIP(c *peerConn) string {
 	a := c.RemoteAddr().String()
 	h, _, err := net.SplitHostPort(a)
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// Hello is what a member says first.
-type Hello struct {
+// helloMsg is what a member says first.
+type helloMsg struct {
 	Rank     int    `json:"rank"`
 	Size     int    `json:"size"`
 	Host     string `json:"host"`
@@ -25,38 +25,38 @@ type Hello struct {
 // Bounds on the rendezvous before a member is admitted: what an
 // unauthenticated peer can cost rank 0.
 const (
-	// MaxHelloPayload bounds a hello (a rank, a size, a host name).
-	MaxHelloPayload = 4 << 10
-	// HelloTimeout is how long a connection may take to say hello.
-	HelloTimeout = 10 * time.Second
-	// MaxPending bounds connections that have not said hello yet; one more
+	// maxHelloPayload bounds a hello (a rank, a size, a host name).
+	maxHelloPayload = 4 << 10
+	// helloTimeout is how long a connection may take to say hello.
+	helloTimeout = 10 * time.Second
+	// maxPending bounds connections that have not said hello yet; one more
 	// closes the oldest of them (a rank's hello follows its connect at
 	// once, so silent connections cannot crowd it out).
-	MaxPending = 64
+	maxPending = 64
 	// maxErrors bounds Gathering.Errors (the rest are counted).
 	maxErrors = 32
 )
 
-// Welcome is rank 0's answer to a Hello.
-type Welcome struct {
+// welcomeMsg is rank 0's answer to a Hello.
+type welcomeMsg struct {
 	Size int `json:"size"`
 }
 
-// Member is a rank that joined, as rank 0 sees it.
-type Member struct {
-	Hello
-	Conn *Conn
+// member is a rank that joined, as rank 0 sees it.
+type member struct {
+	helloMsg
+	Conn *peerConn
 }
 
-// Gathering is the outcome of waiting for the members at rank 0.
-type Gathering struct {
-	Members map[int]*Member // by rank, rank 0 excluded
+// gathering is the outcome of waiting for the members at rank 0.
+type gathering struct {
+	Members map[int]*member // by rank, rank 0 excluded
 	Missing []int           // ranks that did not join in time
 	Errors  []string        // connections refused (garbage, wrong size, duplicate rank, bad auth), at most 32 listed
 	Refused int             // connections refused in all
 }
 
-func (g *Gathering) refuse(msg string) {
+func (g *gathering) refuse(msg string) {
 	g.Refused++
 	if len(g.Errors) < maxErrors {
 		g.Errors = append(g.Errors, msg)
@@ -66,25 +66,25 @@ func (g *Gathering) refuse(msg string) {
 }
 
 // Close closes every member connection.
-func (g *Gathering) Close() error {
+func (g *gathering) Close() error {
 	for _, m := range g.Members {
 		_ = m.Conn.Close()
 	}
 	return nil
 }
 
-// Gather accepts members on l until all size-1 other ranks have said hello or
+// gather accepts members on l until all size-1 other ranks have said hello or
 // the wait ends; a connection that speaks garbage, claims a taken rank (the
 // first keeps it) or lacks key's authentication is refused with an error
 // message and does not stop the others. Before its hello a connection is
 // bounded: MaxHelloPayload bytes, HelloTimeout, MaxPending at once.
 // msgTimeout bounds each message on the accepted connections. key is the
 // job secret (JobSecret); nil takes every hello at its word.
-func Gather(ctx context.Context, l net.Listener, size int, wait, msgTimeout time.Duration, key []byte) (*Gathering, error) {
+func gather(ctx context.Context, l net.Listener, size int, wait, msgTimeout time.Duration, key []byte) (*gathering, error) {
 	if size < 1 {
 		return nil, fmt.Errorf("fleet: job size %d", size)
 	}
-	g := &Gathering{Members: make(map[int]*Member)}
+	g := &gathering{Members: make(map[int]*member)}
 	if size == 1 {
 		return g, nil
 	}
@@ -97,14 +97,14 @@ func Gather(ctx context.Context, l net.Listener, size int, wait, msgTimeout time
 	var wg sync.WaitGroup
 	pending := map[net.Conn]uint64{} // not yet said hello -> accept order; under mu
 	var seq uint64
-	helloWait := min(HelloTimeout, msgTimeout)
+	helloWait := min(helloTimeout, msgTimeout)
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			break // the wait ended (listener closed) or the listener failed
 		}
 		mu.Lock()
-		if len(pending) >= MaxPending {
+		if len(pending) >= maxPending {
 			var oldest net.Conn
 			for pc, n := range pending {
 				if oldest == nil || n < pending[oldest] {
@@ -120,9 +120,9 @@ func Gather(ctx context.Context, l net.Listener, size int, wait, msgTimeout time
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conn := NewConn(c, msgTimeout)
-			var h Hello
-			err := conn.recv(ctx, MsgHello, &h, helloWait, MaxHelloPayload)
+			conn := newPeerConn(c, msgTimeout)
+			var h helloMsg
+			err := conn.recv(ctx, msgHello, &h, helloWait, maxHelloPayload)
 			mu.Lock()
 			delete(pending, c)
 			defer mu.Unlock()
@@ -131,16 +131,16 @@ func Gather(ctx context.Context, l net.Listener, size int, wait, msgTimeout time
 			}
 			if err != nil {
 				g.refuse(fmt.Sprintf("%s: %v", c.RemoteAddr(), err))
-				_ = conn.Send(ctx, MsgError, ErrorMsg{Error: err.Error()})
+				_ = conn.Send(ctx, msgError, errorMsg{Error: err.Error()})
 				_ = conn.Close()
 				return
 			}
-			if err := conn.Send(ctx, MsgWelcome, Welcome{Size: size}); err != nil {
+			if err := conn.Send(ctx, msgWelcome, welcomeMsg{Size: size}); err != nil {
 				g.refuse(fmt.Sprintf("rank %d (%s): %v", h.Rank, h.Host, err))
 				_ = conn.Close()
 				return
 			}
-			g.Members[h.Rank] = &Member{Hello: h, Conn: conn}
+			g.Members[h.Rank] = &member{helloMsg: h, Conn: conn}
 			if len(g.Members) == size-1 {
 				_ = l.Close() // everyone is here: stop accepting
 			}
@@ -156,7 +156,7 @@ func Gather(ctx context.Context, l net.Listener, size int, wait, msgTimeout time
 	return g, nil
 }
 
-func admit(g *Gathering, h Hello, size int, key []byte) error {
+func admit(g *gathering, h helloMsg, size int, key []byte) error {
 	switch {
 	case !authentic(key, h):
 		return fmt.Errorf("rank %d (%s): %w", h.Rank, h.Host, ErrNotInJob)
@@ -173,10 +173,10 @@ func admit(g *Gathering, h Hello, size int, key []byte) error {
 // ErrNotInJob: a hello without the job secret's authentication.
 var ErrNotInJob = errors.New("hello not authenticated with the job secret (not a rank of this job, or ranks launched with different " + SecretEnv + ")")
 
-// Join connects a member to rank 0 at addr, retrying while rank 0 is not yet
+// join connects a member to rank 0 at addr, retrying while rank 0 is not yet
 // listening, until wait ends; it returns the welcomed connection. key is the
 // job secret (JobSecret) that authenticates h.
-func Join(ctx context.Context, addr string, h Hello, wait, msgTimeout time.Duration, key []byte) (*Conn, error) {
+func join(ctx context.Context, addr string, h helloMsg, wait, msgTimeout time.Duration, key []byte) (*peerConn, error) {
 	if key != nil {
 		h.Auth = helloMAC(key, h)
 	}
@@ -187,13 +187,13 @@ func Join(ctx context.Context, addr string, h Hello, wait, msgTimeout time.Durat
 	for {
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
-			conn := NewConn(c, msgTimeout)
-			if err := conn.Send(ctx, MsgHello, h); err != nil {
+			conn := newPeerConn(c, msgTimeout)
+			if err := conn.Send(ctx, msgHello, h); err != nil {
 				_ = conn.Close()
 				return nil, err
 			}
-			var w Welcome
-			if err := conn.Recv(ctx, MsgWelcome, &w, 0); err != nil {
+			var w welcomeMsg
+			if err := conn.Recv(ctx, msgWelcome, &w, 0); err != nil {
 				_ = conn.Close()
 				return nil, err
 			}

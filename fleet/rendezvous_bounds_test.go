@@ -17,9 +17,9 @@ import (
 func hugeHelloHeader() []byte {
 	h := make([]byte, 12)
 	copy(h, "EKFL")
-	binary.BigEndian.PutUint16(h[4:], WireVersion)
-	h[6] = byte(MsgHello)
-	binary.BigEndian.PutUint32(h[8:], MaxPayload)
+	binary.BigEndian.PutUint16(h[4:], wireVersion)
+	h[6] = byte(msgHello)
+	binary.BigEndian.PutUint32(h[8:], maxPayload)
 	return h
 }
 
@@ -43,13 +43,13 @@ func TestRendezvousBoundedAndAuthenticated(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	var (
-		g    *Gathering
+		g    *gathering
 		gerr error
 	)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		g, gerr = Gather(context.Background(), l, 3, 6*time.Second, 2*time.Second, key)
+		g, gerr = gather(context.Background(), l, 3, 6*time.Second, 2*time.Second, key)
 	}()
 
 	runtime.GC()
@@ -81,7 +81,7 @@ func TestRendezvousBoundedAndAuthenticated(t *testing.T) {
 	assert.Less(t, grew, int64(64<<20), "oversized hellos must not be allocated")
 
 	// A forged hello (no secret) for rank 1 is refused...
-	_, err = Join(context.Background(), addr, Hello{Rank: 1, Size: 3, Host: "forger"}, time.Second, time.Second, nil)
+	_, err = join(context.Background(), addr, helloMsg{Rank: 1, Size: 3, Host: "forger"}, time.Second, time.Second, nil)
 	var pe *PeerError
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, pe.Msg, "not authenticated")
@@ -92,17 +92,17 @@ func TestRendezvousBoundedAndAuthenticated(t *testing.T) {
 		}
 		return ""
 	})
-	_, err = Join(context.Background(), addr, Hello{Rank: 1, Size: 3, Host: "forger"}, time.Second, time.Second, other)
+	_, err = join(context.Background(), addr, helloMsg{Rank: 1, Size: 3, Host: "forger"}, time.Second, time.Second, other)
 	require.ErrorAs(t, err, &pe)
 	// The real rank 1 joins; a second authenticated rank 1 is refused and
 	// the first keeps its place.
-	c1, err := Join(context.Background(), addr, Hello{Rank: 1, Size: 3, Host: "real-1"}, 2*time.Second, 2*time.Second, key)
+	c1, err := join(context.Background(), addr, helloMsg{Rank: 1, Size: 3, Host: "real-1"}, 2*time.Second, 2*time.Second, key)
 	require.NoError(t, err)
 	defer c1.Close()
-	_, err = Join(context.Background(), addr, Hello{Rank: 1, Size: 3, Host: "dup-1"}, time.Second, time.Second, key)
+	_, err = join(context.Background(), addr, helloMsg{Rank: 1, Size: 3, Host: "dup-1"}, time.Second, time.Second, key)
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, pe.Msg, "joined twice")
-	c2, err := Join(context.Background(), addr, Hello{Rank: 2, Size: 3, Host: "real-2"}, 2*time.Second, 2*time.Second, key)
+	c2, err := join(context.Background(), addr, helloMsg{Rank: 2, Size: 3, Host: "real-2"}, 2*time.Second, 2*time.Second, key)
 	require.NoError(t, err)
 	defer c2.Close()
 

@@ -19,42 +19,42 @@ import (
 // bounded by MaxPayload. Each read and write has a deadline. Version 2 took
 // the header layout the bw protocol has (version 1 had a one-byte version).
 const (
-	WireVersion = 2
-	// MaxPayload bounds one frame's payload: a doctor report of a large host is
+	wireVersion = 2
+	// maxPayload bounds one frame's payload: a doctor report of a large host is
 	// tens of KiB; anything near this limit is garbage.
-	MaxPayload = 4 << 20
+	maxPayload = 4 << 20
 )
 
-var wire = frame.Spec{Magic: [4]byte{'E', 'K', 'F', 'L'}, Version: WireVersion, MaxPayload: MaxPayload}
+var wire = frame.Spec{Magic: [4]byte{'E', 'K', 'F', 'L'}, Version: wireVersion, MaxPayload: maxPayload}
 
-// MsgType says what a frame carries.
-type MsgType uint8
+// msgType says what a frame carries.
+type msgType uint8
 
 const (
-	MsgHello   MsgType = 1 // member -> rank 0: who I am (Hello)
-	MsgWelcome MsgType = 2 // rank 0 -> member: accepted (Welcome)
-	MsgReport  MsgType = 3 // member -> rank 0: a doctor report (Report)
-	MsgTask    MsgType = 4 // rank 0 -> member: do this (Task)
-	MsgResult  MsgType = 5 // member -> rank 0: the task's outcome (TaskResult)
-	MsgError   MsgType = 6 // either way: a fatal error (ErrorMsg)
-	MsgBye     MsgType = 7 // rank 0 -> member: all done
+	msgHello   msgType = 1 // member -> rank 0: who I am (Hello)
+	msgWelcome msgType = 2 // rank 0 -> member: accepted (Welcome)
+	msgReport  msgType = 3 // member -> rank 0: a doctor report (Report)
+	msgTask    msgType = 4 // rank 0 -> member: do this (Task)
+	msgResult  msgType = 5 // member -> rank 0: the task's outcome (TaskResult)
+	msgError   msgType = 6 // either way: a fatal error (ErrorMsg)
+	msgBye     msgType = 7 // rank 0 -> member: all done
 )
 
-func (t MsgType) String() string {
+func (t msgType) String() string {
 	switch t {
-	case MsgHello:
+	case msgHello:
 		return "hello"
-	case MsgWelcome:
+	case msgWelcome:
 		return "welcome"
-	case MsgReport:
+	case msgReport:
 		return "report"
-	case MsgTask:
+	case msgTask:
 		return "task"
-	case MsgResult:
+	case msgResult:
 		return "result"
-	case MsgError:
+	case msgError:
 		return "error"
-	case MsgBye:
+	case msgBye:
 		return "bye"
 	}
 	return fmt.Sprintf("type %d", uint8(t))
@@ -69,40 +69,40 @@ var (
 	ErrUnknownType = errors.New("fleet: unknown message type")
 )
 
-// Frame is one decoded message.
-type Frame struct {
-	Type    MsgType
+// wireFrame is one decoded message.
+type wireFrame struct {
+	Type    msgType
 	Payload []byte
 }
 
-// ReadFrame reads one frame from r; io.EOF when r ends before it.
-func ReadFrame(r io.Reader) (Frame, error) { return readFrame(r, MaxPayload) }
+// readWireFrame reads one frame from r; io.EOF when r ends before it.
+func readWireFrame(r io.Reader) (wireFrame, error) { return readFrame(r, maxPayload) }
 
 // readFrame is ReadFrame refusing, before reading it, a payload over max.
-func readFrame(r io.Reader, max uint32) (Frame, error) {
+func readFrame(r io.Reader, max uint32) (wireFrame, error) {
 	h, err := wire.ReadHeader(r)
 	if err == io.EOF {
-		return Frame{}, io.EOF
+		return wireFrame{}, io.EOF
 	}
 	if err != nil {
-		return Frame{}, fmt.Errorf("fleet: reading a frame: %w", err)
+		return wireFrame{}, fmt.Errorf("fleet: reading a frame: %w", err)
 	}
-	t := MsgType(h.Type)
-	if t < MsgHello || t > MsgBye {
-		return Frame{}, fmt.Errorf("%w: %d", ErrUnknownType, h.Type)
+	t := msgType(h.Type)
+	if t < msgHello || t > msgBye {
+		return wireFrame{}, fmt.Errorf("%w: %d", ErrUnknownType, h.Type)
 	}
 	if h.Len > max {
-		return Frame{}, fmt.Errorf("fleet: %s of %d bytes (at most %d here): %w", t, h.Len, max, ErrTooLarge)
+		return wireFrame{}, fmt.Errorf("fleet: %s of %d bytes (at most %d here): %w", t, h.Len, max, ErrTooLarge)
 	}
 	p, err := frame.ReadPayload(r, h)
 	if err != nil {
-		return Frame{}, fmt.Errorf("fleet: reading %s: %w", t, err)
+		return wireFrame{}, fmt.Errorf("fleet: reading %s: %w", t, err)
 	}
-	return Frame{Type: t, Payload: p}, nil
+	return wireFrame{Type: t, Payload: p}, nil
 }
 
-// WriteFrame writes one frame to w.
-func WriteFrame(w io.Writer, t MsgType, payload []byte) error {
+// writeFrame writes one frame to w.
+func writeFrame(w io.Writer, t msgType, payload []byte) error {
 	buf, err := wire.Append(make([]byte, 0, frame.HeaderLen+len(payload)), uint8(t), payload)
 	if err != nil {
 		return fmt.Errorf("fleet: %s: %w", t, err)
@@ -111,19 +111,21 @@ func WriteFrame(w io.Writer, t MsgType, payload []byte) error {
 	return err
 }
 
-// Conn is a rendezvous connection: typed JSON messages with a deadline on
+// peerConn is a rendezvous connection: typed JSON messages with a deadline on
 // every read and write.
-type Conn struct {
+type peerConn struct {
 	c       net.Conn
 	timeout time.Duration
 }
 
-// NewConn wraps c; timeout bounds each message (a member that sends nothing
+// newPeerConn wraps c; timeout bounds each message (a member that sends nothing
 // for that long is considered gone).
-func NewConn(c net.Conn, timeout time.Duration) *Conn { return &Conn{c: c, timeout: timeout} }
+func newPeerConn(c net.Conn, timeout time.Duration) *peerConn {
+	return &peerConn{c: c, timeout: timeout}
+}
 
 // Close closes the connection; closing twice is harmless.
-func (c *Conn) Close() error {
+func (c *peerConn) Close() error {
 	err := c.c.Close()
 	if errors.Is(err, net.ErrClosed) {
 		return nil
@@ -132,9 +134,9 @@ func (c *Conn) Close() error {
 }
 
 // RemoteAddr is the peer's address.
-func (c *Conn) RemoteAddr() net.Addr { return c.c.RemoteAddr() }
+func (c *peerConn) RemoteAddr() net.Addr { return c.c.RemoteAddr() }
 
-func (c *Conn) deadline(ctx context.Context, timeout time.Duration) time.Time {
+func (c *peerConn) deadline(ctx context.Context, timeout time.Duration) time.Time {
 	d := time.Now().Add(timeout)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(d) {
 		d = dl
@@ -143,7 +145,7 @@ func (c *Conn) deadline(ctx context.Context, timeout time.Duration) time.Time {
 }
 
 // Send writes one message.
-func (c *Conn) Send(ctx context.Context, t MsgType, v any) error {
+func (c *peerConn) Send(ctx context.Context, t msgType, v any) error {
 	p, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("fleet: encoding %s: %w", t, err)
@@ -151,7 +153,7 @@ func (c *Conn) Send(ctx context.Context, t MsgType, v any) error {
 	if err := c.c.SetWriteDeadline(c.deadline(ctx, c.timeout)); err != nil {
 		return err
 	}
-	if err := WriteFrame(c.c, t, p); err != nil {
+	if err := writeFrame(c.c, t, p); err != nil {
 		return fmt.Errorf("fleet: sending %s to %s: %w", t, c.c.RemoteAddr(), err)
 	}
 	return nil
@@ -159,12 +161,12 @@ func (c *Conn) Send(ctx context.Context, t MsgType, v any) error {
 
 // Recv reads one message of type want into v, waiting at most timeout (0:
 // the connection's). An error message from the peer becomes a *PeerError.
-func (c *Conn) Recv(ctx context.Context, want MsgType, v any, timeout time.Duration) error {
-	return c.recv(ctx, want, v, timeout, MaxPayload)
+func (c *peerConn) Recv(ctx context.Context, want msgType, v any, timeout time.Duration) error {
+	return c.recv(ctx, want, v, timeout, maxPayload)
 }
 
 // recv is Recv refusing a payload over max before reading it.
-func (c *Conn) recv(ctx context.Context, want MsgType, v any, timeout time.Duration, max uint32) error {
+func (c *peerConn) recv(ctx context.Context, want msgType, v any, timeout time.Duration, max uint32) error {
 	if timeout <= 0 {
 		timeout = c.timeout
 	}
@@ -180,8 +182,8 @@ func (c *Conn) recv(ctx context.Context, want MsgType, v any, timeout time.Durat
 		}
 		return fmt.Errorf("fleet: waiting for %s from %s: %w", want, c.c.RemoteAddr(), err)
 	}
-	if f.Type == MsgError && want != MsgError {
-		var e ErrorMsg
+	if f.Type == msgError && want != msgError {
+		var e errorMsg
 		if err := json.Unmarshal(f.Payload, &e); err != nil {
 			return fmt.Errorf("fleet: undecodable error message from %s: %w", c.c.RemoteAddr(), err)
 		}
@@ -196,8 +198,8 @@ func (c *Conn) recv(ctx context.Context, want MsgType, v any, timeout time.Durat
 	return nil
 }
 
-// ErrorMsg is the payload of MsgError.
-type ErrorMsg struct {
+// errorMsg is the payload of MsgError.
+type errorMsg struct {
 	Error string `json:"error"`
 }
 

@@ -43,7 +43,7 @@ type Result struct {
 	ServerCounters map[string]uint64 `json:"server_counters,omitempty"`
 }
 
-func newResult(dev string, acc *Accept, method connect.Method, cfg Config, m Measure) Result {
+func newResult(dev string, acc *acceptMsg, method connect.Method, cfg Config, m Measure) Result {
 	return Result{
 		Device: dev, ServerDevice: acc.Device, Method: method, QPs: cfg.QPs, Size: cfg.Size,
 		Messages: m.Messages, Bytes: m.Bytes, DurationS: m.Elapsed.Seconds(),
@@ -140,13 +140,13 @@ func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, er
 		return fmt.Errorf("%s size %d: %w", dev, cfg.Size, err)
 	}
 	method := cfg.Method.Resolve(l.Transport())
-	h := &Hello{Device: c.ServerDevice, ClientDevice: dev, Transport: string(l.Transport()), Method: method,
+	h := &helloMsg{Device: c.ServerDevice, ClientDevice: dev, Transport: string(l.Transport()), Method: method,
 		QPs: uint32(cfg.QPs), Size: uint64(cfg.Size), Iterations: uint64(cfg.Iterations),
 		Duration: cfg.Duration, Warmup: cfg.Warmup, Cooldown: cfg.Cooldown, Limit: cfg.limit()}
 	if err := oc.send(h); err != nil {
 		return res, fail(err)
 	}
-	acc, err := expect[*Accept](oc, oc.step, "accept")
+	acc, err := expect[*acceptMsg](oc, oc.step, "accept")
 	if err != nil {
 		return res, fail(err)
 	}
@@ -167,10 +167,10 @@ func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, er
 	if cerr != nil {
 		slog.Warn("bw: reading counters", "device", dev, "err", cerr)
 	}
-	if err := oc.send(&Start{}); err != nil {
+	if err := oc.send(&startMsg{}); err != nil {
 		return res, fail(err)
 	}
-	if _, err := expect[*Start](oc, oc.step, "the server's start"); err != nil {
+	if _, err := expect[*startMsg](oc, oc.step, "the server's start"); err != nil {
 		return res, fail(err)
 	}
 	m, err := WriteLoop(ctx, sess, dev, cfg)
@@ -182,10 +182,10 @@ func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, er
 		slog.Warn("bw: reading counters", "device", dev, "err", cerr)
 	}
 	delta := CounterDelta(before, after)
-	if err := oc.send(&Done{Bytes: m.Bytes, Messages: m.Messages, Elapsed: m.Elapsed, Counters: delta}); err != nil {
+	if err := oc.send(&doneMsg{Bytes: m.Bytes, Messages: m.Messages, Elapsed: m.Elapsed, Counters: delta}); err != nil {
 		return res, fail(err)
 	}
-	sd, err := expect[*Done](oc, oc.step, "the server's done")
+	sd, err := expect[*doneMsg](oc, oc.step, "the server's done")
 	if err != nil {
 		return res, fail(err)
 	}

@@ -1,7 +1,6 @@
 package perf_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -53,19 +52,6 @@ func ExampleClient() {
 	// fake_cli -> fake_srv 65536 200
 	// <nil>
 	// <nil>
-}
-
-// Every out-of-band message is one bounded frame; anything else is a clear
-// error.
-func ExampleReadFrame() {
-	b, _ := perf.AppendFrame(nil, &perf.Hello{QPs: 16, Size: 65536, Iterations: 5000, Method: connect.OOB})
-	m, err := perf.ReadFrame(bytes.NewReader(b))
-	fmt.Printf("%d bytes: %+v %v\n", len(b), m.(*perf.Hello).QPs, err)
-	_, err = perf.ReadFrame(bytes.NewReader([]byte("GET / HTTP/1.1\r\n\r\n")))
-	fmt.Println(err)
-	// Output:
-	// 68 bytes: 16 <nil>
-	// bad magic "GET " (not an erdmakit bw peer?): bw protocol error
 }
 
 // A program that runs write loops raises GOMAXPROCS once at start, so that

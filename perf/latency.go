@@ -269,18 +269,22 @@ func (p *pinger) check(ctx context.Context, spins int) error {
 		return err
 	}
 	if now.Sub(p.waitStart) > spinYieldAfter {
+		runtime.Gosched()
 		osYield()
+		p.yielded = now
+		return nil
 	}
 	p.yield(now)
 	return nil
 }
 
-// spinYieldAfter: a wait longer than this gives the CPU away (sched_yield)
-// at every check. A healthy eRDMA round trip (about 2 x 16 µs) never gets
-// there; on a host with fewer free CPUs than spinners (a one-vCPU VM
-// running both ends, or software RDMA whose work runs in kernel threads)
-// the peer and the device's work get the CPU at once instead of at the end
-// of a scheduler time slice.
+// spinYieldAfter: a wait longer than this gives the CPU away at every
+// check, to the other goroutines of this P (Gosched) and to other threads
+// (sched_yield). A healthy eRDMA round trip (about 2 x 16 µs) never gets
+// there; where there are fewer CPUs (or Ps) than spinners (a one-vCPU VM
+// running both ends, both ends in one process with GOMAXPROCS 1, software
+// RDMA whose work runs in kernel threads) the peer and the device's work
+// run at once instead of at the end of a time slice.
 const spinYieldAfter = 50 * time.Microsecond
 
 // yield passes through the Go scheduler once a millisecond, as the write

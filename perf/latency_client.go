@@ -64,13 +64,13 @@ func (c *LatencyClient) test(ctx context.Context, oc *conn, cfg LatencyConfig) (
 	}
 	method := cfg.Method.Resolve(l.Transport())
 	inline := cfg.inlineFor(dev)
-	h := &LatencyHello{Device: c.ServerDevice, ClientDevice: dev, Transport: string(l.Transport()), Method: method,
+	h := &latencyHelloMsg{Device: c.ServerDevice, ClientDevice: dev, Transport: string(l.Transport()), Method: method,
 		Size: uint64(cfg.Size), Iterations: uint32(cfg.Iterations), Warmup: uint32(cfg.Warmup), Inline: uint32(inline),
 		Limit: latencyLimit}
 	if err := oc.send(h); err != nil {
 		return res, fail(err)
 	}
-	acc, err := expect[*Accept](oc, oc.step, "accept")
+	acc, err := expect[*acceptMsg](oc, oc.step, "accept")
 	if err != nil {
 		return res, fail(err)
 	}
@@ -96,10 +96,10 @@ func (c *LatencyClient) test(ctx context.Context, oc *conn, cfg LatencyConfig) (
 		return res, fail(err)
 	}
 	samples := make([]time.Duration, cfg.Iterations)
-	if err := oc.send(&Start{}); err != nil {
+	if err := oc.send(&startMsg{}); err != nil {
 		return res, fail(err)
 	}
-	if _, err := expect[*Start](oc, oc.step, "the server's start"); err != nil {
+	if _, err := expect[*startMsg](oc, oc.step, "the server's start"); err != nil {
 		return res, fail(err)
 	}
 	start := time.Now()
@@ -107,10 +107,10 @@ func (c *LatencyClient) test(ctx context.Context, oc *conn, cfg LatencyConfig) (
 		return res, fail(err)
 	}
 	trips := uint64(cfg.Warmup + cfg.Iterations)
-	if err := oc.send(&Done{Messages: trips, Elapsed: time.Since(start)}); err != nil {
+	if err := oc.send(&doneMsg{Messages: trips, Elapsed: time.Since(start)}); err != nil {
 		return res, fail(err)
 	}
-	sd, err := expect[*Done](oc, oc.step, "the server's done")
+	sd, err := expect[*doneMsg](oc, oc.step, "the server's done")
 	if err != nil {
 		return res, fail(err)
 	}
@@ -122,7 +122,7 @@ func (c *LatencyClient) test(ctx context.Context, oc *conn, cfg LatencyConfig) (
 }
 
 // latencyTest is the server's side of a LatencyHello.
-func (s *Server) latencyTest(ctx context.Context, c *conn, h *LatencyHello, t *ServerTest) error {
+func (s *Server) latencyTest(ctx context.Context, c *conn, h *latencyHelloMsg, t *ServerTest) error {
 	l, method, release, err := s.begin(h.Device, h.Method, t)
 	if err != nil {
 		return err
@@ -143,7 +143,7 @@ func (s *Server) latencyTest(ctx context.Context, c *conn, h *LatencyHello, t *S
 	if !ok {
 		return fmt.Errorf("%s's sessions (%T) cannot run a latency test", l.Device(), sess)
 	}
-	if err := c.send(&Accept{Device: l.Device(), Transport: string(l.Transport()), CMAddr: sess.CMAddr()}); err != nil {
+	if err := c.send(&acceptMsg{Device: l.Device(), Transport: string(l.Transport()), CMAddr: sess.CMAddr()}); err != nil {
 		return err
 	}
 	if err := c.exchange(ctx, sess, 1, true); err != nil {
@@ -153,10 +153,10 @@ func (s *Server) latencyTest(ctx context.Context, c *conn, h *LatencyHello, t *S
 	if err != nil {
 		return err
 	}
-	if _, err := expect[*Start](c, c.step, "start"); err != nil {
+	if _, err := expect[*startMsg](c, c.step, "start"); err != nil {
 		return err
 	}
-	if err := c.send(&Start{}); err != nil {
+	if err := c.send(&startMsg{}); err != nil {
 		return err
 	}
 	pctx, cancel := context.WithTimeout(ctx, s.waitLimit(h.Limit))
@@ -165,12 +165,12 @@ func (s *Server) latencyTest(ctx context.Context, c *conn, h *LatencyHello, t *S
 	if err != nil {
 		return fmt.Errorf("after %d answers: %w", n, err)
 	}
-	done, err := expect[*Done](c, c.step, "the client's done")
+	done, err := expect[*doneMsg](c, c.step, "the client's done")
 	if err != nil {
 		return err
 	}
 	t.Client = *done
-	return c.send(&Done{Messages: uint64(n)})
+	return c.send(&doneMsg{Messages: uint64(n)})
 }
 
 // LatencyLoopback runs a server and, one device after the other (latency

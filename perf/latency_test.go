@@ -228,3 +228,17 @@ func BenchmarkPingPongFake(b *testing.B) {
 	}
 	b.ReportMetric(NewLatencyStats(samples).MedianUS*1000, "ns/one-way")
 }
+
+// Both ends in one process with one P (GOMAXPROCS 1, as on a one-CPU host
+// without RaiseMaxProcs): a waiting side must hand the P to the other soon,
+// not at its once-a-millisecond scheduler pass (the lab measured 501 µs one
+// way on rxe0 that way, 108 µs after this fix).
+func TestLatencyLoopbackSharesOneP(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	l := NewFakeLink("fake0", 100)
+	results, errs := LatencyLoopback(context.Background(), []Link{l}, LatencyConfig{Iterations: 300}, nil)
+	require.Empty(t, errs)
+	require.Len(t, results, 1)
+	t.Logf("one P: median %.1f us", results[0].MedianUS)
+	assert.Less(t, results[0].MedianUS, 250.0, "each answer waited for the peer's millisecond yield")
+}

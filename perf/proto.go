@@ -15,7 +15,9 @@ import (
 )
 
 // The out-of-band protocol (ours, not perftest's) carries everything two
-// erdmakit peers must agree on around an RDMA write test. Every message is
+// erdmakit peers must agree on around an RDMA write test. It is unexported:
+// importers use Client, Server and their results, so the wire format can
+// change without breaking them (both peers run the same erdmakit). Every message is
 // one frame:
 //
 //	offset 0  magic "EKBW"
@@ -36,9 +38,9 @@ import (
 // QP, and the Dones carry the round trips each side made. A server from
 // before latency tests answers LatencyHello with an Error (unknown message).
 
-// ProtocolVersion is the version this package speaks. A peer with another
+// protocolVersion is the version this package speaks. A peer with another
 // version gets an Error naming both.
-const ProtocolVersion = 1
+const protocolVersion = 1
 
 // DefaultPort is the TCP port `erdmakit bw serve` listens on. perftest uses
 // 18515 (and a second device the next ports up), so we take 18600 to let both
@@ -46,9 +48,9 @@ const ProtocolVersion = 1
 // in every network namespace in compat mode (reserve_ports_base 0x7790).
 const DefaultPort = 18600
 
-// MaxPayload bounds one frame's payload: a hostile or broken peer cannot make
+// maxPayload bounds one frame's payload: a hostile or broken peer cannot make
 // us allocate more than this per message.
-const MaxPayload = 64 << 10
+const maxPayload = 64 << 10
 
 // MaxQPs bounds the queue pairs of one test (and so an Endpoints message).
 const MaxQPs = 1024
@@ -59,37 +61,37 @@ const (
 )
 
 // wire is the bw protocol's framing (see internal/frame).
-var wire = frame.Spec{Magic: [4]byte{'E', 'K', 'B', 'W'}, Version: ProtocolVersion, MaxPayload: MaxPayload}
+var wire = frame.Spec{Magic: [4]byte{'E', 'K', 'B', 'W'}, Version: protocolVersion, MaxPayload: maxPayload}
 
-// MsgType is the type byte of a frame.
-type MsgType uint8
+// msgType is the type byte of a frame.
+type msgType uint8
 
 // The message types.
 const (
-	MsgHello     MsgType = 1
-	MsgAccept    MsgType = 2
-	MsgEndpoints MsgType = 3
-	MsgStart     MsgType = 4
-	MsgDone      MsgType = 5
-	MsgError     MsgType = 6
-	MsgLatency   MsgType = 7 // LatencyHello
+	msgHello     msgType = 1
+	msgAccept    msgType = 2
+	msgEndpoints msgType = 3
+	msgStart     msgType = 4
+	msgDone      msgType = 5
+	msgError     msgType = 6
+	msgLatency   msgType = 7 // LatencyHello
 )
 
-func (t MsgType) String() string {
+func (t msgType) String() string {
 	switch t {
-	case MsgHello:
+	case msgHello:
 		return "hello"
-	case MsgAccept:
+	case msgAccept:
 		return "accept"
-	case MsgEndpoints:
+	case msgEndpoints:
 		return "endpoints"
-	case MsgStart:
+	case msgStart:
 		return "start"
-	case MsgDone:
+	case msgDone:
 		return "done"
-	case MsgError:
+	case msgError:
 		return "error"
-	case MsgLatency:
+	case msgLatency:
 		return "latency hello"
 	}
 	return fmt.Sprintf("type %d", uint8(t))
@@ -108,8 +110,8 @@ var (
 	ErrPeer = errors.New("bw peer error")
 )
 
-// Hello opens a test: what the client wants.
-type Hello struct {
+// helloMsg opens a test: what the client wants.
+type helloMsg struct {
 	// Device is the server device to use; "" means the server's first.
 	Device string
 	// ClientDevice and Transport describe the client's side, for the
@@ -128,8 +130,8 @@ type Hello struct {
 	Limit time.Duration
 }
 
-// LatencyHello opens a latency test (RDMA write ping-pong on one QP).
-type LatencyHello struct {
+// latencyHelloMsg opens a latency test (RDMA write ping-pong on one QP).
+type latencyHelloMsg struct {
 	// Device, ClientDevice, Transport and Method as in Hello.
 	Device       string
 	ClientDevice string
@@ -147,8 +149,8 @@ type LatencyHello struct {
 	Limit time.Duration
 }
 
-// Accept is the server's answer to Hello.
-type Accept struct {
+// acceptMsg is the server's answer to Hello.
+type acceptMsg struct {
 	Device    string
 	Transport string
 	// CMAddr is where rdma_cm connections are accepted ("10.0.0.1:18601");
@@ -167,9 +169,9 @@ type Endpoint struct {
 	RKey uint32
 }
 
-// Done ends a test. The client sends what it wrote; the server answers with
+// doneMsg ends a test. The client sends what it wrote; the server answers with
 // its device's counter deltas over the test.
-type Done struct {
+type doneMsg struct {
 	Bytes    uint64
 	Messages uint64
 	Elapsed  time.Duration
@@ -186,31 +188,31 @@ func (e *PeerError) Error() string { return "peer: " + e.Message }
 // Is makes errors.Is(err, ErrPeer) true.
 func (e *PeerError) Is(target error) bool { return target == ErrPeer }
 
-// Message is one of *Hello, *Accept, []Endpoint (as *Endpoints), *Start,
-// *Done, *PeerError.
-type Message interface{ msgType() MsgType }
+// message is one of *helloMsg, *latencyHelloMsg, *acceptMsg, *endpointsMsg,
+// *startMsg, *doneMsg, *PeerError.
+type message interface{ msgType() msgType }
 
-// Endpoints is the list of a side's queue pairs.
-type Endpoints []Endpoint
+// endpointsMsg is the list of a side's queue pairs.
+type endpointsMsg []Endpoint
 
-// Start asks for (client) or acknowledges (server) the start of writing.
-type Start struct{}
+// startMsg asks for (client) or acknowledges (server) the start of writing.
+type startMsg struct{}
 
-func (*Hello) msgType() MsgType        { return MsgHello }
-func (*Accept) msgType() MsgType       { return MsgAccept }
-func (*Endpoints) msgType() MsgType    { return MsgEndpoints }
-func (*Start) msgType() MsgType        { return MsgStart }
-func (*Done) msgType() MsgType         { return MsgDone }
-func (*PeerError) msgType() MsgType    { return MsgError }
-func (*LatencyHello) msgType() MsgType { return MsgLatency }
+func (*helloMsg) msgType() msgType        { return msgHello }
+func (*acceptMsg) msgType() msgType       { return msgAccept }
+func (*endpointsMsg) msgType() msgType    { return msgEndpoints }
+func (*startMsg) msgType() msgType        { return msgStart }
+func (*doneMsg) msgType() msgType         { return msgDone }
+func (*PeerError) msgType() msgType       { return msgError }
+func (*latencyHelloMsg) msgType() msgType { return msgLatency }
 
-// AppendFrame appends m's frame to b.
-func AppendFrame(b []byte, m Message) ([]byte, error) {
+// appendFrame appends m's frame to b.
+func appendFrame(b []byte, m message) ([]byte, error) {
 	start := len(b)
 	b = wire.Begin(b, byte(m.msgType()))
 	var err error
 	switch m := m.(type) {
-	case *Hello:
+	case *helloMsg:
 		b, err = appendString(b, m.Device)
 		if err == nil {
 			b, err = appendString(b, m.ClientDevice)
@@ -225,7 +227,7 @@ func AppendFrame(b []byte, m Message) ([]byte, error) {
 		for _, d := range []time.Duration{m.Duration, m.Warmup, m.Cooldown, m.Limit} {
 			b = binary.BigEndian.AppendUint64(b, uint64(d))
 		}
-	case *LatencyHello:
+	case *latencyHelloMsg:
 		b, err = appendString(b, m.Device)
 		if err == nil {
 			b, err = appendString(b, m.ClientDevice)
@@ -239,7 +241,7 @@ func AppendFrame(b []byte, m Message) ([]byte, error) {
 		b = binary.BigEndian.AppendUint32(b, m.Warmup)
 		b = binary.BigEndian.AppendUint32(b, m.Inline)
 		b = binary.BigEndian.AppendUint64(b, uint64(m.Limit))
-	case *Accept:
+	case *acceptMsg:
 		b, err = appendString(b, m.Device)
 		if err == nil {
 			b, err = appendString(b, m.Transport)
@@ -247,7 +249,7 @@ func AppendFrame(b []byte, m Message) ([]byte, error) {
 		if err == nil {
 			b, err = appendString(b, m.CMAddr)
 		}
-	case *Endpoints:
+	case *endpointsMsg:
 		if len(*m) > MaxQPs {
 			return b[:start], fmt.Errorf("%d endpoints: at most %d: %w", len(*m), MaxQPs, ErrProtocol)
 		}
@@ -261,8 +263,8 @@ func AppendFrame(b []byte, m Message) ([]byte, error) {
 			b = binary.BigEndian.AppendUint64(b, e.Addr)
 			b = binary.BigEndian.AppendUint32(b, e.RKey)
 		}
-	case *Start:
-	case *Done:
+	case *startMsg:
+	case *doneMsg:
 		b = binary.BigEndian.AppendUint64(b, m.Bytes)
 		b = binary.BigEndian.AppendUint64(b, m.Messages)
 		b = binary.BigEndian.AppendUint64(b, uint64(m.Elapsed))
@@ -308,9 +310,9 @@ func appendString(b []byte, s string) ([]byte, error) {
 	return append(b, s...), nil
 }
 
-// ReadFrame reads one frame from r and decodes it. The caller bounds the
+// readFrame reads one frame from r and decodes it. The caller bounds the
 // time (a deadline on the connection); the size is bounded by MaxPayload.
-func ReadFrame(r io.Reader) (Message, error) {
+func readFrame(r io.Reader) (message, error) {
 	h, err := wire.ReadHeader(r)
 	if errors.Is(err, frame.ErrBadMagic) {
 		return nil, fmt.Errorf("%w (not an erdmakit bw peer?): %w", err, ErrProtocol)
@@ -320,18 +322,18 @@ func ReadFrame(r io.Reader) (Message, error) {
 	}
 	p, err := frame.ReadPayload(r, h)
 	if err != nil {
-		return nil, fmt.Errorf("%s %w", MsgType(h.Type), err)
+		return nil, fmt.Errorf("%s %w", msgType(h.Type), err)
 	}
-	return DecodePayload(MsgType(h.Type), p)
+	return decodePayload(msgType(h.Type), p)
 }
 
-// DecodePayload decodes the payload of a frame of type t.
-func DecodePayload(t MsgType, p []byte) (Message, error) {
+// decodePayload decodes the payload of a frame of type t.
+func decodePayload(t msgType, p []byte) (message, error) {
 	d := decoder{p: p}
-	var m Message
+	var m message
 	switch t {
-	case MsgHello:
-		h := &Hello{}
+	case msgHello:
+		h := &helloMsg{}
 		h.Device = d.str()
 		h.ClientDevice = d.str()
 		h.Transport = d.str()
@@ -347,8 +349,8 @@ func DecodePayload(t MsgType, p []byte) (Message, error) {
 			d.err = h.validate()
 		}
 		m = h
-	case MsgLatency:
-		h := &LatencyHello{}
+	case msgLatency:
+		h := &latencyHelloMsg{}
 		h.Device = d.str()
 		h.ClientDevice = d.str()
 		h.Transport = d.str()
@@ -362,13 +364,13 @@ func DecodePayload(t MsgType, p []byte) (Message, error) {
 			d.err = h.validate()
 		}
 		m = h
-	case MsgAccept:
-		a := &Accept{}
+	case msgAccept:
+		a := &acceptMsg{}
 		a.Device = d.str()
 		a.Transport = d.str()
 		a.CMAddr = d.str()
 		m = a
-	case MsgEndpoints:
+	case msgEndpoints:
 		n := d.u32()
 		if d.err == nil && n > MaxQPs {
 			d.err = fmt.Errorf("%d endpoints (at most %d)", n, MaxQPs)
@@ -377,9 +379,9 @@ func DecodePayload(t MsgType, p []byte) (Message, error) {
 		if d.err == nil && int(n)*size > len(d.p) {
 			d.err = fmt.Errorf("%d endpoints announced, %d bytes left", n, len(d.p))
 		}
-		var es Endpoints
+		var es endpointsMsg
 		if d.err == nil {
-			es = make(Endpoints, n)
+			es = make(endpointsMsg, n)
 		}
 		for i := range es {
 			e := &es[i]
@@ -392,10 +394,10 @@ func DecodePayload(t MsgType, p []byte) (Message, error) {
 			e.RKey = d.u32()
 		}
 		m = &es
-	case MsgStart:
-		m = &Start{}
-	case MsgDone:
-		dn := &Done{}
+	case msgStart:
+		m = &startMsg{}
+	case msgDone:
+		dn := &doneMsg{}
 		dn.Bytes = d.u64()
 		dn.Messages = d.u64()
 		dn.Elapsed = d.dur()
@@ -411,7 +413,7 @@ func DecodePayload(t MsgType, p []byte) (Message, error) {
 			}
 		}
 		m = dn
-	case MsgError:
+	case msgError:
 		n := int(d.u16())
 		m = &PeerError{Message: string(d.bytes(n))}
 	default:
@@ -427,7 +429,7 @@ func DecodePayload(t MsgType, p []byte) (Message, error) {
 }
 
 // validate bounds what a Hello may ask for.
-func (h *Hello) validate() error {
+func (h *helloMsg) validate() error {
 	switch {
 	case h.QPs == 0 || h.QPs > MaxQPs:
 		return fmt.Errorf("qps %d: want 1..%d", h.QPs, MaxQPs)
@@ -444,7 +446,7 @@ func (h *Hello) validate() error {
 }
 
 // validate bounds what a LatencyHello may ask for.
-func (h *LatencyHello) validate() error {
+func (h *latencyHelloMsg) validate() error {
 	switch {
 	case h.Size == 0 || h.Size > MaxSize:
 		return fmt.Errorf("size %d: want 1..%d", h.Size, MaxSize)
@@ -536,8 +538,8 @@ type conn struct {
 	scratch []byte
 }
 
-func (c *conn) send(m Message) error {
-	b, err := AppendFrame(c.scratch[:0], m)
+func (c *conn) send(m message) error {
+	b, err := appendFrame(c.scratch[:0], m)
 	if err != nil {
 		return err
 	}
@@ -553,11 +555,11 @@ func (c *conn) send(m Message) error {
 
 // recv reads the next message within wait; an Error message becomes a
 // *PeerError.
-func (c *conn) recv(wait time.Duration) (Message, error) {
+func (c *conn) recv(wait time.Duration) (message, error) {
 	if err := c.c.SetReadDeadline(time.Now().Add(wait)); err != nil {
 		return nil, err
 	}
-	m, err := ReadFrame(c.c)
+	m, err := readFrame(c.c)
 	if err != nil {
 		return nil, err
 	}
@@ -568,7 +570,7 @@ func (c *conn) recv(wait time.Duration) (Message, error) {
 }
 
 // expect reads the next message and requires its type.
-func expect[T Message](c *conn, wait time.Duration, what string) (T, error) {
+func expect[T message](c *conn, wait time.Duration, what string) (T, error) {
 	var zero T
 	m, err := c.recv(wait)
 	if err != nil {

@@ -15,17 +15,17 @@ import (
 	"github.com/erdmakit/erdmakit/connect"
 )
 
-func sampleMessages() []Message {
-	eps := Endpoints{{QPN: 0x12, PSN: 0xb91023, GID: [16]byte{10: 0xff, 11: 0xff, 12: 10, 15: 15}, MTU: 3, Addr: 0x55d03a2dc000, RKey: 0x2b3}}
-	return []Message{
-		&Hello{Device: "erdma_0", ClientDevice: "erdma_1", Transport: "roce", Method: connect.OOB, QPs: 16,
+func sampleMessages() []message {
+	eps := endpointsMsg{{QPN: 0x12, PSN: 0xb91023, GID: [16]byte{10: 0xff, 11: 0xff, 12: 10, 15: 15}, MTU: 3, Addr: 0x55d03a2dc000, RKey: 0x2b3}}
+	return []message{
+		&helloMsg{Device: "erdma_0", ClientDevice: "erdma_1", Transport: "roce", Method: connect.OOB, QPs: 16,
 			Size: 65536, Duration: 5 * time.Second, Warmup: 2 * time.Second, Cooldown: 2 * time.Second, Limit: 14 * time.Second},
-		&Accept{Device: "erdma_0", Transport: "roce"},
+		&acceptMsg{Device: "erdma_0", Transport: "roce"},
 		&eps,
-		&Start{},
-		&Done{Bytes: 1 << 30, Messages: 16384, Elapsed: time.Second, Counters: map[string]uint64{"hw_rx_bytes_cnt": 1 << 30}},
+		&startMsg{},
+		&doneMsg{Bytes: 1 << 30, Messages: 16384, Elapsed: time.Second, Counters: map[string]uint64{"hw_rx_bytes_cnt": 1 << 30}},
 		&PeerError{Message: "no such device"},
-		&LatencyHello{Device: "erdma_0", ClientDevice: "erdma_1", Transport: "roce", Method: connect.RDMACM, Size: 2,
+		&latencyHelloMsg{Device: "erdma_0", ClientDevice: "erdma_1", Transport: "roce", Method: connect.RDMACM, Size: 2,
 			Iterations: 1000, Warmup: 16, Inline: 96, Limit: time.Hour},
 	}
 }
@@ -33,9 +33,9 @@ func sampleMessages() []Message {
 func TestFrameRoundTrip(t *testing.T) {
 	for _, m := range sampleMessages() {
 		t.Run(m.msgType().String(), func(t *testing.T) {
-			b, err := AppendFrame(nil, m)
+			b, err := appendFrame(nil, m)
 			require.NoError(t, err)
-			got, err := ReadFrame(bytes.NewReader(b))
+			got, err := readFrame(bytes.NewReader(b))
 			require.NoError(t, err)
 			assert.Equal(t, m, got)
 		})
@@ -45,7 +45,7 @@ func TestFrameRoundTrip(t *testing.T) {
 // latencyHello is a LatencyHello frame with any field values (AppendFrame
 // does not validate).
 func latencyHello(iters uint32, size uint64) []byte {
-	b, err := AppendFrame(nil, &LatencyHello{Size: size, Iterations: iters})
+	b, err := appendFrame(nil, &latencyHelloMsg{Size: size, Iterations: iters})
 	if err != nil {
 		panic(err)
 	}
@@ -53,9 +53,9 @@ func latencyHello(iters uint32, size uint64) []byte {
 }
 
 func TestReadFrameRejects(t *testing.T) {
-	good, err := AppendFrame(nil, &Start{})
+	good, err := appendFrame(nil, &startMsg{})
 	require.NoError(t, err)
-	hello, err := AppendFrame(nil, sampleMessages()[0])
+	hello, err := appendFrame(nil, sampleMessages()[0])
 	require.NoError(t, err)
 	withVersion := func(v uint16) []byte {
 		b := bytes.Clone(good)
@@ -63,7 +63,7 @@ func TestReadFrameRejects(t *testing.T) {
 		return b
 	}
 	oversized := bytes.Clone(good)
-	binary.BigEndian.PutUint32(oversized[8:], MaxPayload+1)
+	binary.BigEndian.PutUint32(oversized[8:], maxPayload+1)
 	badHello := bytes.Clone(hello)
 	qpsAt := 12 + 1 + len("erdma_0") + 1 + len("erdma_1") + 1 + len("roce") + 1
 	binary.BigEndian.PutUint32(badHello[qpsAt:], 0)
@@ -84,7 +84,7 @@ func TestReadFrameRejects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := ReadFrame(bytes.NewReader(tc.in))
+			m, err := readFrame(bytes.NewReader(tc.in))
 			require.Error(t, err)
 			assert.Nil(t, m)
 			if tc.want.Error() != "" {
@@ -96,20 +96,20 @@ func TestReadFrameRejects(t *testing.T) {
 
 func FuzzReadFrame(f *testing.F) {
 	for _, m := range sampleMessages() {
-		b, err := AppendFrame(nil, m)
+		b, err := appendFrame(nil, m)
 		require.NoError(f, err)
 		f.Add(b)
 	}
 	f.Add([]byte("EKBW\x00\x01\x03\x00\xff\xff\xff\xff"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		m, err := ReadFrame(bytes.NewReader(in))
+		m, err := readFrame(bytes.NewReader(in))
 		if err != nil {
 			return
 		}
 		// Whatever decodes must encode again to a frame that decodes the same.
-		b, err := AppendFrame(nil, m)
+		b, err := appendFrame(nil, m)
 		require.NoError(t, err)
-		m2, err := ReadFrame(bytes.NewReader(b))
+		m2, err := readFrame(bytes.NewReader(b))
 		require.NoError(t, err)
 		require.Equal(t, m, m2)
 	})
@@ -149,7 +149,7 @@ func goodClientWorks(t *testing.T, addr string, link *FakeLink) {
 func TestServerSurvivesBadClients(t *testing.T) {
 	const step = 300 * time.Millisecond
 	hello := func() []byte {
-		b, err := AppendFrame(nil, &Hello{QPs: 2, Size: 4096, Iterations: 10, Method: connect.OOB})
+		b, err := appendFrame(nil, &helloMsg{QPs: 2, Size: 4096, Iterations: 10, Method: connect.OOB})
 		require.NoError(t, err)
 		return b
 	}
@@ -186,13 +186,13 @@ func TestServerSurvivesBadClients(t *testing.T) {
 		{"disconnect after hello", func(t *testing.T, c net.Conn) {
 			_, err := c.Write(hello())
 			require.NoError(t, err)
-			m, err := ReadFrame(c)
+			m, err := readFrame(c)
 			require.NoError(t, err)
-			require.IsType(t, &Accept{}, m)
+			require.IsType(t, &acceptMsg{}, m)
 			c.Close()
 		}, ""},
 		{"endpoints out of order", func(t *testing.T, c net.Conn) {
-			b, err := AppendFrame(nil, &Start{})
+			b, err := appendFrame(nil, &startMsg{})
 			require.NoError(t, err)
 			_, err = c.Write(b)
 			require.NoError(t, err)
@@ -209,7 +209,7 @@ func TestServerSurvivesBadClients(t *testing.T) {
 			if tc.wantErr != "" {
 				require.NoError(t, c.SetReadDeadline(time.Now().Add(5*step)))
 				for {
-					m, err := ReadFrame(c)
+					m, err := readFrame(c)
 					require.NoError(t, err, "the server must say why it hangs up")
 					if pe, ok := m.(*PeerError); ok {
 						assert.Contains(t, pe.Message, tc.wantErr)

@@ -57,11 +57,11 @@ type ServerTest struct {
 	Device string
 	// Hello is a bandwidth test's request; Latency, when set, a latency
 	// test's instead.
-	Hello   Hello
-	Latency *LatencyHello
+	Hello   helloMsg
+	Latency *latencyHelloMsg
 	// Client is what the client reported; Counters the server device's
 	// counter deltas over the write phase.
-	Client   Done
+	Client   doneMsg
 	Counters map[string]uint64
 	Err      error
 }
@@ -168,10 +168,10 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) error {
 		}
 		t := ServerTest{Peer: nc.RemoteAddr().String()}
 		switch h := m.(type) {
-		case *Hello:
+		case *helloMsg:
 			t.Hello = *h
 			t.Err = s.test(ctx, c, h, &t)
-		case *LatencyHello:
+		case *latencyHelloMsg:
 			t.Latency = h
 			t.Err = s.latencyTest(ctx, c, h, &t)
 		default:
@@ -266,7 +266,7 @@ func (s *Server) waitLimit(asked time.Duration) time.Duration {
 	return wait
 }
 
-func (s *Server) test(ctx context.Context, c *conn, h *Hello, t *ServerTest) error {
+func (s *Server) test(ctx context.Context, c *conn, h *helloMsg, t *ServerTest) error {
 	l, method, release, err := s.begin(h.Device, h.Method, t)
 	if err != nil {
 		return err
@@ -281,23 +281,23 @@ func (s *Server) test(ctx context.Context, c *conn, h *Hello, t *ServerTest) err
 			s.log().Warn("bw server: releasing the test's resources", "device", l.Device(), "err", err)
 		}
 	}()
-	if err := c.send(&Accept{Device: l.Device(), Transport: string(l.Transport()), CMAddr: sess.CMAddr()}); err != nil {
+	if err := c.send(&acceptMsg{Device: l.Device(), Transport: string(l.Transport()), CMAddr: sess.CMAddr()}); err != nil {
 		return err
 	}
 	if err := c.exchange(ctx, sess, int(h.QPs), true); err != nil {
 		return fmt.Errorf("%s: %w", l.Device(), err)
 	}
-	if _, err := expect[*Start](c, c.step, "start"); err != nil {
+	if _, err := expect[*startMsg](c, c.step, "start"); err != nil {
 		return err
 	}
 	before, cerr := l.Counters()
 	if cerr != nil {
 		s.log().Warn("bw server: counters", "device", l.Device(), "err", cerr)
 	}
-	if err := c.send(&Start{}); err != nil {
+	if err := c.send(&startMsg{}); err != nil {
 		return err
 	}
-	done, err := expect[*Done](c, s.waitLimit(h.Limit)+c.step, "the client's done")
+	done, err := expect[*doneMsg](c, s.waitLimit(h.Limit)+c.step, "the client's done")
 	if err != nil {
 		return err
 	}
@@ -307,7 +307,7 @@ func (s *Server) test(ctx context.Context, c *conn, h *Hello, t *ServerTest) err
 		s.log().Warn("bw server: counters", "device", l.Device(), "err", aerr)
 	}
 	t.Counters = CounterDelta(before, after)
-	reply := &Done{Counters: t.Counters}
+	reply := &doneMsg{Counters: t.Counters}
 	if p := proveRX(t.Counters, 0, 0); p != nil && p.Unit == "bytes" {
 		reply.Bytes = p.Delta
 	}
@@ -322,13 +322,13 @@ func (c *conn) exchange(ctx context.Context, sess Session, qps int, server bool)
 	if server {
 		peer = "client"
 	}
-	local := Endpoints(sess.Local())
+	local := endpointsMsg(sess.Local())
 	if !server {
 		if err := c.send(&local); err != nil {
 			return err
 		}
 	}
-	remote, err := expect[*Endpoints](c, c.step, "the "+peer+"'s endpoints")
+	remote, err := expect[*endpointsMsg](c, c.step, "the "+peer+"'s endpoints")
 	if err != nil {
 		return err
 	}

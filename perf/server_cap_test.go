@@ -62,7 +62,7 @@ func TestServerCapsConcurrentTests(t *testing.T) {
 	}
 	for _, nc := range held {
 		require.NoError(t, nc.SetReadDeadline(time.Now().Add(500*time.Millisecond)))
-		if m, err := ReadFrame(nc); err == nil {
+		if m, err := readFrame(nc); err == nil {
 			if pe, ok := m.(*PeerError); ok && assert.Contains(t, pe.Message, "busy") {
 				busy++
 			}
