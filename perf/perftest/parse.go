@@ -97,7 +97,7 @@ type LatencyResult struct {
 	MaxUS      float64 `json:"t_max_us"`
 	TypicalUS  float64 `json:"t_typical_us"`
 	AvgUS      float64 `json:"t_avg_us"`
-	StdevUS    float64 `json:"t_stdev_us"`
+	StdevUS    float64 `json:"t_stdev_us"` // 0 where ib_write_lat printed -nan (its stdev overflows past ~46 ms)
 	P99US      float64 `json:"p99_us"`
 	P999US     float64 `json:"p99_9_us"`
 }
@@ -413,6 +413,12 @@ func (p *parser) tableRow(t string) bool {
 			if i < 5 {
 				return false
 			}
+			// ib_write_lat computes t_stdev through an int and prints
+			// -nan once a sample is ~46 ms off the mean: that column is
+			// left 0 and the percentiles after it still read.
+			if p.table == latTable && notANumber(f[i]) {
+				continue
+			}
 			break
 		}
 		v[i-2] = x
@@ -446,6 +452,12 @@ func (p *parser) tableRow(t string) bool {
 	p.results[res] = struct{}{}
 	p.rep.Results = append(p.rep.Results, res)
 	return true
+}
+
+// notANumber is a printf rendering of NaN or infinity ("-nan", "inf").
+func notANumber(tok string) bool {
+	t := strings.TrimLeft(strings.ToLower(tok), "+-")
+	return strings.HasPrefix(t, "nan") || strings.HasPrefix(t, "inf")
 }
 
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }

@@ -24,6 +24,13 @@ func parseFile(t testing.TB, name string) *Report {
 	return r
 }
 
+func readTestdata(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	return string(b)
+}
+
 func TestParseSamples(t *testing.T) {
 	gid := func(n int) *int { return &n }
 	tests := []struct {
@@ -167,6 +174,20 @@ func TestParseDetails(t *testing.T) {
 		assert.Equal(t, LatencyResult{Bytes: 2, Iterations: 200, MinUS: 3314.95, MaxUS: 7953.07, TypicalUS: 4007.59,
 			AvgUS: 4129.15, StdevUS: 531.72, P99US: 7944.49, P999US: 7953.07}, r.Latency[0])
 		assert.Equal(t, 0, r.MaxInline)
+	})
+	t.Run("latency row whose stdev is -nan", func(t *testing.T) {
+		// Seen in the lab's bench: an outlier ~160 ms off the mean overflows
+		// ib_write_lat's int stdev; the percentiles after it were lost.
+		log := strings.Replace(readTestdata(t, "lab-rxe-ib_write_lat-client.txt"), "531.72", "-nan", 1)
+		r, err := Parse(context.Background(), strings.NewReader(log))
+		require.NoError(t, err)
+		require.Len(t, r.Latency, 1)
+		assert.Equal(t, LatencyResult{Bytes: 2, Iterations: 200, MinUS: 3314.95, MaxUS: 7953.07, TypicalUS: 4007.59,
+			AvgUS: 4129.15, StdevUS: 0, P99US: 7944.49, P999US: 7953.07}, r.Latency[0])
+		bad := strings.Replace(readTestdata(t, "lab-rxe-ib_write_lat-client.txt"), "531.72", "garbage", 1)
+		r, err = Parse(context.Background(), strings.NewReader(bad))
+		require.NoError(t, err)
+		assert.Zero(t, r.Latency[0].P99US, "only a NaN or infinity is skipped over")
 	})
 }
 
