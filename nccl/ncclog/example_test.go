@@ -71,3 +71,23 @@ the job to be terminated. The first process to do so was:
 	// Output:
 	// rank-exited | rank 6 exited with code 3
 }
+
+// What a log alone says, as findings: here NCCL fell back to TCP sockets.
+func ExampleDiagnose() {
+	s, err := ncclog.Analyze(context.Background(), strings.NewReader(`host1:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+host1:1:1 [0] NCCL INFO NET/IB : No device found.
+host1:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>
+host1:1:1 [0] NCCL INFO Using network Socket
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(s.NetTransport())
+	for _, f := range ncclog.Diagnose(s) {
+		fmt.Println(f.Severity, f.ID)
+	}
+	// Output:
+	// socket
+	// fail nccl-socket-fallback
+}
