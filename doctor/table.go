@@ -10,14 +10,9 @@ import (
 	"github.com/erdmakit/erdmakit/internal/render"
 )
 
-// TableOptions tune WriteTable.
-type TableOptions struct {
-	Color   bool // ANSI colours on the severity words
-	Verbose bool // evidence and fix of every finding, not only problems
-	// Hint, when set, may add a line to a finding's fix (the CLI names its
-	// flags there; library findings never do).
-	Hint func(f health.Finding) string
-}
+// TableOptions tune WriteTable: health's, whose WriteTable prints the
+// findings part.
+type TableOptions = health.TableOptions
 
 // WriteTable prints a report the way `erdmakit doctor` does: the findings
 // as a table, then the evidence and the fix of every warning and failure
@@ -32,7 +27,7 @@ func WriteTable(w io.Writer, rep *erdma.Report, opt TableOptions) error {
 		}
 	}
 	fmt.Fprintf(&b, "erdmakit doctor: host %s, instance type %s\n\n", root, typ)
-	if err := render.Findings(&b, rep.Findings, render.FindingsOptions{Color: opt.Color, Verbose: opt.Verbose, Hint: opt.Hint}); err != nil {
+	if err := health.WriteTable(&b, rep.Findings, opt); err != nil {
 		return err
 	}
 	counts := map[health.Severity]int{}

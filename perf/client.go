@@ -160,22 +160,8 @@ func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, er
 			err = fmt.Errorf("%s: closing: %w", dev, cerr)
 		}
 	}()
-	local := endpointsMsg(sess.Local())
-	if err := oc.send(&local); err != nil {
+	if err := oc.exchange(ctx, sess, cfg.QPs, false); err != nil {
 		return res, fail(err)
-	}
-	remote, err := expect[*endpointsMsg](oc, oc.step, "the server's endpoints")
-	if err != nil {
-		return res, fail(err)
-	}
-	if len(*remote) != cfg.QPs {
-		return res, fail(fmt.Errorf("server sent %d endpoints for %d QPs: %w", len(*remote), cfg.QPs, ErrProtocol))
-	}
-	cctx, cancel := context.WithTimeout(ctx, oc.step)
-	err = sess.Connect(cctx, *remote)
-	cancel()
-	if err != nil {
-		return res, fail(fmt.Errorf("connecting QPs: %w", err))
 	}
 	before, cerr := l.Counters()
 	if cerr != nil {

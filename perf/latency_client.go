@@ -88,22 +88,8 @@ func (c *LatencyClient) test(ctx context.Context, oc *conn, cfg LatencyConfig) (
 	if !ok {
 		return res, fail(fmt.Errorf("%s's sessions (%T) cannot run a latency test", dev, sess))
 	}
-	local := endpointsMsg(sess.Local())
-	if err := oc.send(&local); err != nil {
+	if err := oc.exchange(ctx, sess, 1, false); err != nil {
 		return res, fail(err)
-	}
-	remote, err := expect[*endpointsMsg](oc, oc.step, "the server's endpoints")
-	if err != nil {
-		return res, fail(err)
-	}
-	if len(*remote) != 1 {
-		return res, fail(fmt.Errorf("server sent %d endpoints for 1 QP: %w", len(*remote), ErrProtocol))
-	}
-	cctx, cancel := context.WithTimeout(ctx, oc.step)
-	err = sess.Connect(cctx, *remote)
-	cancel()
-	if err != nil {
-		return res, fail(fmt.Errorf("connecting the QP: %w", err))
 	}
 	p, err := newPinger(ps, dev, cfg.Size, oc.step)
 	if err != nil {
@@ -160,22 +146,8 @@ func (s *Server) latencyTest(ctx context.Context, c *conn, h *latencyHelloMsg, t
 	if err := c.send(&acceptMsg{Device: l.Device(), Transport: string(l.Transport()), CMAddr: sess.CMAddr()}); err != nil {
 		return err
 	}
-	remote, err := expect[*endpointsMsg](c, c.step, "the client's endpoints")
-	if err != nil {
-		return err
-	}
-	if len(*remote) != 1 {
-		return fmt.Errorf("client sent %d endpoints for 1 QP: %w", len(*remote), ErrProtocol)
-	}
-	local := endpointsMsg(sess.Local())
-	if err := c.send(&local); err != nil {
-		return err
-	}
-	cctx, cancel := context.WithTimeout(ctx, c.step)
-	err = sess.Connect(cctx, *remote)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("%s: connecting the QP: %w", l.Device(), err)
+	if err := c.exchange(ctx, sess, 1, true); err != nil {
+		return fmt.Errorf("%s: %w", l.Device(), err)
 	}
 	p, err := newPinger(ps, l.Device(), size, c.step)
 	if err != nil {

@@ -284,22 +284,8 @@ func (s *Server) test(ctx context.Context, c *conn, h *helloMsg, t *ServerTest) 
 	if err := c.send(&acceptMsg{Device: l.Device(), Transport: string(l.Transport()), CMAddr: sess.CMAddr()}); err != nil {
 		return err
 	}
-	remote, err := expect[*endpointsMsg](c, c.step, "the client's endpoints")
-	if err != nil {
-		return err
-	}
-	if len(*remote) != int(h.QPs) {
-		return fmt.Errorf("client sent %d endpoints for %d QPs: %w", len(*remote), h.QPs, ErrProtocol)
-	}
-	local := endpointsMsg(sess.Local())
-	if err := c.send(&local); err != nil {
-		return err
-	}
-	cctx, cancel := context.WithTimeout(ctx, c.step)
-	err = sess.Connect(cctx, *remote)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("%s: connecting QPs: %w", l.Device(), err)
+	if err := c.exchange(ctx, sess, int(h.QPs), true); err != nil {
+		return fmt.Errorf("%s: %w", l.Device(), err)
 	}
 	if _, err := expect[*startMsg](c, c.step, "start"); err != nil {
 		return err
@@ -326,4 +312,39 @@ func (s *Server) test(ctx context.Context, c *conn, h *helloMsg, t *ServerTest) 
 		reply.Bytes = p.Delta
 	}
 	return c.send(reply)
+}
+
+// exchange swaps endpoints with the peer and brings sess's qps QPs to RTS
+// against the peer's. The client sends its endpoints first, the server
+// answers with its own.
+func (c *conn) exchange(ctx context.Context, sess Session, qps int, server bool) error {
+	peer := "server"
+	if server {
+		peer = "client"
+	}
+	local := endpointsMsg(sess.Local())
+	if !server {
+		if err := c.send(&local); err != nil {
+			return err
+		}
+	}
+	remote, err := expect[*endpointsMsg](c, c.step, "the "+peer+"'s endpoints")
+	if err != nil {
+		return err
+	}
+	if len(*remote) != qps {
+		return fmt.Errorf("%s sent %d endpoints for %d QPs: %w", peer, len(*remote), qps, ErrProtocol)
+	}
+	if server {
+		if err := c.send(&local); err != nil {
+			return err
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.step)
+	err = sess.Connect(cctx, *remote)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connecting QPs: %w", err)
+	}
+	return nil
 }

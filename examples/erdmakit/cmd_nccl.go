@@ -16,6 +16,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/erdmakit/erdmakit/plot"
@@ -260,7 +261,7 @@ func printNCCLReport(g *globals, rep *nccl.RunReport, rowsShown bool) {
 	if rowsShown || len(rep.Rows) > 0 {
 		fmt.Fprintln(w)
 	}
-	_ = render.Findings(w, rep.Findings, render.FindingsOptions{Color: g.colorOn(w)})
+	_ = health.WriteTable(w, rep.Findings, health.TableOptions{Color: g.colorOn(w)})
 	fmt.Fprintln(w, "status:", colour(g, string(rep.Status)))
 }
 

@@ -1,28 +1,28 @@
-package render
+package health
 
 import (
 	"fmt"
 	"io"
 	"strings"
 
-	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/render/table"
 )
 
-// FindingsOptions tune Findings.
-type FindingsOptions struct {
+// TableOptions tune WriteTable.
+type TableOptions struct {
 	Color   bool // ANSI colours on the severity words
 	Verbose bool // evidence and fix of every finding, not only problems
 	// Hint, when set, may add a line to a finding's fix (the CLI names its
 	// flags there; library findings never do).
-	Hint func(f health.Finding) string
+	Hint func(f Finding) string
 }
 
-// Findings prints findings the one way every command shows them (doctor,
-// nccl run, parse): a RESULT/CHECK/SUMMARY table, then the evidence and the
-// fix of every warning and failure (of every finding with Verbose).
-func Findings(w io.Writer, fs []health.Finding, o FindingsOptions) error {
+// WriteTable prints findings the one way every erdmakit command shows them
+// (doctor, nccl run): a RESULT/CHECK/SUMMARY table, then the evidence and
+// the fix of every warning and failure (of every finding with Verbose).
+func WriteTable(w io.Writer, fs []Finding, o TableOptions) error {
 	var b strings.Builder
-	t := NewTable("RESULT", "CHECK", "SUMMARY")
+	t := table.New("RESULT", "CHECK", "SUMMARY")
 	t.Color, t.SeverityColumn = o.Color, 0
 	for _, f := range fs {
 		t.Add(string(f.Severity), f.ID, f.Summary)
@@ -31,12 +31,12 @@ func Findings(w io.Writer, fs []health.Finding, o FindingsOptions) error {
 		return err
 	}
 	for _, f := range fs {
-		if f.Severity != health.Warn && f.Severity != health.Fail && !o.Verbose {
+		if f.Severity != Warn && f.Severity != Fail && !o.Verbose {
 			continue
 		}
 		sev := string(f.Severity)
 		if o.Color {
-			sev = Severity(sev)
+			sev = table.Severity(sev)
 		}
 		fmt.Fprintf(&b, "\n%s %s: %s\n", sev, f.ID, f.Summary)
 		for _, e := range f.Evidence {

@@ -1,4 +1,4 @@
-package render
+package health
 
 import (
 	"strings"
@@ -6,23 +6,21 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/erdmakit/erdmakit/health"
 )
 
 func TestFindingsTableThenProblemsWithEvidenceFixAndHint(t *testing.T) {
-	fs := []health.Finding{
-		{ID: "port-active", Severity: health.OK, Summary: "all ports ACTIVE", Evidence: []string{"state: 4: ACTIVE"}},
-		{ID: "memlock", Severity: health.Fail, Summary: "memlock 64 KiB", Evidence: []string{"RLIMIT_MEMLOCK soft 64 KiB"}, Remediation: "ulimit -l unlimited"},
+	fs := []Finding{
+		{ID: "port-active", Severity: OK, Summary: "all ports ACTIVE", Evidence: []string{"state: 4: ACTIVE"}},
+		{ID: "memlock", Severity: Fail, Summary: "memlock 64 KiB", Evidence: []string{"RLIMIT_MEMLOCK soft 64 KiB"}, Remediation: "ulimit -l unlimited"},
 	}
 	var b strings.Builder
-	hint := func(f health.Finding) string {
+	hint := func(f Finding) string {
 		if f.ID == "memlock" {
 			return "rerun with --root"
 		}
 		return ""
 	}
-	require.NoError(t, Findings(&b, fs, FindingsOptions{Hint: hint}))
+	require.NoError(t, WriteTable(&b, fs, TableOptions{Hint: hint}))
 	assert.Equal(t, `RESULT  CHECK        SUMMARY
 ok      port-active  all ports ACTIVE
 fail    memlock      memlock 64 KiB
@@ -34,6 +32,6 @@ fail memlock: memlock 64 KiB
 `, b.String())
 
 	b.Reset()
-	require.NoError(t, Findings(&b, fs[:1], FindingsOptions{Verbose: true}))
+	require.NoError(t, WriteTable(&b, fs[:1], TableOptions{Verbose: true}))
 	assert.Contains(t, b.String(), "\nok port-active: all ports ACTIVE\n    read: state: 4: ACTIVE\n", "verbose shows every finding")
 }
