@@ -142,7 +142,7 @@ func FuzzToolVersions(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, p := range []func([]byte) string{ParseEadmVersion, ParseOFEDVersion, ParsePerftestVersion, ParseMPIRunVersion, ParseFirstLine} {
+		for _, p := range []func([]byte) string{parseEadmVersion, parseOFEDVersion, parsePerftestVersion, parseMPIRunVersion, firstLine} {
 			v := p(b)
 			assert.LessOrEqual(t, len(v), maxVersionLen+3)
 			assert.True(t, printable(v))
@@ -203,10 +203,10 @@ func TestParsers(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, ^uint64(0), v)
 
-	assert.Equal(t, "6.06", ParsePerftestVersion([]byte("Version: 6.06\n")))
-	assert.Equal(t, "4.1.4", ParseMPIRunVersion([]byte("mpirun (Open MPI) 4.1.4\n\nReport bugs to http://www.open-mpi.org/community/help/\n")))
-	assert.Equal(t, "MLNX_OFED_LINUX-5.4-3.6.8.1", ParseOFEDVersion([]byte("MLNX_OFED_LINUX-5.4-3.6.8.1:\n")))
-	assert.Equal(t, "r0.2.37", ParseEadmVersion([]byte("version: r0.2.37\n")))
+	assert.Equal(t, "6.06", parsePerftestVersion([]byte("Version: 6.06\n")))
+	assert.Equal(t, "4.1.4", parseMPIRunVersion([]byte("mpirun (Open MPI) 4.1.4\n\nReport bugs to http://www.open-mpi.org/community/help/\n")))
+	assert.Equal(t, "MLNX_OFED_LINUX-5.4-3.6.8.1", parseOFEDVersion([]byte("MLNX_OFED_LINUX-5.4-3.6.8.1:\n")))
+	assert.Equal(t, "r0.2.37", parseEadmVersion([]byte("version: r0.2.37\n")))
 
 	n2, err := ParseNUMANode("-1\n")
 	require.NoError(t, err)

@@ -27,12 +27,12 @@ type toolSpec struct {
 // toolSpecs are the tools of the eRDMA guide, in its order.
 func toolSpecs() []toolSpec {
 	return []toolSpec{
-		{"eadm", []string{"ver"}, ParseEadmVersion},
-		{"ofed_info", []string{"-s"}, ParseOFEDVersion},
-		{"ib_write_bw", []string{"--version"}, ParsePerftestVersion},
-		{"mpirun", []string{"--version"}, ParseMPIRunVersion},
+		{"eadm", []string{"ver"}, parseEadmVersion},
+		{"ofed_info", []string{"-s"}, parseOFEDVersion},
+		{"ib_write_bw", []string{"--version"}, parsePerftestVersion},
+		{"mpirun", []string{"--version"}, parseMPIRunVersion},
 		{"all_reduce_perf", nil, nil},
-		{"nvidia-smi", []string{"--query-gpu=driver_version", "--format=csv,noheader"}, ParseFirstLine},
+		{"nvidia-smi", []string{"--query-gpu=driver_version", "--format=csv,noheader"}, firstLine},
 	}
 }
 
@@ -114,6 +114,8 @@ func (h Host) Tools(ctx context.Context) ([]Tool, error) {
 // maxVersionLen bounds a version string taken from a tool's output.
 const maxVersionLen = 80
 
+// firstLine is the first non-empty line, trimmed, at most maxVersionLen
+// bytes (nvidia-smi's query output "535.161.08").
 func firstLine(out []byte) string {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
@@ -128,13 +130,9 @@ func firstLine(out []byte) string {
 	return ""
 }
 
-// ParseFirstLine is the first non-empty line, trimmed (nvidia-smi's query
-// output "535.161.08").
-func ParseFirstLine(out []byte) string { return firstLine(out) }
-
-// ParseEadmVersion reads `eadm ver`: the first non-empty line, with a
+// parseEadmVersion reads `eadm ver`: the first non-empty line, with a
 // leading "version:"-like label removed.
-func ParseEadmVersion(out []byte) string {
+func parseEadmVersion(out []byte) string {
 	l := firstLine(out)
 	if k, v, ok := strings.Cut(l, ":"); ok && strings.Contains(strings.ToLower(k), "ver") {
 		return strings.TrimSpace(v)
@@ -142,13 +140,13 @@ func ParseEadmVersion(out []byte) string {
 	return l
 }
 
-// ParseOFEDVersion reads `ofed_info -s`: "MLNX_OFED_LINUX-5.4-3.6.8.1:".
-func ParseOFEDVersion(out []byte) string {
+// parseOFEDVersion reads `ofed_info -s`: "MLNX_OFED_LINUX-5.4-3.6.8.1:".
+func parseOFEDVersion(out []byte) string {
 	return strings.TrimSuffix(firstLine(out), ":")
 }
 
-// ParsePerftestVersion reads `ib_write_bw --version`: "Version: 6.06".
-func ParsePerftestVersion(out []byte) string {
+// parsePerftestVersion reads `ib_write_bw --version`: "Version: 6.06".
+func parsePerftestVersion(out []byte) string {
 	l := firstLine(out)
 	if _, v, ok := strings.Cut(l, "Version:"); ok {
 		return strings.TrimSpace(v)
@@ -156,9 +154,9 @@ func ParsePerftestVersion(out []byte) string {
 	return l
 }
 
-// ParseMPIRunVersion reads `mpirun --version`: "mpirun (Open MPI) 4.1.4" ->
+// parseMPIRunVersion reads `mpirun --version`: "mpirun (Open MPI) 4.1.4" ->
 // "4.1.4" (other MPIs: the first line).
-func ParseMPIRunVersion(out []byte) string {
+func parseMPIRunVersion(out []byte) string {
 	l := firstLine(out)
 	if strings.Contains(l, "Open MPI") {
 		if f := strings.Fields(l); len(f) > 0 {

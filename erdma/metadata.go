@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 )
 
 // DefaultMetadataURL is the ECS instance metadata service.
@@ -222,9 +224,10 @@ func validateInstance(inst *Instance) error {
 
 // ParseInstance reads a recorded instance (the JSON of Instance, as found
 // at erdmakit/instance.json under a recorded root) and validates it. Source becomes "recorded".
-func ParseInstance(r io.Reader) (*Instance, error) {
+// Once ctx is done it returns ctx's error, even while r blocks.
+func ParseInstance(ctx context.Context, r io.Reader) (*Instance, error) {
 	var inst Instance
-	dec := json.NewDecoder(io.LimitReader(r, 1<<16))
+	dec := json.NewDecoder(io.LimitReader(ctxio.NewReader(ctx, r), 1<<16))
 	if err := dec.Decode(&inst); err != nil {
 		return nil, fmt.Errorf("recorded instance: %w", err)
 	}

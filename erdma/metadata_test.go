@@ -178,11 +178,11 @@ func TestMetadataNotFound(t *testing.T) {
 }
 
 func TestParseInstance(t *testing.T) {
-	inst, err := ParseInstance(strings.NewReader(`{"id":"i-bp1abc","type":"ecs.gn8is-2x.8xlarge","region":"cn-hangzhou","source":"metadata"}`))
+	inst, err := ParseInstance(context.Background(), strings.NewReader(`{"id":"i-bp1abc","type":"ecs.gn8is-2x.8xlarge","region":"cn-hangzhou","source":"metadata"}`))
 	require.NoError(t, err)
 	assert.Equal(t, &Instance{ID: "i-bp1abc", Type: "ecs.gn8is-2x.8xlarge", Region: "cn-hangzhou", Source: "recorded"}, inst)
 	for _, bad := range []string{``, `{`, `[]`, `{"id":"i-1","type":"garbage","region":"cn-hangzhou"}`, `{"id":"","type":"ecs.g7.large","region":"cn-hangzhou"}`} {
-		_, err := ParseInstance(strings.NewReader(bad))
+		_, err := ParseInstance(context.Background(), strings.NewReader(bad))
 		assert.Error(t, err, bad)
 		if err != nil {
 			assert.Contains(t, err.Error(), "recorded instance")
@@ -195,7 +195,7 @@ func FuzzParseInstance(f *testing.F) {
 	f.Add(`{"id":1}`)
 	f.Add(`null`)
 	f.Fuzz(func(t *testing.T, s string) {
-		inst, err := ParseInstance(strings.NewReader(s))
+		inst, err := ParseInstance(context.Background(), strings.NewReader(s))
 		if err == nil {
 			_, perr := ParseInstanceType(inst.Type)
 			require.NoError(t, perr)

@@ -1,6 +1,7 @@
 package nccl_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -43,7 +44,7 @@ func ExampleParseGraph() {
 		return
 	}
 	defer f.Close()
-	g, err := nccl.ParseGraph(f)
+	g, err := nccl.ParseGraph(context.Background(), f)
 	if err != nil {
 		fmt.Println(err)
 		return

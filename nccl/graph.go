@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 )
 
 // The graph file: NCCL_GRAPH_FILE names an XML file of topology graphs that
@@ -250,8 +252,9 @@ func hexDev(d int) string {
 // reads (elements, attributes, <!-- comments -->). It checks what NCCL
 // checks (version 1, the attributes each graph must have, known link
 // types, dev numbers) and is bounded in nodes, children and value length.
-func ParseGraph(r io.Reader) (*Graphs, error) {
-	p := &graphParser{r: bufio.NewReader(r)}
+// Once ctx is done it returns ctx's error, even while r blocks.
+func ParseGraph(ctx context.Context, r io.Reader) (*Graphs, error) {
+	p := &graphParser{r: bufio.NewReader(ctxio.NewReader(ctx, r))}
 	root, err := p.parse()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrGraph, err)

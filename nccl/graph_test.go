@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,7 +33,7 @@ func TestMultiNICGraphIsTheRunbooksGraph(t *testing.T) {
 	f, err := os.Open(runbookGraph)
 	require.NoError(t, err)
 	defer f.Close()
-	want, err := ParseGraph(f)
+	want, err := ParseGraph(context.Background(), f)
 	require.NoError(t, err)
 
 	got, err := MultiNICGraph(GraphPlan{GPUs: gpus(8), NICs: []string{"erdma_0", "erdma_1"}})
@@ -55,7 +56,7 @@ func TestMultiNICGraphRoundTrip(t *testing.T) {
 				assert.NotContains(t, text, "\t")
 				assert.NotContains(t, text, "<?")
 				assert.NotRegexp(t, `<[^>]*  [^>]*>`, text)
-				back, err := ParseGraph(&b)
+				back, err := ParseGraph(context.Background(), &b)
 				require.NoError(t, err)
 				assert.Equal(t, g, back)
 				assert.Equal(t, n, back.GPUCount())
@@ -171,7 +172,7 @@ func TestGraphWriteFile(t *testing.T) {
 	f, err := os.Open(p)
 	require.NoError(t, err)
 	defer f.Close()
-	back, err := ParseGraph(f)
+	back, err := ParseGraph(context.Background(), f)
 	require.NoError(t, err)
 	assert.Equal(t, g, back)
 	ents, _ := os.ReadDir(filepath.Dir(p))
@@ -202,7 +203,7 @@ func TestParseGraphBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseGraph(strings.NewReader(tt.in))
+			_, err := ParseGraph(context.Background(), strings.NewReader(tt.in))
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrGraph)
 			assert.ErrorContains(t, err, tt.err)
@@ -217,7 +218,7 @@ func TestParseGraphBounds(t *testing.T) {
 		b.WriteString(`<graph id="0" pattern="4" crossnic="0" nchannels="0" speedintra="0" speedinter="0" typeintra="LOC" typeinter="LOC" samechannels="0"/>`)
 	}
 	b.WriteString(`</graphs>`)
-	_, err := ParseGraph(strings.NewReader(b.String()))
+	_, err := ParseGraph(context.Background(), strings.NewReader(b.String()))
 	assert.ErrorContains(t, err, "more than 640 children")
 }
 
@@ -233,7 +234,7 @@ func FuzzParseGraph(f *testing.F) {
 	}
 	f.Add(`<graphs version="1"><!-- c --></graphs>`)
 	f.Fuzz(func(t *testing.T, in string) {
-		g, err := ParseGraph(strings.NewReader(in))
+		g, err := ParseGraph(context.Background(), strings.NewReader(in))
 		if err != nil {
 			if !errors.Is(err, ErrGraph) {
 				t.Fatalf("error does not wrap ErrGraph: %v", err)
@@ -245,7 +246,7 @@ func FuzzParseGraph(f *testing.F) {
 		if _, err := g.WriteTo(&buf); err != nil {
 			t.Fatal(err)
 		}
-		back, err := ParseGraph(&buf)
+		back, err := ParseGraph(context.Background(), &buf)
 		if err != nil {
 			t.Fatalf("written graph does not parse: %v\n%s", err, buf.String())
 		}

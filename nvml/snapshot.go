@@ -1,11 +1,13 @@
 package nvml
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
@@ -45,10 +47,11 @@ type SnapshotGPU struct {
 	NVLinks *int `json:"nvlinks,omitempty"`
 }
 
-// ReadSnapshot decodes and checks a snapshot.
-func ReadSnapshot(r io.Reader) (*Snapshot, error) {
+// ReadSnapshot decodes and checks a snapshot. Once ctx is done it returns
+// ctx's error, even while r blocks.
+func ReadSnapshot(ctx context.Context, r io.Reader) (*Snapshot, error) {
 	var s Snapshot
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(ctxio.NewReader(ctx, r))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("NVML snapshot: %w", err)
@@ -69,7 +72,7 @@ func readSnapshotIn(r *hostfs.Root) (*Snapshot, error) {
 		return nil, err
 	}
 	defer f.Close()
-	s, err := ReadSnapshot(io.LimitReader(f, maxSnapshot))
+	s, err := ReadSnapshot(context.Background(), io.LimitReader(f, maxSnapshot)) // a file under the root: never blocks
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Name(), err)
 	}
@@ -78,13 +81,13 @@ func readSnapshotIn(r *hostfs.Root) (*Snapshot, error) {
 
 // ReadSnapshotFile reads a snapshot file; a missing file matches
 // os.ErrNotExist.
-func ReadSnapshotFile(path string) (*Snapshot, error) {
+func ReadSnapshotFile(ctx context.Context, path string) (*Snapshot, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	s, err := ReadSnapshot(f)
+	s, err := ReadSnapshot(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -25,7 +25,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	assert.Equal(t, "00000000:1A:00.0", s1.GPUs[1].PCIBusID)
 	var buf bytes.Buffer
 	require.NoError(t, s1.Write(&buf))
-	s2, err := ReadSnapshot(&buf)
+	s2, err := ReadSnapshot(context.Background(), &buf)
 	require.NoError(t, err)
 	assert.Equal(t, s1, s2)
 	s3, err := Capture(context.Background(), s2.Library(), "test")
@@ -74,7 +74,7 @@ func TestReadSnapshotErrors(t *testing.T) {
 		"unknown field": `{"schema":1,"init":"SUCCESS","gpus":[],"gpu_count":8}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := ReadSnapshot(strings.NewReader(in))
+			_, err := ReadSnapshot(context.Background(), strings.NewReader(in))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "NVML snapshot")
 		})
@@ -108,7 +108,7 @@ func FuzzReadSnapshot(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte(`{"schema":1,"init":"ERROR_DRIVER_NOT_LOADED","gpus":[]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := ReadSnapshot(bytes.NewReader(b))
+		s, err := ReadSnapshot(context.Background(), bytes.NewReader(b))
 		if err != nil {
 			return
 		}

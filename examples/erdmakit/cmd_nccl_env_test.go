@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,7 +42,7 @@ func TestNCCLEnvGraphFile(t *testing.T) {
 	f, err := os.Open(p)
 	require.NoError(t, err)
 	defer f.Close()
-	g, err := nccl.ParseGraph(f)
+	g, err := nccl.ParseGraph(context.Background(), f)
 	require.NoError(t, err)
 	assert.Equal(t, 8, g.GPUCount())
 	assert.Equal(t, []int{0, 1}, g.NetDevs())

@@ -307,4 +307,11 @@ func TestParsersArePortable(t *testing.T) {
 			}
 		}
 	}
+	// No cgo either where cgo is on: outside the standard library (whose
+	// net and os/user use it on Linux), no dependency has C files.
+	list := execx.Command(ctx, "go", append([]string{"list", "-deps", "-f", "{{if and .CgoFiles (not .Standard)}}{{.ImportPath}}{{end}}"}, portable...)...)
+	list.Dir, list.Env = root, append(os.Environ(), "CGO_ENABLED=1")
+	out, err := list.Output()
+	require.NoError(t, err)
+	assert.Empty(t, strings.Fields(string(out)), "%v use cgo", portable)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -104,5 +105,40 @@ func BenchmarkAnalyzeChunks(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// onlyReader hides a reader's type, so that Analyze cannot tell it never
+// blocks: it is read through ctxio's goroutine, as a pipe or stdin is.
+type onlyReader struct{ r *bytes.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
+
+// BenchmarkAnalyzeContext is the cost of honouring a cancellable context,
+// against Analyze under context.Background in the same run: bytes (checked
+// before each read) and an opaque reader (read through ctxio's goroutine,
+// as a FIFO or stdin is). Compare the sub-benchmarks' MB/s.
+func BenchmarkAnalyzeContext(b *testing.B) {
+	data := benchLog(b, 16<<20)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, bc := range []struct {
+		name string
+		ctx  context.Context
+		r    func() io.Reader
+	}{
+		{"bytes/background", context.Background(), func() io.Reader { return bytes.NewReader(data) }},
+		{"bytes/cancellable", ctx, func() io.Reader { return bytes.NewReader(data) }},
+		{"opaque/background", context.Background(), func() io.Reader { return onlyReader{bytes.NewReader(data)} }},
+		{"opaque/cancellable", ctx, func() io.Reader { return onlyReader{bytes.NewReader(data)} }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := Analyze(bc.ctx, bc.r()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
