@@ -67,13 +67,7 @@ type Client struct {
 // sizes is empty), in order, on one out-of-band connection. It returns the
 // results of the tests that finished and the first error.
 func (c *Client) Run(ctx context.Context, sizes []int) ([]Result, error) {
-	if err := c.Config.Validate(); err != nil {
-		return nil, err
-	}
-	if len(sizes) == 0 {
-		sizes = []int{c.Config.Size}
-	}
-	nc, err := dialServer(ctx, c.Addr, c.Link.Device(), c.Config.withDefaults(0).StepTimeout)
+	nc, err := dialServer(ctx, c.Config.Validate(), c.Addr, c.Link.Device(), c.Config.withDefaults(0).StepTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -83,18 +77,17 @@ func (c *Client) Run(ctx context.Context, sizes []int) ([]Result, error) {
 // RunConn is Run over a connection the caller made (Addr is not used); it
 // closes nc.
 func (c *Client) RunConn(ctx context.Context, nc net.Conn, sizes []int) ([]Result, error) {
-	if err := c.Config.Validate(); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	return runSizes(ctx, nc, c.Config.withDefaults(0).StepTimeout, sizes, c.Config.Size, func(oc *conn, size int) (Result, error) {
+	return runSizes(ctx, nc, c.Config.Validate(), c.Config.withDefaults(0).StepTimeout, sizes, c.Config.Size, func(oc *conn, size int) (Result, error) {
 		return c.test(ctx, oc, c.Config.withDefaults(size))
 	})
 }
 
 // dialServer opens the out-of-band connection to the bw server at addr for
-// device dev's tests.
-func dialServer(ctx context.Context, addr, dev string, step time.Duration) (net.Conn, error) {
+// device dev's tests, unless the test's configuration is invalid.
+func dialServer(ctx context.Context, invalid error, addr, dev string, step time.Duration) (net.Conn, error) {
+	if invalid != nil {
+		return nil, invalid
+	}
 	d := net.Dialer{Timeout: step}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -105,10 +98,14 @@ func dialServer(ctx context.Context, addr, dev string, step time.Duration) (net.
 
 // runSizes runs test once per size (def when sizes is empty), in order, on
 // one out-of-band connection, which it closes (also when ctx ends, to
-// unblock a test waiting on the peer). It returns the results of the tests
-// that finished and the first error.
-func runSizes[R any](ctx context.Context, nc net.Conn, step time.Duration, sizes []int, def int, test func(oc *conn, size int) (R, error)) ([]R, error) {
+// unblock a test waiting on the peer); invalid (the configuration's
+// error) runs none. It returns the results of the tests that finished and
+// the first error.
+func runSizes[R any](ctx context.Context, nc net.Conn, invalid error, step time.Duration, sizes []int, def int, test func(oc *conn, size int) (R, error)) ([]R, error) {
 	defer nc.Close()
+	if invalid != nil {
+		return nil, invalid
+	}
 	if len(sizes) == 0 {
 		sizes = []int{def}
 	}

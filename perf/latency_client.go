@@ -30,10 +30,7 @@ const latencyLimit = time.Hour
 // sizes is empty), in order, on one out-of-band connection. It returns the
 // results of the tests that finished and the first error.
 func (c *LatencyClient) Run(ctx context.Context, sizes []int) ([]LatencyResult, error) {
-	if err := c.Config.Validate(); err != nil {
-		return nil, err
-	}
-	nc, err := dialServer(ctx, c.Addr, c.Link.Device(), c.Config.withDefaults(0).StepTimeout)
+	nc, err := dialServer(ctx, c.Config.Validate(), c.Addr, c.Link.Device(), c.Config.withDefaults(0).StepTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -43,11 +40,7 @@ func (c *LatencyClient) Run(ctx context.Context, sizes []int) ([]LatencyResult, 
 // RunConn is Run over a connection the caller made (Addr is not used); it
 // closes nc.
 func (c *LatencyClient) RunConn(ctx context.Context, nc net.Conn, sizes []int) ([]LatencyResult, error) {
-	if err := c.Config.Validate(); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	return runSizes(ctx, nc, c.Config.withDefaults(0).StepTimeout, sizes, c.Config.Size, func(oc *conn, size int) (LatencyResult, error) {
+	return runSizes(ctx, nc, c.Config.Validate(), c.Config.withDefaults(0).StepTimeout, sizes, c.Config.Size, func(oc *conn, size int) (LatencyResult, error) {
 		return c.test(ctx, oc, c.Config.withDefaults(size))
 	})
 }

@@ -112,7 +112,7 @@ func TestLab2HostBwLatCLI(t *testing.T) {
 	)
 	for try := 0; try < 60; try++ { // until a's server listens
 		code, out, stderr = runCLI("bw", "lat", labtest.Peer(), "-p", strconv.Itoa(port), "-d", labtest.Device(), "-n", "100", "--sizes", "2,4K", "--json")
-		if code == ExitOK || !strings.Contains(stderr, "connecting to the bw server") {
+		if code == ExitOK || !strings.Contains(out+stderr, "connecting to the bw server") { // --json: errors in the report
 			break
 		}
 		time.Sleep(time.Second)
