@@ -61,8 +61,19 @@ func (m *mappedLog) release(chunk []byte) {
 		return
 	}
 	off := cap(m.whole) - cap(chunk) // chunk's offset in the mapping
-	lo := off &^ (os.Getpagesize() - 1)
-	releasePages(m.whole[lo : off+len(chunk)])
+	page := os.Getpagesize()
+	lo, hi := off&^(page-1), (off+len(chunk))&^(page-1)
+	if off+len(chunk) == len(m.whole) {
+		hi = len(m.whole)
+	}
+	// Whole pages only: the page the next chunk starts in stays mapped
+	// until that chunk is released. Released, it would be faulted back
+	// in by the next chunk's scan, and the kernel maps a large folio
+	// (here up to a MiB of the chunk just released) on one fault: the
+	// resident set grew by a chunk per chunk (1 GiB for a 1 GiB log).
+	if hi > lo {
+		releasePages(m.whole[lo:hi])
+	}
 }
 
 // analyze analyses r in parallel chunks: mapped when r is a file that can

@@ -8,6 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -90,4 +93,58 @@ func TestMappedLogShrinkIsAnError(t *testing.T) {
 	require.NoError(t, os.Truncate(path, 4096))
 	_, err = analyzeSource(context.Background(), &mappedLog{whole: whole, data: data, size: chunkSize}, chunkSize, 2)
 	require.ErrorIs(t, err, ErrLogShrank)
+}
+
+// rssFile is the process's resident file-backed memory (RssFile in
+// /proc/self/status), in bytes.
+func rssFile(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "RssFile:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			require.NoError(t, err)
+			return kb << 10
+		}
+	}
+	t.Fatal("no RssFile in /proc/self/status")
+	return 0
+}
+
+// The scanned chunks of a mapped log leave the resident set: scanning 64
+// MiB in 1 MiB chunks maps a few chunks at a time, not the file. (Chunk
+// ends are line ends, not page ends: releasing the page the next chunk
+// starts in let its scan fault the whole large folio back in, and the
+// resident set grew by a chunk per chunk.)
+func TestMappedLogResidentSetStaysSmall(t *testing.T) {
+	in := bigLog(t)
+	for len(in) < 64<<20 {
+		in = append(in, in...)
+	}
+	path := filepath.Join(t.TempDir(), "nccl.log")
+	require.NoError(t, os.WriteFile(path, in, 0o600))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	// As a log that was read before (the usual case): drop the pages
+	// the write cached and read it, so that the page cache holds what
+	// readahead makes (large folios).
+	require.NoError(t, f.Sync())
+	const fadvDontNeed = 4
+	_, _, errno := syscall.Syscall6(syscall.SYS_FADVISE64, f.Fd(), 0, 0, fadvDontNeed, 0, 0)
+	require.Zero(t, errno)
+	_, err = io.Copy(io.Discard, f)
+	require.NoError(t, err)
+	_, err = f.Seek(0, io.SeekStart)
+	require.NoError(t, err)
+	whole, data, unmap, ok := mapRest(f, mapMin)
+	require.True(t, ok)
+	defer unmap()
+	before := rssFile(t)
+	_, err = analyzeSource(context.Background(), &mappedLog{whole: whole, data: data, size: chunkSize}, chunkSize, 2)
+	require.NoError(t, err)
+	grew := rssFile(t) - before
+	t.Logf("resident set grew by %d KiB scanning %d MiB", grew>>10, len(in)>>20)
+	require.Less(t, grew, 1<<20, "the scanned chunks stay mapped")
 }
