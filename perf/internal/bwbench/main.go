@@ -23,11 +23,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/erdmakit/erdmakit/internal/benchstat"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/perf/perftest"
 )
@@ -55,23 +54,18 @@ type sizeResult struct {
 	RatioMpps    float64  `json:"ratio_mpps"`
 	// Rounds are each round's ours/perftest message-rate ratio (rounds in
 	// which a tool failed are left out); Paired their median and quartiles.
-	Rounds []float64 `json:"round_ratios_mpps"`
-	Paired spread    `json:"paired_ratio_mpps"`
+	Rounds []float64        `json:"round_ratios_mpps"`
+	Paired benchstat.Spread `json:"paired_ratio_mpps"`
 	// Against perftest's best setting (-l post list) and against the better
 	// of perftest's two settings in each round, when -post-list-peer > 0.
-	PostListGbps   float64   `json:"perftest_post_list_gbps,omitempty"`
-	RoundsPostList []float64 `json:"round_ratios_mpps_post_list,omitempty"`
-	PairedPostList spread    `json:"paired_ratio_mpps_post_list"`
-	RoundsBest     []float64 `json:"round_ratios_mpps_best_perftest,omitempty"`
-	PairedBest     spread    `json:"paired_ratio_mpps_best_perftest"`
+	PostListGbps   float64          `json:"perftest_post_list_gbps,omitempty"`
+	RoundsPostList []float64        `json:"round_ratios_mpps_post_list,omitempty"`
+	PairedPostList benchstat.Spread `json:"paired_ratio_mpps_post_list"`
+	RoundsBest     []float64        `json:"round_ratios_mpps_best_perftest,omitempty"`
+	PairedBest     benchstat.Spread `json:"paired_ratio_mpps_best_perftest"`
 }
 
-// spread is a median with its quartiles.
-type spread struct {
-	Median float64 `json:"median"`
-	P25    float64 `json:"p25"`
-	P75    float64 `json:"p75"`
-}
+// benchstat.Spread is a median with its quartiles.
 
 type report struct {
 	Device   string       `json:"device"`
@@ -86,15 +80,15 @@ type report struct {
 
 func main() {
 	var (
-		device   = flag.String("device", envOr("ERDMAKIT_LAB_DEVICE", "rxe0"), "RDMA device")
-		gid      = flag.Int("gid-index", envInt("ERDMAKIT_LAB_GID_INDEX", -1), "GID index for both tools (-1: ours picks, perftest gets the same)")
+		device   = flag.String("device", benchstat.EnvOr("ERDMAKIT_LAB_DEVICE", "rxe0"), "RDMA device")
+		gid      = flag.Int("gid-index", benchstat.EnvInt("ERDMAKIT_LAB_GID_INDEX", -1), "GID index for both tools (-1: ours picks, perftest gets the same)")
 		qpsArg   = flag.String("qps", "1,16", "queue pair counts (16: the guide's ib_write_bw -q 16)")
 		plPeer   = flag.Int("post-list-peer", 32, "also run ib_write_bw with -l N (post lists, perftest's best setting); 0: not")
 		duration = flag.Duration("duration", 2*time.Second, "measured time per run (whole seconds)")
 		margin   = flag.Duration("margin", time.Second, "unmeasured time before and after it (whole seconds, perftest -f)")
 		reps     = flag.Int("reps", 3, "rounds per size (each: ours, then perftest, alternating who goes first)")
 		sizesArg = flag.String("sizes", "65536,4096", "message sizes")
-		out      = flag.String("out", filepath.Join(envOr("ERDMAKIT_LAB_OUT", os.TempDir()), "bwbench.json"), "JSON report")
+		out      = flag.String("out", filepath.Join(benchstat.EnvOr("ERDMAKIT_LAB_OUT", os.TempDir()), "bwbench.json"), "JSON report")
 		binary   = flag.String("perftest", "ib_write_bw", "ib_write_bw program")
 		postList = flag.Int("post-list", 0, "erdmakit's post list (0: auto)")
 		cqMod    = flag.Int("cq-mod", 0, "CQ moderation for both (0: perftest's default)")
@@ -104,11 +98,11 @@ func main() {
 	perf.RaiseMaxProcs() // as the erdmakit CLI does
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	sizes, err := intList(*sizesArg)
+	sizes, err := benchstat.IntList(*sizesArg)
 	if err != nil {
 		fatal(fmt.Errorf("-sizes: %w", err))
 	}
-	qpCounts, err := intList(*qpsArg)
+	qpCounts, err := benchstat.IntList(*qpsArg)
 	if err != nil {
 		fatal(fmt.Errorf("-qps: %w", err))
 	}
@@ -175,9 +169,9 @@ func main() {
 					sr.RoundsBest = append(sr.RoundsBest, o/b)
 				}
 			}
-			sr.Paired = quartiles(sr.Rounds)
-			sr.PairedPostList = quartiles(sr.RoundsPostList)
-			sr.PairedBest = quartiles(sr.RoundsBest)
+			sr.Paired = benchstat.Quartiles(sr.Rounds)
+			sr.PairedPostList = benchstat.Quartiles(sr.RoundsPostList)
+			sr.PairedBest = benchstat.Quartiles(sr.RoundsBest)
 			sr.PostListGbps, _ = medians(sr.Samples, plTool)
 			sr.OursGbps, sr.OursMpps = medians(sr.Samples, "erdmakit")
 			sr.PerftestGbps, sr.PerftestMpps = medians(sr.Samples, "ib_write_bw")
@@ -195,7 +189,7 @@ func main() {
 	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range rep.Sizes {
 		fmt.Printf("| %d | %d | %d | %.4f | %.4f | %.4f | %s | %s | %s |\n", s.QPs, s.Size, s.TxDepth, s.OursGbps, s.PerftestGbps, s.PostListGbps,
-			fmtSpread(s.Paired, len(s.Rounds)), fmtSpread(s.PairedPostList, len(s.RoundsPostList)), fmtSpread(s.PairedBest, len(s.RoundsBest)))
+			benchstat.Format(s.Paired, len(s.Rounds)), benchstat.Format(s.PairedPostList, len(s.RoundsPostList)), benchstat.Format(s.PairedBest, len(s.RoundsBest)))
 	}
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
@@ -261,66 +255,7 @@ func medians(ss []sample, tool string) (gbps, mpps float64) {
 			g, m = append(g, s.Gbps), append(m, s.Mpps)
 		}
 	}
-	return median(g), median(m)
-}
-
-// intList parses "1,16".
-func intList(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("%q: want positive integers, comma-separated", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-// fmtSpread is "0.998 (0.990-1.004), 20", or "-" without rounds.
-func fmtSpread(s spread, n int) string {
-	if n == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.3f (%.3f-%.3f), %d", s.Median, s.P25, s.P75, n)
-}
-
-func median(v []float64) float64 {
-	return quantile(v, 0.5)
-}
-
-func quartiles(v []float64) spread {
-	return spread{Median: quantile(v, 0.5), P25: quantile(v, 0.25), P75: quantile(v, 0.75)}
-}
-
-// quantile is the q-quantile of v by linear interpolation between the
-// closest ranks (0 for no values); v is not changed.
-func quantile(v []float64, q float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	pos := q * float64(len(s)-1)
-	i := int(pos)
-	if i+1 >= len(s) {
-		return s[len(s)-1]
-	}
-	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func envInt(k string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(k)); err == nil {
-		return n
-	}
-	return def
+	return benchstat.Median(g), benchstat.Median(m)
 }
 
 func fatal(err error) {

@@ -29,11 +29,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/erdmakit/erdmakit/internal/benchstat"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/perf/perftest"
 )
@@ -58,14 +58,8 @@ type sizeResult struct {
 	// Rounds are each round's ours/ib_write_lat ratio of the median latency
 	// (rounds in which a tool failed are left out); Paired their median and
 	// quartiles.
-	Rounds []float64 `json:"round_ratios"`
-	Paired spread    `json:"paired_ratio"`
-}
-
-type spread struct {
-	Median float64 `json:"median"`
-	P25    float64 `json:"p25"`
-	P75    float64 `json:"p75"`
+	Rounds []float64        `json:"round_ratios"`
+	Paired benchstat.Spread `json:"paired_ratio"`
 }
 
 type report struct {
@@ -79,21 +73,21 @@ type report struct {
 
 func main() {
 	var (
-		device   = flag.String("device", envOr("ERDMAKIT_LAB_DEVICE", "rxe0"), "RDMA device")
-		gid      = flag.Int("gid-index", envInt("ERDMAKIT_LAB_GID_INDEX", -1), "GID index for both tools (-1: ours picks, perftest gets 1)")
+		device   = flag.String("device", benchstat.EnvOr("ERDMAKIT_LAB_DEVICE", "rxe0"), "RDMA device")
+		gid      = flag.Int("gid-index", benchstat.EnvInt("ERDMAKIT_LAB_GID_INDEX", -1), "GID index for both tools (-1: ours picks, perftest gets 1)")
 		iters    = flag.Int("iters", perf.DefaultLatencyIterations, "round trips per run, both tools (ib_write_lat -n)")
 		reps     = flag.Int("reps", 6, "rounds per size (each: ours and ib_write_lat, alternating who goes first)")
 		sizesArg = flag.String("sizes", "2,4096", "message sizes")
-		out      = flag.String("out", filepath.Join(envOr("ERDMAKIT_LAB_OUT", os.TempDir()), "latbench.json"), "JSON report")
+		out      = flag.String("out", filepath.Join(benchstat.EnvOr("ERDMAKIT_LAB_OUT", os.TempDir()), "latbench.json"), "JSON report")
 		binary   = flag.String("perftest", "ib_write_lat", "ib_write_lat program")
-		role     = flag.String("role", envOr("ERDMAKIT_LAB_ROLE", "single"), "single (loopback), a (serve), b (client of -peer)")
+		role     = flag.String("role", benchstat.EnvOr("ERDMAKIT_LAB_ROLE", "single"), "single (loopback), a (serve), b (client of -peer)")
 		peer     = flag.String("peer", os.Getenv("ERDMAKIT_LAB_PEER"), "the serving VM's address (role b)")
 	)
 	flag.Parse()
 	perf.RaiseMaxProcs() // as the erdmakit CLI does
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	sizes, err := intList(*sizesArg)
+	sizes, err := benchstat.IntList(*sizesArg)
 	if err != nil {
 		fatal(fmt.Errorf("-sizes: %w", err))
 	}
@@ -146,7 +140,7 @@ func main() {
 				sr.Rounds = append(sr.Rounds, o/p)
 			}
 		}
-		sr.Paired = quartiles(sr.Rounds)
+		sr.Paired = benchstat.Quartiles(sr.Rounds)
 		sr.OursUS, sr.TheirsUS = medianOf(sr.Samples, "erdmakit"), medianOf(sr.Samples, "ib_write_lat")
 		if sr.TheirsUS > 0 {
 			sr.Ratio = sr.OursUS / sr.TheirsUS
@@ -157,7 +151,7 @@ func main() {
 	fmt.Println("| size | erdmakit median us | ib_write_lat median us | ratio of the medians | per-round ratio: median (p25-p75), rounds |")
 	fmt.Println("|---:|---:|---:|---:|---:|")
 	for _, s := range rep.Sizes {
-		fmt.Printf("| %d | %.2f | %.2f | %.3f | %s |\n", s.Size, s.OursUS, s.TheirsUS, s.Ratio, fmtSpread(s.Paired, len(s.Rounds)))
+		fmt.Printf("| %d | %.2f | %.2f | %.3f | %s |\n", s.Size, s.OursUS, s.TheirsUS, s.Ratio, benchstat.Format(s.Paired, len(s.Rounds)))
 	}
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
@@ -274,62 +268,7 @@ func medianOf(ss []sample, tool string) float64 {
 			v = append(v, s.MedianUS)
 		}
 	}
-	return quantile(v, 0.5)
-}
-
-// intList parses "2,4096".
-func intList(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("%q: want positive integers, comma-separated", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-// fmtSpread is "0.998 (0.990-1.004), 6", or "-" without rounds.
-func fmtSpread(s spread, n int) string {
-	if n == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.3f (%.3f-%.3f), %d", s.Median, s.P25, s.P75, n)
-}
-
-func quartiles(v []float64) spread {
-	return spread{Median: quantile(v, 0.5), P25: quantile(v, 0.25), P75: quantile(v, 0.75)}
-}
-
-// quantile is the q-quantile of v by linear interpolation between the
-// closest ranks (0 for no values); v is not changed.
-func quantile(v []float64, q float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	pos := q * float64(len(s)-1)
-	i := int(pos)
-	if i+1 >= len(s) {
-		return s[len(s)-1]
-	}
-	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func envInt(k string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(k)); err == nil {
-		return n
-	}
-	return def
+	return benchstat.Quantile(v, 0.5)
 }
 
 func fatal(err error) {

@@ -1,0 +1,32 @@
+package benchstat
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestQuartilesAndFormat(t *testing.T) {
+	v := []float64{1.2, 0.9, 1.0, 0.8, 1.1}
+	q := Quartiles(v)
+	assert.InDelta(t, 1.0, q.Median, 1e-9)
+	assert.InDelta(t, 0.9, q.P25, 1e-9)
+	assert.InDelta(t, 1.1, q.P75, 1e-9)
+	assert.Equal(t, []float64{1.2, 0.9, 1.0, 0.8, 1.1}, v, "the input keeps its order")
+	assert.InDelta(t, 0.95, Median([]float64{1.0, 0.9}), 1e-9)
+	assert.Zero(t, Median(nil))
+	assert.InDelta(t, 0.7, Quantile([]float64{0.7}, 0.75), 1e-9)
+	assert.Equal(t, "-", Format(Spread{}, 0))
+	assert.Equal(t, "1.000 (0.900-1.100), 5", Format(Spread{Median: 1, P25: 0.9, P75: 1.1}, 5))
+}
+
+func TestIntList(t *testing.T) {
+	got, err := IntList("1, 16")
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 16}, got)
+	for _, bad := range []string{"", "1,,2", "0", "-4", "x"} {
+		_, err := IntList(bad)
+		assert.Error(t, err, bad)
+	}
+}
