@@ -4,26 +4,15 @@ import (
 	"context"
 	"io"
 	"testing"
-	"time"
 
-	"github.com/stretchr/testify/assert"
+	"github.com/erdmakit/erdmakit/internal/ctxio/ctxiotest"
 )
 
-// TestParseGraphStopsOnCancel: ParseGraph returns promptly with context.Canceled
-// once its context ends, on a reader that blocks forever (a FIFO nobody
-// writes).
+// TestParseGraphStopsOnCancel: ParseGraph returns promptly with
+// context.Canceled once its context ends, on a reader that blocks forever.
 func TestParseGraphStopsOnCancel(t *testing.T) {
-	pr, pw := io.Pipe()
-	defer pw.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { _, err := ParseGraph(ctx, pr); done <- err }()
-	time.Sleep(20 * time.Millisecond)
-	cancel()
-	select {
-	case err := <-done:
-		assert.ErrorIs(t, err, context.Canceled)
-	case <-time.After(5 * time.Second):
-		t.Fatal("still reading 5 s after the cancel")
-	}
+	ctxiotest.StopsOnCancel(t, "", func(ctx context.Context, r io.Reader) error {
+		_, err := ParseGraph(ctx, r)
+		return err
+	})
 }

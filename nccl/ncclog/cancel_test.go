@@ -5,31 +5,15 @@ import (
 	"io"
 	"os"
 	"testing"
-	"time"
 
+	"github.com/erdmakit/erdmakit/internal/ctxio/ctxiotest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// endless is a log that never ends: its line, again and again.
-type endless struct {
-	line []byte
-	off  int
-}
-
-func (e *endless) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		c := copy(p[n:], e.line[e.off:])
-		n += c
-		e.off = (e.off + c) % len(e.line)
-	}
-	return n, nil
-}
-
-// TestReadersStopOnCancel: every reader in the package returns promptly
-// with context.Canceled once its context ends, on a reader that blocks
-// forever (a FIFO nobody writes) and on one that never reaches EOF.
+// TestReadersStopOnCancel: each reader returns promptly with
+// context.Canceled once its context ends, on a pipe nobody writes and on
+// input that never ends.
 func TestReadersStopOnCancel(t *testing.T) {
 	row := "     4194304       1048576     float     sum      -1    80.10   52.36   98.18      0    79.90   52.49   98.43      0\n"
 	info := "host1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA\n"
@@ -42,30 +26,7 @@ func TestReadersStopOnCancel(t *testing.T) {
 		{"Analyze", info, func(ctx context.Context, r io.Reader) error { _, err := Analyze(ctx, r); return err }},
 		{"ClassifyLaunch", launch, func(ctx context.Context, r io.Reader) error { _, err := ClassifyLaunch(ctx, r); return err }},
 	} {
-		t.Run(tc.name+"/blocked", func(t *testing.T) {
-			pr, pw := io.Pipe()
-			defer pw.Close()
-			assertStops(t, tc.read, pr)
-		})
-		t.Run(tc.name+"/endless", func(t *testing.T) {
-			assertStops(t, tc.read, &endless{line: []byte(tc.line)})
-		})
-	}
-}
-
-func assertStops(t *testing.T, read func(context.Context, io.Reader) error, r io.Reader) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- read(ctx, r) }()
-	time.Sleep(20 * time.Millisecond)
-	cancel()
-	select {
-	case err := <-done:
-		assert.ErrorIs(t, err, context.Canceled)
-	case <-time.After(5 * time.Second):
-		t.Fatal("still reading 5 s after the cancel")
+		t.Run(tc.name, func(t *testing.T) { ctxiotest.StopsOnCancel(t, tc.line, tc.read) })
 	}
 }
 
