@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/erdmakit/erdmakit/connect"
-	"github.com/erdmakit/erdmakit/health"
 	"log/slog"
 	"net"
 	"sort"
 	"time"
+
+	"github.com/erdmakit/erdmakit/connect"
+	"github.com/erdmakit/erdmakit/health"
 )
 
 // Result is one device's test at one message size: the public schema of a
@@ -274,26 +275,36 @@ func Loopback(ctx context.Context, links []Link, cfg Config, sizes []int) ([]Res
 	if err := cfg.Validate(); err != nil {
 		return nil, []error{err}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, stop, err := serveLoopback(ctx, links, cfg.StepTimeout)
 	if err != nil {
 		return nil, []error{fmt.Errorf("bw loopback: %w", err)}
 	}
-	sctx, stop := context.WithCancel(ctx)
-	srv := &Server{Links: links, StepTimeout: cfg.StepTimeout}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sctx, ln) }()
-	results, cerrs := Clients{Links: links, Addr: ln.Addr().String(), SameDevice: true, Config: cfg}.Run(ctx, sizes)
-	stop()
+	results, cerrs := Clients{Links: links, Addr: addr, SameDevice: true, Config: cfg}.Run(ctx, sizes)
 	var errs []error
 	for _, err := range cerrs {
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := <-served; err != nil {
+	if err := stop(); err != nil {
 		errs = append(errs, err)
 	}
 	return results, errs
+}
+
+// serveLoopback starts a Server for links on a loopback port, for the
+// loopback tests' clients on this host. stop ends it and returns what
+// Serve returned.
+func serveLoopback(ctx context.Context, links []Link, stepTimeout time.Duration) (addr string, stop func() error, err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	srv := &Server{Links: links, StepTimeout: stepTimeout}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(sctx, ln) }()
+	return ln.Addr().String(), func() error { cancel(); return <-served }, nil
 }
 
 // Sweep returns perftest -a's sizes: 2 B to 8 MiB, powers of two.

@@ -177,17 +177,12 @@ func LatencyLoopback(ctx context.Context, links []Link, cfg LatencyConfig, sizes
 	if err := cfg.Validate(); err != nil {
 		return nil, []error{err}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, stop, err := serveLoopback(ctx, links, cfg.StepTimeout)
 	if err != nil {
 		return nil, []error{fmt.Errorf("bw lat loopback: %w", err)}
 	}
-	sctx, stop := context.WithCancel(ctx)
-	srv := &Server{Links: links, StepTimeout: cfg.StepTimeout}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sctx, ln) }()
-	results, errs := runLatencyClients(ctx, links, ln.Addr().String(), func(l Link) string { return l.Device() }, cfg, sizes)
-	stop()
-	if err := <-served; err != nil {
+	results, errs := runLatencyClients(ctx, links, addr, func(l Link) string { return l.Device() }, cfg, sizes)
+	if err := stop(); err != nil {
 		errs = append(errs, err)
 	}
 	return results, errs
