@@ -28,6 +28,9 @@ type FakeLink struct {
 	// Latency is added to every write's time on the wire: the one-way
 	// latency a ping-pong over this link measures (at least).
 	Latency time.Duration
+	// CloseDelay is added to every session's Close: a device slow to tear
+	// its QPs down.
+	CloseDelay time.Duration
 
 	mu       sync.Mutex
 	base     time.Time
@@ -209,6 +212,7 @@ func (s *fakeSession) Close() error {
 		return nil
 	}
 	s.closed = true
+	time.Sleep(s.link.CloseDelay)
 	s.link.mu.Lock()
 	if s.buf != nil {
 		delete(s.link.bufs, s.local[0].RKey)

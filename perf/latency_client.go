@@ -127,11 +127,8 @@ func (s *Server) latencyTest(ctx context.Context, c *conn, h *latencyHelloMsg, t
 	if err != nil {
 		return fmt.Errorf("%s: opening a QP: %w", l.Device(), err)
 	}
-	defer func() {
-		if err := sess.Close(); err != nil {
-			s.log().Warn("bw server: releasing the test's resources", "device", l.Device(), "err", err)
-		}
-	}()
+	closeSess := s.closer(l, sess)
+	defer closeSess()
 	ps, ok := sess.(PingSession)
 	if !ok {
 		return fmt.Errorf("%s's sessions (%T) cannot run a latency test", l.Device(), sess)
@@ -163,6 +160,8 @@ func (s *Server) latencyTest(ctx context.Context, c *conn, h *latencyHelloMsg, t
 		return err
 	}
 	t.Client = *done
+	closeSess() // before the last reply, as the bandwidth test does
+	release()
 	return c.send(&doneMsg{Messages: uint64(n)})
 }
 

@@ -219,12 +219,13 @@ func (s *Server) link(name string) (Link, error) {
 	return nil, fmt.Errorf("device %q is not served here (serving %v)", name, names)
 }
 
-// slot takes a test slot; release gives it back.
+// slot takes a test slot; release gives it back (once, however often it
+// is called).
 func (s *Server) slot() (release func(), err error) {
 	tests, _ := s.limits()
 	select {
 	case tests <- struct{}{}:
-		return func() { <-tests }, nil
+		return sync.OnceFunc(func() { <-tests }), nil
 	default:
 		return nil, fmt.Errorf("%w: %d tests already running (--max-tests %d); try again later", ErrBusy, cap(tests), cap(tests))
 	}
@@ -276,11 +277,8 @@ func (s *Server) test(ctx context.Context, c *conn, h *helloMsg, t *ServerTest) 
 	if err != nil {
 		return fmt.Errorf("%s: opening %d QPs: %w", l.Device(), h.QPs, err)
 	}
-	defer func() {
-		if err := sess.Close(); err != nil {
-			s.log().Warn("bw server: releasing the test's resources", "device", l.Device(), "err", err)
-		}
-	}()
+	closeSess := s.closer(l, sess)
+	defer closeSess()
 	if err := c.send(&acceptMsg{Device: l.Device(), Transport: string(l.Transport()), CMAddr: sess.CMAddr()}); err != nil {
 		return err
 	}
@@ -311,7 +309,21 @@ func (s *Server) test(ctx context.Context, c *conn, h *helloMsg, t *ServerTest) 
 	if p := proveRX(t.Counters, 0, 0); p != nil && p.Unit == "bytes" {
 		reply.Bytes = p.Delta
 	}
+	// Resources and slot go back before the last reply: a client that has
+	// its result may start its next test at once (it was told "busy").
+	closeSess()
+	release()
 	return c.send(reply)
+}
+
+// closer returns a test's session Close, logged and run once, however
+// often it is called.
+func (s *Server) closer(l Link, sess Session) func() {
+	return sync.OnceFunc(func() {
+		if err := sess.Close(); err != nil {
+			s.log().Warn("bw server: releasing the test's resources", "device", l.Device(), "err", err)
+		}
+	})
 }
 
 // exchange swaps endpoints with the peer and brings sess's qps QPs to RTS

@@ -77,3 +77,32 @@ func TestServerCapsConcurrentTests(t *testing.T) {
 	require.NoError(t, <-long)
 	goodClientWorks(t, addr, NewFakeLink("fake3", 10))
 }
+
+// TestServerFreesTheSlotBeforeTheLastReply: with MaxTests 1, a client that
+// has its result may start its next test at once. The server used to send
+// its last reply before it gave the slot back, and a client quick enough
+// was told "busy" (seen in CI, between two tests of one client).
+func TestServerFreesTheSlotBeforeTheLastReply(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := NewFakeLink("fake0", 10)
+	served.CloseDelay = 50 * time.Millisecond // the window the client used to hit
+	srv := &Server{Links: []Link{served}, StepTimeout: 2 * time.Second, MaxTests: 1}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	link := NewFakeLink("fake1", 10)
+	for i := range 5 {
+		c := &Client{Link: link, Addr: ln.Addr().String(), Config: Config{Size: 4096, QPs: 1, Iterations: 10}}
+		_, err := c.Run(context.Background(), nil)
+		require.NoError(t, err, "test %d", i)
+		// A ping-pong needs both ends on one fake link (its buffers).
+		lc := &LatencyClient{Link: served, Addr: ln.Addr().String(), Config: LatencyConfig{Size: 2, Iterations: 10}}
+		_, err = lc.Run(context.Background(), nil)
+		require.NoError(t, err, "latency test %d", i)
+	}
+}
