@@ -213,14 +213,7 @@ func appendFrame(b []byte, m message) ([]byte, error) {
 	var err error
 	switch m := m.(type) {
 	case *helloMsg:
-		b, err = appendString(b, m.Device)
-		if err == nil {
-			b, err = appendString(b, m.ClientDevice)
-		}
-		if err == nil {
-			b, err = appendString(b, m.Transport)
-		}
-		b = append(b, byte(m.Method))
+		b, err = appendTest(b, m.Device, m.ClientDevice, m.Transport, m.Method)
 		b = binary.BigEndian.AppendUint32(b, m.QPs)
 		b = binary.BigEndian.AppendUint64(b, m.Size)
 		b = binary.BigEndian.AppendUint64(b, m.Iterations)
@@ -228,14 +221,7 @@ func appendFrame(b []byte, m message) ([]byte, error) {
 			b = binary.BigEndian.AppendUint64(b, uint64(d))
 		}
 	case *latencyHelloMsg:
-		b, err = appendString(b, m.Device)
-		if err == nil {
-			b, err = appendString(b, m.ClientDevice)
-		}
-		if err == nil {
-			b, err = appendString(b, m.Transport)
-		}
-		b = append(b, byte(m.Method))
+		b, err = appendTest(b, m.Device, m.ClientDevice, m.Transport, m.Method)
 		b = binary.BigEndian.AppendUint64(b, m.Size)
 		b = binary.BigEndian.AppendUint32(b, m.Iterations)
 		b = binary.BigEndian.AppendUint32(b, m.Warmup)
@@ -310,6 +296,19 @@ func appendString(b []byte, s string) ([]byte, error) {
 	return append(b, s...), nil
 }
 
+// appendTest appends what both hellos (bandwidth and latency) start with:
+// the server device asked for, the client's device and transport, and the
+// connection method. decoder.test reads it back.
+func appendTest(b []byte, dev, clientDev, transport string, m connect.Method) ([]byte, error) {
+	var err error
+	for _, s := range []string{dev, clientDev, transport} {
+		if err == nil {
+			b, err = appendString(b, s)
+		}
+	}
+	return append(b, byte(m)), err
+}
+
 // readFrame reads one frame from r and decodes it. The caller bounds the
 // time (a deadline on the connection); the size is bounded by MaxPayload.
 func readFrame(r io.Reader) (message, error) {
@@ -334,10 +333,7 @@ func decodePayload(t msgType, p []byte) (message, error) {
 	switch t {
 	case msgHello:
 		h := &helloMsg{}
-		h.Device = d.str()
-		h.ClientDevice = d.str()
-		h.Transport = d.str()
-		h.Method = connect.Method(d.u8())
+		h.Device, h.ClientDevice, h.Transport, h.Method = d.test()
 		h.QPs = d.u32()
 		h.Size = d.u64()
 		h.Iterations = d.u64()
@@ -351,10 +347,7 @@ func decodePayload(t msgType, p []byte) (message, error) {
 		m = h
 	case msgLatency:
 		h := &latencyHelloMsg{}
-		h.Device = d.str()
-		h.ClientDevice = d.str()
-		h.Transport = d.str()
-		h.Method = connect.Method(d.u8())
+		h.Device, h.ClientDevice, h.Transport, h.Method = d.test()
 		h.Size = d.u64()
 		h.Iterations = d.u32()
 		h.Warmup = d.u32()
@@ -528,6 +521,12 @@ func (d *decoder) dur() time.Duration {
 func (d *decoder) str() string {
 	n := int(d.u8())
 	return string(d.bytes(n))
+}
+
+// test reads what appendTest wrote.
+func (d *decoder) test() (dev, clientDev, transport string, m connect.Method) {
+	dev, clientDev, transport = d.str(), d.str(), d.str()
+	return dev, clientDev, transport, connect.Method(d.u8())
 }
 
 // conn is one side of the out-of-band connection: every read and write has

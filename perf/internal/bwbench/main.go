@@ -65,8 +65,6 @@ type sizeResult struct {
 	PairedBest     benchstat.Spread `json:"paired_ratio_mpps_best_perftest"`
 }
 
-// benchstat.Spread is a median with its quartiles.
-
 type report struct {
 	Device   string       `json:"device"`
 	QPs      []int        `json:"qps"`
