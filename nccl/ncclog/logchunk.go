@@ -22,12 +22,17 @@ const chunkSize = 1 << 20
 // finds exactly what one analyser fed the lines in order finds, lines cut
 // at size bytes alike.
 func analyzeChunks(r io.Reader, size, workers int) (*Analyzer, error) {
-	return analyzeSource(context.Background(), &chunkReader{r: r, carry: make([]byte, 0, size)}, size, workers)
+	return analyzeSource(context.Background(), newChunkReader(r, size), size, workers)
 }
 
 // chunkSource hands out runs of whole lines; see chunkReader.next.
 type chunkSource interface {
+	// buffer is a worker's buffer for next: nil where chunks are not
+	// copied (a mapped file).
+	buffer() []byte
 	next(buf []byte) (data []byte, long bool, err error)
+	// release is told that a chunk next handed out has been analysed.
+	release(chunk []byte)
 }
 
 // analyzeSource is analyzeChunks over any chunk source: a reader copied
@@ -84,10 +89,7 @@ func analyzeSource(ctx context.Context, src chunkSource, size, workers int) (_ *
 					<-tokens
 				}
 			}()
-			var buf []byte
-			if _, mapped := src.(*mappedLog); !mapped {
-				buf = make([]byte, size)
-			}
+			buf := src.buffer()
 			// A worker's chunks come in input order, so a NET/IB or
 			// NET/Socket line it parsed in an earlier chunk is already in
 			// the merge: its repeats (every rank prints one) are skipped.
@@ -106,9 +108,7 @@ func analyzeSource(ctx context.Context, src chunkSource, size, workers int) (_ *
 				} else {
 					a.block(data)
 				}
-				if m, ok := src.(*mappedLog); ok {
-					m.release(data)
-				}
+				src.release(data)
 				results <- result{seq: seq, a: a}
 			}
 		})
@@ -144,10 +144,21 @@ func analyzeSource(ctx context.Context, src chunkSource, size, workers int) (_ *
 // concurrent use.
 type chunkReader struct {
 	r     io.Reader
+	size  int    // bytes per chunk at most
 	carry []byte // the start of a line whose end is not read yet
 	skip  bool   // inside a line longer than a chunk: discard to its end
 	done  bool
 }
+
+// newChunkReader cuts r into chunks of at most size bytes.
+func newChunkReader(r io.Reader, size int) *chunkReader {
+	return &chunkReader{r: r, size: size, carry: make([]byte, 0, size)}
+}
+
+func (c *chunkReader) buffer() []byte { return make([]byte, c.size) }
+
+// release has nothing to do: a worker's buffer is reused for its next chunk.
+func (c *chunkReader) release([]byte) {}
 
 // next fills buf with whole lines (the last line of the input may lack its
 // newline) and returns them, or a line longer than buf cut to buf's size

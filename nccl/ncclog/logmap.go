@@ -29,6 +29,9 @@ type mappedLog struct {
 	size  int
 }
 
+// buffer is nil: chunks are slices of the mapping, not copies.
+func (m *mappedLog) buffer() []byte { return nil }
+
 func (m *mappedLog) next([]byte) (data []byte, long bool, err error) {
 	rest := m.data[m.off:]
 	switch {
@@ -85,7 +88,7 @@ func analyze(ctx context.Context, r io.Reader, size, workers int) (*Analyzer, er
 			return a, err
 		}
 	}
-	return analyzeSource(ctx, &chunkReader{r: ctxio.NewReader(ctx, r), carry: make([]byte, 0, size)}, size, workers)
+	return analyzeSource(ctx, newChunkReader(ctxio.NewReader(ctx, r), size), size, workers)
 }
 
 // analyzeMapped analyses the rest of f, mapped into memory, and leaves f's
