@@ -3,6 +3,7 @@ package erdma
 import (
 	"archive/tar"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 )
 
 // Recorded-host files: what a live host learns from netlink, getrlimit, PATH
@@ -56,8 +60,16 @@ func RecordedHost(dir string) Host { return Host{root: filepath.Clean(dir)} }
 // OpenHost opens what --root names: "/" (or "") is the live host, a
 // directory is a recorded host, a .tar.gz or .tgz file is a recording
 // unpacked into a temporary directory that Close removes. Close is
-// idempotent and safe to call on every result.
+// idempotent and safe to call on every result. OpenHost is
+// OpenHostContext without a way to give up.
 func OpenHost(path string) (Host, io.Closer, error) {
+	return OpenHostContext(context.Background(), path)
+}
+
+// OpenHostContext is OpenHost giving up when ctx ends: unpacking an
+// archive checks ctx between entries and within every read, and what was
+// unpacked is removed before it returns ctx's error.
+func OpenHostContext(ctx context.Context, path string) (Host, io.Closer, error) {
 	if path == "" || filepath.Clean(path) == "/" {
 		return LiveHost(), nopCloser{}, nil
 	}
@@ -76,7 +88,7 @@ func OpenHost(path string) (Host, io.Closer, error) {
 		return Host{}, nopCloser{}, fmt.Errorf("host root %s: %w", path, err)
 	}
 	c := &dirCloser{dir: dir}
-	if err := unpack(path, dir); err != nil {
+	if err := unpack(ctx, path, dir, defaultUnpackLimits()); err != nil {
 		_ = c.Close()
 		return Host{}, nopCloser{}, fmt.Errorf("host root %s: %w", path, err)
 	}
@@ -156,25 +168,65 @@ func (c *dirCloser) Close() error {
 // spends a block on each), so an archive of empty directories is bounded
 // like one of files.
 const (
-	maxArchiveEntries = 50000
-	maxArchiveDirs    = 10000
-	maxArchiveBytes   = 256 << 20
-	entryCost         = 512
-	dirCost           = 4096
+	entryCost = 512
+	dirCost   = 4096
 )
+
+// unpackLimits bound an archive's unpacking in size and in time.
+type unpackLimits struct {
+	entries, dirs int
+	// bytes bounds what is unpacked (entries and directories charged as
+	// above) and, separately, the decompressed tar stream read (headers,
+	// skipped data): a gzip bomb is refused after bytes, not after its
+	// whole expansion.
+	bytes int64
+	// header bounds one entry's headers (PAX records, GNU long names):
+	// real ones are a few hundred bytes; Go's reader allows 1 MiB each,
+	// so 50,000 such entries took 247 s to decompress.
+	header int64
+	// depth bounds an entry's path in components and name its length:
+	// every file of a deep path costs a lookup per component (2,000 files
+	// at depth 9,990 still unpacked after 280 s).
+	depth, name int
+	// time bounds the whole unpacking.
+	time time.Duration
+}
+
+func defaultUnpackLimits() unpackLimits {
+	return unpackLimits{entries: 50000, dirs: 10000, bytes: 256 << 20, header: 64 << 10,
+		depth: 64, name: 4096, time: 60 * time.Second}
+}
+
+// countingReader counts what was read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
 
 // unpack extracts a recording into dir through an os.Root, so that no name
 // and no symlink met on the way writes outside dir; absolute names, ".."
-// and links that point out are refused outright with a clear error. Size,
-// entries and directories are bounded.
-func unpack(archive, dir string) error {
-	f, err := os.Open(archive)
+// and links (symbolic or hard) that point out are refused outright with a
+// clear error. Size, entries, directories, header sizes, path depth and
+// time are bounded; ctx is checked between entries and in every read.
+func unpack(ctx context.Context, archive, dir string, lim unpackLimits) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, lim.time, errUnpackTime)
+	defer cancel()
+	f, err := ctxio.Open(ctx, archive)
 	if err != nil {
-		return err
+		return unpackErr(ctx, lim, err)
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	zr, err := gzip.NewReader(ctxio.NewReader(ctx, f))
 	if err != nil {
+		if ctx.Err() != nil {
+			return unpackErr(ctx, lim, err)
+		}
 		return fmt.Errorf("%w: not gzip: %v", ErrMalformed, err)
 	}
 	defer zr.Close()
@@ -183,35 +235,62 @@ func unpack(archive, dir string) error {
 		return err
 	}
 	defer root.Close()
-	tr := tar.NewReader(zr)
+	// The stream is bounded as a whole: headers and skipped data count.
+	stream := &countingReader{r: io.LimitReader(zr, lim.bytes+1)}
+	tr := tar.NewReader(stream)
 	var total int64
 	charge := func(n int64) error {
-		if total += n; total > maxArchiveBytes {
+		if total += n; total > lim.bytes {
 			return fmt.Errorf("%w: more than %d bytes unpacked (each entry counts %d bytes, each directory %d)",
-				ErrMalformed, maxArchiveBytes, entryCost, dirCost)
+				ErrMalformed, lim.bytes, entryCost, dirCost)
 		}
 		return nil
 	}
 	dirs := 0
 	chargeDir := func() error {
-		if dirs++; dirs > maxArchiveDirs {
-			return fmt.Errorf("%w: more than %d directories", ErrMalformed, maxArchiveDirs)
+		if dirs++; dirs > lim.dirs {
+			return fmt.Errorf("%w: more than %d directories", ErrMalformed, lim.dirs)
 		}
 		return charge(dirCost)
 	}
+	var unread int64 // what Next skips of the previous entry's data and padding
 	for n := 0; ; n++ {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
+		if ctx.Err() != nil {
+			return unpackErr(ctx, lim, ctx.Err())
 		}
-		if err != nil {
+		before := stream.n
+		hdr, err := tr.Next()
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return unpackErr(ctx, lim, err)
+		case stream.n > lim.bytes: // the limit may end the stream at an entry's end
+			return errStream(lim)
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
 			return fmt.Errorf("%w: tar: %v", ErrMalformed, err)
 		}
-		if n >= maxArchiveEntries {
-			return fmt.Errorf("%w: more than %d entries", ErrMalformed, maxArchiveEntries)
+		if h := stream.n - before - unread; h > lim.header {
+			return fmt.Errorf("%w: entry %q: %d bytes of headers (PAX records, long names), more than %d",
+				ErrMalformed, trimName(hdr.Name), h, lim.header)
 		}
+		if n >= lim.entries {
+			return fmt.Errorf("%w: more than %d entries", ErrMalformed, lim.entries)
+		}
+		// Every entry's data is charged, whatever its type: Next skips
+		// what is not read, and skipping is decompressing.
+		size := max(hdr.Size, 0)
+		unread = size + (-size & 511)
 		if err := charge(entryCost); err != nil {
 			return err
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			if err := charge(size); err != nil {
+				return err
+			}
+		}
+		if len(hdr.Name) > lim.name || len(hdr.Linkname) > lim.name {
+			return fmt.Errorf("%w: entry %q: a name or link longer than %d bytes", ErrMalformed, trimName(hdr.Name), lim.name)
 		}
 		name := path.Clean(strings.TrimPrefix(hdr.Name, "./"))
 		if name == "." {
@@ -219,6 +298,9 @@ func unpack(archive, dir string) error {
 		}
 		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
 			return fmt.Errorf("%w: entry %q leaves the archive root", ErrMalformed, hdr.Name)
+		}
+		if d := strings.Count(name, "/") + 1; d > lim.depth {
+			return fmt.Errorf("%w: entry %q is %d levels deep, more than %d", ErrMalformed, trimName(hdr.Name), d, lim.depth)
 		}
 		// Parent directories the entry creates count as directories.
 		for d := path.Dir(name); d != "." && d != "/"; d = path.Dir(d) {
@@ -238,7 +320,7 @@ func unpack(archive, dir string) error {
 				return fmt.Errorf("%w: entry %q: %v", ErrMalformed, hdr.Name, err)
 			}
 		case tar.TypeReg:
-			if err := charge(hdr.Size); err != nil {
+			if err := charge(size); err != nil {
 				return err
 			}
 			if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
@@ -248,12 +330,18 @@ func unpack(archive, dir string) error {
 			if err != nil {
 				return fmt.Errorf("%w: entry %q: %v", ErrMalformed, hdr.Name, err)
 			}
-			_, err = io.Copy(out, io.LimitReader(tr, hdr.Size))
+			copied, err := io.Copy(out, io.LimitReader(tr, size))
+			unread -= copied
 			if cerr := out.Close(); err == nil {
 				err = cerr
 			}
-			if err != nil {
-				return err
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return unpackErr(ctx, lim, err)
+			case stream.n > lim.bytes:
+				return errStream(lim)
+			case err != nil:
+				return fmt.Errorf("%w: entry %q: %v", ErrMalformed, hdr.Name, err)
 			}
 		case tar.TypeSymlink:
 			// Reads are confined to the root whatever the links say
@@ -269,8 +357,51 @@ func unpack(archive, dir string) error {
 			if err := root.Symlink(t, name); err != nil {
 				return fmt.Errorf("%w: entry %q: %v", ErrMalformed, hdr.Name, err)
 			}
+		case tar.TypeLink:
+			// A hard link names another entry from the archive's root
+			// (not from the link's directory); os.Root keeps both ends
+			// inside.
+			t := path.Clean(strings.TrimPrefix(hdr.Linkname, "./"))
+			if path.IsAbs(t) || t == ".." || strings.HasPrefix(t, "../") {
+				return fmt.Errorf("%w: hard link %q -> %q leaves the archive root", ErrMalformed, hdr.Name, hdr.Linkname)
+			}
+			if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
+				return fmt.Errorf("%w: entry %q: %v", ErrMalformed, hdr.Name, err)
+			}
+			if err := root.Link(t, name); err != nil {
+				return fmt.Errorf("%w: hard link %q -> %q: %v", ErrMalformed, hdr.Name, hdr.Linkname, err)
+			}
 		default:
-			// Devices, fifos, hard links: a recording has none; skip.
+			// Devices and FIFOs: a recording has none (record stores char
+			// devices as empty files); skip.
 		}
 	}
+}
+
+func errStream(lim unpackLimits) error {
+	return fmt.Errorf("%w: more than %d bytes of tar stream (headers and data)", ErrMalformed, lim.bytes)
+}
+
+// errUnpackTime is the cause of unpack's deadline.
+var errUnpackTime = errors.New("unpacking took too long")
+
+// unpackErr is the error for a read cut short by ctx: the unpacking's own
+// time bound is the archive's fault (ErrMalformed); the caller's
+// cancellation is its context's error.
+func unpackErr(ctx context.Context, lim unpackLimits, err error) error {
+	if errors.Is(context.Cause(ctx), errUnpackTime) {
+		return fmt.Errorf("%w: %w (more than %v)", ErrMalformed, errUnpackTime, lim.time)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// trimName shortens a hostile entry name for an error message.
+func trimName(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"github.com/erdmakit/erdmakit/internal/hostfs"
@@ -82,7 +81,7 @@ func readSnapshotIn(r *hostfs.Root) (*Snapshot, error) {
 // ReadSnapshotFile reads a snapshot file; a missing file matches
 // os.ErrNotExist.
 func ReadSnapshotFile(ctx context.Context, path string) (*Snapshot, error) {
-	f, err := os.Open(path)
+	f, err := ctxio.Open(ctx, path) // a FIFO with no writer: Ctrl-C still ends it
 	if err != nil {
 		return nil, err
 	}

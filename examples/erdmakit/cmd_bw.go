@@ -265,7 +265,7 @@ func (f *bwFlags) report(ctx context.Context, g *globals, results []perf.Result,
 	expect := f.expect
 	if expect == 0 && len(f.devices) == 0 && f.emulate == 0 {
 		// Every eRDMA device tested: the instance type's figure applies.
-		if h, closer, err := erdma.OpenHost(g.root); err == nil {
+		if h, closer, err := erdma.OpenHostContext(ctx, g.root); err == nil {
 			defer closer.Close()
 			if gbps, why := doctor.ExpectedWriteGbps(ctx, h, doctor.DefaultOptions()); gbps > 0 {
 				expect = gbps

@@ -135,7 +135,7 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 // runDoctorOn opens root (directory, archive or "/") and runs the doctor,
 // with the cloud checks when cloud is set.
 func runDoctorOn(ctx context.Context, root string, opt doctor.Options, cloud *eri.CloudOptions) (*erdma.Report, error) {
-	h, closer, err := erdma.OpenHost(root)
+	h, closer, err := erdma.OpenHostContext(ctx, root)
 	if err != nil {
 		return nil, err
 	}

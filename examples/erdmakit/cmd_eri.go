@@ -118,7 +118,7 @@ func newERIStatusCmd(g *globals, f *eriFlags) *cobra.Command {
 
 // localInventory reads the host for MAC matching; nil when it cannot.
 func localInventory(ctx context.Context, g *globals) *erdma.Inventory {
-	h, closer, err := erdma.OpenHost(g.root)
+	h, closer, err := erdma.OpenHostContext(ctx, g.root)
 	if err != nil {
 		slog.Warn("no local view", "root", g.root, "err", err)
 		return nil

@@ -33,7 +33,7 @@ doctor's findings as erdmakit_doctor_check{id=...} (0 ok, 1 warn, 2 fail, -1 ski
 so alerts can fire on "nvidia_peermem not loaded". --root serves a recorded host.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, closer, err := erdma.OpenHost(g.root)
+			h, closer, err := erdma.OpenHostContext(cmd.Context(), g.root)
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/erdmakit/erdmakit/plot"
@@ -349,14 +350,14 @@ func hostEnvAdvice(ctx context.Context, g *globals, f ncclEnvFlags) (*nccl.EnvAd
 	default:
 		return nil, nil, fmt.Errorf("--gdr %q: want auto, on or off", f.gdr)
 	}
-	h, closer, err := erdma.OpenHost(g.root)
+	h, closer, err := erdma.OpenHostContext(ctx, g.root)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer closer.Close()
 	var inv *erdma.Inventory
 	if f.inventory != "" {
-		if inv, err = readInventoryFile(f.inventory); err != nil {
+		if inv, err = readInventoryFile(ctx, f.inventory); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -380,9 +381,14 @@ func hostEnvAdvice(ctx context.Context, g *globals, f ncclEnvFlags) (*nccl.EnvAd
 	return a, inv, nil
 }
 
-// readInventoryFile reads the JSON of `erdmakit devices --json`.
-func readInventoryFile(path string) (*erdma.Inventory, error) {
-	b, err := os.ReadFile(path)
+// maxInventoryFile bounds an --inventory file: a host's inventory JSON is
+// tens of KiB.
+const maxInventoryFile = 16 << 20
+
+// readInventoryFile reads the JSON of `erdmakit devices --json` (a FIFO
+// with no writer gives up on Ctrl-C).
+func readInventoryFile(ctx context.Context, path string) (*erdma.Inventory, error) {
+	b, err := ctxio.ReadFile(ctx, path, maxInventoryFile)
 	if err != nil {
 		return nil, fmt.Errorf("inventory: %w", err)
 	}

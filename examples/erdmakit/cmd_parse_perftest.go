@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/perf/perftest"
 	"github.com/spf13/cobra"
@@ -37,26 +37,11 @@ func openParseInput(ctx context.Context, path string, stdin io.Reader) (io.ReadC
 	if path == "-" {
 		return io.NopCloser(stdin), nil
 	}
-	type opened struct {
-		f   *os.File
-		err error
+	f, err := ctxio.Open(ctx, path)
+	if err != nil {
+		return nil, err
 	}
-	ch := make(chan opened, 1)
-	go func() {
-		f, err := os.Open(path)
-		ch <- opened{f, err}
-	}()
-	select {
-	case o := <-ch:
-		return o.f, o.err
-	case <-ctx.Done():
-		go func() { // close it should the open complete later
-			if o := <-ch; o.f != nil {
-				o.f.Close()
-			}
-		}()
-		return nil, fmt.Errorf("%s: %w", path, ctx.Err())
-	}
+	return f, nil
 }
 
 // printParsedPerftest writes the human form of a perftest report.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 
 	"github.com/erdmakit/erdmakit/internal/render"
@@ -175,15 +174,11 @@ func yesNo(b bool) string {
 // parseTopoFile parses nvidia-smi topo -m output from a file or stdin ("-"),
 // giving up when ctx ends (Ctrl-C on a silent stdin or FIFO).
 func parseTopoFile(ctx context.Context, name string, stdin io.Reader) (*smitopo.Matrix, error) {
-	r := stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = f
+	r, err := openParseInput(ctx, name, stdin)
+	if err != nil {
+		return nil, err
 	}
+	defer r.Close()
 	m, err := smitopo.Parse(ctx, r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

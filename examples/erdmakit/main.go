@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -81,7 +82,7 @@ func (g *globals) colorOn(w io.Writer) bool {
 
 // run executes the CLI and returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible(stderr, os.Exit)
 	defer stop()
 	g := &globals{stdout: stdout, stderr: stderr}
 	root := newRootCmd(g)
@@ -112,4 +113,35 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "erdmakit:", err)
 	return ExitUnknown
+}
+
+// interruptible is the CLI's context: the first SIGINT or SIGTERM cancels
+// it (the command winds down, ends its children and exits 3); a second one
+// exits at once with exit(3), whatever the command is blocked in (a write
+// to a pipe nobody reads, a child that ignores SIGTERM). stop releases the
+// signals.
+func interruptible(stderr io.Writer, exit func(int)) (context.Context, func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case s := <-sigs:
+			fmt.Fprintf(stderr, "erdmakit: %v again: exiting at once (exit 3); children and temporary files may be left\n", s)
+			exit(ExitUnknown)
+		case <-done:
+		}
+	}()
+	return ctx, sync.OnceFunc(func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	})
 }

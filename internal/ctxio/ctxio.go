@@ -6,6 +6,8 @@ package ctxio
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -108,3 +110,53 @@ func (c *Reader) Read(p []byte) (int, error) {
 		return n, ch.err
 	}
 }
+
+// Open opens a file named by the user for reading, giving up when ctx ends:
+// opening a FIFO blocks until a writer comes, and Ctrl-C must still end
+// the command. An open that completes after ctx ended is closed.
+func Open(ctx context.Context, path string) (*os.File, error) {
+	if ctx.Done() == nil {
+		return os.Open(path)
+	}
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := os.Open(path)
+		ch <- opened{f, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.f, o.err
+	case <-ctx.Done():
+		go func() {
+			if o := <-ch; o.f != nil {
+				o.f.Close()
+			}
+		}()
+		return nil, &os.PathError{Op: "open", Path: path, Err: ctx.Err()}
+	}
+}
+
+// ReadFile reads a whole file of at most max bytes named by the user,
+// giving up when ctx ends (a FIFO with no writer, or a silent one).
+func ReadFile(ctx context.Context, path string, max int64) ([]byte, error) {
+	f, err := Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(NewReader(ctx, f), max+1))
+	if err != nil {
+		return nil, &os.PathError{Op: "read", Path: path, Err: err}
+	}
+	if int64(len(b)) > max {
+		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: larger than %d bytes", ErrTooLarge, max)}
+	}
+	return b, nil
+}
+
+// ErrTooLarge is wrapped by ReadFile when a file is bigger than its bound.
+var ErrTooLarge = errors.New("file too large")

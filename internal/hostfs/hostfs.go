@@ -12,6 +12,11 @@
 // the kernel enforcing the root (os.Root resolves a name one component at
 // a time, several times slower for sysfs' deep paths); elsewhere, or where
 // openat2 is missing, os.Root.
+//
+// Only regular files and directories are opened: a FIFO would block the
+// open (and every command) until a writer came, and a device node would
+// hand over a disk's or a terminal's bytes as an attribute. Every open is
+// non-blocking and checked with fstat before anything is read.
 package hostfs
 
 import (
@@ -29,6 +34,12 @@ import (
 
 // ErrTooLarge is wrapped by ReadFile when a file is bigger than its bound.
 var ErrTooLarge = errors.New("file too large")
+
+// ErrNotRegular is wrapped by Open (and every read built on it) when a name
+// is neither a regular file nor a directory: a FIFO, a device node, a
+// socket. A recording holds none (record stores char devices as empty
+// files); the live host's sysfs and procfs neither.
+var ErrNotRegular = errors.New("neither a regular file nor a directory")
 
 // Root reads under one directory. The zero Root is not usable; use Open.
 type Root struct {
@@ -119,10 +130,46 @@ func (r *Root) named(err error) error {
 	return err
 }
 
-// Open opens a file for reading.
+// Open opens a regular file or a directory for reading; anything else
+// (a FIFO, a device) wraps ErrNotRegular, without blocking: the open is
+// non-blocking and the kind is the opened file's own (fstat), so a rename
+// between a check and the open cannot slip a FIFO in.
 func (r *Root) Open(rel string) (*os.File, error) {
+	f, err := r.open(rel)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, &fs.PathError{Op: "fstat", Path: r.Path(rel), Err: err}
+	}
+	if m := fi.Mode(); !m.IsRegular() && !m.IsDir() {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: r.Path(rel), Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(m))}
+	}
+	return f, nil
+}
+
+// kind names a file type for messages.
+func kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return m.Type().String()
+}
+
+// open opens rel non-blocking (of any kind; Open checks it).
+func (r *Root) open(rel string) (*os.File, error) {
 	if r.live {
-		return os.Open(r.Path(rel))
+		return os.OpenFile(r.Path(rel), os.O_RDONLY|oNonblock, 0)
 	}
 	if f, err, ok := r.openInRoot(rel); ok {
 		return f, err
@@ -131,10 +178,10 @@ func (r *Root) Open(rel string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := rr.Open(clean(rel))
+	f, err := rr.OpenFile(clean(rel), os.O_RDONLY|oNonblock, 0)
 	if r.retry(err) {
 		if p, rerr := r.resolve(rr, rel, true); rerr == nil {
-			f, err = rr.Open(p)
+			f, err = rr.OpenFile(p, os.O_RDONLY|oNonblock, 0)
 		}
 	}
 	return f, r.named(err)
@@ -325,16 +372,32 @@ func (r *Root) Glob(pattern string) ([]string, error) {
 }
 
 // FS is the root as an fs.FS (for fs.WalkDir, fs.Glob); names are
-// slash-separated and relative.
-func (r *Root) FS() fs.FS {
-	if r.live {
-		return os.DirFS("/")
+// slash-separated and relative. It opens through Open, so the same rules
+// hold (confined, regular files and directories only).
+func (r *Root) FS() fs.FS { return rootFS{r} }
+
+// rootFS is Root as an fs.FS, fs.StatFS and fs.ReadDirFS.
+type rootFS struct{ r *Root }
+
+func (f rootFS) Open(name string) (fs.File, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
-	rr, err := r.root()
-	if err != nil {
-		return errFS{err}
+	return f.r.Open(name)
+}
+
+func (f rootFS) Stat(name string) (fs.FileInfo, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrInvalid}
 	}
-	return rr.FS()
+	return f.r.Stat(name)
+}
+
+func (f rootFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrInvalid}
+	}
+	return f.r.ReadDir(name)
 }
 
 // Rel is the name of p (a path joined under Dir) relative to the root, or
@@ -346,8 +409,3 @@ func (r *Root) Rel(p string) (string, bool) {
 	}
 	return path.Clean(filepath.ToSlash(rel)), true
 }
-
-// errFS is an fs.FS whose every open fails with err.
-type errFS struct{ err error }
-
-func (e errFS) Open(string) (fs.File, error) { return nil, e.err }

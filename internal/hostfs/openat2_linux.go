@@ -29,7 +29,7 @@ func (r *Root) openInRoot(rel string) (f *os.File, err error, ok bool) {
 	if r.fd < 0 || r.closed {
 		return nil, nil, false
 	}
-	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
 	name := clean(rel)
 	for try := 0; ; try++ {
 		fd, err := unix.Openat2(r.fd, name, &how)

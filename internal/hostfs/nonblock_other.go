@@ -1,0 +1,5 @@
+//go:build !unix
+
+package hostfs
+
+const oNonblock = 0
