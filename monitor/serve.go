@@ -134,7 +134,8 @@ type Limits struct {
 	// MaxConns: connections held at once. One more closes an idle
 	// keep-alive connection, else the oldest one still sending its request;
 	// a connection whose request is being answered (a scrape in progress)
-	// is never closed for a newcomer: when all are, the newcomer is.
+	// is never closed for a newcomer: while all are, new connections wait
+	// in the kernel's accept queue.
 	MaxConns int
 	// MaxHeaderBytes bounds a request's headers.
 	MaxHeaderBytes int
@@ -228,7 +229,7 @@ func ServeLimits(ctx context.Context, l net.Listener, c *Collector, lim Limits) 
 		// Stop accepting, close every connection that is not a scrape in
 		// progress (slow or idle clients would hold Shutdown for their
 		// timeouts), give the scrapes a moment, then close the rest.
-		_ = cl.Listener.Close()
+		_ = cl.Close()
 		cl.closeIdleAndReading()
 		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
@@ -256,33 +257,92 @@ const (
 
 // capListener holds at most max connections: accepting one more closes an
 // idle one, else the oldest one still sending its request; never one whose
-// request is being answered (when every one is, the newcomer is closed).
+// request is being answered. While every one is, it accepts nothing (new
+// connections wait in the kernel's backlog, in order) until one is done.
 type capListener struct {
 	net.Listener
 	max int
 	log *slog.Logger
+	// freed is signalled when a connection stops being answered or closes;
+	// done is closed with the listener.
+	freed     chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
 
 	mu      sync.Mutex
 	seq     uint64
 	conns   map[*capConn]uint64 // conn -> accept order
 	evicted int
 	refused int
+	waits   int
 }
 
 func newCapListener(l net.Listener, max int, log *slog.Logger) *capListener {
-	return &capListener{Listener: l, max: max, log: log, conns: map[*capConn]uint64{}}
+	return &capListener{Listener: l, max: max, log: log, conns: map[*capConn]uint64{},
+		freed: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// Close closes the listener and wakes an Accept waiting for room.
+func (l *capListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
 }
 
 func (l *capListener) Accept() (net.Conn, error) {
 	for {
+		if err := l.waitRoom(); err != nil {
+			return nil, err
+		}
 		c, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
-		cc := &capConn{Conn: c, l: l}
+		cc := &capConn{Conn: c, l: l, accepted: time.Now()}
 		if l.admit(cc) {
 			return cc, nil
 		}
+	}
+}
+
+// waitRoom returns once a newcomer can be held: below the limit, or some
+// held connection is not being answered.
+func (l *capListener) waitRoom() error {
+	for counted := false; ; counted = true {
+		l.mu.Lock()
+		room := len(l.conns) < l.max || l.victimLocked() != nil
+		if !room && !counted {
+			l.waits++
+		}
+		waits := l.waits
+		l.mu.Unlock()
+		if room {
+			return nil
+		}
+		if !counted && (waits == 1 || waits%1000 == 0) {
+			l.log.Warn("exporter: every connection is being answered; new ones wait", "max_conns", l.max, "waits_so_far", waits)
+		}
+		t := time.NewTimer(silentGrace) // a silent connection may come of age
+		select {
+		case <-l.freed:
+		case <-t.C:
+		case <-l.done:
+			t.Stop()
+			return net.ErrClosed
+		}
+		t.Stop()
+	}
+}
+
+// silentGrace: a connection that has sent nothing is not closed for a
+// newcomer before this age, so that its reader gets to run (under a flood
+// a scrape just accepted is such a connection).
+const silentGrace = 50 * time.Millisecond
+
+// free wakes an Accept waiting for room.
+func (l *capListener) free() {
+	select {
+	case l.freed <- struct{}{}:
+	default:
 	}
 }
 
@@ -331,8 +391,8 @@ func (l *capListener) admit(cc *capConn) bool {
 
 // victimLocked picks the connection to close for a newcomer: the oldest
 // idle one, else the oldest that sent part of a request and stopped, else
-// the oldest that sent nothing yet (or whose reader has not run: under a
-// flood that is where a scrape just accepted waits), else none.
+// the oldest that sent nothing for silentGrace (or whose reader has not run:
+// under a flood that is where a scrape just accepted waits), else none.
 func (l *capListener) victimLocked() *capConn {
 	rank := func(c *capConn) int {
 		switch {
@@ -346,8 +406,9 @@ func (l *capListener) victimLocked() *capConn {
 	var best *capConn
 	var bestSeq uint64
 	bestRank := 3
+	young := time.Now().Add(-silentGrace)
 	for c, s := range l.conns {
-		if c.state == connBusy {
+		if c.state == connBusy || (c.state == connReading && !c.progress && c.accepted.After(young)) {
 			continue
 		}
 		if r := rank(c); r < bestRank || (r == bestRank && s < bestSeq) {
@@ -359,11 +420,15 @@ func (l *capListener) victimLocked() *capConn {
 
 func (l *capListener) setState(c *capConn, s connState) {
 	l.mu.Lock()
+	was := c.state
 	c.state = s
 	if s == connIdle {
 		c.progress, c.tail = false, [3]byte{}
 	}
 	l.mu.Unlock()
+	if was == connBusy && s != connBusy {
+		l.free()
+	}
 }
 
 // open is the number of connections held.
@@ -405,6 +470,7 @@ type capConn struct {
 	// Under l.mu: state; progress, some of the current request was read;
 	// tail, its last three bytes (to see the end of its headers).
 	state    connState
+	accepted time.Time
 	progress bool
 	tail     [3]byte
 	once     sync.Once
@@ -444,6 +510,7 @@ func (c *capConn) Close() error {
 		c.l.mu.Lock()
 		delete(c.l.conns, c)
 		c.l.mu.Unlock()
+		c.l.free()
 	})
 	return err
 }
