@@ -34,6 +34,10 @@ type FleetReport struct {
 	// the rarest result first: a single host missing nvidia_peermem stands out.
 	Differences []Difference `json:"differences"`
 	Errors      []string     `json:"errors"` // rendezvous problems
+	// Authenticated: the ranks proved they hold ERDMAKIT_FLEET_SECRET
+	// (Options.Authenticated). false: any process that can reach rank 0
+	// could have posed as a rank.
+	Authenticated bool `json:"authenticated"`
 	// Interrupted: the run was cancelled (SIGINT/SIGTERM); hosts it never
 	// heard from are "not reached", which says nothing about their health
 	// and does not change Status.
@@ -195,9 +199,14 @@ type Options struct {
 	Message  time.Duration
 	Hostname string
 	Version  string
-	// Secret authenticates the ranks' hellos: JobSecret(os.Getenv) in a
-	// launcher job. nil takes every hello at its word.
+	// Secret keys the ranks' sessions: JobSecret(os.Getenv) in a launcher
+	// job; nil is an empty key (sessions are checked for integrity, but
+	// anyone may join).
 	Secret []byte
+	// Authenticated says that Secret is a secret (JobSecret's source is
+	// SecretEnv), not derived from launcher values other users can read; the
+	// reports say so.
+	Authenticated bool
 }
 
 func (o Options) withDefaults() Options {
@@ -291,6 +300,7 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 		fr.markNotReached(notReached)
 	}
 	fr.Errors = g.Errors
+	fr.Authenticated = opt.Authenticated
 	return fr, nil
 }
 

@@ -142,6 +142,10 @@ type MeshReport struct {
 	Transient []Pair `json:"transient,omitempty"`
 	// Errors are rendezvous problems (refused connections).
 	Errors []string `json:"errors,omitempty"`
+	// Authenticated: the ranks proved they hold ERDMAKIT_FLEET_SECRET
+	// (Options.Authenticated); false: any process that can reach rank 0
+	// could have posed as a rank.
+	Authenticated bool `json:"authenticated"`
 	// Interrupted: the run was cancelled (SIGINT/SIGTERM); NotReached are the
 	// ranks it never got to, which says nothing about their health.
 	Interrupted bool  `json:"interrupted,omitempty"`

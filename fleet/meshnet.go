@@ -43,14 +43,9 @@ type TaskResult struct {
 	Error  string      `json:"error,omitempty"`
 }
 
-// recvAny reads the next frame of any type.
+// recvAny reads the next frame of any type, authenticated.
 func (c *peerConn) recvAny(ctx context.Context, timeout time.Duration) (wireFrame, error) {
-	if err := c.c.SetReadDeadline(c.deadline(ctx, timeout)); err != nil {
-		return wireFrame{}, err
-	}
-	stop := context.AfterFunc(ctx, func() { _ = c.c.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
-	return readWireFrame(c.c)
+	return c.next(ctx, timeout, maxPayload)
 }
 
 // work is a member's loop in a mesh: it runs the tasks rank 0 sends until
@@ -266,6 +261,7 @@ func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, o
 		}
 	}
 	rep.Ranks = ranks
+	rep.Authenticated = opt.Authenticated
 	for _, m := range g.Members {
 		_ = m.Conn.Send(ctx, msgBye, struct{}{})
 	}

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -17,9 +18,9 @@ type helloMsg struct {
 	Host     string `json:"host"`
 	Version  string `json:"version,omitempty"` // erdmakit version, for mixed-fleet warnings
 	Launcher string `json:"launcher,omitempty"`
-	// Auth is the HMAC of rank, size and host under the job secret
-	// (JobSecret); rank 0 refuses a hello without the right one.
-	Auth string `json:"auth,omitempty"`
+	// Nonce is the member's half of the session key (auth.go): nonceLen
+	// random bytes, hex. The hello frame itself is tagged with that key.
+	Nonce string `json:"nonce"`
 }
 
 // Bounds on the rendezvous before a member is admitted: what an
@@ -121,13 +122,12 @@ func gather(ctx context.Context, l net.Listener, size int, wait, msgTimeout time
 		go func() {
 			defer wg.Done()
 			conn := newPeerConn(c, msgTimeout)
-			var h helloMsg
-			err := conn.recv(ctx, msgHello, &h, helloWait, maxHelloPayload)
+			h, err := greet(ctx, conn, key, helloWait)
 			mu.Lock()
 			delete(pending, c)
 			defer mu.Unlock()
 			if err == nil {
-				err = admit(g, h, size, key)
+				err = admit(g, h, size)
 			}
 			if err != nil {
 				g.refuse(fmt.Sprintf("%s: %v", c.RemoteAddr(), err))
@@ -156,10 +156,48 @@ func gather(ctx context.Context, l net.Listener, size int, wait, msgTimeout time
 	return g, nil
 }
 
-func admit(g *gathering, h helloMsg, size int, key []byte) error {
+// greet is rank 0's side of a session's start: it sends a fresh challenge,
+// reads the hello (at most maxHelloPayload bytes, within wait), derives the
+// session key from key, the challenge and the hello's nonce, and checks the
+// hello's tag with it. A hello made for another challenge (a replay) or
+// under another key is ErrNotInJob.
+func greet(ctx context.Context, conn *peerConn, key []byte, wait time.Duration) (helloMsg, error) {
+	var h helloMsg
+	challenge, err := newNonce()
+	if err != nil {
+		return h, err
+	}
+	if err := conn.Send(ctx, msgChallenge, challengeMsg{Challenge: challenge}); err != nil {
+		return h, err
+	}
+	conn.recvMu.Lock()
+	defer conn.recvMu.Unlock()
+	f, err := conn.readRaw(ctx, wait, maxHelloPayload)
+	if err != nil {
+		return h, fmt.Errorf("fleet: waiting for hello from %s: %w", conn.RemoteAddr(), err)
+	}
+	if f.Type != msgHello {
+		return h, fmt.Errorf("fleet: expected hello from %s, got %s", conn.RemoteAddr(), f.Type)
+	}
+	if len(f.Payload) < tagLen {
+		return h, fmt.Errorf("untagged hello: %w", ErrNotInJob)
+	}
+	if err := json.Unmarshal(f.Payload[:len(f.Payload)-tagLen], &h); err != nil {
+		return h, fmt.Errorf("fleet: decoding hello from %s: %w", conn.RemoteAddr(), err)
+	}
+	sk, err := sessionKey(key, challenge, h.Nonce)
+	if err != nil {
+		return h, err
+	}
+	conn.setSession(sk, fromRank0)
+	if err := conn.verify(&f); err != nil {
+		return h, fmt.Errorf("rank %d (%s): %w", h.Rank, h.Host, ErrNotInJob)
+	}
+	return h, nil
+}
+
+func admit(g *gathering, h helloMsg, size int) error {
 	switch {
-	case !authentic(key, h):
-		return fmt.Errorf("rank %d (%s): %w", h.Rank, h.Host, ErrNotInJob)
 	case h.Size != size:
 		return fmt.Errorf("rank %d says the job has %d ranks, rank 0 says %d", h.Rank, h.Size, size)
 	case h.Rank <= 0 || h.Rank >= size:
@@ -170,16 +208,13 @@ func admit(g *gathering, h helloMsg, size int, key []byte) error {
 	return nil
 }
 
-// ErrNotInJob: a hello without the job secret's authentication.
-var ErrNotInJob = errors.New("hello not authenticated with the job secret (not a rank of this job, or ranks launched with different " + SecretEnv + ")")
+// ErrNotInJob: a hello not authenticated with this session's key.
+var ErrNotInJob = errors.New("hello not authenticated with the job secret (not a rank of this job, a replayed hello, or ranks launched with different " + SecretEnv + ")")
 
 // join connects a member to rank 0 at addr, retrying while rank 0 is not yet
-// listening, until wait ends; it returns the welcomed connection. key is the
-// job secret (JobSecret) that authenticates h.
+// listening, until wait ends; it returns the welcomed connection, its session
+// authenticated with key, the job secret (JobSecret).
 func join(ctx context.Context, addr string, h helloMsg, wait, msgTimeout time.Duration, key []byte) (*peerConn, error) {
-	if key != nil {
-		h.Auth = helloMAC(key, h)
-	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	var d net.Dialer
@@ -188,12 +223,7 @@ func join(ctx context.Context, addr string, h helloMsg, wait, msgTimeout time.Du
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
 			conn := newPeerConn(c, msgTimeout)
-			if err := conn.Send(ctx, msgHello, h); err != nil {
-				_ = conn.Close()
-				return nil, err
-			}
-			var w welcomeMsg
-			if err := conn.Recv(ctx, msgWelcome, &w, 0); err != nil {
+			if err := hello(ctx, conn, h, min(helloTimeout, msgTimeout), key); err != nil {
 				_ = conn.Close()
 				return nil, err
 			}
@@ -208,4 +238,34 @@ func join(ctx context.Context, addr string, h helloMsg, wait, msgTimeout time.Du
 			backoff *= 2
 		}
 	}
+}
+
+// hello is a member's side of a session's start: read rank 0's challenge
+// (within wait), answer with h and a nonce of its own under the session key,
+// read the welcome.
+func hello(ctx context.Context, conn *peerConn, h helloMsg, wait time.Duration, key []byte) error {
+	var ch challengeMsg
+	if err := conn.recv(ctx, msgChallenge, &ch, wait, maxHelloPayload); err != nil {
+		return fmt.Errorf("%w (rank 0 opens with a challenge since protocol %d: is it an older erdmakit?)", err, wireVersion)
+	}
+	nonce, err := newNonce()
+	if err != nil {
+		return err
+	}
+	h.Nonce = nonce
+	sk, err := sessionKey(key, ch.Challenge, nonce)
+	if err != nil {
+		return err
+	}
+	conn.setSession(sk, fromMember)
+	conn.lenientErrors = true
+	if err := conn.Send(ctx, msgHello, h); err != nil {
+		return err
+	}
+	var w welcomeMsg
+	if err := conn.Recv(ctx, msgWelcome, &w, 0); err != nil {
+		return err
+	}
+	conn.lenientErrors = false
+	return nil
 }

@@ -2,11 +2,13 @@ package fleet
 
 import (
 	"context"
+	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/erdmakit/erdmakit/internal/frame"
@@ -17,9 +19,12 @@ import (
 //	magic "EKFL" | version u16 | type u8 | reserved u8 | length u32 (big endian) | JSON payload
 //
 // bounded by MaxPayload. Each read and write has a deadline. Version 2 took
-// the header layout the bw protocol has (version 1 had a one-byte version).
+// the header layout the bw protocol has (version 1 had a one-byte version);
+// version 3 authenticates the whole session (auth.go): rank 0 speaks first
+// with a challenge, and every later payload is JSON followed by a 32-byte
+// tag.
 const (
-	wireVersion = 2
+	wireVersion = 3
 	// maxPayload bounds one frame's payload: a doctor report of a large host is
 	// tens of KiB; anything near this limit is garbage.
 	maxPayload = 4 << 20
@@ -38,7 +43,15 @@ const (
 	msgResult  msgType = 5 // member -> rank 0: the task's outcome (TaskResult)
 	msgError   msgType = 6 // either way: a fatal error (ErrorMsg)
 	msgBye     msgType = 7 // rank 0 -> member: all done
+	// msgChallenge opens every connection, rank 0 -> member, untagged: the
+	// session's challenge (challengeMsg).
+	msgChallenge msgType = 8
 )
+
+// challengeMsg is the payload of msgChallenge.
+type challengeMsg struct {
+	Challenge string `json:"challenge"` // nonceLen random bytes, hex
+}
 
 func (t msgType) String() string {
 	switch t {
@@ -56,6 +69,8 @@ func (t msgType) String() string {
 		return "error"
 	case msgBye:
 		return "bye"
+	case msgChallenge:
+		return "challenge"
 	}
 	return fmt.Sprintf("type %d", uint8(t))
 }
@@ -88,7 +103,7 @@ func readFrame(r io.Reader, max uint32) (wireFrame, error) {
 		return wireFrame{}, fmt.Errorf("fleet: reading a frame: %w", err)
 	}
 	t := msgType(h.Type)
-	if t < msgHello || t > msgBye {
+	if t < msgHello || t > msgChallenge {
 		return wireFrame{}, fmt.Errorf("%w: %d", ErrUnknownType, h.Type)
 	}
 	if h.Len > max {
@@ -112,16 +127,36 @@ func writeFrame(w io.Writer, t msgType, payload []byte) error {
 }
 
 // peerConn is a rendezvous connection: typed JSON messages with a deadline on
-// every read and write.
+// every read and write, each authenticated by its session's key once the
+// session is set (setSession).
 type peerConn struct {
 	c       net.Conn
 	timeout time.Duration
+
+	// key is the session key (nil before setSession: frames go untagged);
+	// me is this side's sender byte in the tags.
+	key []byte
+	me  byte
+	// lenientErrors: an error frame whose tag fails is still reported (a
+	// member waiting for its welcome: rank 0 refusing a hello made with
+	// another key cannot tag its answer with the member's key).
+	lenientErrors bool
+
+	sendMu  sync.Mutex // one frame at a time, in sequence order
+	sendSeq uint64
+	recvMu  sync.Mutex
+	recvSeq uint64
 }
 
 // newPeerConn wraps c; timeout bounds each message (a member that sends nothing
 // for that long is considered gone).
 func newPeerConn(c net.Conn, timeout time.Duration) *peerConn {
 	return &peerConn{c: c, timeout: timeout}
+}
+
+// setSession authenticates every later frame with key; me is this side.
+func (c *peerConn) setSession(key []byte, me byte) {
+	c.key, c.me = key, me
 }
 
 // Close closes the connection; closing twice is harmless.
@@ -144,17 +179,25 @@ func (c *peerConn) deadline(ctx context.Context, timeout time.Duration) time.Tim
 	return d
 }
 
-// Send writes one message.
+// Send writes one message, tagged when the session is set.
 func (c *peerConn) Send(ctx context.Context, t msgType, v any) error {
 	p, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("fleet: encoding %s: %w", t, err)
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if c.key != nil {
+		p = append(p, frameTag(c.key, c.me, c.sendSeq, t, p)...)
 	}
 	if err := c.c.SetWriteDeadline(c.deadline(ctx, c.timeout)); err != nil {
 		return err
 	}
 	if err := writeFrame(c.c, t, p); err != nil {
 		return fmt.Errorf("fleet: sending %s to %s: %w", t, c.c.RemoteAddr(), err)
+	}
+	if c.key != nil { // sequence numbers count tagged frames
+		c.sendSeq++
 	}
 	return nil
 }
@@ -165,18 +208,75 @@ func (c *peerConn) Recv(ctx context.Context, want msgType, v any, timeout time.D
 	return c.recv(ctx, want, v, timeout, maxPayload)
 }
 
-// recv is Recv refusing a payload over max before reading it.
-func (c *peerConn) recv(ctx context.Context, want msgType, v any, timeout time.Duration, max uint32) error {
+// readRaw reads the next frame, whatever its type, untouched.
+func (c *peerConn) readRaw(ctx context.Context, timeout time.Duration, max uint32) (wireFrame, error) {
 	if timeout <= 0 {
 		timeout = c.timeout
 	}
 	if err := c.c.SetReadDeadline(c.deadline(ctx, timeout)); err != nil {
-		return err
+		return wireFrame{}, err
 	}
 	stop := context.AfterFunc(ctx, func() { _ = c.c.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
-	f, err := readFrame(c.c, max)
+	return readFrame(c.c, max)
+}
+
+// verify checks f's tag as the next frame from the peer and strips it.
+// Under recvMu.
+func (c *peerConn) verify(f *wireFrame) error {
+	if c.key == nil {
+		return nil
+	}
+	peer := fromMember
+	if c.me == fromMember {
+		peer = fromRank0
+	}
+	if len(f.Payload) < tagLen {
+		return fmt.Errorf("%s from %s: %w", f.Type, c.c.RemoteAddr(), ErrNotAuthentic)
+	}
+	body, tag := f.Payload[:len(f.Payload)-tagLen], f.Payload[len(f.Payload)-tagLen:]
+	if !hmac.Equal(tag, frameTag(c.key, peer, c.recvSeq, f.Type, body)) {
+		return fmt.Errorf("%s from %s: %w", f.Type, c.c.RemoteAddr(), ErrNotAuthentic)
+	}
+	c.recvSeq++
+	f.Payload = body
+	return nil
+}
+
+// next reads and verifies the next frame.
+func (c *peerConn) next(ctx context.Context, timeout time.Duration, max uint32) (wireFrame, error) {
+	c.recvMu.Lock()
+	defer c.recvMu.Unlock()
+	f, err := c.readRaw(ctx, timeout, max)
 	if err != nil {
+		return f, err
+	}
+	if err := c.verify(&f); err != nil {
+		if f.Type == msgError && c.lenientErrors {
+			return f, c.unverifiedError(f.Payload)
+		}
+		return wireFrame{}, err
+	}
+	return f, nil
+}
+
+// unverifiedError reports an error frame that failed its tag, as such.
+func (c *peerConn) unverifiedError(p []byte) error {
+	var e errorMsg
+	if json.Unmarshal(p, &e) != nil && (len(p) < tagLen || json.Unmarshal(p[:len(p)-tagLen], &e) != nil) {
+		return fmt.Errorf("fleet: %s refused this rank: %w", c.c.RemoteAddr(), ErrNotAuthentic)
+	}
+	return &PeerError{Addr: c.c.RemoteAddr().String(), Msg: e.Error + " (this answer is not authenticated with this rank's key: is " + SecretEnv + " the same on every rank?)"}
+}
+
+// recv is Recv refusing a payload over max before reading it.
+func (c *peerConn) recv(ctx context.Context, want msgType, v any, timeout time.Duration, max uint32) error {
+	f, err := c.next(ctx, timeout, max)
+	if err != nil {
+		var pe *PeerError
+		if errors.As(err, &pe) {
+			return err
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("fleet: waiting for %s from %s: %w", want, c.c.RemoteAddr(), ctx.Err())
 		}

@@ -26,6 +26,9 @@ type Collector struct {
 	snap    SnapshotFunc
 	timeout time.Duration
 	log     *slog.Logger
+	// ctx is what a scrape's read derives from: the exporter's handler binds
+	// it to the scrape (bound), so a read no one waits for is cancelled.
+	ctx context.Context
 
 	deviceInfo, portState, portActive, counter *prometheus.Desc
 	netdevMTU, netdevUp, check, status         *prometheus.Desc
@@ -108,6 +111,13 @@ func (e *emitter) emit(d *prometheus.Desc, t prometheus.ValueType, v float64, la
 	e.ch <- m
 }
 
+// bound returns a copy of c whose reads derive from ctx.
+func (c *Collector) bound(ctx context.Context) *Collector {
+	cc := *c
+	cc.ctx = ctx
+	return &cc
+}
+
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.deviceInfo, c.portState, c.portActive, c.counter,
@@ -118,7 +128,11 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector: it reads the host now.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	base := c.ctx
+	if base == nil {
+		base = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(base, c.timeout)
 	defer cancel()
 	start := time.Now()
 	snap, err := c.snap(ctx)

@@ -31,7 +31,7 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}
-			me, addr, opt, err := ff.resolve()
+			me, addr, opt, err := ff.resolve(g)
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}

@@ -58,7 +58,7 @@ so alerts can fire on "nvidia_peermem not loaded". --root serves a recorded host
 	f := c.Flags()
 	f.StringVar(&listen, "listen", defaultExporterAddr, "address to serve /metrics on")
 	f.BoolVar(&noDoctor, "no-doctor", false, "do not run the doctor's checks on each scrape")
-	f.IntVar(&maxConns, "max-conns", monitor.DefaultLimits().MaxConns, "connections held at once; one more closes the oldest (see docs/monitor.md, Reliability and security)")
+	f.IntVar(&maxConns, "max-conns", monitor.DefaultLimits().MaxConns, "connections held at once; one more closes an idle or slow one, never a scrape in progress (see docs/monitor.md, Reliability and security)")
 	f.DurationVar(&toolsTTL, "tools-ttl", 5*time.Minute, "how long the versions of eadm, ofed_info, ... are cached between scrapes")
 	return c
 }

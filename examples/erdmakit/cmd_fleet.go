@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -26,8 +27,9 @@ func (f *fleetFlags) add(c *cobra.Command) {
 	fl.DurationVar(&f.msg, "timeout", 2*time.Minute, "how long rank 0 waits for any one host's answer; a silent host is reported hung")
 }
 
-// resolve finds this rank and the rendezvous address.
-func (f *fleetFlags) resolve() (fleet.Rank, string, fleet.Options, error) {
+// resolve finds this rank, the rendezvous address and the job key; rank 0
+// says on stderr when the ranks will not be authenticated.
+func (f *fleetFlags) resolve(g *globals) (fleet.Rank, string, fleet.Options, error) {
 	me, err := fleet.ResolveRank(f.rank, f.size, os.Getenv)
 	if err != nil {
 		return me, "", fleet.Options{}, err
@@ -37,8 +39,12 @@ func (f *fleetFlags) resolve() (fleet.Rank, string, fleet.Options, error) {
 		return me, "", fleet.Options{}, err
 	}
 	host, _ := os.Hostname()
-	secret, _ := fleet.JobSecret(os.Getenv)
-	return me, addr, fleet.Options{Join: f.join, Message: f.msg, Hostname: host, Secret: secret}, nil
+	secret, source := fleet.JobSecret(os.Getenv)
+	auth := source == fleet.SecretEnv
+	if !auth && me.Rank == 0 && me.Size > 1 {
+		fmt.Fprintf(g.stderr, "erdmakit: %s is not set: the ranks are not authenticated, and anyone who can reach %s could pose as one (see docs/fleet.md, Reliability and security)\n", fleet.SecretEnv, addr)
+	}
+	return me, addr, fleet.Options{Join: f.join, Message: f.msg, Hostname: host, Secret: secret, Authenticated: auth}, nil
 }
 
 func newFleetCmd(g *globals) *cobra.Command {
@@ -59,7 +65,7 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
   srun -N 16 --ntasks-per-node=1 erdmakit fleet doctor`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			me, addr, opt, err := ff.resolve()
+			me, addr, opt, err := ff.resolve(g)
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}
