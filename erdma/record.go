@@ -5,17 +5,15 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/erdmakit/erdmakit/internal/atomicfile"
 	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
@@ -160,47 +158,25 @@ func Record(ctx context.Context, h Host, w io.Writer, opt RecordOptions) (*Inven
 	return inv, nil
 }
 
-// RecordFile is Record into the file out, atomically: the recording goes to
-// a temporary file in out's directory, synced, then renamed over out. A
+// RecordFile is Record into the file out, atomically (internal/atomicfile,
+// the rule of every file erdmakit writes): the recording goes to a
+// temporary file in out's directory, synced, then renamed over out. A
 // failure (a full disk, a cancelled context) removes only the temporary
-// file: whatever out was stays as it was. out must be a regular file or
-// absent (a device node or a directory is refused, never replaced).
+// file: whatever out was stays as it was; temporary files of out left by a
+// killed run are removed. out must be a regular file or absent (a symlink,
+// a device node or a directory is refused, never replaced); a new file's
+// mode follows the umask (a recording can hold what a host says about
+// itself: umask 077 keeps it private), an existing one keeps its own.
 func RecordFile(ctx context.Context, h Host, out string, opt RecordOptions) (*Inventory, error) {
-	if fi, err := os.Lstat(out); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("record: %s exists and is not a regular file (%s): refusing to replace it", out, fi.Mode().Type())
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("record: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*")
+	var inv *Inventory
+	err := atomicfile.Write(out, 0o644, func(w io.Writer) error {
+		var err error
+		inv, err = Record(ctx, h, w, opt)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	inv, err := Record(ctx, h, tmp, opt)
-	if err != nil {
-		return nil, err
-	}
-	if err := tmp.Sync(); err != nil {
-		return nil, fmt.Errorf("record %s: %w", out, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return nil, fmt.Errorf("record %s: %w", out, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, fmt.Errorf("record %s: %w", out, err)
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		os.Remove(tmp.Name())
-		done = true
-		return nil, fmt.Errorf("record: %w", err)
-	}
-	done = true
 	return inv, nil
 }
 

@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/atomicfile"
 	"github.com/erdmakit/erdmakit/internal/ctxio"
 )
 
@@ -565,26 +564,17 @@ func intAttr(n *xmlNode, name string) (int, error) {
 }
 
 // WriteFile writes g to path atomically (a temporary file in the same
-// directory, then a rename), so a rank never reads half a graph.
+// directory, then a rename), so a rank never reads half a graph; as every
+// output erdmakit writes (internal/atomicfile): path must be absent or a
+// regular file (a symlink, a FIFO or a device is refused), a new file's
+// mode follows the umask and an existing one keeps its mode.
 func (g *Graphs) WriteFile(path string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".nccl-graph-*.xml")
+	err := atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		_, err := g.WriteTo(w)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrGraph, err)
-	}
-	tmp := f.Name()
-	_, err = g.WriteTo(f)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("%w: writing %s: %w", ErrGraph, path, err)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/atomicfile"
 	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nccl"
@@ -84,7 +85,7 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&f.oversubscribe, "oversubscribe", false, "mpirun --oversubscribe: more ranks than slots")
 	fl.BoolVar(&f.noRoot, "no-allow-run-as-root", false, "leave out mpirun --allow-run-as-root")
 	fl.Float64Var(&f.expect, "expect-busbw", 0, "expected bus bandwidth at the largest size, GB/s (exit 1 below it)")
-	fl.StringVar(&f.logFile, "log", "", "write the launcher's output to FILE, line by line (ranks' lines whole, tags removed)")
+	fl.StringVar(&f.logFile, "log", "", "write the launcher's output to FILE, line by line (ranks' lines whole, tags removed); FILE appears when the run ends")
 	fl.StringVar(&f.plot, "plot", "", "write bus bandwidth against size to FILE.svg")
 	fl.DurationVar(&f.timeout, "timeout", 0, "end the run (every rank) after this long; 0 for no limit")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the command and exit")
@@ -158,13 +159,16 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		defer cancel()
 	}
 	opts := nccl.RunOptions{}
+	var rawLog *atomicfile.File
 	if f.logFile != "" {
-		lf, err := os.Create(f.logFile)
+		// The raw log is an output like any other (internal/atomicfile):
+		// it appears at --log when the run ends, whatever its outcome.
+		lf, err := atomicfile.Create(f.logFile, 0o644)
 		if err != nil {
 			return &exitError{code: ExitUnknown, err: fmt.Errorf("raw log: %w", err)}
 		}
 		defer lf.Close()
-		opts.Log = lf
+		rawLog, opts.Log = lf, lf
 	}
 	// Rows print as they finish: on stdout when it is a terminal (the
 	// table is then not printed again), else as progress on stderr when
@@ -189,6 +193,11 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		opts.OnLine = func(l string) { fmt.Fprintln(g.stderr, l) }
 	}
 	run, err := nccl.Run(ctx, c, opts)
+	if rawLog != nil {
+		if cerr := rawLog.Commit(); cerr != nil {
+			fmt.Fprintln(g.stderr, "erdmakit: raw log:", cerr)
+		}
+	}
 	if err != nil && !errors.Is(err, nccl.ErrCancelled) {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			err = fmt.Errorf("%w (install Open MPI or Slurm, or give --launcher)", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -71,5 +72,78 @@ func TestRecordedHostFIFOsAndDevicesAreRefused(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestEveryOutputFileFollowsOneRule: issue 27 items 6 and 26. `nccl env
+// --graph-file` replaced a FIFO, a character device and a symlink (exit
+// 0); `bw --plot` and `nccl run --log` wrote through a symlink into its
+// target; record --out, doctor --output and the graph file were forced to
+// 0644 under umask 077 and turned an existing 0600 file into 0644. Every
+// output now goes through internal/atomicfile: such targets are refused,
+// a new file follows the umask, an existing one keeps its mode.
+func TestEveryOutputFileFollowsOneRule(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	host := hostDir("ebmgn8is-healthy")
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("keep\n"), 0o600))
+
+	writers := map[string]func(out string) (int, string, string){
+		"record --out":    func(out string) (int, string, string) { return runCLI("record", "--root", host, "--out", out) },
+		"doctor --output": func(out string) (int, string, string) { return runCLI("doctor", "--root", host, "--output", out) },
+		"nccl env --graph-file": func(out string) (int, string, string) {
+			return runCLI("nccl", "env", "--root", host, "--graph-file", out)
+		},
+		"bw --plot": func(out string) (int, string, string) {
+			return runCLI("bw", "loopback", "--emulate-gbps", "10", "-n", "50", "--plot", out)
+		},
+		"nccl run --log": func(out string) (int, string, string) {
+			return runCLI("nccl", "run", "--hosts", "localhost:1", "--socket-ifname", "", "--binary", filepath.Join(dir, "no-such-binary"), "--log", out)
+		},
+	}
+	for name, write := range writers {
+		t.Run(name, func(t *testing.T) {
+			d := t.TempDir()
+			link := filepath.Join(d, "link")
+			require.NoError(t, os.Symlink(victim, link))
+			fifo := filepath.Join(d, "fifo")
+			require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+			targets := map[string]string{link: "a symlink", fifo: "a FIFO"}
+			if os.Geteuid() == 0 {
+				chr := filepath.Join(d, "null")
+				require.NoError(t, syscall.Mknod(chr, syscall.S_IFCHR|0o666, 1<<8|3))
+				targets[chr] = "a character device"
+			}
+			for p, kind := range targets {
+				_, out, errs := write(p)
+				assert.Contains(t, out+errs, "not a regular file ("+kind+"): refusing to replace it", p)
+				fi, err := os.Lstat(p)
+				require.NoError(t, err)
+				assert.False(t, fi.Mode().IsRegular(), "%s is still %s", p, kind)
+			}
+			b, _ := os.ReadFile(victim)
+			assert.Equal(t, "keep\n", string(b), "nothing written through the link")
+
+			if name == "nccl run --log" {
+				if _, err := exec.LookPath("mpirun"); err != nil {
+					if os.Getenv("CI") == "true" {
+						t.Fatalf("mpirun is required under CI (Debian openmpi-bin): %v", err)
+					}
+					return
+				}
+			}
+			out := filepath.Join(d, "out")
+			write(out)
+			fi, err := os.Stat(out)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "a new file under umask 077")
+			require.NoError(t, os.Chmod(out, 0o640))
+			write(out)
+			fi, err = os.Stat(out)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o640), fi.Mode().Perm(), "an existing file keeps its mode")
+		})
 	}
 }

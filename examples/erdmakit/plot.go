@@ -3,18 +3,16 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
+
+	"github.com/erdmakit/erdmakit/internal/atomicfile"
 )
 
-// writeSVG creates path and lets draw write the plot into it.
+// writeSVG writes the plot draw makes into path, the way every output is
+// written (internal/atomicfile: never through a symlink, never over a FIFO
+// or a device; the umask followed, an existing file's mode kept).
 func writeSVG(path string, draw func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
+	if err := atomicfile.Write(path, 0o644, draw); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	if err := draw(f); err != nil {
-		f.Close()
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	return f.Close()
+	return nil
 }
