@@ -46,13 +46,38 @@ func (m *mappedLog) next([]byte) (data []byte, long bool, err error) {
 		m.off += last + 1
 		return win[:last+1], false, nil
 	}
-	// A line longer than a chunk: its first size bytes, the rest skipped.
-	if end := bytes.IndexByte(rest[m.size:], '\n'); end >= 0 {
-		m.off += m.size + end + 1
-	} else {
-		m.off = len(m.data)
+	// A line longer than a chunk: its first size bytes, the rest skipped
+	// a chunk at a time, each skipped window's pages released: a 2 GB
+	// line without a newline was otherwise mapped in whole (RssFile 2 GB)
+	// to find its end. The longest line held is one chunk.
+	skip := m.off + m.size
+	for {
+		w := m.data[skip:min(skip+m.size, len(m.data))]
+		if end := bytes.IndexByte(w, '\n'); end >= 0 {
+			m.off = skip + end + 1
+			break
+		}
+		m.releaseSpan(skip, skip+len(w))
+		if skip += len(w); skip >= len(m.data) {
+			m.off = len(m.data)
+			break
+		}
 	}
 	return win, true, nil
+}
+
+// releaseSpan releases the whole pages inside data[lo:hi] (a page shared
+// with a chunk still being scanned, or with the next, stays mapped).
+func (m *mappedLog) releaseSpan(lo, hi int) {
+	if m.whole == nil {
+		return
+	}
+	base := len(m.whole) - len(m.data) // data's offset in the mapping
+	page := os.Getpagesize()
+	plo, phi := (base+lo+page-1)&^(page-1), (base+hi)&^(page-1)
+	if phi > plo {
+		releasePages(m.whole[plo:phi])
+	}
 }
 
 // release drops the pages of a scanned chunk from the process's mappings

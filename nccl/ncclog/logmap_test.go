@@ -148,3 +148,32 @@ func TestMappedLogResidentSetStaysSmall(t *testing.T) {
 	t.Logf("resident set grew by %d KiB scanning %d MiB", grew>>10, len(in)>>20)
 	require.Less(t, grew, 1<<20, "the scanned chunks stay mapped")
 }
+
+// TestMappedLogLongLineStaysSmall: issue 27 item 29. `parse nccl-log` on a
+// file of one line without a newline mapped all of it in to find the
+// line's end (RssFile 2 GB for 2 GB). The line's first chunk is held, the
+// rest scanned a chunk at a time and released.
+func TestMappedLogLongLineStaysSmall(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nccl.log")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = f.WriteString("host:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n")
+	require.NoError(t, err)
+	line := bytes.Repeat([]byte("x"), 1<<20)
+	for i := 0; i < 96; i++ {
+		_, err = f.Write(line)
+		require.NoError(t, err)
+	}
+	_, err = f.Seek(0, io.SeekStart)
+	require.NoError(t, err)
+	whole, data, unmap, ok := mapRest(f, mapMin)
+	require.True(t, ok)
+	defer unmap()
+	before := rssFile(t)
+	_, err = analyzeSource(context.Background(), &mappedLog{whole: whole, data: data, size: chunkSize}, chunkSize, 2)
+	require.NoError(t, err)
+	grew := rssFile(t) - before
+	t.Logf("resident set grew by %d KiB for a %d MiB line", grew>>10, len(data)>>20)
+	require.Less(t, grew, 8<<20, "the long line was mapped in whole")
+}
