@@ -59,7 +59,7 @@ func TestRecordFileNeverRemovesWhatWasThere(t *testing.T) {
 	assert.Len(t, got.Devices, 2)
 	fi, err = os.Stat(out)
 	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the replaced file's mode is kept (issue 27 item 6: it became 0644)")
 }
 
 // TestRecordAbsoluteLinksReplay: issue 12 item 2. A recorded directory

@@ -178,13 +178,20 @@ func TestSignalsEndCommandsAtOnce(t *testing.T) {
 			if os.Geteuid() != 0 {
 				args = append(args, "--no-allow-run-as-root")
 			}
-			ready := func() bool { // every rank says it hangs
-				b, _ := os.ReadFile(log)
+			ready := func() bool { // every rank says it hangs (in the log, at its temporary name until the run ends)
+				m, _ := filepath.Glob(filepath.Join(dir, ".raw"+strconv.Itoa(i)+".log.tmp-*"))
+				if len(m) != 1 {
+					return false
+				}
+				b, _ := os.ReadFile(m[0])
 				return bytes.Count(b, []byte("hanging")) >= 2
 			}
 			took, code, stderr := signalRun{bin: bin, args: args, ready: ready, sigs: []syscall.Signal{s}, limit: 10 * time.Second}.run(t)
 			assert.Equal(t, ExitUnknown, code, stderr)
 			assert.Less(t, took, time.Second, "mode %s, %v", mode, s)
+			b, err := os.ReadFile(log)
+			assert.NoError(t, err, "an interrupted run's log is kept")
+			assert.Contains(t, string(b), "hanging")
 		}
 	})
 }
