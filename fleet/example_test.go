@@ -90,3 +90,20 @@ func ExampleWriteTable() {
 	// gdr-peermem  fail      gpu2   nvidia_peermem is not loaded
 	// gdr-peermem  ok        gpu1   nvidia_peermem loaded
 }
+
+// The job key: ERDMAKIT_FLEET_SECRET authenticates the ranks; without it
+// the key comes from launcher values anyone on the host can read, and the
+// reports say the ranks were not authenticated.
+func ExampleJobSecret() {
+	env := map[string]string{"SLURM_JOB_ID": "4242", "SLURM_STEP_ID": "0"}
+	_, source := fleet.JobSecret(func(k string) string { return env[k] })
+	fmt.Println(source, "authenticated:", source == fleet.SecretEnv)
+
+	env[fleet.SecretEnv] = "c2VjcmV0IGZvciBvbmUgam9i"
+	key, source := fleet.JobSecret(func(k string) string { return env[k] })
+	opt := fleet.Options{Secret: key, Authenticated: source == fleet.SecretEnv}
+	fmt.Println(source, "authenticated:", opt.Authenticated)
+	// Output:
+	// SLURM_JOB_ID authenticated: false
+	// ERDMAKIT_FLEET_SECRET authenticated: true
+}

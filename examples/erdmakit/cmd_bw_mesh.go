@@ -22,7 +22,8 @@ Outliers (below 90% of --expect-gbps, or below 80% of the fleet median) get a se
 pass against known-good hosts that tells a bad host from a bad link. Rank 0 prints
 the matrix and the culprits; --plot draws the matrix as an SVG heat map.
 Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 3 could not run.`,
-		Example: `  mpirun --allow-run-as-root -np 8 -npernode 1 -H gpu001,...,gpu008 erdmakit bw mesh --rendezvous gpu001 -D 5s -q 16
+		Example: `  export ERDMAKIT_FLEET_SECRET=$(head -c 32 /dev/urandom | base64)   # authenticates the ranks
+  mpirun --allow-run-as-root -x ERDMAKIT_FLEET_SECRET -np 8 -npernode 1 -H gpu001,...,gpu008 erdmakit bw mesh --rendezvous gpu001 -D 5s -q 16
   srun -N 8 --ntasks-per-node=1 erdmakit bw mesh --plot mesh.svg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

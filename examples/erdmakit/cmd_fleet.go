@@ -61,7 +61,8 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Every rank runs the doctor on its host; rank 0 prints hosts by status and the checks that differ",
-		Example: `  mpirun --allow-run-as-root -np 16 -npernode 1 -H gpu001,gpu002,... erdmakit fleet doctor --rendezvous gpu001
+		Example: `  export ERDMAKIT_FLEET_SECRET=$(head -c 32 /dev/urandom | base64)   # authenticates the ranks
+  mpirun --allow-run-as-root -x ERDMAKIT_FLEET_SECRET -np 16 -npernode 1 -H gpu001,gpu002,... erdmakit fleet doctor --rendezvous gpu001
   srun -N 16 --ntasks-per-node=1 erdmakit fleet doctor`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -255,3 +255,40 @@ func TestFleetDoctorSaysItIsUnauthenticated(t *testing.T) {
 		assert.NotContains(t, stderr.String(), "is not set")
 	})
 }
+
+// TestFleetSecretStaysOffTheCommandLine: issue 27 item 22, the launch path
+// across hosts. mpirun starts rank 1 through a remote orted (here a fake ssh
+// that logs the command it is asked to run and runs it locally): the orted's
+// command line, which any user of that host can read in /proc, carries the
+// launcher values the old key was derived from (ess_base_jobid,
+// orte_hnp_uri), and not ERDMAKIT_FLEET_SECRET, which `-x` passes in the
+// launch message; rank 1 has it and the ranks are authenticated.
+func TestFleetSecretStaysOffTheCommandLine(t *testing.T) {
+	mpirun := requireMPIRun(t)
+	bin := buildCLI(t)
+	dir := t.TempDir()
+	argvLog := filepath.Join(dir, "argv.log")
+	agent := filepath.Join(dir, "fakessh")
+	require.NoError(t, os.WriteFile(agent, []byte(`#!/bin/sh
+printf '%s\n' "$*" >> '`+argvLog+`'
+while [ $# -gt 1 ]; do case "$1" in -*) shift;; *) shift; break;; esac; done
+exec sh -c "$*"
+`), 0o755))
+	const secret = "fleet-secret-never-on-argv-5e0a"
+	env := append(os.Environ(), fleet.SecretEnv+"="+secret)
+	root, err := filepath.Abs(hostDir("ebmgn8is-healthy"))
+	require.NoError(t, err)
+	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	args := append(mpirunArgs(), "-mca", "plm_rsh_agent", agent, "-H", "localhost,remotehost", "-npernode", "1",
+		"-x", fleet.SecretEnv, "-np", "2", bin, "fleet", "doctor", "--rendezvous", rdv, "--root", root, "--json", "--join-timeout", "60s")
+	var rep fleet.FleetReport
+	runMPIRunJSONEnv(t, mpirun, env, args, &rep)
+	argv, err := os.ReadFile(argvLog)
+	require.NoError(t, err, "rank 1 was not started through the remote agent")
+	assert.Contains(t, string(argv), "orted")
+	assert.Contains(t, string(argv), "ess_base_jobid", "the launcher values are public")
+	assert.NotContains(t, string(argv), secret, "the secret is on a command line")
+	require.Len(t, rep.Hosts, 2)
+	assert.Equal(t, "ok", string(rep.Hosts[1].Status), "%+v", rep)
+	assert.True(t, rep.Authenticated)
+}

@@ -144,7 +144,11 @@ func TestGoGetFromProxy(t *testing.T) {
 	cache := filepath.Join(goenv("GOMODCACHE"), "cache", "download")
 	importer := filepath.Join(tmp, "importer")
 	require.NoError(t, os.MkdirAll(importer, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(importer, "go.mod"), []byte("module example.com/importer\n"), 0o644))
+	// As `go mod init` writes it today. Without the go line the module
+	// graph is unpruned (go 1.16) and needs the go.mod of every old version
+	// our dependencies once required (rdmamap's netlink v1.1.0), which a
+	// fresh machine's module cache does not hold.
+	require.NoError(t, os.WriteFile(filepath.Join(importer, "go.mod"), []byte("module example.com/importer\n\ngo 1.26.0\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(importer, "main.go"), []byte(importerMain), 0o644))
 	env := append(os.Environ(),
 		"GOPROXY=file://"+filepath.Join(tmp, "proxy")+",file://"+cache,
