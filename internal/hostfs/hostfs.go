@@ -135,6 +135,9 @@ func (r *Root) named(err error) error {
 // non-blocking and the kind is the opened file's own (fstat), so a rename
 // between a check and the open cannot slip a FIFO in.
 func (r *Root) Open(rel string) (*os.File, error) {
+	if f, err, ok := r.openInRoot(rel); ok {
+		return f, err // checked there, on the raw descriptor
+	}
 	f, err := r.open(rel)
 	if err != nil {
 		return nil, err
@@ -166,13 +169,11 @@ func kind(m fs.FileMode) string {
 	return m.Type().String()
 }
 
-// open opens rel non-blocking (of any kind; Open checks it).
+// open opens rel non-blocking (of any kind; Open checks it) where
+// openInRoot is not used.
 func (r *Root) open(rel string) (*os.File, error) {
 	if r.live {
 		return os.OpenFile(r.Path(rel), os.O_RDONLY|oNonblock, 0)
-	}
-	if f, err, ok := r.openInRoot(rel); ok {
-		return f, err
 	}
 	rr, err := r.root()
 	if err != nil {

@@ -2,6 +2,7 @@ package hostfs
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 
@@ -35,6 +36,23 @@ func (r *Root) openInRoot(rel string) (f *os.File, err error, ok bool) {
 		fd, err := unix.Openat2(r.fd, name, &how)
 		switch {
 		case err == nil:
+			// The kind is checked on the raw descriptor (Open checks
+			// the other paths' files): cheaper than File.Stat, and
+			// O_NONBLOCK is cleared on what is kept, so that NewFile
+			// does not try to register a regular file with the poller.
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				unix.Close(fd)
+				return nil, &fs.PathError{Op: "fstat", Path: r.Path(rel), Err: err}, true
+			}
+			if m := st.Mode & unix.S_IFMT; m != unix.S_IFREG && m != unix.S_IFDIR {
+				unix.Close(fd)
+				return nil, &fs.PathError{Op: "open", Path: r.Path(rel), Err: fmt.Errorf("%w (%s)", ErrNotRegular, kindOf(m))}, true
+			}
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, unix.O_RDONLY); err != nil {
+				unix.Close(fd)
+				return nil, &fs.PathError{Op: "fcntl", Path: r.Path(rel), Err: err}, true
+			}
 			return os.NewFile(uintptr(fd), r.Path(rel)), nil, true
 		case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN) && try < 8:
 			continue // a rename raced the lookup: the kernel asks to retry
@@ -44,4 +62,21 @@ func (r *Root) openInRoot(rel string) (f *os.File, err error, ok bool) {
 		}
 		return nil, &fs.PathError{Op: "openat2", Path: r.Path(rel), Err: err}, true
 	}
+}
+
+// kindOf names a file type (S_IFMT bits) for messages.
+func kindOf(m uint32) string {
+	switch m {
+	case unix.S_IFIFO:
+		return "a FIFO"
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFLNK:
+		return "a symlink"
+	}
+	return "an unknown kind of file"
 }
