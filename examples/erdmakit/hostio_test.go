@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"syscall"
 	"testing"
 	"time"
@@ -145,5 +150,52 @@ func TestEveryOutputFileFollowsOneRule(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, os.FileMode(0o640), fi.Mode().Perm(), "an existing file keeps its mode")
 		})
+	}
+}
+
+// TestExporterScrapesARootWithAFIFO: issue 27 item 1, the exporter's
+// scrapes of a recorded root with a FIFO in place of a hw counter blocked
+// in open() for ever. Now a scrape answers at once, saying what it could
+// not read.
+func TestExporterScrapesARootWithAFIFO(t *testing.T) {
+	bin := buildCLI(t)
+	root := fixture.Host(t, "ebmgn8is-healthy")
+	p := filepath.Join(root, "sys/devices/pci0000:00/0000:00:05.0/infiniband/erdma_0/ports/1/hw_counters/accept_total_cnt")
+	require.NoError(t, os.Remove(p))
+	require.NoError(t, syscall.Mkfifo(p, 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "exporter", "--listen", "127.0.0.1:0", "--root", root)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	addrs := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`serving http://([^/]+)/metrics`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addrs <- m[1]
+			}
+		}
+	}()
+	var addr string
+	select {
+	case addr = <-addrs:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the exporter did not say where it serves")
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	for i := 0; i < 2; i++ {
+		resp, err := client.Get("http://" + addr + "/metrics")
+		require.NoError(t, err, "scrape %d: blocked on the FIFO", i)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		assert.Contains(t, string(b), "erdmakit_port_active")
 	}
 }

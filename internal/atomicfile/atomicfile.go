@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrNotRegular: the target exists and is not a regular file (a symlink, a
@@ -140,9 +141,10 @@ func Write(path string, perm fs.FileMode, fn func(io.Writer) error) error {
 }
 
 // RemoveStale removes the temporary files of path's writers on this host
-// whose process is gone (a kill -9 leaves its temporary file behind); a
-// live writer's, another host's (a shared directory) and anything else are
-// left alone. It returns the names it removed.
+// whose process is gone (a kill -9 leaves its temporary file behind), and
+// those of earlier erdmakit versions (no host, no pid in the name) older
+// than ten minutes; a live writer's, another host's (a shared directory)
+// and anything else are left alone. It returns the names it removed.
 func RemoveStale(path string) []string {
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -155,13 +157,7 @@ func RemoveStale(path string) []string {
 	prefix := tempPrefix(base) + hostTag() + "-"
 	var removed []string
 	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), prefix)
-		if !ok || !e.Type().IsRegular() {
-			continue
-		}
-		pidText, _, ok := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || pid <= 0 || alive(pid) {
+		if !e.Type().IsRegular() || !stale(e, tempPrefix(base), prefix) {
 			continue
 		}
 		if os.Remove(filepath.Join(dir, e.Name())) == nil {
@@ -169,6 +165,28 @@ func RemoveStale(path string) []string {
 		}
 	}
 	return removed
+}
+
+// legacyAge is how old a temporary file of erdmakit before host and pid
+// were in the names (.NAME.tmp-DIGITS) must be to be taken for stale: no
+// write takes that long.
+const legacyAge = 10 * time.Minute
+
+// stale reports whether e is a temporary file of this target whose writer
+// is gone: ours (prefix HOST-PID-) with no such process, or a legacy one
+// (DIGITS) older than legacyAge.
+func stale(e fs.DirEntry, any, ours string) bool {
+	if rest, ok := strings.CutPrefix(e.Name(), ours); ok {
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		return ok && err == nil && pid > 0 && !alive(pid)
+	}
+	rest, ok := strings.CutPrefix(e.Name(), any)
+	if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" {
+		return false
+	}
+	fi, err := e.Info()
+	return err == nil && time.Since(fi.ModTime()) > legacyAge
 }
 
 // tempPrefix starts every temporary name of base: hidden, and without

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -108,8 +109,9 @@ func TestWriteRefusesLinksAndSpecialFiles(t *testing.T) {
 
 // TestStaleTemporariesAreRemoved: item 10. kill -9 of `record --out` left
 // .NAME.tmp-* files (6 of 8 kills); the next write of the same target
-// removes those whose writer is gone, and leaves a live writer's, another
-// host's and other targets' alone.
+// removes those whose writer is gone (and an earlier version's older than
+// ten minutes), and leaves a live writer's, another host's, a recent
+// earlier version's and other targets' alone.
 func TestStaleTemporariesAreRemoved(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "host.tar.gz")
@@ -120,13 +122,19 @@ func TestStaleTemporariesAreRemoved(t *testing.T) {
 	live := filepath.Join(dir, ".host.tar.gz.tmp-"+host+"-"+strconv.Itoa(os.Getpid())+"-0a1b2c")
 	other := filepath.Join(dir, ".host.tar.gz.tmp-"+host+"x-"+strconv.Itoa(dead.Process.Pid)+"-0a1b2c")
 	otherTarget := filepath.Join(dir, ".doctor.prom.tmp-"+host+"-"+strconv.Itoa(dead.Process.Pid)+"-0a1b2c")
-	for _, f := range []string{stale, live, other, otherTarget} {
+	legacyOld := filepath.Join(dir, ".host.tar.gz.tmp-1234567")
+	legacyNew := filepath.Join(dir, ".host.tar.gz.tmp-7654321")
+	for _, f := range []string{stale, live, other, otherTarget, legacyOld, legacyNew} {
 		require.NoError(t, os.WriteFile(f, []byte("partial"), 0o600))
 	}
+	hourAgo := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(legacyOld, hourAgo, hourAgo))
 	require.NoError(t, Write(p, 0o644, func(w io.Writer) error { _, err := io.WriteString(w, "x"); return err }))
-	_, err := os.Stat(stale)
-	assert.ErrorIs(t, err, os.ErrNotExist, "the killed writer's temporary file is removed")
-	for _, f := range []string{live, other, otherTarget} {
+	for _, f := range []string{stale, legacyOld} {
+		_, err := os.Stat(f)
+		assert.ErrorIs(t, err, os.ErrNotExist, "%s: a killed writer's temporary file is removed", f)
+	}
+	for _, f := range []string{live, other, otherTarget, legacyNew} {
 		_, err := os.Stat(f)
 		assert.NoError(t, err, "%s is kept", f)
 	}
