@@ -377,8 +377,23 @@ func (r *Root) Glob(pattern string) ([]string, error) {
 // hold (confined, regular files and directories only).
 func (r *Root) FS() fs.FS { return rootFS{r} }
 
-// rootFS is Root as an fs.FS, fs.StatFS and fs.ReadDirFS.
+// rootFS is Root as an fs.FS, fs.StatFS, fs.ReadDirFS and fs.ReadLinkFS
+// (what os.Root's FS was).
 type rootFS struct{ r *Root }
+
+func (f rootFS) ReadLink(name string) (string, error) {
+	if !fs.ValidPath(name) {
+		return "", &fs.PathError{Op: "readlink", Path: name, Err: fs.ErrInvalid}
+	}
+	return f.r.Readlink(name)
+}
+
+func (f rootFS) Lstat(name string) (fs.FileInfo, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "lstat", Path: name, Err: fs.ErrInvalid}
+	}
+	return f.r.Lstat(name)
+}
 
 func (f rootFS) Open(name string) (fs.File, error) {
 	if !fs.ValidPath(name) {

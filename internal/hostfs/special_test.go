@@ -104,3 +104,26 @@ func TestOnlyRegularFilesAndDirectoriesAreOpened(t *testing.T) {
 		})
 	}
 }
+
+// TestFSInterfaces: FS is what os.Root's FS was (stat, readdir, readlink),
+// with Open's rules.
+func TestFSInterfaces(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644))
+	require.NoError(t, os.Symlink("f", filepath.Join(dir, "l")))
+	r, err := Open(dir)
+	require.NoError(t, err)
+	defer r.Close()
+	fsys := r.FS()
+	target, err := fs.ReadLink(fsys, "l")
+	require.NoError(t, err)
+	assert.Equal(t, "f", target)
+	fi, err := fs.Lstat(fsys, "l")
+	require.NoError(t, err)
+	assert.NotZero(t, fi.Mode()&fs.ModeSymlink)
+	b, err := fs.ReadFile(fsys, "l")
+	require.NoError(t, err)
+	assert.Equal(t, "x", string(b))
+	_, err = fsys.Open("../f")
+	assert.ErrorIs(t, err, fs.ErrInvalid)
+}
