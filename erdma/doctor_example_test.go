@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
 )
@@ -82,4 +83,24 @@ func ExampleWritePrometheus() {
 	// # HELP erdmakit_doctor_status Overall erdmakit doctor status, the worst check: 0 ok, 1 warn, 2 fail.
 	// # TYPE erdmakit_doctor_status gauge
 	// erdmakit_doctor_status 2
+}
+
+func ExampleOpenHostContext() {
+	// Ctrl-C (a cancelled context) ends the unpacking of a .tar.gz root
+	// between entries and within reads; what was unpacked is removed.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h, closer, err := erdma.OpenHostContext(ctx, "../testdata/hosts/gn8is-single.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	inv, err := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{SkipTools: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(inv.Devices), "device(s)")
+	// Output: 1 device(s)
 }
