@@ -141,7 +141,7 @@ func TestSignalsEndCommandsAtOnce(t *testing.T) {
 		tmp := t.TempDir()
 		for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 			r := signalRun{bin: bin, args: []string{"devices", "--root", archive},
-				ready: after(time.Second), sigs: []syscall.Signal{s}, limit: 20 * time.Second}
+				ready: after(300 * time.Millisecond), sigs: []syscall.Signal{s}, limit: 20 * time.Second}
 			t.Setenv("TMPDIR", tmp)
 			took, code, stderr := r.run(t)
 			assert.Equal(t, ExitUnknown, code, stderr)
