@@ -133,6 +133,18 @@ func TestSignalsEndCommandsAtOnce(t *testing.T) {
 		}
 	})
 
+	// A --root FIFO named like an archive: the open blocked and SIGINT was
+	// ignored.
+	t.Run("a root archive that is a FIFO", func(t *testing.T) {
+		fifo := filepath.Join(t.TempDir(), "host.tar.gz")
+		require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+		took, code, stderr := signalRun{bin: bin, args: []string{"devices", "--root", fifo},
+			ready: after(500 * time.Millisecond), sigs: []syscall.Signal{syscall.SIGINT}, limit: 5 * time.Second}.run(t)
+		assert.Equal(t, ExitUnknown, code)
+		assert.Contains(t, stderr, "interrupted")
+		assert.Less(t, took, 2*time.Second)
+	})
+
 	// Unpacking a 100,000-entry root: TERM took 2.4-9.7 s, INT 3-16 s
 	// (the unpacking ran to the entry limit, then cleaned up).
 	t.Run("unpacking a 100k-entry root", func(t *testing.T) {
