@@ -62,7 +62,7 @@ func (fr *FleetReport) markNotReached(ranks []int) {
 	fr.Interrupted = true
 	for _, r := range ranks {
 		name := fmt.Sprintf("rank %d", r)
-		fr.Hosts = append(fr.Hosts, HostSummary{Rank: r, Host: name, Status: NotReached, Error: "interrupted before it answered"})
+		fr.Hosts = append(fr.Hosts, HostSummary{Rank: r, Host: name, Status: NotReached, Error: "interrupted before it answered", Problems: []string{}})
 		fr.ByStatus[NotReached] = append(fr.ByStatus[NotReached], name)
 	}
 	sort.Slice(fr.Hosts, func(i, j int) bool { return fr.Hosts[i].Rank < fr.Hosts[j].Rank })
@@ -74,8 +74,9 @@ type HostSummary struct {
 	Host   string          `json:"host"`
 	Status health.Severity `json:"status"` // ok|warn|fail, or Missing, Errored, NotReached
 	Error  string          `json:"error,omitempty"`
-	// Problems are the ids of this host's warn and fail findings.
-	Problems []string `json:"problems,omitempty"`
+	// Problems are the ids of this host's warn and fail findings ([] when
+	// none, or when the host sent no report).
+	Problems []string `json:"problems"`
 }
 
 // Difference is one check whose severity differs between hosts.
@@ -116,7 +117,7 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 	byCheck := map[string]map[string]cell{} // id -> host -> result
 	var order []string
 	for _, r := range reports {
-		hs := HostSummary{Rank: r.Rank, Host: r.Host}
+		hs := HostSummary{Rank: r.Rank, Host: r.Host, Problems: []string{}}
 		switch {
 		case r.Error != "" || r.Report == nil:
 			hs.Status, hs.Error = Errored, r.Error
@@ -143,7 +144,7 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 	}
 	for _, m := range missing {
 		name := fmt.Sprintf("rank %d", m)
-		fr.Hosts = append(fr.Hosts, HostSummary{Rank: m, Host: name, Status: Missing, Error: "did not report in time"})
+		fr.Hosts = append(fr.Hosts, HostSummary{Rank: m, Host: name, Status: Missing, Error: "did not report in time", Problems: []string{}})
 		fr.ByStatus[Missing] = append(fr.ByStatus[Missing], name)
 		fr.Status = erdma.Worst(fr.Status, erdma.SeverityFail)
 	}
@@ -299,7 +300,7 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 	if interrupted {
 		fr.markNotReached(notReached)
 	}
-	fr.Errors = g.Errors
+	fr.Errors = append(fr.Errors, g.Errors...) // [] when none, never null
 	fr.Authenticated = opt.Authenticated
 	return fr, nil
 }

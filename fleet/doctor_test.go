@@ -113,6 +113,21 @@ func TestRunDoctorOverLoopback(t *testing.T) {
 	assert.Equal(t, []string{"rank 5"}, fr.ByStatus["missing"])
 	require.Len(t, fr.Differences, 1)
 	assert.Equal(t, []string{"gpu2"}, fr.Differences[0].Groups[0].Hosts)
+	// Issue 27 items 11 and 17: lists are [], never null or absent, on the
+	// path a job takes (no rendezvous errors; hosts with no problems, an
+	// errored host, a missing one).
+	b, err := json.Marshal(fr)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"errors":[]`)
+	var doc struct {
+		Hosts []map[string]json.RawMessage `json:"hosts"`
+	}
+	require.NoError(t, json.Unmarshal(b, &doc))
+	require.Len(t, doc.Hosts, size)
+	for _, h := range doc.Hosts {
+		assert.Contains(t, h, "problems", "%s", h["host"])
+		assert.NotEqual(t, "null", string(h["problems"]), "%s", h["host"])
+	}
 }
 
 func TestGatherRefusesGarbageAndDuplicates(t *testing.T) {
