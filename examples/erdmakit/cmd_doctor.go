@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/erdmakit/erdmakit/doctor"
@@ -24,6 +25,7 @@ type doctorFlags struct {
 	interval     time.Duration
 	skipTools    bool
 	output       string // --output FILE, written atomically
+	formatSet    bool   // --format given on the command line
 	cloud        eri.CloudOptions
 }
 
@@ -47,7 +49,10 @@ func newDoctorCmd(g *globals) *cobra.Command {
 			"  erdmakit doctor --json\n" +
 			"  erdmakit doctor --format prom --output /var/lib/node_exporter/textfile/erdmakit.prom",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runDoctor(cmd.Context(), g, f) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.formatSet = cmd.Flags().Changed("format")
+			return runDoctor(cmd.Context(), g, f)
+		},
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.format, "format", "table", "output: table, json (the same as --json) or prom (node_exporter textfile collector)")
@@ -87,6 +92,15 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 	}
 	if format != "table" && format != "json" && format != "prom" {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("--format %q: want table, json or prom", f.format)}
+	}
+	// node_exporter's textfile collector reads only *.prom files, and a table
+	// in one is a scrape error: the name implies the format, and a format
+	// asked for that contradicts it is refused.
+	if strings.HasSuffix(f.output, ".prom") && format != "prom" {
+		if g.json || f.formatSet {
+			return &exitError{code: ExitUnknown, err: fmt.Errorf("--output %s is a node_exporter textfile (.prom) but the format is %s: use --format prom, or another file name", f.output, format)}
+		}
+		format = "prom"
 	}
 	if f.interval < 0 {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("--interval %s: must not be negative", f.interval)}

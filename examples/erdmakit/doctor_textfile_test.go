@@ -88,3 +88,32 @@ func TestDoctorTextfileRecipe(t *testing.T) {
 	assert.Contains(t, body, `node_textfile_scrape_error 0`)
 	assert.False(t, strings.Contains(body, `erdmakit_doctor_status 0`))
 }
+
+// TestDoctorOutputPromNameImpliesTheFormat: `--output X.prom` without
+// --format wrote the text table, and node_exporter then reported
+// node_textfile_scrape_error 1 (issue 27 item 19). The name implies prom; a
+// format asked for that contradicts it is refused.
+func TestDoctorOutputPromNameImpliesTheFormat(t *testing.T) {
+	promtool := requireTool(t, "promtool", "prometheus")
+	dir := t.TempDir()
+	prom := filepath.Join(dir, "erdmakit.prom")
+	root := hostDir("ebmgn8is-healthy")
+
+	code, _, stderr := runCLI("doctor", "--no-metadata", "--root", root, "--output", prom)
+	require.Equal(t, ExitOK, code, stderr)
+	b, err := os.ReadFile(prom)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "\nerdmakit_doctor_status 0\n")
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(string(b))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "promtool check metrics: %s", out)
+
+	for _, args := range [][]string{{"--format", "table"}, {"--json"}, {"--format", "json"}} {
+		other := filepath.Join(dir, "other.prom")
+		code, _, stderr := runCLI(append([]string{"doctor", "--no-metadata", "--root", root, "--output", other}, args...)...)
+		assert.Equal(t, ExitUnknown, code, "%v", args)
+		assert.Contains(t, stderr, "--format prom", "%v", args)
+		assert.NoFileExists(t, other, "%v", args)
+	}
+}
