@@ -132,6 +132,15 @@ func ncclCommand(f ncclRunFlags, testArgs []string) (nccl.Command, error) {
 	return c, err
 }
 
+// ncclDryRun is `nccl run --dry-run --json` (docs/nccl.md): the launcher's
+// argv, the same as one shell-quoted line, and the environment srun is
+// given (mpirun carries it in -x; [] then).
+type ncclDryRun struct {
+	Argv    []string `json:"argv"`
+	Command string   `json:"command"`
+	Env     []string `json:"env"`
+}
+
 func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) error {
 	c, err := ncclCommand(f, args)
 	if err != nil {
@@ -145,6 +154,17 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		f.noNVLink = f.noNVLink || noNVLink
 	} else if f.advice.graphFile != "" || f.advice.inventory != "" || f.advice.gdr != "auto" {
 		return &exitError{code: ExitUnknown, err: errors.New("--graph-file, --gdr and --inventory go with --host-env")}
+	}
+	if f.dryRun && g.json {
+		argv, _ := c.Argv() // ncclCommand checked it
+		env := c.Environ()
+		if env == nil {
+			env = []string{}
+		}
+		if err := render.JSON(g.stdout, ncclDryRun{Argv: argv, Command: c.String(), Env: env}); err != nil {
+			return &exitError{code: ExitUnknown, err: err}
+		}
+		return nil
 	}
 	if f.dryRun {
 		fmt.Fprintln(g.stdout, c)
