@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
 // ErrNotRegular: the target exists and is not a regular file (a symlink, a
@@ -45,7 +47,7 @@ func Create(path string, perm fs.FileMode) (*File, error) {
 	fi, err := os.Lstat(path)
 	switch {
 	case err == nil && !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("writing %s: %w (%s): refusing to replace it", path, ErrNotRegular, kind(fi.Mode()))
+		return nil, fmt.Errorf("writing %s: %w (%s): refusing to replace it", path, ErrNotRegular, hostfs.Kind(fi.Mode()))
 	case err == nil:
 		keep = fi.Mode().Perm()
 	case !errors.Is(err, fs.ErrNotExist):
@@ -100,7 +102,7 @@ func (f *File) Commit() error {
 		// The target may have become a link or a FIFO since Create: the
 		// rename would replace it, which the rule forbids.
 		if fi, lerr := os.Lstat(f.target); lerr == nil && !fi.Mode().IsRegular() {
-			err = fmt.Errorf("%w (%s): refusing to replace it", ErrNotRegular, kind(fi.Mode()))
+			err = fmt.Errorf("%w (%s): refusing to replace it", ErrNotRegular, hostfs.Kind(fi.Mode()))
 		}
 	}
 	if err == nil {
@@ -214,23 +216,4 @@ func randomSuffix() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// kind names a file type for messages.
-func kind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "a symlink"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	}
-	return m.Type().String()
 }

@@ -149,20 +149,25 @@ func (r *Root) Open(rel string) (*os.File, error) {
 	}
 	if m := fi.Mode(); !m.IsRegular() && !m.IsDir() {
 		f.Close()
-		return nil, &fs.PathError{Op: "open", Path: r.Path(rel), Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(m))}
+		return nil, &fs.PathError{Op: "open", Path: r.Path(rel), Err: fmt.Errorf("%w (%s)", ErrNotRegular, Kind(m))}
 	}
 	return f, nil
 }
 
-// kind names a file type for messages.
-func kind(m fs.FileMode) string {
+// Kind names a file type for messages ("a FIFO", "a symlink"): the one
+// wording of what hostfs refuses to read and atomicfile refuses to replace.
+func Kind(m fs.FileMode) string {
 	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
 	case m&fs.ModeNamedPipe != 0:
 		return "a FIFO"
 	case m&fs.ModeCharDevice != 0:
 		return "a character device"
 	case m&fs.ModeDevice != 0:
 		return "a block device"
+	case m.IsDir():
+		return "a directory"
 	case m&fs.ModeSocket != 0:
 		return "a socket"
 	}
