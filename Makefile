@@ -7,6 +7,9 @@ GOFLAGS ?=
 # go-nvml's cgo preamble calls NVML functions its own header marks deprecated:
 # without this a fresh build prints ~190 lines of warnings before our output.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+# staticcheck at a pinned version, built by go run from the Go module proxy
+# (then from the module cache): it is not one of the module's requirements.
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: all deps deps-build build run test unit lab vet bench bench-lat fuzz clean
 
@@ -31,6 +34,7 @@ run: build
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
 
 # Unit, fixture, namespace (as root) and mpirun tests, then the RDMA lab.
 test: deps vet unit lab

@@ -56,17 +56,14 @@ const (
 )
 
 // Section 10's sources (docs/erdma-domain.md): Alibaba Cloud's published
-// instance tables.
-const (
-	sourceGPUFamilies = "Alibaba Cloud 'GPU-accelerated compute-optimized instance families' " +
-		"(alibabacloud.com/help/en/ecs/user-guide/gpu-accelerated-compute-optimized-and-vgpu-accelerated-instance-families-1)"
-	sourceBareMetal = "Alibaba Cloud 'Elastic bare metal server overview' " +
-		"(help.aliyun.com/zh/ecs/user-guide/elastic-bare-metal-server-overview)"
-	sourcePAI = "Alibaba Cloud PAI 'eRDMA distributed training' " +
-		"(alibabacloud.com/help/en/pai/user-guide/erdma-distributed-training-with-high-performance-networks)"
-	// sourceTables names the three pages together; each row says which figures it took.
-	sourceTables = "docs/erdma-domain.md section 10 (Alibaba Cloud GPU instance families, elastic bare metal overview, PAI eRDMA training)"
-)
+// instance tables, 'GPU-accelerated compute-optimized instance families'
+// (alibabacloud.com/help/en/ecs/user-guide/gpu-accelerated-compute-optimized-and-vgpu-accelerated-instance-families-1),
+// 'Elastic bare metal server overview'
+// (help.aliyun.com/zh/ecs/user-guide/elastic-bare-metal-server-overview) and
+// PAI 'eRDMA distributed training'
+// (alibabacloud.com/help/en/pai/user-guide/erdma-distributed-training-with-high-performance-networks).
+// sourceTables names the three pages together; each row says which figures it took.
+const sourceTables = "docs/erdma-domain.md section 10 (Alibaba Cloud GPU instance families, elastic bare metal overview, PAI eRDMA training)"
 
 // typeProfiles are section 10's per-type rows: GPUs, GPU model, baseline
 // network bandwidth and, where PAI's page gives it, the eRDMA NIC count.

@@ -46,7 +46,7 @@ func archiveOf(t testing.TB, n int, entry func(i int) (*tar.Header, []byte)) str
 
 // openArchive is OpenHost with TMPDIR pointed at a fresh directory, and
 // reports whether the temporary directory was removed.
-func openArchive(t *testing.T, ctx context.Context, p string) (error, time.Duration, bool) {
+func openArchive(t *testing.T, ctx context.Context, p string) (time.Duration, bool, error) {
 	t.Helper()
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
@@ -55,7 +55,7 @@ func openArchive(t *testing.T, ctx context.Context, p string) (error, time.Durat
 	took := time.Since(start)
 	c.Close()
 	left, _ := os.ReadDir(tmp)
-	return err, took, len(left) == 0
+	return took, len(left) == 0, err
 }
 
 // TestUnpackBoundsHeaders: issue 27 item 25. 50,000 entries each with a
@@ -66,7 +66,7 @@ func TestUnpackBoundsHeaders(t *testing.T) {
 		return &tar.Header{Typeflag: tar.TypeReg, Name: "f" + strconv.Itoa(i), Mode: 0o644,
 			PAXRecords: map[string]string{"comment": strings.Repeat("x", 900<<10)}}, []byte("x")
 	})
-	err, _, clean := openArchive(t, context.Background(), p)
+	_, clean, err := openArchive(t, context.Background(), p)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrMalformed)
 	assert.Contains(t, err.Error(), `entry "f0":`)
@@ -81,7 +81,7 @@ func TestUnpackBoundsPathDepth(t *testing.T) {
 	p := archiveOf(t, 1, func(int) (*tar.Header, []byte) {
 		return &tar.Header{Typeflag: tar.TypeReg, Name: deep, Mode: 0o644}, []byte("x")
 	})
-	err, _, clean := openArchive(t, context.Background(), p)
+	_, clean, err := openArchive(t, context.Background(), p)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrMalformed)
 	assert.Contains(t, err.Error(), "201 levels deep, more than 64")
@@ -91,7 +91,7 @@ func TestUnpackBoundsPathDepth(t *testing.T) {
 	ok := archiveOf(t, 1, func(int) (*tar.Header, []byte) {
 		return &tar.Header{Typeflag: tar.TypeReg, Name: strings.Repeat("d/", 40) + "f", Mode: 0o644}, []byte("x")
 	})
-	err, _, _ = openArchive(t, context.Background(), ok)
+	_, _, err = openArchive(t, context.Background(), ok)
 	assert.NoError(t, err)
 }
 
@@ -138,7 +138,7 @@ func TestUnpackHonoursContext(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	err, took, clean := openArchive(t, ctx, p)
+	took, clean, err := openArchive(t, ctx, p)
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
 	assert.NotErrorIs(t, err, ErrMalformed, "the caller's cancellation is not the archive's fault")
@@ -157,7 +157,7 @@ func TestUnpackHardLinks(t *testing.T) {
 			}
 			return &tar.Header{Typeflag: tar.TypeLink, Name: "sys/evil", Linkname: target}, nil
 		})
-		err, _, clean := openArchive(t, context.Background(), p)
+		_, clean, err := openArchive(t, context.Background(), p)
 		require.Error(t, err, target)
 		assert.ErrorIs(t, err, ErrMalformed)
 		assert.Contains(t, err.Error(), `hard link "sys/evil" -> "`+target+`" leaves the archive root`)

@@ -431,13 +431,6 @@ func (l *capListener) setState(c *capConn, s connState) {
 	}
 }
 
-// open is the number of connections held.
-func (l *capListener) open() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.conns)
-}
-
 // closeIdleAndReading closes every connection but those answering a request.
 func (l *capListener) closeIdleAndReading() {
 	l.mu.Lock()

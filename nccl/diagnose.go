@@ -234,12 +234,7 @@ func diagnoseRows(res *TestResult) []erdma.Finding {
 			"(ip link set dev ethX mtu 8500); a mismatched MTU corrupts NCCL data over eRDMA; then rerun"}}
 }
 
-func wrong(m Measurement) int64 {
-	if m.Wrong == nil {
-		return 0
-	}
-	return *m.Wrong
-}
+func wrong(m Measurement) int64 { return m.Wrong.N }
 
 // LargestRow returns the row with the largest size (nil when none).
 func LargestRow(res *TestResult) *Row {

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func wrongN(v int64) *int64 { return &v }
+func wrongN(v int64) Count { return ncclog.KnownCount(v) }
 
 func row(size int64, busbw float64, wrong int64) Row {
 	return Row{Size: size, Count: size / 4, Type: "float", Redop: "sum", Root: -1,
@@ -87,7 +87,7 @@ func TestDiagnose(t *testing.T) {
 			map[string]string{"nccl-gdr": "16 channel connections via NET/IB"}},
 		{"wrong values", func(r *TestResult) { r.Rows[1].OutOfPlace.Wrong = wrongN(96); r.OutOfBounds = 4; r.OK = false }, Expectation{},
 			map[string]erdma.Severity{"nccl-wrong": erdma.SeverityFail}, nil, erdma.SeverityFail, map[string]string{"nccl-wrong": "8500"}},
-		{"N/A wrong is not corruption", func(r *TestResult) { r.Rows[1].InPlace.Wrong = nil }, Expectation{},
+		{"N/A wrong is not corruption", func(r *TestResult) { r.Rows[1].InPlace.Wrong = Count{} }, Expectation{},
 			nil, []string{"nccl-wrong"}, erdma.SeverityOK, nil},
 		{"memlock", func(r *TestResult) {
 			r.NCCL.MemlockSuspect = true

@@ -12,6 +12,8 @@ type (
 	Row = ncclog.Row
 	// Measurement is a row's out-of-place or in-place group.
 	Measurement = ncclog.Measurement
+	// Count is a Measurement's #wrong: a number or unknown (N/A).
+	Count = ncclog.Count
 	// LogSummary is what an NCCL_DEBUG=INFO log says (ncclog.Analyze).
 	LogSummary = ncclog.Summary
 	// LaunchFailure is a launcher's failure found in the output (mpirun, srun).

@@ -86,11 +86,7 @@ func ResultTable(res *TestResult) *render.Table {
 // decimals, #wrong "N/A" where the log said so).
 func RowCells(r Row) []string {
 	m := func(x Measurement) []string {
-		w := "N/A"
-		if x.Wrong != nil {
-			w = strconv.FormatInt(*x.Wrong, 10)
-		}
-		return []string{strconv.FormatFloat(x.TimeUS, 'f', -1, 64), fmt.Sprintf("%.2f", x.AlgBWGB), fmt.Sprintf("%.2f", x.BusBWGB), w}
+		return []string{strconv.FormatFloat(x.TimeUS, 'f', -1, 64), fmt.Sprintf("%.2f", x.AlgBWGB), fmt.Sprintf("%.2f", x.BusBWGB), x.Wrong.String()}
 	}
 	root := ""
 	if r.Root >= 0 {
@@ -107,9 +103,5 @@ const LiveRowHeader = "        SIZE   TIME(us)    ALGBW    BUSBW  #WRONG   (out-
 
 // LiveRow formats one row for LiveRowHeader's columns.
 func LiveRow(r Row) string {
-	w := "N/A"
-	if r.OutOfPlace.Wrong != nil {
-		w = strconv.FormatInt(*r.OutOfPlace.Wrong, 10)
-	}
-	return fmt.Sprintf("%12s %10.1f %8.2f %8.2f %7s", units.Format(r.Size, units.Label), r.OutOfPlace.TimeUS, r.OutOfPlace.AlgBWGB, r.OutOfPlace.BusBWGB, w)
+	return fmt.Sprintf("%12s %10.1f %8.2f %8.2f %7v", units.Format(r.Size, units.Label), r.OutOfPlace.TimeUS, r.OutOfPlace.AlgBWGB, r.OutOfPlace.BusBWGB, r.OutOfPlace.Wrong)
 }

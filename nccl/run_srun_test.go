@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"cmp"
 	"context"
 	"testing"
 	"time"
@@ -11,10 +12,15 @@ import (
 )
 
 // TestRunWithSrunDefaultPMIxOnDebianSlurm: srun's default --mpi=pmix fails
-// on a stock Debian Slurm (no libpmix); the run's report names it, with the
-// fix, and --srun-mpi pmi2 or none runs. A real slurmctld/slurmd with munge.
+// on a stock Debian Slurm (libpmix2 without libpmix-dev's libpmix.so) and
+// works where the machine has PMIx: the test asks srun which this machine
+// is. Where it fails, and always for a plugin no Slurm has (pmix_v99), the
+// run's report names it, with the fix; --srun-mpi pmi2 or none runs. A real
+// slurmctld/slurmd with munge.
 func TestRunWithSrunDefaultPMIxOnDebianSlurm(t *testing.T) {
 	slurmtest.Start(t)
+	pmix, srunSaid := slurmtest.SrunMPIWorks(t, "pmix")
+	t.Logf("srun --mpi=pmix works on this machine: %v %s", pmix, srunSaid)
 	bin := fakeNCCLTests(t)
 	c := Command{
 		Launcher:     LauncherSrun,
@@ -34,25 +40,34 @@ func TestRunWithSrunDefaultPMIxOnDebianSlurm(t *testing.T) {
 		require.NoError(t, err)
 		return res, NewRunReport(res, Expectation{})
 	}
-
-	res, rep := run("")
-	assert.Contains(t, res.Argv, "--mpi=pmix")
-	assert.NotEqual(t, 0, res.ExitCode)
-	var got []string
-	for _, f := range rep.Findings {
-		got = append(got, f.ID)
-		if f.ID == "launch-srun-mpi-type" {
-			assert.Contains(t, f.Remediation, "srun --mpi=list")
-			assert.Contains(t, f.Remediation, "--srun-mpi pmi2")
+	fails := func(mpi string) {
+		t.Helper()
+		res, rep := run(mpi)
+		assert.Contains(t, res.Argv, "--mpi="+cmp.Or(mpi, "pmix"))
+		assert.NotEqual(t, 0, res.ExitCode)
+		var got []string
+		for _, f := range rep.Findings {
+			got = append(got, f.ID)
+			if f.ID == "launch-srun-mpi-type" {
+				assert.Contains(t, f.Remediation, "srun --mpi=list")
+				assert.Contains(t, f.Remediation, "--srun-mpi pmi2")
+			}
 		}
+		require.Contains(t, got, "launch-srun-mpi-type", "%s: %+v", mpi, rep.Findings)
+		assert.NotContains(t, got, "launch-exit-status")
 	}
-	require.Contains(t, got, "launch-srun-mpi-type", "%+v", rep.Findings)
-	assert.NotContains(t, got, "launch-exit-status")
 
-	for _, mpi := range []string{"pmi2", "none"} {
+	works := []string{"pmi2", "none"}
+	fails("pmix_v99")
+	if pmix {
+		works = append(works, "")
+	} else {
+		fails("") // srun's default here: pmix
+	}
+	for _, mpi := range works {
 		res, rep := run(mpi)
 		assert.Equal(t, 0, res.ExitCode, mpi)
-		assert.Contains(t, res.Argv, "--mpi="+mpi)
+		assert.Contains(t, res.Argv, "--mpi="+cmp.Or(mpi, "pmix"))
 		assert.Empty(t, res.Failures, mpi)
 		require.NotNil(t, res.Result, mpi)
 		assert.NotEmpty(t, res.Result.Rows, mpi)

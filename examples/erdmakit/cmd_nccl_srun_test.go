@@ -13,12 +13,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestNCCLRunSrunMPIType: `nccl run --launcher srun` on a stock Debian Slurm
-// (a real single-node slurmctld/slurmd with munge) fails with srun's
-// default --mpi=pmix; the CLI names launch-srun-mpi-type and its fix, and
-// --srun-mpi pmi2 runs.
+// TestNCCLRunSrunMPIType: `nccl run --launcher srun` (a real single-node
+// slurmctld/slurmd with munge) with an MPI plugin srun cannot use fails; the
+// CLI names launch-srun-mpi-type and its fix, and --srun-mpi pmi2 runs.
+// srun's default --mpi=pmix is such a plugin on a stock Debian Slurm
+// (libpmix2 without libpmix-dev) and runs where the machine has PMIx: the
+// test asks srun which this machine is; pmix_v99 fails everywhere.
 func TestNCCLRunSrunMPIType(t *testing.T) {
 	slurmtest.Start(t)
+	pmix, srunSaid := slurmtest.SrunMPIWorks(t, "pmix")
+	t.Logf("srun --mpi=pmix works on this machine: %v %s", pmix, srunSaid)
 	bin := filepath.Join(t.TempDir(), "all_reduce_perf")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -29,26 +33,39 @@ func TestNCCLRunSrunMPIType(t *testing.T) {
 	base := []string{"nccl", "run", "--launcher", "srun", "--hosts", "localhost", "--ranks-per-host", "1",
 		"--socket-ifname", "", "--binary", bin, "-x", "FAKE_NCCL_SAMPLE=" + sample, "--timeout", "1m", "--json"}
 
-	code, stdout, errs := runCLI(base...)
-	require.Equal(t, ExitFail, code, "stdout:\n%s\nstderr:\n%s", stdout, errs)
-	var rep struct {
-		Findings []struct {
-			ID          string `json:"id"`
-			Remediation string `json:"remediation"`
-		} `json:"findings"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
-	var ids []string
-	for _, f := range rep.Findings {
-		ids = append(ids, f.ID)
-		if f.ID == "launch-srun-mpi-type" {
-			assert.Contains(t, f.Remediation, "srun --mpi=list")
-			assert.Contains(t, f.Remediation, "--srun-mpi pmi2")
+	fails := func(args ...string) {
+		t.Helper()
+		code, stdout, errs := runCLI(append(base, args...)...)
+		require.Equal(t, ExitFail, code, "%v stdout:\n%s\nstderr:\n%s", args, stdout, errs)
+		var rep struct {
+			Findings []struct {
+				ID          string `json:"id"`
+				Remediation string `json:"remediation"`
+			} `json:"findings"`
 		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
+		var ids []string
+		for _, f := range rep.Findings {
+			ids = append(ids, f.ID)
+			if f.ID == "launch-srun-mpi-type" {
+				assert.Contains(t, f.Remediation, "srun --mpi=list")
+				assert.Contains(t, f.Remediation, "--srun-mpi pmi2")
+			}
+		}
+		require.Contains(t, ids, "launch-srun-mpi-type", stdout)
 	}
-	require.Contains(t, ids, "launch-srun-mpi-type", stdout)
+	runs := func(args ...string) {
+		t.Helper()
+		code, stdout, errs := runCLI(append(base, args...)...)
+		assert.Less(t, code, ExitFail, "%v stdout:\n%s\nstderr:\n%s", args, stdout, errs)
+		assert.NotContains(t, stdout, "launch-srun-mpi-type")
+	}
 
-	code, stdout, errs = runCLI(append(base, "--srun-mpi", "pmi2")...)
-	assert.Less(t, code, ExitFail, "stdout:\n%s\nstderr:\n%s", stdout, errs)
-	assert.NotContains(t, stdout, "launch-srun-mpi-type")
+	fails("--srun-mpi", "pmix_v99")
+	if pmix {
+		runs()
+	} else {
+		fails()
+	}
+	runs("--srun-mpi", "pmi2")
 }

@@ -103,10 +103,7 @@ func printParsedTests(w io.Writer, r *ncclog.TestResult) error {
 }
 
 func wrongText(m ncclog.Measurement) string {
-	if m.Wrong == nil {
-		return "N/A"
-	}
-	return strconv.FormatInt(*m.Wrong, 10)
+	return m.Wrong.String()
 }
 
 // printParsedNCCLLog writes the human form of an NCCL log summary.

@@ -91,7 +91,7 @@ func fakeQemu(dir, mode string, args []string) int {
 	return 0
 }
 
-func bootPairWithFakeQemu(t *testing.T, mode string) ([]*Boot, error, string, time.Duration) {
+func bootPairWithFakeQemu(t *testing.T, mode string) ([]*Boot, string, time.Duration, error) {
 	t.Helper()
 	dir := t.TempDir()
 	t.Setenv(fakeQemuEnv, dir)
@@ -105,7 +105,7 @@ func bootPairWithFakeQemu(t *testing.T, mode string) ([]*Boot, error, string, ti
 	defer cancel()
 	start := time.Now()
 	boots, err := o.bootPair(ctx, env, nil, nil)
-	return boots, err, progress.String(), time.Since(start)
+	return boots, progress.String(), time.Since(start), err
 }
 
 func countBoots(t *testing.T, role string) int {
@@ -115,7 +115,7 @@ func countBoots(t *testing.T, role string) int {
 }
 
 func TestBootPairRebootsADeadLinkOnce(t *testing.T) {
-	boots, err, progress, took := bootPairWithFakeQemu(t, "flaky")
+	boots, progress, took, err := bootPairWithFakeQemu(t, "flaky")
 	require.NoError(t, err, progress)
 	require.Len(t, boots, 2)
 	for _, b := range boots {
@@ -131,7 +131,7 @@ func TestBootPairRebootsADeadLinkOnce(t *testing.T) {
 }
 
 func TestBootPairGivesUpAfterTwoDeadLinks(t *testing.T) {
-	_, err, progress, took := bootPairWithFakeQemu(t, "dead")
+	_, progress, took, err := bootPairWithFakeQemu(t, "dead")
 	require.ErrorIs(t, err, ErrNoLink, progress)
 	assert.Contains(t, err.Error(), "10.0.9.1 and 10.0.9.2 over 127.0.0.1:")
 	assert.Equal(t, 2, countBoots(t, "a"))

@@ -157,3 +157,19 @@ func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// SrunMPIWorks reports whether srun on the Slurm Start began runs a task
+// with --mpi=mpi (Slurm's pmix plugin, for one, loads libpmix.so at run
+// time: Debian's libpmix-dev provides it, libpmix2 alone does not), and
+// srun's output when it does not. It asks srun itself, so that a test can
+// expect what this machine has.
+func SrunMPIWorks(t testing.TB, mpi string) (bool, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "srun", "--mpi="+mpi, "-N1", "-n1", "true").CombinedOutput()
+	if ctx.Err() != nil {
+		needOrFail(t, "srun --mpi=%s true did not end within a minute: %s", mpi, out)
+	}
+	return err == nil, string(out)
+}

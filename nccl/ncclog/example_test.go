@@ -24,8 +24,8 @@ func ExampleParseTests() {
 		return
 	}
 	row := r.Rows[0]
-	fmt.Printf("%s: %d ranks on %d hosts, %d B busbw %.2f GB/s, wrong=%d, ok=%v\n",
-		r.Collective, r.Ranks, r.Hosts, row.Size, row.OutOfPlace.BusBWGB, *row.OutOfPlace.Wrong, r.OK)
+	fmt.Printf("%s: %d ranks on %d hosts, %d B busbw %.2f GB/s, wrong=%v, ok=%v\n",
+		r.Collective, r.Ranks, r.Hosts, row.Size, row.OutOfPlace.BusBWGB, row.OutOfPlace.Wrong, r.OK)
 	// Output: all_reduce_perf: 2 ranks on 2 hosts, 4194304 B busbw 52.36 GB/s, wrong=0, ok=true
 }
 

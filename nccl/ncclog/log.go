@@ -291,7 +291,6 @@ func NewAnalyzer() *Analyzer {
 }
 
 var (
-	bNET            = []byte("NET/")
 	bNCCLVersion    = []byte("NCCL version ")
 	bNCCLUnderscore = []byte("NCCL_")
 	bViaBare        = []byte("via ")
@@ -310,7 +309,6 @@ var (
 	bSetByEnv       = []byte(" set by environment to ")
 	bSetTo          = []byte(" set to ")
 	bNRanks         = []byte(" nranks ")
-	bChannel        = []byte("Channel ")
 	bGDRDMA         = []byte("/GDRDMA")
 	bOOB            = []byte("; OOB ")
 	bCreateQP       = []byte("ibv_create_qp")

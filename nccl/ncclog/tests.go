@@ -99,11 +99,52 @@ type Measurement struct {
 	TimeUS  float64 `json:"time_us"`
 	AlgBWGB float64 `json:"algbw_gbs"` // GB/s as nccl-tests prints (10^9 bytes/s)
 	BusBWGB float64 `json:"busbw_gbs"`
-	// Wrong is #wrong; nil where the log says N/A or the format has an
-	// error column instead.
-	Wrong *int64 `json:"wrong"`
+	// Wrong is #wrong; not Known where the log says N/A or the format has
+	// an error column instead.
+	Wrong Count `json:"wrong"`
 	// Error is the older formats' max-error column when numeric.
 	Error *float64 `json:"error,omitempty"`
+}
+
+// Count is a count a log may leave unknown: nccl-tests prints N/A in
+// #wrong when it did not check. It prints (%v) as the number or "N/A", and
+// is the number or null in JSON.
+type Count struct {
+	N     int64
+	Known bool // false: the log did not give it; N is 0
+}
+
+// KnownCount is the Count n.
+func KnownCount(n int64) Count { return Count{N: n, Known: true} }
+
+// String is the number, or "N/A" when unknown.
+func (c Count) String() string {
+	if !c.Known {
+		return "N/A"
+	}
+	return strconv.FormatInt(c.N, 10)
+}
+
+// MarshalJSON writes the number, or null when unknown.
+func (c Count) MarshalJSON() ([]byte, error) {
+	if !c.Known {
+		return []byte("null"), nil
+	}
+	return strconv.AppendInt(nil, c.N, 10), nil
+}
+
+// UnmarshalJSON reads a number or null.
+func (c *Count) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*c = Count{}
+		return nil
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return fmt.Errorf("count %.40q: want an integer or null: %w", b, err)
+	}
+	*c = KnownCount(n)
+	return nil
 }
 
 // ParseTests reads an nccl-tests log from r (streaming: rows are parsed as
@@ -461,7 +502,7 @@ func (p *TestParser) row(t string) bool {
 	return true
 }
 
-func isWrong(m Measurement) bool { return m.Wrong != nil && *m.Wrong > 0 }
+func isWrong(m Measurement) bool { return m.Wrong.N > 0 }
 
 func isWord(s string) bool {
 	for _, c := range s {
@@ -500,7 +541,7 @@ func measurement(f []string, errorColumn bool) (Measurement, bool) {
 	if err != nil || w < 0 {
 		return m, false
 	}
-	m.Wrong = &w
+	m.Wrong = KnownCount(w)
 	return m, true
 }
 

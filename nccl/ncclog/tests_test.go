@@ -2,7 +2,9 @@ package ncclog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +25,7 @@ func parseTestsFile(t testing.TB, name string) *TestResult {
 	return r
 }
 
-func i64(n int64) *int64 { return &n }
+func i64(n int64) Count { return KnownCount(n) }
 
 func TestParseTestsSamples(t *testing.T) {
 	tests := []struct {
@@ -64,7 +66,7 @@ func TestParseTestsSamples(t *testing.T) {
 			ranks: 1, hosts: 1, rows: 1, format: "root", ok: true,
 			last: &Row{Size: 33554432, Count: 8388608, Type: "float", Redop: "none", Root: -1,
 				OutOfPlace: Measurement{TimeUS: 19.56, AlgBWGB: 1715.44, BusBWGB: 0, Wrong: i64(0)},
-				InPlace:    Measurement{TimeUS: 0.78, AlgBWGB: 43046.10, BusBWGB: 0, Wrong: nil}}},
+				InPlace:    Measurement{TimeUS: 0.78, AlgBWGB: 43046.10, BusBWGB: 0, Wrong: Count{}}}},
 		{file: "C01_nccl_info_mpirun_2node_NET_IB_no_device_found_socket_plugin_load_17_v2.10.3_excerpt.txt",
 			collective: "all_reduce_perf", ranks: 4, hosts: 2, hasNCCL: true},
 	}
@@ -145,7 +147,7 @@ func TestParseTestsDetails(t *testing.T) {
 		require.Len(t, r.Rows, 1)
 		require.NotNil(t, r.Rows[0].OutOfPlace.Error)
 		assert.InDelta(t, 5e-7, *r.Rows[0].OutOfPlace.Error, 1e-15)
-		assert.Nil(t, r.Rows[0].OutOfPlace.Wrong)
+		assert.False(t, r.Rows[0].OutOfPlace.Wrong.Known)
 		assert.Equal(t, "error", r.Format)
 	})
 }
@@ -244,4 +246,25 @@ func TestParseTestsBoundsRows(t *testing.T) {
 	r := p.Result()
 	assert.Len(t, r.Rows, maxRows)
 	assert.Equal(t, 10, r.RowsDropped)
+}
+
+// #wrong prints as a number or N/A with %v (it printed an address as a
+// *int64) and stays a number or null in JSON.
+func TestCountPrintsAndEncodesAsANumberOrUnknown(t *testing.T) {
+	m := Measurement{Wrong: KnownCount(96)}
+	assert.Equal(t, "96 N/A", fmt.Sprintf("%v %v", m.Wrong, Count{}))
+	assert.Contains(t, fmt.Sprintf("%+v", m), "Wrong:96")
+	for _, c := range []struct {
+		in   Count
+		json string
+	}{{KnownCount(0), "0"}, {KnownCount(32), "32"}, {Count{}, "null"}} {
+		b, err := json.Marshal(Measurement{Wrong: c.in})
+		require.NoError(t, err)
+		assert.Contains(t, string(b), `"wrong":`+c.json)
+		var back Measurement
+		require.NoError(t, json.Unmarshal(b, &back))
+		assert.Equal(t, c.in, back.Wrong)
+	}
+	var bad Measurement
+	assert.ErrorContains(t, json.Unmarshal([]byte(`{"wrong":"x"}`), &bad), "want an integer or null")
 }

@@ -1,8 +1,8 @@
 // Package perftest runs and parses the linux-rdma perftest tools
-// (ib_write_bw and its relatives). This file holds the log parser: Parse
-// reads any ib_write_bw, ib_read_bw, ib_send_bw or *_lat log, including
-// server and client output interleaved in one file, and reports the header,
-// the result rows normalised to Gbit/s, and the errors perftest printed.
+// (ib_write_bw and its relatives). Parse reads any ib_write_bw, ib_read_bw,
+// ib_send_bw or *_lat log, including server and client output interleaved in
+// one file, and reports the header, the result rows normalised to Gbit/s, and
+// the errors perftest printed.
 package perftest
 
 import (
