@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/erdmakit/erdmakit/perf/perftest"
 	"path/filepath"
 	"testing"
@@ -13,8 +14,7 @@ import (
 // The stand-in ib_write_bw of package perftest's tests prints recorded logs.
 func fakePerftest(t *testing.T, mode string) string {
 	t.Helper()
-	bin, err := filepath.Abs("../../perf/perftest/testdata/fake_ib_write_bw")
-	require.NoError(t, err)
+	bin := fixture.Script(t, "../../perf/perftest/testdata/fake_ib_write_bw") // runs without the exec bit a module zip drops
 	t.Setenv("FAKE_PERFTEST_MODE", mode)
 	t.Setenv("FAKE_PERFTEST_STATE", filepath.Join(t.TempDir(), "state"))
 	return bin

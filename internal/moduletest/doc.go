@@ -4,5 +4,6 @@
 // and builds our packages through a module proxy, go.mod's go line is the
 // lowest the code and the dependencies allow, and the portable packages
 // (log parsers) build with CGO_ENABLED=0 for linux, darwin and windows
-// without heavy dependencies. It has no code.
+// without heavy dependencies, and the tests that run stand-in scripts pass
+// in a copy without exec bits (as a module zip delivers it). It has no code.
 package moduletest

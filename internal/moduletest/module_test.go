@@ -105,6 +105,32 @@ func TestModuleZip(t *testing.T) {
 	assert.Less(t, buf.Len(), 50<<20, "the module zip stays far below the proxy's 500 MB limit")
 }
 
+// TestTestsRunWithoutExecBits: a module zip, so `go get`'s copy, keeps no
+// file modes. The tests that run a stand-in script from testdata
+// (perftest's fake_ib_write_bw) pass in such a copy: checkout writes every
+// file 0644.
+func TestTestsRunWithoutExecBits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a package's tests in a copy of the module: not in -short")
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		need(t, "go not on PATH: %v", err)
+	}
+	dir := checkout(t)
+	fi, err := os.Stat(filepath.Join(dir, "perf", "perftest", "testdata", "fake_ib_write_bw"))
+	require.NoError(t, err)
+	require.Zero(t, fi.Mode()&0o111, "the copy keeps no exec bit, as a module zip")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := execx.Command(ctx, gobin, "test", "-count=1", "-run", "TestRunWrite", "./perf/perftest/")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.NotContains(t, string(out), "permission denied")
+}
+
 // TestGoGetFromProxy is a new user's first step: a fresh module outside
 // the repository `go get`s erdmakit through a module proxy (a file:// one
 // holding this tree's zip; every other module comes from this machine's

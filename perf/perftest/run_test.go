@@ -13,12 +13,12 @@ import (
 
 	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 )
 
 func fakeOptions(t *testing.T, mode string) Options {
 	t.Helper()
-	bin, err := filepath.Abs("testdata/fake_ib_write_bw")
-	require.NoError(t, err)
+	bin := fixture.Script(t, "testdata/fake_ib_write_bw") // runs without the exec bit a module zip drops
 	t.Setenv("FAKE_PERFTEST_MODE", mode)
 	t.Setenv("FAKE_PERFTEST_STATE", filepath.Join(t.TempDir(), "state"))
 	return Options{Binary: bin, Devices: []string{"rxe0"}, RetryDelay: 50 * time.Millisecond, GIDIndex: -1}
