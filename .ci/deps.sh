@@ -3,18 +3,18 @@
 # what it installed. Idempotent: installs only what is missing; when nothing
 # is missing it needs no root.
 #
-#   .ci/deps.sh build   what `make build` needs: a C compiler and the verbs headers (cgo)
+#   .ci/deps.sh build   what `make build` needs: a C compiler (cgo; not the RDMA headers: ibverbs/rdma_abi.h)
 #   .ci/deps.sh test    build, plus what the tests run: perftest, mpirun, srun (Slurm, munge), promtool, node_exporter,
 #                       namespaces, and the RDMA lab (qemu, a kernel image)
 #   .ci/deps.sh         the same as test
 set -euo pipefail
 
 build=(
-	gcc libc6-dev make            # cgo (ibverbs, go-nvml)
-	libibverbs-dev librdmacm-dev  # verbs.h, rdma_cma.h: the ibverbs package's headers (the libraries load at run time)
+	gcc libc6-dev make # cgo (ibverbs, go-nvml)
 )
 test=(
 	git                                                        # the module-zip test lists the checkout
+	libibverbs-dev librdmacm-dev                               # verbs.h, rdma_cma.h: TestShimABIMatchesTheHeaders compares ibverbs/rdma_abi.h with them
 	ibverbs-utils rdma-core perftest                           # ibv_devinfo, ib_write_bw
 	openmpi-bin                                                # mpirun for the nccl and fleet tests
 	slurmctld slurmd slurm-client munge                        # a single-node Slurm for the srun test (nccl)

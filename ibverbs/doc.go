@@ -5,9 +5,10 @@
 // The libraries are opened with dlopen on first use (libibverbs.so.1 and
 // librdmacm.so.1), never linked: a binary that imports this package starts on
 // a host without the RDMA stack and gets ErrNotInstalled from the first call,
-// which the doctor reports as a finding. Building needs the headers
-// (libibverbs-dev, librdmacm-dev) and cgo; without cgo, or off Linux, every
-// call returns ErrNotSupported.
+// which the doctor reports as a finding. Building needs cgo and a C
+// compiler, not the RDMA headers: the shim declares the part of the verbs
+// and rdma_cm ABI it uses (rdma_abi.h, from rdma-core's headers); without
+// cgo, or off Linux, every call returns ErrNotSupported.
 //
 // The nouns mirror the verbs API: a Context (an opened device) allocates PDs
 // and CQs, a PD registers MRs over Buffers (C memory, page aligned: Go memory

@@ -1,15 +1,15 @@
 // The C side of package ibverbs: libibverbs and librdmacm opened with
-// dlopen, every exported function called through a dlsym pointer. The
-// headers give the types and the inline dispatchers (ibv_post_send,
-// ibv_poll_cq go through context->ops); no libibverbs or librdmacm symbol is
+// dlopen, every exported function called through a dlsym pointer.
+// rdma_abi.h declares the types and the inline dispatchers (ibv_post_send,
+// ibv_poll_cq go through context->ops) from rdma-core's headers, so no -dev
+// package is needed to build; no libibverbs or librdmacm symbol is
 // referenced, so neither library is linked.
 #ifndef ERDMAKIT_SHIM_H
 #define ERDMAKIT_SHIM_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <infiniband/verbs.h>
-#include <rdma/rdma_cma.h>
+#include "rdma_abi.h"
 
 typedef struct ek_lib ek_lib;
 

@@ -5,6 +5,7 @@ package ibverbs
 /*
 #cgo CFLAGS: -O2 -Wall
 #cgo LDFLAGS: -ldl
+#include <errno.h>
 #include <stdlib.h>
 #include "shim.h"
 */
