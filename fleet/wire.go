@@ -75,13 +75,14 @@ func (t msgType) String() string {
 	return fmt.Sprintf("type %d", uint8(t))
 }
 
-// Errors a decoder returns for frames that are not ours (the first three are
-// internal/frame's, shared with the bw protocol).
+// Errors a decoder returns for frames that are not ours, comparable with
+// errors.Is.
 var (
-	ErrBadMagic    = frame.ErrBadMagic
-	ErrVersion     = frame.ErrVersion
-	ErrTooLarge    = frame.ErrTooLarge
-	ErrUnknownType = errors.New("fleet: unknown message type")
+	// ErrProtocol: the peer sent something that is not the fleet protocol
+	// (bad magic, an unknown message type, a frame over the size bound).
+	ErrProtocol = errors.New("fleet protocol error")
+	// ErrVersion: the peer speaks another fleet protocol version.
+	ErrVersion = errors.New("unsupported fleet protocol version")
 )
 
 // wireFrame is one decoded message.
@@ -99,15 +100,20 @@ func readFrame(r io.Reader, max uint32) (wireFrame, error) {
 	if err == io.EOF {
 		return wireFrame{}, io.EOF
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, frame.ErrVersion):
+		return wireFrame{}, fmt.Errorf("%w: %v", ErrVersion, err)
+	case errors.Is(err, frame.ErrBadMagic), errors.Is(err, frame.ErrTooLarge):
+		return wireFrame{}, fmt.Errorf("fleet: reading a frame: %v: %w", err, ErrProtocol)
+	case err != nil:
 		return wireFrame{}, fmt.Errorf("fleet: reading a frame: %w", err)
 	}
 	t := msgType(h.Type)
 	if t < msgHello || t > msgChallenge {
-		return wireFrame{}, fmt.Errorf("%w: %d", ErrUnknownType, h.Type)
+		return wireFrame{}, fmt.Errorf("fleet: unknown message type %d: %w", h.Type, ErrProtocol)
 	}
 	if h.Len > max {
-		return wireFrame{}, fmt.Errorf("fleet: %s of %d bytes (at most %d here): %w", t, h.Len, max, ErrTooLarge)
+		return wireFrame{}, fmt.Errorf("fleet: %s of %d bytes (at most %d here): %w", t, h.Len, max, ErrProtocol)
 	}
 	p, err := frame.ReadPayload(r, h)
 	if err != nil {

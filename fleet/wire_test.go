@@ -42,10 +42,10 @@ func TestFrameErrors(t *testing.T) {
 		in   []byte
 		want error
 	}{
-		{"http request", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), ErrBadMagic},
-		{"oversized", tooBig, ErrTooLarge},
+		{"http request", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), ErrProtocol},
+		{"oversized", tooBig, ErrProtocol},
 		{"future version", badVersion, ErrVersion},
-		{"unknown type", badType, ErrUnknownType},
+		{"unknown type", badType, ErrProtocol},
 		{"truncated header", good[:5], io.ErrUnexpectedEOF},
 		{"truncated payload", good[:len(good)-1], io.ErrUnexpectedEOF},
 		{"empty", nil, io.EOF},

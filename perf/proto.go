@@ -100,12 +100,11 @@ func (t msgType) String() string {
 // Errors of the out-of-band protocol, comparable with errors.Is.
 var (
 	// ErrProtocol: the peer sent something that is not our protocol (bad
-	// magic, malformed payload, a message out of order).
+	// magic, a frame over MaxPayload, a malformed payload, a message out of
+	// order).
 	ErrProtocol = errors.New("bw protocol error")
 	// ErrVersion: the peer speaks another protocol version.
-	ErrVersion = frame.ErrVersion
-	// ErrFrameTooLarge: a frame announced a payload above MaxPayload.
-	ErrFrameTooLarge = frame.ErrTooLarge
+	ErrVersion = errors.New("unsupported bw protocol version")
 	// ErrPeer: the peer reported an error (the message says which).
 	ErrPeer = errors.New("bw peer error")
 )
@@ -313,10 +312,14 @@ func appendTest(b []byte, dev, clientDev, transport string, m connect.Method) ([
 // time (a deadline on the connection); the size is bounded by MaxPayload.
 func readFrame(r io.Reader) (message, error) {
 	h, err := wire.ReadHeader(r)
-	if errors.Is(err, frame.ErrBadMagic) {
-		return nil, fmt.Errorf("%w (not an erdmakit bw peer?): %w", err, ErrProtocol)
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, frame.ErrBadMagic):
+		return nil, fmt.Errorf("%v (not an erdmakit bw peer?): %w", err, ErrProtocol)
+	case errors.Is(err, frame.ErrVersion):
+		return nil, fmt.Errorf("%w: %v", ErrVersion, err)
+	case errors.Is(err, frame.ErrTooLarge):
+		return nil, fmt.Errorf("%v: %w", err, ErrProtocol)
+	case err != nil:
 		return nil, err
 	}
 	p, err := frame.ReadPayload(r, h)

@@ -74,7 +74,7 @@ func TestReadFrameRejects(t *testing.T) {
 	}{
 		{"garbage", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), ErrProtocol},
 		{"version mismatch", withVersion(2), ErrVersion},
-		{"oversized frame", oversized, ErrFrameTooLarge},
+		{"oversized frame", oversized, ErrProtocol},
 		{"truncated payload", hello[:len(hello)-3], errors.New("")},
 		{"unknown type", append(bytes.Clone(good[:6]), 99, 0, 0, 0, 0, 0), ErrProtocol},
 		{"hello with zero QPs", badHello, ErrProtocol},
