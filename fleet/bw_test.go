@@ -24,7 +24,7 @@ func freePort(t *testing.T) int {
 // the pair's rate the sum, a device the server lacks named in the error.
 func TestBwWorkerPairTestDeviceToNamesake(t *testing.T) {
 	cfg := perf.Config{Size: 65536, QPs: 1, Iterations: 50}
-	srv := &BwWorker{Links: []perf.Link{perf.NewFakeLink("fake0", 2), perf.NewFakeLink("fake1", 2)}, Config: cfg}
+	srv := &BwWorker{Links: []perf.Link{perf.NewEmulatedLink("fake0", 2, 0), perf.NewEmulatedLink("fake1", 2, 0)}, Config: cfg}
 	port := freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
@@ -36,7 +36,7 @@ func TestBwWorkerPairTestDeviceToNamesake(t *testing.T) {
 		t.Fatal("Serve never called ready")
 	}
 
-	cli := &BwWorker{Links: []perf.Link{perf.NewFakeLink("fake0", 2), perf.NewFakeLink("fake1", 2)}, Config: cfg}
+	cli := &BwWorker{Links: []perf.Link{perf.NewEmulatedLink("fake0", 2, 0), perf.NewEmulatedLink("fake1", 2, 0)}, Config: cfg}
 	res := cli.Client(context.Background(), "127.0.0.1", port)
 	assert.Empty(t, res.Error)
 	require.Len(t, res.Devices, 2)
@@ -45,7 +45,7 @@ func TestBwWorkerPairTestDeviceToNamesake(t *testing.T) {
 	assert.Greater(t, res.Devices[0].Gbps, 0.0)
 	assert.InDelta(t, res.Devices[0].Gbps+res.Devices[1].Gbps, res.Gbps, 1e-9)
 
-	odd := &BwWorker{Links: []perf.Link{perf.NewFakeLink("fake0", 2), perf.NewFakeLink("other9", 2)}, Config: cfg}
+	odd := &BwWorker{Links: []perf.Link{perf.NewEmulatedLink("fake0", 2, 0), perf.NewEmulatedLink("other9", 2, 0)}, Config: cfg}
 	res = odd.Client(context.Background(), "127.0.0.1", port)
 	assert.Contains(t, res.Error, "other9: ")
 	assert.NotContains(t, res.Error, "fake0: ")

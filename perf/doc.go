@@ -6,8 +6,8 @@
 // writes into the server's buffer, polling completions in batches.
 //
 // The engine drives a Link (one device): the verbs implementation opens real
-// queue pairs through package ibverbs; FakeLink is an emulated wire of known
-// rate, for tests and examples. Results carry bytes, messages, average and
+// queue pairs through package ibverbs; NewEmulatedLink is an emulated wire
+// of known rate, for trying the protocol without RDMA and for examples. Results carry bytes, messages, average and
 // peak Gbit/s (10^9 bit/s), Mpps and, where the device has hw_counters, the
 // counter deltas that prove the bytes crossed the RDMA device.
 //

@@ -40,10 +40,10 @@ func TestLoopbackMeasuresTheEmulatedRate(t *testing.T) {
 			// the loop gets the CPU, so one of three runs must be.
 			var (
 				r    Result
-				link *FakeLink
+				link *fakeLink
 			)
 			for attempt := 1; ; attempt++ {
-				link = NewFakeLink("fake0", tc.gbps)
+				link = newFakeLink("fake0", tc.gbps)
 				results, errs := Loopback(context.Background(), []Link{link}, tc.cfg, nil)
 				require.Empty(t, errs)
 				require.Len(t, results, 1)
@@ -87,7 +87,7 @@ func TestLoopbackDevicesInParallelAndSweep(t *testing.T) {
 	)
 	// One of three runs within 10% (see TestLoopbackMeasuresTheEmulatedRate).
 	for attempt := 1; ; attempt++ {
-		links := []Link{NewFakeLink("fake0", 0.5), NewFakeLink("fake1", 1.5)}
+		links := []Link{newFakeLink("fake0", 0.5), newFakeLink("fake1", 1.5)}
 		var errs []error
 		results, errs = Loopback(context.Background(), links, cfg, []int{4096, 65536})
 		require.Empty(t, errs)
@@ -109,7 +109,7 @@ func TestLoopbackDevicesInParallelAndSweep(t *testing.T) {
 }
 
 func TestWriteErrorsReleaseEverything(t *testing.T) {
-	link := NewFakeLink("fake0", 5)
+	link := newFakeLink("fake0", 5)
 	link.FailAfter = 300
 	addr, tests := startServer(t, time.Second, link)
 	c := &Client{Link: link, Addr: addr, Config: Config{Size: 8192, QPs: 4, Iterations: 1000}}
@@ -147,7 +147,7 @@ func TestProgressIsReported(t *testing.T) {
 	var got []Progress
 	cfg := Config{Size: 65536, QPs: 4, Duration: 300 * time.Millisecond, Warmup: -1, Cooldown: -1,
 		ProgressInterval: 50 * time.Millisecond, Progress: func(p Progress) { got = append(got, p) }}
-	_, errs := Loopback(context.Background(), []Link{NewFakeLink("fake0", 1)}, cfg, nil)
+	_, errs := Loopback(context.Background(), []Link{newFakeLink("fake0", 1)}, cfg, nil)
 	require.Empty(t, errs)
 	require.GreaterOrEqual(t, len(got), 4)
 	// Single intervals are as noisy as the host's scheduling; their mean is
@@ -166,7 +166,7 @@ func TestProgressIsReported(t *testing.T) {
 
 // TestWriteLoopAllocatesNothing: the hot loop allocates nothing per message.
 func TestWriteLoopAllocatesNothing(t *testing.T) {
-	link := NewFakeLink("fake0", 1e6)
+	link := newFakeLink("fake0", 1e6)
 	cfg := Config{Size: 64, QPs: 4, Iterations: 2000}.withDefaults(64)
 	s := connectedPair(t, link, cfg)
 	st := newLoopState(cfg.QPs)
@@ -202,7 +202,7 @@ func BenchmarkWriteLoopFake(b *testing.B) {
 		cqMod    int
 	}{{"auto_mod1", 0, 1}, {"auto_mod100", 0, 100}, {"list1_mod1", 1, 1}, {"list16_mod16", 16, 16}} {
 		b.Run(bc.name, func(b *testing.B) {
-			link := NewFakeLink("fake0", 1e6)
+			link := newFakeLink("fake0", 1e6)
 			cfg := Config{Size: 4096, QPs: 4, Iterations: max(b.N/4, 1), PostList: bc.postList, CQMod: bc.cqMod}.withDefaults(4096)
 			s := connectedPair(b, link, cfg)
 			st := newLoopState(cfg.QPs)
@@ -250,4 +250,16 @@ func TestCounterProofs(t *testing.T) {
 		})
 	}
 	assert.Equal(t, map[string]uint64{"a": 5}, CounterDelta(map[string]uint64{"a": 1, "b": 9}, map[string]uint64{"a": 6, "b": 2}))
+}
+
+// An emulated link of no rate (or a negative latency) refuses to open
+// rather than never completing a write.
+func TestEmulatedLinkRefusesABadRate(t *testing.T) {
+	for _, l := range []Link{NewEmulatedLink("e0", 0, 0), NewEmulatedLink("e1", -1, 0), NewEmulatedLink("e2", 1, -time.Second)} {
+		_, err := l.Open(context.Background(), OpenConfig{QPs: 1, BufSize: 4096, TxDepth: 16})
+		assert.ErrorContains(t, err, "want a rate > 0", l.Device())
+	}
+	s, err := NewEmulatedLink("e3", 1, 0).Open(context.Background(), OpenConfig{QPs: 1, BufSize: 4096, TxDepth: 16})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
 }

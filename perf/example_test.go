@@ -15,7 +15,7 @@ import (
 // Loopback runs a server and a client per device on this host. The fake
 // link stands in for an RDMA device: a 1 Gbit/s emulated wire.
 func ExampleLoopback() {
-	link := perf.NewFakeLink("fake0", 1)
+	link := perf.NewEmulatedLink("fake0", 1, 0)
 	cfg := perf.Config{Size: 65536, QPs: 2, Iterations: 100}
 	results, errs := perf.Loopback(context.Background(), []perf.Link{link}, cfg, nil)
 	r := results[0]
@@ -34,11 +34,11 @@ func ExampleLoopback() {
 func ExampleClient() {
 	ctx, cancel := context.WithCancel(context.Background())
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	srv := &perf.Server{Links: []perf.Link{perf.NewFakeLink("fake_srv", 2)}}
+	srv := &perf.Server{Links: []perf.Link{perf.NewEmulatedLink("fake_srv", 2, 0)}}
 	done := make(chan error)
 	go func() { done <- srv.Serve(ctx, ln) }()
 
-	c := &perf.Client{Link: perf.NewFakeLink("fake_cli", 2), Addr: ln.Addr().String(),
+	c := &perf.Client{Link: perf.NewEmulatedLink("fake_cli", 2, 0), Addr: ln.Addr().String(),
 		Config: perf.Config{QPs: 4, Iterations: 50}}
 	results, err := c.Run(ctx, []int{4096, 65536})
 	for _, r := range results {
@@ -64,11 +64,10 @@ func ExampleRaiseMaxProcs() {
 }
 
 // LatencyLoopback plays ib_write_lat's ping-pong from each device to
-// itself and reports one-way latencies (round trip / 2). The fake link
+// itself and reports one-way latencies (round trip / 2). The emulated link
 // adds 50 µs to every write.
 func ExampleLatencyLoopback() {
-	link := perf.NewFakeLink("fake0", 10)
-	link.Latency = 50 * time.Microsecond
+	link := perf.NewEmulatedLink("fake0", 10, 50*time.Microsecond)
 	cfg := perf.LatencyConfig{Size: 2, Iterations: 200}
 	results, errs := perf.LatencyLoopback(context.Background(), []perf.Link{link}, cfg, nil)
 	r := results[0]

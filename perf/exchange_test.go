@@ -16,7 +16,7 @@ import (
 func TestExchangeClientFirstAndCountChecked(t *testing.T) {
 	ctx := context.Background()
 	open := func(name string, qps int) Session {
-		s, err := NewFakeLink(name, 1).Open(ctx, OpenConfig{QPs: qps, BufSize: 4096, TxDepth: 16})
+		s, err := newFakeLink(name, 1).Open(ctx, OpenConfig{QPs: qps, BufSize: 4096, TxDepth: 16})
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
 		return s

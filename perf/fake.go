@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"time"
@@ -11,15 +12,16 @@ import (
 	"github.com/erdmakit/erdmakit/connect"
 )
 
-// FakeLink is an in-process emulated RDMA device: one wire of a known rate
+// fakeLink is an in-process emulated RDMA device: one wire of a known rate
 // shared by all its queue pairs. A write completes when the wire has carried
 // its bytes (writes queue behind each other), so a loop that keeps the wire
 // busy measures exactly Gbps. Writes go nowhere; its transmit counters
 // (tx_bytes_cnt, tx_pkts_cnt) move by what crossed the wire. It has no
 // receive counters: a fake server cannot see what another fake link sent.
 //
-// FakeLink is safe for concurrent use. Use NewFakeLink.
-type FakeLink struct {
+// fakeLink is safe for concurrent use. Use newFakeLink; importers and the
+// CLI get one through NewEmulatedLink, perf's tests set its failure knobs.
+type fakeLink struct {
 	name string
 	gbps float64
 	// FailAfter, when > 0, makes the write that brings the link's total to
@@ -47,37 +49,53 @@ type FakeLink struct {
 	bufs map[uint32][]byte
 }
 
-// NewFakeLink returns a fake device called name whose wire carries gbps
+// newFakeLink returns a fake device called name whose wire carries gbps
 // Gbit/s (10^9 bit/s).
-func NewFakeLink(name string, gbps float64) *FakeLink {
-	return &FakeLink{name: name, gbps: gbps, base: time.Now(), nsPerB: 8 / gbps, nextQPN: 0x100, bufs: map[uint32][]byte{}}
+func newFakeLink(name string, gbps float64) *fakeLink {
+	return &fakeLink{name: name, gbps: gbps, base: time.Now(), nsPerB: 8 / gbps, nextQPN: 0x100, bufs: map[uint32][]byte{}}
+}
+
+// NewEmulatedLink returns an in-process emulated device called name, for
+// trying the protocol, a Server and the reports without RDMA hardware (the
+// CLI's bw --emulate-gbps): one wire of gbps Gbit/s (10^9 bit/s, > 0) shared
+// by its queue pairs, a write completing once the wire has carried its bytes
+// plus latency (the one-way latency a ping-pong measures at least). Writes
+// go nowhere; its transmit counters (tx_bytes_cnt, tx_pkts_cnt) move by what
+// crossed the wire, and it has no receive counters.
+func NewEmulatedLink(name string, gbps float64, latency time.Duration) Link {
+	l := newFakeLink(name, gbps)
+	l.Latency = latency
+	return l
 }
 
 // Device implements Link.
-func (l *FakeLink) Device() string { return l.name }
+func (l *fakeLink) Device() string { return l.name }
 
 // Transport implements Link: "fake", connected like RoCE (out of band).
-func (l *FakeLink) Transport() connect.Transport { return "fake" }
+func (l *fakeLink) Transport() connect.Transport { return "fake" }
 
 // OpenSessions is how many sessions are open: 0 after every test, failed or
 // not, proves that everything was released.
-func (l *FakeLink) OpenSessions() int {
+func (l *fakeLink) OpenSessions() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.open
 }
 
 // Counters implements Link.
-func (l *FakeLink) Counters() (map[string]uint64, error) {
+func (l *fakeLink) Counters() (map[string]uint64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return map[string]uint64{"tx_bytes_cnt": l.txBytes, "tx_pkts_cnt": l.txPkts}, nil
 }
 
 // Open implements Link.
-func (l *FakeLink) Open(ctx context.Context, cfg OpenConfig) (Session, error) {
+func (l *fakeLink) Open(ctx context.Context, cfg OpenConfig) (Session, error) {
 	if cfg.QPs <= 0 || cfg.BufSize <= 0 || (!cfg.Server && cfg.TxDepth <= 0) {
 		return nil, fmt.Errorf("fake %s: open: qps %d, buffer %d, depth %d", l.name, cfg.QPs, cfg.BufSize, cfg.TxDepth)
+	}
+	if !(l.gbps > 0) || math.IsInf(l.gbps, 0) || l.Latency < 0 {
+		return nil, fmt.Errorf("emulated %s: open: rate %v Gbit/s, latency %v: want a rate > 0 and a latency >= 0", l.name, l.gbps, l.Latency)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -100,7 +118,7 @@ type fakeCompletion struct {
 }
 
 type fakeSession struct {
-	link       *FakeLink
+	link       *fakeLink
 	cfg        OpenConfig
 	local      []Endpoint
 	remote     []Endpoint

@@ -16,7 +16,7 @@ func serveFakes(t *testing.T, names ...string) string {
 	require.NoError(t, err)
 	var links []Link
 	for _, n := range names {
-		links = append(links, NewFakeLink(n, 4))
+		links = append(links, newFakeLink(n, 4))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -27,7 +27,7 @@ func serveFakes(t *testing.T, names ...string) string {
 
 func TestClientsSameDeviceWritesIntoTheNamesakeAndOrdersResults(t *testing.T) {
 	addr := serveFakes(t, "fake0", "fake1")
-	cs := Clients{Links: []Link{NewFakeLink("fake1", 4), NewFakeLink("fake0", 4)}, Addr: addr, SameDevice: true,
+	cs := Clients{Links: []Link{newFakeLink("fake1", 4), newFakeLink("fake0", 4)}, Addr: addr, SameDevice: true,
 		Config: Config{QPs: 1, Iterations: 20}}
 	results, errs := cs.Run(context.Background(), []int{8192, 4096})
 	assert.Equal(t, []error{nil, nil}, errs)
@@ -42,7 +42,7 @@ func TestClientsSameDeviceWritesIntoTheNamesakeAndOrdersResults(t *testing.T) {
 
 func TestClientsErrorsBelongToTheirLink(t *testing.T) {
 	addr := serveFakes(t, "fake0")
-	cs := Clients{Links: []Link{NewFakeLink("fake0", 4), NewFakeLink("nosuch0", 4)}, Addr: addr, SameDevice: true,
+	cs := Clients{Links: []Link{newFakeLink("fake0", 4), newFakeLink("nosuch0", 4)}, Addr: addr, SameDevice: true,
 		Config: Config{Size: 4096, QPs: 1, Iterations: 20}}
 	results, errs := cs.Run(context.Background(), nil)
 	require.Len(t, errs, 2)
@@ -55,7 +55,7 @@ func TestClientsErrorsBelongToTheirLink(t *testing.T) {
 
 func TestClientsServerDeviceDefaultsToTheServersFirst(t *testing.T) {
 	addr := serveFakes(t, "srv0", "srv1")
-	cs := Clients{Links: []Link{NewFakeLink("cli0", 4)}, Addr: addr, Config: Config{Size: 4096, QPs: 1, Iterations: 20}}
+	cs := Clients{Links: []Link{newFakeLink("cli0", 4)}, Addr: addr, Config: Config{Size: 4096, QPs: 1, Iterations: 20}}
 	results, errs := cs.Run(context.Background(), nil)
 	assert.Equal(t, []error{nil}, errs)
 	require.Len(t, results, 1)

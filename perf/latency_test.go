@@ -17,7 +17,7 @@ import (
 
 func TestLatencyLoopbackMeasuresTheEmulatedLatency(t *testing.T) {
 	const oneWay = 200 * time.Microsecond
-	l := NewFakeLink("fake0", 10)
+	l := newFakeLink("fake0", 10)
 	l.Latency = oneWay
 	cfg := LatencyConfig{Iterations: 100, Warmup: 5}
 	results, errs := LatencyLoopback(context.Background(), []Link{l}, cfg, []int{2, 4096})
@@ -47,7 +47,7 @@ func TestLatencyLoopbackMeasuresTheEmulatedLatency(t *testing.T) {
 }
 
 func TestLatencyClientAgainstServer(t *testing.T) {
-	l := NewFakeLink("fake0", 10)
+	l := newFakeLink("fake0", 10)
 	addr, tests := startServer(t, time.Second, l)
 	c := &LatencyClient{Link: l, Addr: addr, Config: LatencyConfig{Iterations: 50, Warmup: -1, Inline: 64}}
 	rs, err := c.Run(context.Background(), []int{8, 64})
@@ -72,7 +72,7 @@ func TestLatencyClientAgainstServer(t *testing.T) {
 // link) ends the test after one step timeout on both sides, and everything
 // is released.
 func TestLatencyStalledPeer(t *testing.T) {
-	srvLink, cliLink := NewFakeLink("srv", 10), NewFakeLink("cli", 10)
+	srvLink, cliLink := newFakeLink("srv", 10), newFakeLink("cli", 10)
 	const step = 300 * time.Millisecond
 	addr, tests := startServer(t, step, srvLink)
 	c := &LatencyClient{Link: cliLink, Addr: addr, Config: LatencyConfig{Iterations: 10, StepTimeout: step}}
@@ -88,7 +88,7 @@ func TestLatencyStalledPeer(t *testing.T) {
 }
 
 func TestLatencyCancelled(t *testing.T) {
-	l := NewFakeLink("fake0", 10)
+	l := newFakeLink("fake0", 10)
 	l.Latency = time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := LatencyConfig{Iterations: 100000, ProgressInterval: 20 * time.Millisecond, Progress: func(p LatencyProgress) {
@@ -171,7 +171,7 @@ func TestNewLatencyReport(t *testing.T) {
 }
 
 // pingPair opens and connects two fake sessions for the ping-pong.
-func pingPair(tb testing.TB, l *FakeLink, size int) (ping, pong *pinger) {
+func pingPair(tb testing.TB, l *fakeLink, size int) (ping, pong *pinger) {
 	tb.Helper()
 	_, bufSize := pingLayout(size)
 	open := func(server bool) PingSession {
@@ -193,7 +193,7 @@ func pingPair(tb testing.TB, l *FakeLink, size int) (ping, pong *pinger) {
 }
 
 func TestPingLoopAllocatesNothing(t *testing.T) {
-	ping, pong := pingPair(t, NewFakeLink("fake0", 100), 64)
+	ping, pong := pingPair(t, newFakeLink("fake0", 100), 64)
 	const n = 1024 // a multiple of 256: every run sends the values the pong expects next
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -215,7 +215,7 @@ func TestPingLoopAllocatesNothing(t *testing.T) {
 // link (a memory poll on each side, no cgo): the floor under any device's
 // figure.
 func BenchmarkPingPongFake(b *testing.B) {
-	ping, pong := pingPair(b, NewFakeLink("fake0", 1000), 2)
+	ping, pong := pingPair(b, newFakeLink("fake0", 1000), 2)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	n := (b.N + 255) &^ 255
@@ -235,7 +235,7 @@ func BenchmarkPingPongFake(b *testing.B) {
 // way on rxe0 that way, 108 µs after this fix).
 func TestLatencyLoopbackSharesOneP(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	l := NewFakeLink("fake0", 100)
+	l := newFakeLink("fake0", 100)
 	results, errs := LatencyLoopback(context.Background(), []Link{l}, LatencyConfig{Iterations: 300}, nil)
 	require.Empty(t, errs)
 	require.Len(t, results, 1)

@@ -9,8 +9,8 @@ import (
 )
 
 // Link is one RDMA device as the engine drives it. The verbs implementation
-// (NewVerbsLink) opens real queue pairs; FakeLink is an in-process emulated
-// wire of known rate for tests and examples.
+// (NewVerbsLink) opens real queue pairs; NewEmulatedLink is an in-process
+// emulated wire of known rate.
 type Link interface {
 	// Device is the device's name ("erdma_0", "rxe0").
 	Device() string

@@ -137,7 +137,7 @@ func quickConfig() Config {
 }
 
 // goodClientWorks proves the server still serves after a bad client.
-func goodClientWorks(t *testing.T, addr string, link *FakeLink) {
+func goodClientWorks(t *testing.T, addr string, link *fakeLink) {
 	t.Helper()
 	c := &Client{Link: link, Addr: addr, Config: quickConfig()}
 	rs, err := c.Run(context.Background(), nil)
@@ -200,7 +200,7 @@ func TestServerSurvivesBadClients(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			link := NewFakeLink("fake0", 10)
+			link := newFakeLink("fake0", 10)
 			addr, _ := startServer(t, step, link)
 			c, err := net.Dial("tcp", addr)
 			require.NoError(t, err)
@@ -224,7 +224,7 @@ func TestServerSurvivesBadClients(t *testing.T) {
 }
 
 func TestServerSurvivesClientVanishingMidTest(t *testing.T) {
-	link := NewFakeLink("fake0", 10)
+	link := newFakeLink("fake0", 10)
 	addr, tests := startServer(t, time.Second, link)
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := Config{Size: 65536, QPs: 4, Duration: 10 * time.Second, Warmup: -1, Cooldown: -1}
@@ -241,7 +241,7 @@ func TestServerSurvivesClientVanishingMidTest(t *testing.T) {
 }
 
 func TestClientSeesServerErrors(t *testing.T) {
-	link := NewFakeLink("fake0", 10)
+	link := newFakeLink("fake0", 10)
 	addr, _ := startServer(t, time.Second, link)
 	c := &Client{Link: link, Addr: addr, ServerDevice: "erdma_9", Config: quickConfig()}
 	_, err := c.Run(context.Background(), nil)
@@ -263,7 +263,7 @@ func TestClientSeesGarbageServer(t *testing.T) {
 		_, _ = c.Write([]byte("SSH-2.0-OpenSSH_9.2p1\r\n"))
 		time.Sleep(time.Second)
 	}()
-	link := NewFakeLink("fake0", 10)
+	link := newFakeLink("fake0", 10)
 	c := &Client{Link: link, Addr: ln.Addr().String(), Config: quickConfig()}
 	_, err = c.Run(context.Background(), nil)
 	require.ErrorIs(t, err, ErrProtocol)
@@ -283,7 +283,7 @@ func TestClientTimesOutOnSilentServer(t *testing.T) {
 	}()
 	cfg := quickConfig()
 	cfg.StepTimeout = 200 * time.Millisecond
-	c := &Client{Link: NewFakeLink("fake0", 10), Addr: ln.Addr().String(), Config: cfg}
+	c := &Client{Link: newFakeLink("fake0", 10), Addr: ln.Addr().String(), Config: cfg}
 	start := time.Now()
 	_, err = c.Run(context.Background(), nil)
 	require.Error(t, err)

@@ -21,7 +21,7 @@ func TestServerCapsConcurrentTests(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
-	srv := &Server{Links: []Link{NewFakeLink("fake0", 10)}, StepTimeout: 2 * time.Second, MaxTests: 1, MaxConns: 3}
+	srv := &Server{Links: []Link{newFakeLink("fake0", 10)}, StepTimeout: 2 * time.Second, MaxTests: 1, MaxConns: 3}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
@@ -32,14 +32,14 @@ func TestServerCapsConcurrentTests(t *testing.T) {
 
 	long := make(chan error, 1)
 	go func() {
-		c := &Client{Link: NewFakeLink("fake1", 10), Addr: addr, Config: Config{Size: 4096, QPs: 1, Duration: 1500 * time.Millisecond}}
+		c := &Client{Link: newFakeLink("fake1", 10), Addr: addr, Config: Config{Size: 4096, QPs: 1, Duration: 1500 * time.Millisecond}}
 		_, err := c.Run(context.Background(), nil)
 		long <- err
 	}()
 	time.Sleep(300 * time.Millisecond) // the long test is running
 
 	start := time.Now()
-	c := &Client{Link: NewFakeLink("fake2", 10), Addr: addr, Config: quickConfig()}
+	c := &Client{Link: newFakeLink("fake2", 10), Addr: addr, Config: quickConfig()}
 	_, err = c.Run(context.Background(), nil)
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrPeer), "%v", err)
@@ -75,7 +75,7 @@ func TestServerCapsConcurrentTests(t *testing.T) {
 	held = nil
 
 	require.NoError(t, <-long)
-	goodClientWorks(t, addr, NewFakeLink("fake3", 10))
+	goodClientWorks(t, addr, newFakeLink("fake3", 10))
 }
 
 // TestServerFreesTheSlotBeforeTheLastReply: with MaxTests 1, a client that
@@ -85,7 +85,7 @@ func TestServerCapsConcurrentTests(t *testing.T) {
 func TestServerFreesTheSlotBeforeTheLastReply(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	served := NewFakeLink("fake0", 10)
+	served := newFakeLink("fake0", 10)
 	served.CloseDelay = 50 * time.Millisecond // the window the client used to hit
 	srv := &Server{Links: []Link{served}, StepTimeout: 2 * time.Second, MaxTests: 1}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -95,7 +95,7 @@ func TestServerFreesTheSlotBeforeTheLastReply(t *testing.T) {
 		cancel()
 		require.NoError(t, <-done)
 	}()
-	link := NewFakeLink("fake1", 10)
+	link := newFakeLink("fake1", 10)
 	for i := range 5 {
 		c := &Client{Link: link, Addr: ln.Addr().String(), Config: Config{Size: 4096, QPs: 1, Iterations: 10}}
 		_, err := c.Run(context.Background(), nil)

@@ -46,7 +46,7 @@ func ExampleSweep() {
 }
 
 func ExampleLatencyHistogram() {
-	link := perf.NewFakeLink("fake0", 10)
+	link := perf.NewEmulatedLink("fake0", 10, 0)
 	results, _ := perf.LatencyLoopback(context.Background(), []perf.Link{link}, perf.LatencyConfig{Iterations: 100}, nil)
 	var svg bytes.Buffer
 	fmt.Println(plot.LatencyHistogram(&svg, "bw lat", results), svg.Len() > 0)

@@ -45,6 +45,7 @@ type bwFlags struct {
 	plot         string
 	stepTimeout  time.Duration
 	emulate      float64
+	emulateLat   time.Duration // bw lat's --emulate-latency
 	progress     bool
 }
 
@@ -137,7 +138,7 @@ func (f *bwFlags) openLinks(g *globals) (links []perf.Link, closeAll func(), err
 			names = []string{"emulated0"}
 		}
 		for _, n := range names {
-			links = append(links, perf.NewFakeLink(n, f.emulate))
+			links = append(links, perf.NewEmulatedLink(n, f.emulate, f.emulateLat))
 		}
 		return links, func() {}, nil
 	}

@@ -128,16 +128,8 @@ func (f *latFlags) openLinks(g *globals) ([]perf.Link, func(), error) {
 	if f.emulLat > 0 && f.bw.emulate == 0 {
 		return nil, nil, fmt.Errorf("--emulate-latency needs --emulate-gbps")
 	}
-	links, closeAll, err := f.bw.openLinks(g)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, l := range links {
-		if fl, ok := l.(*perf.FakeLink); ok {
-			fl.Latency = f.emulLat
-		}
-	}
-	return links, closeAll, nil
+	f.bw.emulateLat = f.emulLat
+	return f.bw.openLinks(g)
 }
 
 // report prints the results and returns the exit code.
