@@ -28,28 +28,7 @@ func TestExporterEndsWithinASecondOfASignal(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, "exporter", "--listen", "127.0.0.1:0", "--root", root)
-			stderr, err := cmd.StderrPipe()
-			require.NoError(t, err)
-			require.NoError(t, cmd.Start())
-			waited := make(chan error, 1)
-			addrs := make(chan string, 1)
-			go func() {
-				re := regexp.MustCompile(`serving http://([^/]+)/metrics`)
-				sc := bufio.NewScanner(stderr)
-				for sc.Scan() {
-					if m := re.FindStringSubmatch(sc.Text()); m != nil {
-						addrs <- m[1]
-					}
-				}
-				waited <- cmd.Wait()
-			}()
-			var addr string
-			select {
-			case addr = <-addrs:
-			case <-time.After(30 * time.Second):
-				t.Fatal("the exporter did not say where it serves")
-			}
+			cmd, addr, waited := startExporter(t, ctx, bin, root)
 			var conns []net.Conn
 			defer func() {
 				for _, c := range conns {
@@ -77,6 +56,36 @@ func TestExporterEndsWithinASecondOfASignal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startExporter starts the built exporter on root at a free loopback port
+// and returns it, the address it says it serves, and its exit (cmd.Wait),
+// sent once it has ended.
+func startExporter(t *testing.T, ctx context.Context, bin, root string) (*exec.Cmd, string, <-chan error) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, bin, "exporter", "--listen", "127.0.0.1:0", "--root", root)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	waited := make(chan error, 1)
+	addrs := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`serving http://([^/]+)/metrics`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addrs <- m[1]
+			}
+		}
+		waited <- cmd.Wait()
+	}()
+	select {
+	case addr := <-addrs:
+		return cmd, addr, waited
+	case <-time.After(30 * time.Second):
+		t.Fatal("the exporter did not say where it serves")
+	}
+	return nil, "", nil
 }
 
 // tryScrapeCLI makes one scrape with a bounded wait.

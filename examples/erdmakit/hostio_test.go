@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"syscall"
 	"testing"
 	"time"
@@ -165,30 +163,11 @@ func TestExporterScrapesARootWithAFIFO(t *testing.T) {
 	require.NoError(t, syscall.Mkfifo(p, 0o644))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "exporter", "--listen", "127.0.0.1:0", "--root", root)
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
+	cmd, addr, waited := startExporter(t, ctx, bin, root)
 	defer func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
+		<-waited
 	}()
-	addrs := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`serving http://([^/]+)/metrics`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addrs <- m[1]
-			}
-		}
-	}()
-	var addr string
-	select {
-	case addr = <-addrs:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the exporter did not say where it serves")
-	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	for i := 0; i < 2; i++ {
 		resp, err := client.Get("http://" + addr + "/metrics")
