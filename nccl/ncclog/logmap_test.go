@@ -97,6 +97,20 @@ func TestMappedLogShrinkIsAnError(t *testing.T) {
 
 // rssFile is the process's resident file-backed memory (RssFile in
 // /proc/self/status), in bytes.
+// mappedScanGrowth maps f from its offset as parse nccl-log does, scans
+// it with two workers, and returns how much the file-backed resident set
+// grew and how many bytes were mapped.
+func mappedScanGrowth(t *testing.T, f *os.File) (grew, mapped int) {
+	t.Helper()
+	whole, data, unmap, ok := mapRest(f, mapMin)
+	require.True(t, ok)
+	defer unmap()
+	before := rssFile(t)
+	_, err := analyzeSource(context.Background(), &mappedLog{whole: whole, data: data, size: chunkSize}, chunkSize, 2)
+	require.NoError(t, err)
+	return rssFile(t) - before, len(data)
+}
+
 func rssFile(t *testing.T) int {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/status")
@@ -138,13 +152,7 @@ func TestMappedLogResidentSetStaysSmall(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.Seek(0, io.SeekStart)
 	require.NoError(t, err)
-	whole, data, unmap, ok := mapRest(f, mapMin)
-	require.True(t, ok)
-	defer unmap()
-	before := rssFile(t)
-	_, err = analyzeSource(context.Background(), &mappedLog{whole: whole, data: data, size: chunkSize}, chunkSize, 2)
-	require.NoError(t, err)
-	grew := rssFile(t) - before
+	grew, _ := mappedScanGrowth(t, f)
 	t.Logf("resident set grew by %d KiB scanning %d MiB", grew>>10, len(in)>>20)
 	require.Less(t, grew, 1<<20, "the scanned chunks stay mapped")
 }
@@ -167,13 +175,7 @@ func TestMappedLogLongLineStaysSmall(t *testing.T) {
 	}
 	_, err = f.Seek(0, io.SeekStart)
 	require.NoError(t, err)
-	whole, data, unmap, ok := mapRest(f, mapMin)
-	require.True(t, ok)
-	defer unmap()
-	before := rssFile(t)
-	_, err = analyzeSource(context.Background(), &mappedLog{whole: whole, data: data, size: chunkSize}, chunkSize, 2)
-	require.NoError(t, err)
-	grew := rssFile(t) - before
-	t.Logf("resident set grew by %d KiB for a %d MiB line", grew>>10, len(data)>>20)
+	grew, mapped := mappedScanGrowth(t, f)
+	t.Logf("resident set grew by %d KiB for a %d MiB line", grew>>10, mapped>>20)
 	require.Less(t, grew, 8<<20, "the long line was mapped in whole")
 }
