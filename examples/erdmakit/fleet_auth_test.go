@@ -23,8 +23,8 @@ import (
 	"github.com/erdmakit/erdmakit/internal/slurmtest"
 )
 
-// runMPIRunJSONEnv is runMPIRunJSON with mpirun's environment given; it
-// returns mpirun's stderr (every rank's).
+// runMPIRunJSONEnv is runMPIRunJSON with mpirun's environment given (nil:
+// this process's); it returns mpirun's stderr (every rank's).
 func runMPIRunJSONEnv(t *testing.T, mpirun string, env, args []string, v any) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -64,18 +63,7 @@ func mpirunArgs() []string {
 // expects it to find); mpirun passes the first non-zero status on.
 func runMPIRunJSON(t *testing.T, mpirun string, args []string, v any) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, mpirun, args...)
-	cmd.Dir = t.TempDir()
-	var stderr bytesBuffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var ee *exec.ExitError
-	if err != nil && !(errorsAs(err, &ee) && ee.ExitCode() == ExitFail) {
-		t.Fatalf("mpirun: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
-	}
-	require.NoError(t, json.Unmarshal(out, v), "stdout:\n%s\nstderr:\n%s", out, stderr.String())
+	runMPIRunJSONEnv(t, mpirun, nil, args, v) // nil: this process's environment
 }
 
 // TestBwMeshUnderMPIRun runs `bw mesh` as 5 real processes under the real
