@@ -13,15 +13,15 @@ import (
 
 func TestLineEscapesControlsAndBadUTF8(t *testing.T) {
 	for in, want := range map[string]string{
-		"erdma_0":                       "erdma_0",
-		"GPU 0 → NIC":                   "GPU 0 → NIC",
+		"erdma_0":                        "erdma_0",
+		"GPU 0 → NIC":                    "GPU 0 → NIC",
 		"a\nerdmakit: all good (exit 0)": `a\nerdmakit: all good (exit 0)`,
-		"\x1b]0;owned\a\x1b[2J":         `\x1b]0;owned\a\x1b[2J`,
-		"tab\there\r":                   `tab\there\r`,
-		"bad\xffbyte":                   `bad\xffbyte`,
-		"c1\u009bcsi":                   `c1\u009bcsi`,
-		"rtl\u202eevil":                 `rtl\u202eevil`,
-		"del\x7f":                       `del\x7f`,
+		"\x1b]0;owned\a\x1b[2J":          `\x1b]0;owned\a\x1b[2J`,
+		"tab\there\r":                    `tab\there\r`,
+		"bad\xffbyte":                    `bad\xffbyte`,
+		"c1\u009bcsi":                    `c1\u009bcsi`,
+		"rtl\u202eevil":                  `rtl\u202eevil`,
+		"del\x7f":                        `del\x7f`,
 	} {
 		assert.Equal(t, want, safetext.Line(in), "%q", in)
 	}
