@@ -404,8 +404,14 @@ func checkPeermem(_ context.Context, d *diag) Finding {
 			path = m
 		}
 	}
+	refused := ""
 	if gi := d.inv.GPU; gi != nil && gi.DMABUF != "" {
-		ev = append(ev, "GPUDirect RDMA through DMA-BUF (kernel >= 5.12, open NVIDIA module, rdma-core >= 34): "+gi.DMABUF)
+		ev = append(ev, "GPUDirect RDMA through DMA-BUF (kernel >= 5.12, open NVIDIA module, rdma-core >= 34, an RDMA provider with reg_dmabuf_mr): "+gi.DMABUF)
+		if len(gi.DMABUFRefusedBy) > 0 {
+			refused = strings.Join(gi.DMABUFRefusedBy, ", ")
+			ev = append(ev, "DMA-BUF is not supported by the RDMA provider "+refused+
+				" (rdma-core's provider has no reg_dmabuf_mr, or NCCL's probe ibv_reg_dmabuf_mr(fd -1) answered EOPNOTSUPP): GPUDirect RDMA there needs nvidia_peermem")
+		}
 	}
 	if path == "" {
 		f := Finding{Severity: SeverityFail,
@@ -413,11 +419,18 @@ func checkPeermem(_ context.Context, d *diag) Finding {
 			Evidence: ev,
 			Remediation: "modprobe nvidia_peermem (bundled with NVIDIA driver >= 470; older drivers: install and load nv_peer_mem); " +
 				"it must be loaded again after every reboot: echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf; " +
-				"or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, the NVIDIA open GPU kernel module, rdma-core >= 34",
+				"or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, the NVIDIA open GPU kernel module, rdma-core >= 34, an RDMA provider with reg_dmabuf_mr",
 		}
-		if gi := d.inv.GPU; gi == nil || gi.DMABUF == "" {
+		switch gi := d.inv.GPU; {
+		case gi == nil || gi.DMABUF == "":
 			f.Evidence = append(f.Evidence, "GPUDirect RDMA through DMA-BUF: not checked (no GPU facts)")
-		} else if gi.DMABUF == "unknown" {
+		case refused != "":
+			// No DMA-BUF way out: the provider refuses dma-bufs.
+			f.Summary = "GPUDirect RDMA not ready: neither nvidia_peermem nor nv_peer_mem is loaded, and DMA-BUF is not supported by the RDMA provider " + refused
+			f.Remediation = "modprobe nvidia_peermem (bundled with NVIDIA driver >= 470; older drivers: install and load nv_peer_mem); " +
+				"it must be loaded again after every reboot: echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf " +
+				"(DMA-BUF is no alternative here: the " + refused + " provider registers no dma-buf)"
+		case gi.DMABUF == "unknown":
 			// DMA-BUF may work: what decides it was not all seen.
 			f.Severity = SeverityWarn
 			f.Summary = "GPUDirect RDMA not proven: neither nvidia_peermem nor nv_peer_mem is loaded, and DMA-BUF support could not be decided"

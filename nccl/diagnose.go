@@ -22,6 +22,10 @@ type Expectation struct {
 	// (NVML, or nvidia-smi nvlink -s empty): intra-node all_reduce then
 	// goes over PCIe, which caps what a second NIC adds.
 	NoNVLink bool
+	// HostPeerMem is the peer-memory module the hosts had loaded
+	// (HostPeerMem), "none", or "" when not known: it decides whether the
+	// log's DMA-BUF lines mean GDR ran through DMA-BUF (ncclog.Summary).
+	HostPeerMem string
 }
 
 // profileBusBWShare is the share of the profile's aggregate RDMA write
@@ -74,7 +78,13 @@ func Diagnose(res *TestResult, exp Expectation) []erdma.Finding {
 		fs = append(fs, f)
 	}
 	if res.NCCL != nil {
-		fs = append(fs, ncclog.Diagnose(res.NCCL)...)
+		l := res.NCCL
+		if exp.HostPeerMem != "" && l.HostPeerMem == "" {
+			c := *l
+			c.HostPeerMem = exp.HostPeerMem
+			l = &c
+		}
+		fs = append(fs, ncclog.Diagnose(l)...)
 	}
 	fs = append(fs, diagnoseRows(res)...)
 	fs = append(fs, diagnoseBusBW(res, exp)...)

@@ -339,7 +339,7 @@ func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode,
 		reason := "GPUDirect RDMA asked for on the command line"
 		if g == nil || g.GDRPath == "" {
 			a.warn("NCCL_NET_GDR_LEVEL=SYS without a GPUDirect RDMA path (nvidia_peermem or DMA-BUF): NCCL reports 'GPU Direct RDMA Disabled'; " +
-				"modprobe nvidia_peermem, or DMA-BUF: kernel >= 5.12, the NVIDIA open kernel module, rdma-core >= 34")
+				"modprobe nvidia_peermem" + dmabufAlternative(g))
 		}
 		a.set("NCCL_NET_GDR_LEVEL", "SYS", reason)
 		return
@@ -367,7 +367,7 @@ func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode,
 			next = "NCCL's default GDR level then covers every GPU"
 		}
 		a.warn("GPUDirect RDMA is not ready (no nvidia_peermem/nv_peer_mem, DMA-BUF " + orUnknown(g.DMABUF) + "): NCCL copies through host memory; " +
-			"modprobe nvidia_peermem (again after every reboot), or DMA-BUF (kernel >= 5.12, the NVIDIA open kernel module, rdma-core >= 34); " + next)
+			"modprobe nvidia_peermem (again after every reboot)" + dmabufAlternative(g) + "; " + next)
 		return
 	}
 	if lvl.Level == "" {
@@ -376,12 +376,39 @@ func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode,
 	a.set("NCCL_NET_GDR_LEVEL", lvl.Level, fmt.Sprintf("GPUDirect RDMA is ready through %s and %s", gdrPathName(g.GDRPath), lvl.Reason))
 }
 
+// dmabufAlternative is the DMA-BUF way to GPUDirect RDMA, as a clause
+// after "modprobe nvidia_peermem"; where the RDMA provider registers no
+// dma-buf (eRDMA: rdma-core's providers/erdma has no reg_dmabuf_mr), it
+// says there is none.
+func dmabufAlternative(g *erdma.GPUInfo) string {
+	if g != nil && len(g.DMABUFRefusedBy) > 0 {
+		return " (DMA-BUF is no alternative: the " + strings.Join(g.DMABUFRefusedBy, ", ") + " provider registers no dma-buf)"
+	}
+	return ", or DMA-BUF (kernel >= 5.12, the NVIDIA open kernel module, rdma-core >= 34, an RDMA provider with reg_dmabuf_mr)"
+}
+
 // gdrPathName names a GPUInfo.GDRPath for people.
 func gdrPathName(p string) string {
 	if p == "dmabuf" {
 		return "DMA-BUF"
 	}
 	return p
+}
+
+// HostPeerMem is the peer-memory module inv's host has for GPUDirect RDMA
+// ("nvidia_peermem", "nv_peer_mem", "memory_peers"), or "none"
+// (Expectation.HostPeerMem).
+func HostPeerMem(inv *erdma.Inventory) string {
+	if inv == nil {
+		return ""
+	}
+	if m := peerMemModule(inv); m != "" {
+		return m
+	}
+	if inv.GPU != nil && inv.GPU.GDRPath != "" && inv.GPU.GDRPath != "dmabuf" {
+		return inv.GPU.GDRPath
+	}
+	return "none"
 }
 
 // peerMemModule returns the loaded GPUDirect RDMA module, "" if none.

@@ -127,6 +127,14 @@ func TestAdviseEnvGDRThroughDMABUF(t *testing.T) {
 	assert.False(t, ok)
 	require.NotEmpty(t, a.Warnings)
 	assert.Contains(t, a.Warnings[0], "DMA-BUF no")
+	assert.Contains(t, a.Warnings[0], "or DMA-BUF (kernel >= 5.12")
+
+	// eRDMA: the provider registers no dma-buf, so the only way is the module.
+	inv.GPU.DMABUFRefusedBy = []string{"erdma"}
+	a = AdviseEnv(inv, EnvOptions{})
+	require.NotEmpty(t, a.Warnings)
+	assert.Contains(t, a.Warnings[0], "modprobe nvidia_peermem (again after every reboot) (DMA-BUF is no alternative: the erdma provider registers no dma-buf)")
+	assert.NotContains(t, a.Warnings[0], "or DMA-BUF (kernel")
 }
 
 func TestEnvAdviceFormats(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/erdmakit/erdmakit/erdma"
@@ -281,6 +282,46 @@ func FuzzReadDMABUF(f *testing.F) {
 		}
 		if len(d.Missing) == 0 {
 			t.Fatal("nothing missing without libibverbs")
+		}
+	})
+}
+
+// FuzzDMABUFProbeFile: a recorded probe (erdmakit/dmabuf-probe.json) is
+// input from elsewhere; whatever it holds, the answer is one of the three
+// and names only devices sysfs has.
+func FuzzDMABUFProbeFile(f *testing.F) {
+	seed, err := WriteProbes([]ProbeResult{{Device: "erdma_0", Supported: false, Result: "EOPNOTSUPP"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(seed))
+	f.Add(`[{"device": "erdma_0", "supported": true, "result": "EBADF"}]`)
+	f.Add(`{`)
+	f.Add(`[{"device": "../../etc", "supported": true}]`)
+	f.Fuzz(func(t *testing.T, probe string) {
+		root := t.TempDir()
+		files := dmabufHost(map[string]string{mlx5Driver: "-", erdmaDriver: "-> ../../../../bus/pci/drivers/erdma", DMABUFProbePath: probe})
+		for rel, content := range files {
+			p := filepath.Join(root, rel)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if target, ok := strings.CutPrefix(content, "-> "); ok {
+				if err := os.Symlink(target, p); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d := ReadDMABUF(root)
+		if d.Supported != SupportYes && d.Supported != SupportNo {
+			t.Fatalf("supported = %q with erdma_0 known", d.Supported)
+		}
+		if len(d.Providers) != 1 || d.Providers[0].Device != "erdma_0" {
+			t.Fatalf("providers %+v", d.Providers)
 		}
 	})
 }

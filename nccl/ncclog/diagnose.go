@@ -144,14 +144,18 @@ func socketFallback(l *Summary) health.Finding {
 		Remediation: strings.Join(why, "; ") + "; then rerun with the variables of erdmakit nccl env"}
 }
 
-// gdrPathText says which GPUDirect RDMA path NCCL's log shows: DMA-BUF when
-// it printed "DMA-BUF is available on GPU device N" (NCCL then registers
-// through DMA-BUF wherever the NIC takes it), else peer memory.
+// gdrPathText says which GPUDirect RDMA path NCCL's log shows. NCCL prints
+// "DMA-BUF is available on GPU device N" from the GPU's CUDA attribute alone
+// (src/init.cc dmaBufSupported), before it asks the NIC; with a peer-memory
+// module loaded GDR may run through it (on eRDMA it does: the provider
+// registers no dma-buf). So the path is DMA-BUF only when the hosts had no
+// peer-memory module (l.HostPeerMem "none") and an HCA shows "GPU Direct
+// RDMA Enabled"; otherwise the log does not tell.
 func gdrPathText(l *Summary) (string, []string) {
 	if len(l.DMABUFGPUs) == 0 {
 		return "", nil
 	}
-	ev := make([]string, 0, 4)
+	ev := make([]string, 0, 5)
 	for i, d := range l.DMABUFGPUs {
 		if i == 4 {
 			ev = append(ev, fmt.Sprintf("... (%d GPUs)", len(l.DMABUFGPUs)))
@@ -159,7 +163,17 @@ func gdrPathText(l *Summary) (string, []string) {
 		}
 		ev = append(ev, fmt.Sprintf("DMA-BUF is available on GPU device %d", d))
 	}
-	return " through DMA-BUF", ev
+	switch {
+	case l.HostPeerMem == "none" && len(l.GDR.Enabled) > 0:
+		ev = append(ev, "no peer-memory module on the host, GPU Direct RDMA Enabled for HCA "+strings.Join(l.GDR.Enabled, ", ")+": NCCL registered through DMA-BUF")
+		return " through DMA-BUF", ev
+	case l.HostPeerMem != "" && l.HostPeerMem != "none":
+		ev = append(ev, "DMA-BUF is NCCL's GPU-side check only; "+l.HostPeerMem+" was loaded, so the log does not tell which path GDR took "+
+			"(on eRDMA peer memory: its provider registers no dma-buf)")
+	default:
+		ev = append(ev, "DMA-BUF is NCCL's GPU-side check only; whether a peer-memory module was loaded is not known, so the log does not tell which path GDR took")
+	}
+	return " (the log does not tell whether through DMA-BUF or peer memory)", ev
 }
 
 func gdrFinding(l *Summary) health.Finding {
