@@ -101,7 +101,14 @@ func DiagnoseRun(run *RunResult, exp Expectation) []erdma.Finding {
 		fs = append(fs, f.Finding())
 	}
 	if len(fs) > 0 && (run.Result == nil || len(run.Result.Rows) == 0) {
-		return fs // the launch failed: the missing table says nothing more
+		// The launch failed: the missing table says nothing more, but a
+		// graph file that names GPUs the ranks lack is why init failed.
+		if run.Result != nil && run.Result.NCCL != nil {
+			if f, ok := ncclog.GraphFileFinding(withPassedEnv(run.Result, run.Env).NCCL); ok {
+				fs = append(fs, f)
+			}
+		}
+		return fs
 	}
 	return append(fs, Diagnose(withPassedEnv(run.Result, run.Env), exp)...)
 }

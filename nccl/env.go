@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"path"
@@ -123,8 +124,9 @@ func (a *EnvAdvice) graph(inv *erdma.Inventory, path string) {
 			strconv.Itoa(len(p.GPUs))+" GPUs (NCCL_GRAPH_FILE, runbook)")
 		return
 	}
-	a.set("NCCL_GRAPH_FILE", path, fmt.Sprintf("%s; this graph gives channel i to net dev i (%s), all %d GPUs in each "+
-		"(run %d ranks per host: NCCL refuses a graph naming GPUs it does not have)",
+	a.set("NCCL_GRAPH_FILE", path, fmt.Sprintf("%s; this graph gives channel i to net dev i (%s, in libibverbs' device order), all %d GPUs in each "+
+		"(run %d ranks per host). Every communicator reads it: one with fewer GPUs per host (a split, a sub-communicator, "+
+		"a 1-GPU test) fails init with 'XML Import Channel : dev N not found', so unset it for those",
 		what, strings.Join(p.NICs, ", "), len(p.GPUs), len(p.GPUs)))
 }
 
@@ -206,6 +208,9 @@ func (a *EnvAdvice) hca(inv *erdma.Inventory) []erdma.Device {
 	if len(usable) == 0 {
 		return nil
 	}
+	// Listed in NCCL's net dev order (NetDevOrder), so net dev i is the
+	// i-th name; NCCL itself ignores the order of the names here.
+	NetDevOrder(usable)
 	names := make([]string, len(usable))
 	desc := make([]string, len(usable))
 	for i, d := range usable {
@@ -216,9 +221,8 @@ func (a *EnvAdvice) hca(inv *erdma.Inventory) []erdma.Device {
 	return usable
 }
 
-// usableDevices are the eRDMA devices NCCL can use, in inventory order
-// (NCCL_IB_HCA's order, hence NCCL's net dev numbers): not in iWARP mode,
-// with an ACTIVE port.
+// usableDevices are the eRDMA devices NCCL can use (not in iWARP mode,
+// with an ACTIVE port) in NCCL's net dev order (NetDevOrder).
 func usableDevices(inv *erdma.Inventory) []erdma.Device {
 	var out []erdma.Device
 	for _, d := range inv.Devices {
@@ -226,7 +230,37 @@ func usableDevices(inv *erdma.Inventory) []erdma.Device {
 			out = append(out, d)
 		}
 	}
+	NetDevOrder(out)
 	return out
+}
+
+// NetDevOrder sorts devs into the order NCCL numbers its IB net devices.
+// NCCL walks ibv_get_device_list and keeps the devices NCCL_IB_HCA matches
+// (src/transport/net_ib/init.cc ncclIbInitDevices): the order of the names
+// in NCCL_IB_HCA does not matter. libibverbs lists the devices in the
+// kernel's registration order (rdma-core libibverbs/init.c
+// ibverbs_get_device_list, from the netlink dump by device index). What a
+// host root shows of that order is the uverbs char device number, given
+// at registration (uverbsN, lowest free); then the PCI address (the order
+// the driver probes at boot); then the name.
+func NetDevOrder(devs []erdma.Device) {
+	uverbs := func(d erdma.Device) int {
+		n, err := strconv.Atoi(strings.TrimPrefix(d.UVerbs, "uverbs"))
+		if err != nil || !strings.HasPrefix(d.UVerbs, "uverbs") {
+			return math.MaxInt
+		}
+		return n
+	}
+	sort.SliceStable(devs, func(i, j int) bool {
+		a, b := devs[i], devs[j]
+		if ua, ub := uverbs(a), uverbs(b); ua != ub {
+			return ua < ub
+		}
+		if a.PCIAddress != b.PCIAddress {
+			return a.PCIAddress < b.PCIAddress
+		}
+		return a.Name < b.Name
+	})
 }
 
 func activePort(d erdma.Device) *erdma.Port {

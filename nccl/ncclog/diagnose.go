@@ -91,6 +91,9 @@ func Diagnose(l *Summary) []health.Finding {
 			Evidence:    firstN(ev, 6),
 			Remediation: "ulimit -l unlimited on every host (LimitMEMLOCK=infinity for containerd/docker/systemd services, then restart them), and rerun"})
 	}
+	if f, ok := GraphFileFinding(l); ok {
+		fs = append(fs, f)
+	}
 	var other []string
 	for _, w := range l.Warnings {
 		if !strings.Contains(w, "ibv_create_qp") {
@@ -204,6 +207,33 @@ func gdrFinding(l *Summary) health.Finding {
 	}
 	return health.Finding{ID: "nccl-gdr", Severity: health.Skip,
 		Summary: "the log does not say whether GPUDirect RDMA was used (no GDR or GDRDMA lines; NCCL_DEBUG=INFO needed)", Evidence: []string{}}
+}
+
+// GraphFileFinding: NCCL's graph loader (src/graph/search.cc
+// ncclTopoGetChannelFromXml) fails a communicator's init with "XML Import
+// Channel : dev N not found" when NCCL_GRAPH_FILE names a GPU the
+// communicator does not have on that host. Every communicator reads the
+// file, so a split, a sub-communicator or a test on fewer GPUs than the
+// graph fails this way: it is not ignored.
+func GraphFileFinding(l *Summary) (health.Finding, bool) {
+	var ev []string
+	for _, w := range l.Warnings {
+		if strings.Contains(w, "XML Import Channel") && strings.Contains(w, "not found") {
+			ev = append(ev, w)
+		}
+	}
+	if len(ev) == 0 {
+		return health.Finding{}, false
+	}
+	if v, ok := l.Env["NCCL_GRAPH_FILE"]; ok {
+		ev = append(ev, "NCCL_GRAPH_FILE set to "+v)
+	}
+	return health.Finding{ID: "nccl-graph-file", Severity: health.Fail,
+		Summary:  "NCCL_GRAPH_FILE names a GPU this communicator does not have: its init failed (XML Import Channel : dev N not found)",
+		Evidence: firstN(ev, 6),
+		Remediation: "every communicator reads NCCL_GRAPH_FILE: run as many ranks per host as the graph has GPUs " +
+			"(erdmakit nccl env --graph-file writes one for all of the host's GPUs), or unset NCCL_GRAPH_FILE for splits, " +
+			"sub-communicators and tests on fewer GPUs"}, true
 }
 
 // nicsFinding: with two or more NET/IB devices listed, did every one carry
