@@ -654,7 +654,8 @@ func checkGIDIndex(_ context.Context, d *diag) Finding {
 		return Finding{Severity: SeverityOK, Summary: fmt.Sprintf("RoCE v2 IPv4 GID at index %d: NCCL_IB_GID_INDEX=%d", list[0], list[0]), Evidence: ev}
 	}
 	return Finding{Severity: SeverityOK,
-		Summary:  fmt.Sprintf("RoCE v2 IPv4 GIDs at indexes %v (they differ per device): NCCL_IB_GID_INDEX=-1 NCCL_IB_ADDR_FAMILY=AF_INET NCCL_IB_ROCE_VERSION_NUM=2", list),
+		Summary: fmt.Sprintf("RoCE v2 IPv4 GIDs at indexes %v (they differ per device): NCCL_IB_GID_INDEX=-1 NCCL_IB_ADDR_FAMILY=AF_INET NCCL_IB_ROCE_VERSION_NUM=2 "+
+			"(NCCL >= 2.21.5; an older NCCL takes one index for every device)", list),
 		Evidence: ev}
 }
 

@@ -77,6 +77,9 @@ func Diagnose(res *TestResult, exp Expectation) []erdma.Finding {
 	if f, ok := blackwellFinding(res); ok {
 		fs = append(fs, f)
 	}
+	if f, ok := gidAutoFinding(res); ok {
+		fs = append(fs, f)
+	}
 	if res.NCCL != nil {
 		l := res.NCCL
 		if exp.HostPeerMem != "" && l.HostPeerMem == "" {
@@ -200,6 +203,23 @@ func blackwellFinding(res *TestResult) (erdma.Finding, bool) {
 		Summary:     fmt.Sprintf("%s predates %s, the first NCCL for %s", what, BlackwellMinNCCL, gpus),
 		Evidence:    ev,
 		Remediation: "use NCCL " + BlackwellMinNCCL + " or later (not 2.28.7 or 2.28.9, which crash on eRDMA) with a CUDA that supports the GPU, and rebuild nccl-tests against it"}, true
+}
+
+// gidAutoFinding: NCCL_IB_GID_INDEX=-1 given to an NCCL older than
+// GIDAutoMinNCCL, which takes it as a GID table index.
+func gidAutoFinding(res *TestResult) (erdma.Finding, bool) {
+	if res.NCCL == nil {
+		return erdma.Finding{}, false
+	}
+	v, version := res.NCCL.Env["NCCL_IB_GID_INDEX"], res.NCCL.NCCLVersion
+	if strings.TrimSpace(v) != "-1" || version == "" || !versionLess(version, GIDAutoMinNCCL) {
+		return erdma.Finding{}, false
+	}
+	return erdma.Finding{ID: "nccl-gid-index", Severity: erdma.SeverityFail,
+		Summary:  fmt.Sprintf("NCCL_IB_GID_INDEX=-1 with NCCL %s: automatic GID choice exists only from NCCL %s", version, GIDAutoMinNCCL),
+		Evidence: []string{"NCCL version " + version, "NCCL_IB_GID_INDEX set to -1"},
+		Remediation: "use NCCL >= " + GIDAutoMinNCCL + ", or give the RoCE v2 IPv4 GID index (erdmakit nccl env --nccl-version " + version +
+			" says which, and which devices share it)"}, true
 }
 
 // versionLess compares dotted versions ("2.21.5" < "2.27").

@@ -133,3 +133,23 @@ func TestDiagnoseGraphFileDevNotFound(t *testing.T) {
 	assert.Contains(t, fs, "launch-rank-exited")
 	assert.Contains(t, fs, "nccl-graph-file")
 }
+
+// TestDiagnoseGIDAutoOnOldNCCL: NCCL_IB_GID_INDEX=-1 means "pick the GID"
+// only from NCCL 2.21.5; an older NCCL in the log is named.
+func TestDiagnoseGIDAutoOnOldNCCL(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		want    bool
+	}{{"2.20.5", true}, {"2.18.3", true}, {"2.21.5", false}, {"2.27.5", false}} {
+		log := "gpu-a:1:1 [0] NCCL INFO NCCL version " + tc.version + "+cuda12.2\n"
+		s, err := ncclog.Analyze(context.Background(), strings.NewReader(log))
+		require.NoError(t, err)
+		run := &RunResult{Result: &TestResult{NCCL: s, Rows: []Row{{Size: 1 << 20}}}, Env: []Var{{Name: "NCCL_IB_GID_INDEX", Value: "-1"}}}
+		f, ok := byFindingID(DiagnoseRun(run, Expectation{}))["nccl-gid-index"]
+		assert.Equal(t, tc.want, ok, tc.version)
+		if ok {
+			assert.Contains(t, f.Summary, "NCCL_IB_GID_INDEX=-1 with NCCL "+tc.version)
+			assert.Contains(t, f.Remediation, "NCCL >= 2.21.5")
+		}
+	}
+}

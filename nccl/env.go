@@ -78,8 +78,8 @@ func AdviseEnv(inv *erdma.Inventory, opts EnvOptions) *EnvAdvice {
 	}
 	a.socketIfname(inv, opts.SocketIfname)
 	devs := a.hca(inv)
-	a.gidIndex(inv, devs)
-	a.gdr(inv, devs, opts.GDR, opts.GraphFile != "" && graphPlanned(inv))
+	a.gidIndex(inv, devs, opts.NCCL)
+	a.gdr(inv, devs, opts.GDR, opts.GraphFile != "" && a.graphPlanned(inv))
 	a.graph(inv, opts.GraphFile)
 	if inv.Memlock != nil && !inv.Memlock.Unlimited {
 		a.warn(fmt.Sprintf("locked-memory limit is %s (soft), not unlimited: NCCL's ibv_create_qp fails with ENOMEM "+
@@ -100,10 +100,20 @@ func (a *EnvAdvice) set(name, value, reason string) {
 
 func (a *EnvAdvice) warn(s string) { a.Warnings = append(a.Warnings, s) }
 
+// setValue changes the value of an advised variable and adds to its reason.
+func (a *EnvAdvice) setValue(name, value, why string) {
+	for i := range a.Vars {
+		if a.Vars[i].Name == name {
+			a.Vars[i].Value = value
+			a.Vars[i].Reason += why
+		}
+	}
+}
+
 // graph advises the multi-NIC graph file: NCCL puts every GPU on the first
 // of two NICs at equal distance (the runbook's finding).
 func (a *EnvAdvice) graph(inv *erdma.Inventory, path string) {
-	p, err := PlanGraph(inv)
+	p, err := a.planGraph(inv)
 	if err != nil {
 		if path != "" {
 			a.warn("NCCL_GRAPH_FILE not set: " + strings.TrimPrefix(err.Error(), ErrGraph.Error()+": "))
@@ -131,14 +141,27 @@ func (a *EnvAdvice) graph(inv *erdma.Inventory, path string) {
 }
 
 // graphPlanned reports whether the host gets a graph file (PlanGraph and
-// MultiNICGraph succeed).
-func graphPlanned(inv *erdma.Inventory) bool {
-	p, err := PlanGraph(inv)
+// MultiNICGraph succeed, and NCCL_IB_HCA names the plan's NICs).
+func (a *EnvAdvice) graphPlanned(inv *erdma.Inventory) bool {
+	p, err := a.planGraph(inv)
 	if err != nil {
 		return false
 	}
 	_, err = MultiNICGraph(p)
 	return err == nil
+}
+
+// planGraph is PlanGraph, refused when the advice's NCCL_IB_HCA leaves some
+// of the plan's NICs out (an NCCL too old for differing GID indexes).
+func (a *EnvAdvice) planGraph(inv *erdma.Inventory) (GraphPlan, error) {
+	p, err := PlanGraph(inv)
+	if err != nil {
+		return p, err
+	}
+	if hca, ok := a.Get("NCCL_IB_HCA"); ok && hca != strings.Join(p.NICs, ",") {
+		return p, fmt.Errorf("%w: NCCL_IB_HCA=%s does not name every eRDMA NIC (%s)", ErrGraph, hca, strings.Join(p.NICs, ", "))
+	}
+	return p, nil
 }
 
 // Get returns the advised value of name and whether it is set.
@@ -272,18 +295,45 @@ func activePort(d erdma.Device) *erdma.Port {
 	return nil
 }
 
-func (a *EnvAdvice) gidIndex(inv *erdma.Inventory, devs []erdma.Device) {
+// GIDAutoMinNCCL is the first NCCL that takes NCCL_IB_GID_INDEX=-1 (pick
+// the GID by NCCL_IB_ADDR_FAMILY, NCCL_IB_ROCE_VERSION_NUM and
+// NCCL_IB_ADDR_RANGE: ncclIbGetGidIndex, src/transport/net_ib.cc of
+// v2.21.5-1, where -1 also became the default). Older releases pass the
+// number to ibv_query_gid and the QP's sgid_index as it is (v2.20.5-1:
+// NCCL_PARAM(IbGidIndex, "IB_GID_INDEX", 0)), so -1 there is no GID.
+const GIDAutoMinNCCL = "2.21.5"
+
+// oldestNCCL is the oldest of the installed NCCL versions, "" when none
+// is known.
+func oldestNCCL(ns []NCCLInstall) string {
+	oldest := ""
+	for _, n := range ns {
+		if n.Version != "" && (oldest == "" || versionLess(n.Version, oldest)) {
+			oldest = n.Version
+		}
+	}
+	return oldest
+}
+
+// gidIndex advises NCCL_IB_GID_INDEX: the RoCE v2 IPv4 entry when every
+// device has it at the same index; -1 with the address filters when they
+// differ and NCCL >= 2.21.5 (or the version is unknown: the requirement is
+// then said); with an older NCCL, which takes one index for every device,
+// the first device's index and only the devices that share it.
+func (a *EnvAdvice) gidIndex(inv *erdma.Inventory, devs []erdma.Device, ncclVersions []NCCLInstall) {
 	if len(devs) == 0 {
 		return
 	}
 	idx := map[int][]string{}
-	for _, d := range devs {
+	byDev := make([]int, len(devs))
+	for k, d := range devs {
 		i := activePort(d).RecommendedGIDIndex
 		if i < 0 {
 			a.warn(fmt.Sprintf("%s has no RoCE v2 GID holding its netdev's IPv4 (::ffff:a.b.c.d): "+
 				"give %s an IPv4 address (guide step 3)", d.Name, orUnknown(d.Netdev)))
 			i = -1
 		}
+		byDev[k] = i
 		idx[i] = append(idx[i], fmt.Sprintf("%s: %d", d.Name, i))
 	}
 	if len(idx) == 1 {
@@ -300,7 +350,32 @@ func (a *EnvAdvice) gidIndex(inv *erdma.Inventory, devs []erdma.Device) {
 		who = append(who, w...)
 	}
 	sort.Strings(who)
+	if old := oldestNCCL(ncclVersions); old != "" && versionLess(old, GIDAutoMinNCCL) && byDev[0] >= 0 {
+		// One index for every device: keep the devices that share the
+		// first one's, name the others.
+		first := byDev[0]
+		var keep, drop []string
+		for k, d := range devs {
+			if byDev[k] == first {
+				keep = append(keep, d.Name)
+			} else {
+				drop = append(drop, d.Name)
+			}
+		}
+		a.setValue("NCCL_IB_HCA", strings.Join(keep, ","), fmt.Sprintf("; NCCL %s: only those at GID index %d", old, first))
+		a.set("NCCL_IB_GID_INDEX", strconv.Itoa(first), fmt.Sprintf("NCCL %s predates %s, which takes one GID index for every device "+
+			"(no -1): the index of %s (%s)", old, GIDAutoMinNCCL, strings.Join(keep, ", "), strings.Join(who, ", ")))
+		a.warn(fmt.Sprintf("NCCL %s takes one NCCL_IB_GID_INDEX for every device and the eRDMA devices' IPv4 GIDs differ (%s): "+
+			"NCCL_IB_HCA leaves out %s; use NCCL >= %s (NCCL_IB_GID_INDEX=-1 picks each device's GID) to use every device",
+			old, strings.Join(who, ", "), strings.Join(drop, ", "), GIDAutoMinNCCL))
+		return
+	}
 	reason := "the eRDMA devices use different GID indexes (" + strings.Join(who, ", ") + "): let NCCL pick the GID by address"
+	if oldestNCCL(ncclVersions) == "" {
+		reason += " (needs NCCL >= " + GIDAutoMinNCCL + "; older NCCL takes the number as it is: see the note)"
+		a.Notes = append(a.Notes, "NCCL_IB_GID_INDEX=-1 needs NCCL >= "+GIDAutoMinNCCL+" (the NCCL version was not found: "+
+			"--nccl-version tells it); with an older NCCL use one device per job with its own index ("+strings.Join(who, ", ")+")")
+	}
 	a.set("NCCL_IB_GID_INDEX", "-1", reason)
 	a.set("NCCL_IB_ADDR_FAMILY", "AF_INET", "with NCCL_IB_GID_INDEX=-1: use the IPv4 GIDs")
 	a.set("NCCL_IB_ROCE_VERSION_NUM", "2", "with NCCL_IB_GID_INDEX=-1: use the RoCE v2 GIDs")
