@@ -145,8 +145,8 @@ func ChannelFinding(v *View) erdma.Finding {
 	}
 	f.Severity = erdma.SeverityFail
 	f.Summary = strings.Join(parts, "; ") + ": they share one channel, the total bandwidth halves"
-	f.Remediation = "DetachNetworkInterface one of them and run `erdmakit eri attach` (it attaches on a free " +
-		"NetworkCardIndex); `eri convert` / ModifyNetworkInterfaceAttribute cannot choose the channel"
+	f.Remediation = "stop the instance, DetachNetworkInterface one of them and run `erdmakit eri attach` (it attaches on a free " +
+		"NetworkCardIndex; " + erdma.ERIDetachNote + "); `eri convert` / ModifyNetworkInterfaceAttribute cannot choose the channel"
 	return f
 }
 

@@ -68,7 +68,7 @@ func (s *Status) Warnings() []string {
 	shared := s.View.SharedChannels()
 	for _, k := range keysInt(boolKeys(shared)) {
 		out = append(out, fmt.Sprintf("ERIs %s share NetworkCardIndex %d: each gets half the bandwidth; "+
-			"detach one and run erdmakit eri attach (it picks a free channel)", strings.Join(shared[k], ", "), k))
+			"stop the instance, detach one and run erdmakit eri attach (it picks a free channel; %s)", strings.Join(shared[k], ", "), k, erdma.ERIDetachNote))
 	}
 	for _, e := range s.ENIs {
 		if e.IsERI() && e.InstanceID == s.View.Target.InstanceID && e.RDMADevice == "" {

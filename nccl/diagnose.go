@@ -267,8 +267,8 @@ func diagnoseRows(res *TestResult) []erdma.Finding {
 	return []erdma.Finding{{ID: "nccl-wrong", Severity: erdma.SeverityFail,
 		Summary:  "data corruption: results differ from the expected values",
 		Evidence: firstN(ev, 8),
-		Remediation: "check the MTU of every eRDMA netdev on every host: 8500 with jumbo frames enabled, else 1400 " +
-			"(ip link set dev ethX mtu 8500); a mismatched MTU corrupts NCCL data over eRDMA; then rerun"}}
+		Remediation: "check the MTU of every eRDMA netdev on every host: Alibaba's guide gives 8500 with jumbo frames (NCCL with LL128), " +
+			"else 1400, and warns that a wrong MTU causes data consistency problems (ip link set dev ethX mtu 8500); then rerun"}}
 }
 
 func wrong(m Measurement) int64 { return m.Wrong.N }
