@@ -18,6 +18,7 @@ func subcommands(g *globals) []*cobra.Command {
 		newExporterCmd(g),
 		newFleetCmd(g),
 		newERICmd(g),
+		newSetupCmd(g),
 		newVersionCmd(g),
 	}
 }
