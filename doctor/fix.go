@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	pathpkg "path"
 	"slices"
 	"strings"
 
@@ -160,10 +161,7 @@ func (p *Plan) addFile(files *hostconf.Files, checks []string, path, body, tag s
 		p.Found = append(p.Found, path+": as wanted")
 		return nil
 	}
-	cmd := fmt.Sprintf("write %s (%s)", path, fc.Action)
-	if fc.Action == hostconf.Block {
-		cmd = fmt.Sprintf("add a marked block to %s", path)
-	}
+	cmd := fileCommand(path, body, fc.Action)
 	c := Change{Checks: checks, Kind: KindFile, Target: path, Command: cmd, File: &fc}
 	c.apply = func(context.Context) error { return files.Apply(c.File) }
 	p.add(c)
@@ -326,4 +324,30 @@ func remediation(ctx context.Context, c Check, in *Input, f health.Finding) stri
 		s += "; " + strings.Join(p.Notes, "; ")
 	}
 	return s
+}
+
+// fileCommand is a file change as a person would type it: a short file as
+// printf, a longer one by name (its content is in the plan).
+func fileCommand(path, body, action string) string {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(body, "\n"), "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 4 || slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "'") }) {
+		if action == hostconf.Block {
+			return fmt.Sprintf("add a marked block of %d lines to %s", len(lines), path)
+		}
+		return fmt.Sprintf("write %s (%s, %d lines)", path, action, len(lines))
+	}
+	redir := ">"
+	if action == hostconf.Block {
+		redir = ">>"
+	}
+	cmd := fmt.Sprintf("printf '%%s\\n' '%s' %s %s", strings.Join(lines, "' '"), redir, path)
+	if action == hostconf.Create {
+		cmd = "mkdir -p " + pathpkg.Dir(path) + " && " + cmd
+	}
+	return cmd
 }

@@ -127,7 +127,10 @@ func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
 	if stack == "" {
 		var err error
 		if stack, why, err = DetectNetworkStack(files); err != nil && !env.Describe {
-			return nil, err
+			// Nothing is applied: a configuration lost at the next boot is
+			// what this stage exists to prevent.
+			p.Blocked = err.Error()
+			p.Next = "name how this host persists its network: --network-stack networkmanager, netplan, ifcfg or networkd"
 		}
 	}
 	if stack != "" {
@@ -160,8 +163,12 @@ func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
 			}
 		}
 		if err := addressOf(ctx, &e, nd, env, live); err != nil {
-			if !env.Describe {
+			if live {
 				return nil, err
+			}
+			// A recorded host or advice: the plan names what it lacks.
+			if !env.Describe {
+				p.Found = append(p.Found, err.Error())
 			}
 		}
 		if live {

@@ -68,6 +68,9 @@ type Options struct {
 	// loopback per eRDMA device, a peer, the NCCL environment file): its
 	// plan's Found lines are the figures, Blocked what failed.
 	Verify func(ctx context.Context, rep *erdma.Report, dryRun bool) (*doctor.Plan, error)
+	// FailingOnly runs only the host stages one of whose checks warns or
+	// fails, and no cloud stage: `erdmakit doctor --fix`.
+	FailingOnly bool
 	// Now stamps the backup directory; nil means time.Now.
 	Now func() time.Time
 }
@@ -154,6 +157,9 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		return nil, err
 	}
 	defer closer.Close()
+	if !opt.DryRun && h.Source() != h.Root() {
+		return nil, fmt.Errorf("%w: %s is an archive: there is nothing to apply changes to (plan with a dry run, or use a directory root)", ErrOptions, h.Source())
+	}
 	if opt.Fix.Files == nil {
 		opt.Fix.Files = &hostconf.Files{Root: h.Root()}
 	}
@@ -182,7 +188,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 			var perr error
 			switch name {
 			case doctor.StageCloud:
-				if opt.Cloud == nil {
+				if opt.Cloud == nil || opt.FailingOnly {
 					sr.Status = StatusSkipped
 					sr.Notes = append(sr.Notes, "no cloud stage (no credentials or RAM role, or --no-cloud): the ERIs are taken as attached")
 					break
@@ -209,6 +215,11 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 					}
 				}
 			default:
+				if opt.FailingOnly && !failing(rep, name) {
+					sr.Status = StatusSkipped
+					sr.Notes = append(sr.Notes, "its checks pass")
+					break
+				}
 				p, perr = doctor.PlanStage(ctx, h, rep, opt.Doctor, name, &opt.Fix)
 			}
 			if sr.Status == StatusSkipped {
@@ -237,7 +248,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 				sr.Status = StatusBlocked
 				// A dry run plans every stage; a run stops here.
 				stopped = name != doctor.StageVerify && !opt.DryRun
-			case len(p.Changes) == 0:
+			case len(p.Changes) == 0 && !(opt.DryRun && name == doctor.StageVerify):
 				sr.Status = StatusUnchanged
 			case opt.DryRun:
 				sr.Status = StatusPlanned
@@ -272,7 +283,9 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 
 func verdict(res *Result, rep *erdma.Report) (health.Severity, string) {
 	st := rep.Status
-	if st == health.Skip {
+	if st == health.Skip || res.DryRun {
+		// A dry run proves nothing: it fails only where a stage cannot
+		// complete.
 		st = health.OK
 	}
 	for _, s := range res.Stages {
@@ -320,4 +333,20 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// failing reports whether one of the checks the stage's fix serves warns or
+// fails in rep.
+func failing(rep *erdma.Report, stage string) bool {
+	for _, sf := range doctor.StageFixes() {
+		if sf.Fix.Stage != stage {
+			continue
+		}
+		for _, f := range rep.Findings {
+			if slices.Contains(sf.Checks, f.ID) && (f.Severity == health.Warn || f.Severity == health.Fail) {
+				return true
+			}
+		}
+	}
+	return false
 }

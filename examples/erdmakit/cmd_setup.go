@@ -29,14 +29,14 @@ type setupFlags struct {
 	noCloud               bool
 }
 
+// addHost adds the host stages' flags (setup's and doctor --fix's).
 func (f *setupFlags) addHost(c *cobra.Command) {
 	fl := c.Flags()
+	fl.BoolVarP(&f.yes, "yes", "y", false, "apply without asking (scripts)")
 	fl.BoolVar(&f.installDriver, "install-driver", false, "driver stage: run the guide's eRDMA installer when the driver or eadm is missing")
 	fl.BoolVar(&f.reload, "reload-driver", false, "driver stage: reload the erdma module to apply compat (RoCE) mode now (the eRDMA devices go down for a moment)")
 	fl.StringVar(&f.networkStack, "network-stack", "", "os stage: persist through networkmanager, netplan, ifcfg or networkd (default: detected)")
 	fl.StringSliceVar(&f.netdevs, "netdev", nil, "os stage: the ERI netdevs to configure (default: the eRDMA devices' netdevs)")
-	fl.StringVar(&f.metadataURL, "metadata-url", erdma.DefaultMetadataURL, "ECS metadata service address (instance type, ERI addresses)")
-	fl.StringVar(&f.instanceType, "instance-type", "", "instance type (ecs.<family>.<size>), instead of the metadata service's")
 	fl.StringVar(&f.jumbo, "jumbo-frames", "auto", "whether the instance has jumbo frames (EnableJumboFrame): yes (MTU 8500), no (MTU 1400), auto (the cloud's answer, else keep 8500/1400)")
 }
 
@@ -50,23 +50,40 @@ func (f *setupFlags) options(g *globals) (setup.Options, error) {
 			return opt, fmt.Errorf("--instance-type: %w", err)
 		}
 	}
-	switch f.jumbo {
-	case "auto", "":
-	case "yes", "no":
-		v := f.jumbo == "yes"
-		opt.Doctor.JumboFrames = &v
-	default:
-		return opt, fmt.Errorf("--jumbo-frames %q: want yes, no or auto", f.jumbo)
+	if err := f.hostOptions(&opt); err != nil {
+		return opt, err
 	}
+	_, err := setup.Selected(f.only, f.skip)
+	return opt, err
+}
+
+// hostOptions sets the host stages' options from the flags addHost adds.
+func (f *setupFlags) hostOptions(opt *setup.Options) error {
+	jumbo, err := jumboFlag(f.jumbo)
+	if err != nil {
+		return err
+	}
+	opt.Doctor.JumboFrames = jumbo
 	switch f.networkStack {
 	case "", doctor.StackNetworkManager, doctor.StackNetplan, doctor.StackIfcfg, doctor.StackNetworkd:
 	default:
-		return opt, fmt.Errorf("--network-stack %q: want networkmanager, netplan, ifcfg or networkd", f.networkStack)
+		return fmt.Errorf("--network-stack %q: want networkmanager, netplan, ifcfg or networkd", f.networkStack)
 	}
 	opt.Fix = doctor.FixEnv{Metadata: opt.Doctor.Metadata, Netdevs: f.netdevs, NetworkStack: f.networkStack,
 		InstallDriver: f.installDriver, ReloadDriver: f.reload}
-	_, err := setup.Selected(f.only, f.skip)
-	return opt, err
+	return nil
+}
+
+// jumboFlag reads --jumbo-frames: nil for auto.
+func jumboFlag(v string) (*bool, error) {
+	switch v {
+	case "auto", "":
+		return nil, nil
+	case "yes", "no":
+		b := v == "yes"
+		return &b, nil
+	}
+	return nil, fmt.Errorf("--jumbo-frames %q: want yes, no or auto", v)
 }
 
 // newSetupCmd: `erdmakit setup`.
@@ -88,10 +105,11 @@ func newSetupCmd(g *globals) *cobra.Command {
 	}
 	fl := c.Flags()
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan (every file and netlink change) and change nothing")
-	fl.BoolVarP(&f.yes, "yes", "y", false, "apply without asking (scripts)")
 	fl.StringSliceVar(&f.only, "only", nil, "run only these stages (cloud, driver, os, gpu, limits, verify)")
 	fl.StringSliceVar(&f.skip, "skip", nil, "skip these stages")
 	fl.BoolVar(&f.noCloud, "no-cloud", false, "skip the cloud stage (no credentials or RAM role)")
+	fl.StringVar(&f.metadataURL, "metadata-url", erdma.DefaultMetadataURL, "ECS metadata service address (instance type, ERI addresses)")
+	fl.StringVar(&f.instanceType, "instance-type", "", "instance type (ecs.<family>.<size>), instead of the metadata service's")
 	f.addHost(c)
 	return c
 }
@@ -104,6 +122,12 @@ func runSetup(ctx context.Context, g *globals, f *setupFlags, stdin io.Reader) e
 	if f.noCloud {
 		opt.Skip = append(opt.Skip, doctor.StageCloud)
 	}
+	return applySetup(ctx, g, f, opt, stdin)
+}
+
+// applySetup plans, asks (on a terminal, unless --yes) and runs: setup's
+// and doctor --fix's one path.
+func applySetup(ctx context.Context, g *globals, f *setupFlags, opt setup.Options, stdin io.Reader) error {
 	if !f.dryRun {
 		if os.Geteuid() != 0 && (g.root == "" || g.root == "/") {
 			return &exitError{code: ExitUnknown, err: errors.New("setup changes the host: run it as root (or plan with --dry-run)")}
