@@ -55,6 +55,8 @@ func gpuFix() *Fix {
 			if m := moduleOf(inv, "nvidia_peermem"); m != nil && m.Loaded {
 				p.Found = append(p.Found, "nvidia_peermem loaded")
 			} else {
+				p.Notes = append(p.Notes, "or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, "+
+					"the NVIDIA open GPU kernel module, rdma-core >= 34")
 				p.add(Change{Checks: checks, Kind: KindCommand, Target: "nvidia_peermem", Command: "modprobe nvidia_peermem",
 					Revert: "modprobe -r nvidia_peermem",
 					apply: func(ctx context.Context) error {
