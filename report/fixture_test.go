@@ -85,8 +85,32 @@ func fileInputs(t testing.TB) []Input {
 		if strings.HasPrefix(filepath.Base(f), "not-a-result") {
 			continue
 		}
-		in, err := ReadFile(f)
+		in, err := ReadFile(context.Background(), f)
 		require.NoError(t, err, f)
+		ins = append(ins, in)
+	}
+	return ins
+}
+
+func jsonOf(in Input) ([]byte, error) { return json.Marshal(in.value) }
+
+// doctorInputs are n hosts' doctor reports, every other one without
+// nvidia_peermem, each with its own host name.
+func doctorInputs(t testing.TB, n int) []Input {
+	t.Helper()
+	var ins []Input
+	for i := range n {
+		name := "doctor-healthy.json"
+		if i%2 == 1 {
+			name = "doctor-no-peermem.json"
+		}
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		require.NoError(t, err)
+		var r erdma.Report
+		require.NoError(t, json.Unmarshal(b, &r))
+		r.Host.Hostname = hostName(i)
+		in, err := FromValue(hostName(i)+".json", &r)
+		require.NoError(t, err)
 		ins = append(ins, in)
 	}
 	return ins

@@ -2,16 +2,16 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/fleet"
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	"github.com/erdmakit/erdmakit/nvml/smitopo"
@@ -176,22 +176,15 @@ func isNilPointer(v any) bool {
 }
 
 // ReadFile reads the JSON of an erdmakit result (at most MaxInputBytes)
-// and makes an Input named after the file.
-func ReadFile(path string) (Input, error) {
-	f, err := os.Open(path)
+// and makes an Input named after the file. It gives up when ctx ends (a
+// FIFO without a writer does not hang it).
+func ReadFile(ctx context.Context, path string) (Input, error) {
+	b, err := ctxio.ReadFile(ctx, path, MaxInputBytes)
 	if err != nil {
+		if errors.Is(err, ctxio.ErrTooLarge) {
+			return Input{}, fmt.Errorf("%s: larger than %d MiB: %w", path, MaxInputBytes>>20, ErrUnknownInput)
+		}
 		return Input{}, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
-		return Input{}, fmt.Errorf("%s: not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))
-	if err != nil {
-		return Input{}, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > MaxInputBytes {
-		return Input{}, fmt.Errorf("%s: larger than %d MiB: %w", path, MaxInputBytes>>20, ErrUnknownInput)
 	}
 	return FromJSON(path, b)
 }

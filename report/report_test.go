@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 
 	"encoding/json"
 	"github.com/erdmakit/erdmakit/erdma"
@@ -40,7 +41,7 @@ func TestDetectsEveryKindFromTheCLIsJSON(t *testing.T) {
 		base := filepath.Base(f)
 		k, ok := want[base]
 		require.True(t, ok, "testdata/%s: add it to the table", base)
-		in, err := ReadFile(f)
+		in, err := ReadFile(context.Background(), f)
 		if k == "" {
 			require.ErrorIs(t, err, ErrUnknownInput, base)
 			assert.Contains(t, err.Error(), base)
@@ -66,7 +67,7 @@ func TestUnknownInputNamesTheFile(t *testing.T) {
 	}
 	_, err := FromValue("x", 42)
 	assert.ErrorIs(t, err, ErrUnknownInput)
-	_, err = ReadFile(filepath.Join(t.TempDir(), "absent.json"))
+	_, err = ReadFile(context.Background(), filepath.Join(t.TempDir(), "absent.json"))
 	assert.ErrorContains(t, err, "absent.json")
 }
 
