@@ -218,7 +218,7 @@ func TestPageInChromium(t *testing.T) {
 	ctx, bl, trapped := openPage(t, file, 1200, 900)
 	got, err := chromedp.Run(ctx, chromedp.Evaluate[shown](readPage))
 	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(got.Verdict, "FAIL: "), got.Verdict)
+	assert.True(t, strings.HasPrefix(got.Verdict, p.Headline), "the verdict %q, not %q first", got.Verdict, p.Headline)
 	assert.Positive(t, got.VerdictH)
 	sort.Strings(want)
 	sort.Strings(got.FailIDs)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/fleet"
+	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/stretchr/testify/require"
 )
 
@@ -62,11 +63,16 @@ func fleetInputs(t testing.TB, n int) []Input {
 	}
 	fr := fleet.Aggregate(n, reports, nil)
 	mesh := fleet.RunMesh(context.Background(), hosts, slowPairs{slow: 5, dead: 7, link: [2]int{1, 2}}, fleet.MeshOptions{ExpectGbps: 100})
+	b, err := os.ReadFile(filepath.Join("testdata", "nccl-run-B02.json"))
+	require.NoError(t, err)
+	var run nccl.RunReport
+	require.NoError(t, json.Unmarshal(b, &run))
+	proof := fleet.Judge(fleet.Judgement{Size: n, Doctor: fr, Reports: reports, Mesh: mesh, NCCL: &run, Authenticated: true, Seconds: 98})
 	var ins []Input
 	for _, v := range []struct {
 		name string
 		v    any
-	}{{"fleet-doctor.json", fr}, {"bw-mesh.json", mesh}, {"doctor-gpu003.json", bad}} {
+	}{{"fleet-prove.json", proof}, {"fleet-doctor.json", fr}, {"bw-mesh.json", mesh}, {"doctor-gpu003.json", bad}} {
 		in, err := FromValue(v.name, v.v)
 		require.NoError(t, err)
 		ins = append(ins, in)

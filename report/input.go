@@ -27,6 +27,7 @@ type Kind string
 const (
 	KindDoctor      Kind = "doctor"         // erdma.Report: erdmakit doctor
 	KindFleetDoctor Kind = "fleet-doctor"   // fleet.FleetReport: erdmakit fleet doctor
+	KindFleetProve  Kind = "fleet-prove"    // fleet.Proof: erdmakit fleet prove
 	KindMesh        Kind = "bw-mesh"        // fleet.MeshReport: erdmakit bw mesh
 	KindBw          Kind = "bw"             // perf.Report: erdmakit bw run/loopback
 	KindLatency     Kind = "bw-lat"         // perf.LatencyReport: erdmakit bw lat
@@ -60,7 +61,7 @@ type Input struct {
 	unknown []string
 }
 
-// Value is the decoded result: *erdma.Report, *fleet.FleetReport,
+// Value is the decoded result: *erdma.Report, *fleet.FleetReport, *fleet.Proof,
 // *fleet.MeshReport, *perf.Report, *perf.LatencyReport, *perftest.Summary,
 // *perftest.LatencySummary, *nccl.RunReport, *ncclog.TestResult,
 // *ncclog.Summary, *perftest.Report or *smitopo.Matrix.
@@ -90,6 +91,8 @@ func kindOf(v any) Kind {
 		return KindDoctor
 	case *fleet.FleetReport:
 		return KindFleetDoctor
+	case *fleet.Proof:
+		return KindFleetProve
 	case *fleet.MeshReport:
 		return KindMesh
 	case *perf.Report:
@@ -121,6 +124,8 @@ func newValue(k Kind) any {
 		return &erdma.Report{}
 	case KindFleetDoctor:
 		return &fleet.FleetReport{}
+	case KindFleetProve:
+		return &fleet.Proof{}
 	case KindMesh:
 		return &fleet.MeshReport{}
 	case KindBw:
@@ -150,6 +155,8 @@ func isNilPointer(v any) bool {
 	case *erdma.Report:
 		return x == nil
 	case *fleet.FleetReport:
+		return x == nil
+	case *fleet.Proof:
 		return x == nil
 	case *fleet.MeshReport:
 		return x == nil
@@ -243,6 +250,8 @@ func detect(top map[string]json.RawMessage) (Kind, error) {
 		}
 	}
 	switch {
+	case has("verdict", "culprits", "stages", "hosts"):
+		return KindFleetProve, nil
 	case has("status", "findings", "host"):
 		return KindDoctor, nil
 	case has("status", "size", "hosts", "by_status"):
