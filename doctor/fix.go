@@ -151,8 +151,9 @@ func (p *Plan) add(c Change) {
 	p.Changes = append(p.Changes, c)
 }
 
-// addFile plans a configuration file: nothing when it is as wanted.
-func (p *Plan) addFile(files *hostconf.Files, checks []string, path, body, tag string, blockOK bool, perm uint32) error {
+// AddFile plans a configuration file (through files: see hostconf): nothing
+// when it is as wanted. checks are the doctor checks it serves.
+func (p *Plan) AddFile(files *hostconf.Files, checks []string, path, body, tag string, blockOK bool, perm uint32) error {
 	fc, err := files.PlanFile(path, body, tag, blockOK, fsMode(perm))
 	if err != nil {
 		return err
@@ -166,6 +167,13 @@ func (p *Plan) addFile(files *hostconf.Files, checks []string, path, body, tag s
 	c.apply = func(context.Context) error { return files.Apply(c.File) }
 	p.add(c)
 	return nil
+}
+
+// AddChange plans a change that another package applies (setup's verify
+// stage): apply runs under doctor.Apply like every other change.
+func (p *Plan) AddChange(c Change, apply func(ctx context.Context) error) {
+	c.apply = apply
+	p.add(c)
 }
 
 // Commands is the plan as the commands a person would type, in order.

@@ -92,7 +92,7 @@ func driverFix() *Fix {
 			}
 			checks := []string{erdma.FindingTransportMode}
 			p.Found = append(p.Found, strings.Join(iwarp, ", ")+": iWARP mode (compat_mode=N) on a GPU instance")
-			if err := p.addFile(env.files(in), checks, CompatFile,
+			if err := p.AddFile(env.files(in), checks, CompatFile,
 				"# GPU instances run eRDMA in compat (RoCE v2) mode: NCCL and perftest connect that way (erdmakit doctor: transport-mode)\noptions erdma compat_mode=Y\n",
 				"compat", true, 0o644); err != nil {
 				return nil, err

@@ -68,7 +68,7 @@ func gpuFix() *Fix {
 				p.Found = append(p.Found, gdr.Peermem+" already loaded at boot by another file")
 				return p, nil
 			}
-			return p, p.addFile(files, checks, PeermemFile,
+			return p, p.AddFile(files, checks, PeermemFile,
 				"# GPUDirect RDMA over eRDMA (erdmakit doctor: gdr-peermem): load at boot\nnvidia_peermem\n",
 				"gdr", true, 0o644)
 		}}

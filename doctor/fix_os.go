@@ -370,7 +370,7 @@ func planPersist(p *Plan, files *hostconf.Files, stack string, e eri) error {
 		if gw != "" {
 			fmt.Fprintf(&b, "        - to: default\n          via: \"%s\"\n          metric: %d\n", gw, e.metric)
 		}
-		return p.addFile(files, checks, "/etc/netplan/60-erdmakit-"+e.name+".yaml", b.String(), "", false, 0o600)
+		return p.AddFile(files, checks, "/etc/netplan/60-erdmakit-"+e.name+".yaml", b.String(), "", false, 0o600)
 	case StackNetworkManager:
 		var b strings.Builder
 		id := "erdmakit-" + e.name
@@ -381,12 +381,12 @@ func planPersist(p *Plan, files *hostconf.Files, stack string, e eri) error {
 			fmt.Fprintf(&b, "gateway=%s\n", gw)
 		}
 		b.WriteString("\n[ipv6]\nmethod=ignore\n")
-		return p.addFile(files, checks, "/etc/NetworkManager/system-connections/"+id+".nmconnection", b.String(), "", false, 0o600)
+		return p.AddFile(files, checks, "/etc/NetworkManager/system-connections/"+id+".nmconnection", b.String(), "", false, 0o600)
 	case StackIfcfg:
 		var b strings.Builder
 		fmt.Fprintf(&b, "DEVICE=%s\nHWADDR=%s\nTYPE=Ethernet\nBOOTPROTO=none\nONBOOT=yes\nIPADDR=%s\nPREFIX=%d\nMTU=%d\nIPV4_ROUTE_METRIC=%d\nDEFROUTE=no\n",
 			e.name, e.mac, e.addr.IP, ones, e.mtu, e.metric)
-		if err := p.addFile(files, checks, "/etc/sysconfig/network-scripts/ifcfg-"+e.name, b.String(), "eri", true, 0o644); err != nil {
+		if err := p.AddFile(files, checks, "/etc/sysconfig/network-scripts/ifcfg-"+e.name, b.String(), "eri", true, 0o644); err != nil {
 			return err
 		}
 		route := ""
@@ -394,7 +394,7 @@ func planPersist(p *Plan, files *hostconf.Files, stack string, e eri) error {
 			route = fmt.Sprintf("default via %s dev %s metric %d\n", gw, e.name, e.metric)
 		}
 		route += fmt.Sprintf("%s dev %s scope link src %s metric %d\n", sub, e.name, e.addr.IP, e.metric)
-		return p.addFile(files, checks, "/etc/sysconfig/network-scripts/route-"+e.name, route, "eri", true, 0o644)
+		return p.AddFile(files, checks, "/etc/sysconfig/network-scripts/route-"+e.name, route, "eri", true, 0o644)
 	case StackNetworkd:
 		var b strings.Builder
 		fmt.Fprintf(&b, "[Match]\nMACAddress=%s\n\n[Link]\nMTUBytes=%d\n\n[Network]\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n\n", e.mac, e.mtu)
@@ -402,7 +402,7 @@ func planPersist(p *Plan, files *hostconf.Files, stack string, e eri) error {
 		if gw != "" {
 			fmt.Fprintf(&b, "\n[Route]\nGateway=%s\nMetric=%d\n", gw, e.metric)
 		}
-		return p.addFile(files, checks, "/etc/systemd/network/60-erdmakit-"+e.name+".network", b.String(), "", false, 0o644)
+		return p.AddFile(files, checks, "/etc/systemd/network/60-erdmakit-"+e.name+".network", b.String(), "", false, 0o644)
 	}
 	return fmt.Errorf("%w: %q", ErrNoNetworkStack, stack)
 }

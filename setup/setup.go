@@ -22,6 +22,7 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/hostconf"
+	"github.com/erdmakit/erdmakit/perf"
 )
 
 // ErrOptions is what every invalid option wraps.
@@ -64,10 +65,9 @@ type Options struct {
 	// Cloud plans (and, unless DryRun, applies) the cloud stage; nil skips
 	// it with a note. Package eri provides it.
 	Cloud func(ctx context.Context, dryRun bool) (*doctor.Plan, error)
-	// Verify, when set, measures after the doctor proved the host (bw
-	// loopback per eRDMA device, a peer, the NCCL environment file): its
-	// plan's Found lines are the figures, Blocked what failed.
-	Verify func(ctx context.Context, rep *erdma.Report, dryRun bool) (*doctor.Plan, error)
+	// VerifyOptions tune the verify stage: bw loopback on every eRDMA
+	// device (a peer too), the NCCL environment file.
+	VerifyOptions VerifyOptions
 	// FailingOnly runs only the host stages one of whose checks warns or
 	// fails, and no cloud stage: `erdmakit doctor --fix`.
 	FailingOnly bool
@@ -117,6 +117,8 @@ type Result struct {
 	Left []Left `json:"left"`
 	// Doctor is the final doctor report (after the run; before it in a dry run).
 	Doctor *erdma.Report `json:"doctor,omitempty"`
+	// Bandwidth is the verify stage's bw report (absent when not measured).
+	Bandwidth *perf.Report `json:"bandwidth,omitempty"`
 }
 
 // Selected reports the stages a run with only/skip makes, in order, or an
@@ -203,15 +205,10 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 					}
 				}
 				p = verifyPlan(rep, opt.DryRun)
-				if opt.Verify != nil && p.Blocked == "" {
-					vp, verr := opt.Verify(ctx, rep, opt.DryRun)
-					if verr != nil {
-						perr = verr
-					} else if vp != nil {
-						p.Found = append(p.Found, vp.Found...)
-						p.Notes = append(p.Notes, vp.Notes...)
-						p.Changes = append(p.Changes, vp.Changes...)
-						p.Blocked, p.Next = vp.Blocked, vp.Next
+				if p.Blocked == "" {
+					perr = verifyMeasure(ctx, h, rep, &opt, p, res)
+					if perr == nil && !opt.DryRun {
+						perr = doctor.Apply(ctx, p)
 					}
 				}
 			default:
@@ -225,7 +222,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 			if sr.Status == StatusSkipped {
 				break
 			}
-			if perr == nil && p != nil && !opt.DryRun && p.Blocked == "" && name != doctor.StageVerify {
+			if perr == nil && p != nil && !opt.DryRun && p.Blocked == "" && name != doctor.StageVerify && name != doctor.StageCloud {
 				perr = doctor.Apply(ctx, p)
 				if perr == nil && len(p.Changes) > 0 {
 					// Later stages plan from the host as it is now.
@@ -287,6 +284,9 @@ func verdict(res *Result, rep *erdma.Report) (health.Severity, string) {
 		// A dry run proves nothing: it fails only where a stage cannot
 		// complete.
 		st = health.OK
+	}
+	if res.Bandwidth != nil && !res.DryRun {
+		st = health.Worst(st, res.Bandwidth.Status)
 	}
 	for _, s := range res.Stages {
 		if s.Status == StatusBlocked || s.Status == StatusFailed {

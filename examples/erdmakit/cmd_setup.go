@@ -27,6 +27,7 @@ type setupFlags struct {
 	instanceType          string
 	jumbo                 string
 	noCloud               bool
+	verify                setup.VerifyOptions
 }
 
 // addHost adds the host stages' flags (setup's and doctor --fix's).
@@ -41,7 +42,7 @@ func (f *setupFlags) addHost(c *cobra.Command) {
 }
 
 func (f *setupFlags) options(g *globals) (setup.Options, error) {
-	opt := setup.Options{Root: g.root, DryRun: f.dryRun, Only: f.only, Skip: f.skip}
+	opt := setup.Options{Root: g.root, DryRun: f.dryRun, Only: f.only, Skip: f.skip, VerifyOptions: f.verify}
 	opt.Doctor = doctor.DefaultOptions()
 	opt.Doctor.Metadata = &erdma.MetadataClient{BaseURL: f.metadataURL}
 	opt.Doctor.InstanceType = f.instanceType
@@ -108,6 +109,11 @@ func newSetupCmd(g *globals) *cobra.Command {
 	fl.StringSliceVar(&f.only, "only", nil, "run only these stages (cloud, driver, os, gpu, limits, verify)")
 	fl.StringSliceVar(&f.skip, "skip", nil, "skip these stages")
 	fl.BoolVar(&f.noCloud, "no-cloud", false, "skip the cloud stage (no credentials or RAM role)")
+	fl.StringVar(&f.verify.Peer, "peer", "", "verify stage: also run bw to an `erdmakit bw serve` at HOST:PORT")
+	fl.BoolVar(&f.verify.NoBandwidth, "no-bw", false, "verify stage: do not run bw loopback")
+	fl.StringSliceVar(&f.verify.Devices, "device", nil, "verify stage: the devices bw loopback tests (default: every eRDMA device)")
+	fl.StringVar(&f.verify.EnvFile, "nccl-env-file", setup.DefaultEnvFile, "verify stage: write the NCCL environment (nccl env) here for jobs to source; - for none")
+	fl.StringVar(&f.verify.GraphFile, "graph-file", setup.DefaultGraphFile, "verify stage: with two eRDMA NICs, the NCCL graph file the environment names")
 	fl.StringVar(&f.metadataURL, "metadata-url", erdma.DefaultMetadataURL, "ECS metadata service address (instance type, ERI addresses)")
 	fl.StringVar(&f.instanceType, "instance-type", "", "instance type (ecs.<family>.<size>), instead of the metadata service's")
 	f.addHost(c)
