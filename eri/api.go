@@ -20,7 +20,7 @@ const (
 func (c *Client) DescribeType(ctx context.Context, instanceType string) (TypeInfo, error) {
 	req := &ecs.DescribeInstanceTypesRequest{InstanceTypes: []*string{dara.String(instanceType)}}
 	var resp *ecs.DescribeInstanceTypesResponse
-	err := c.call(ctx, "DescribeInstanceTypes", func() (err error) {
+	err := c.call(ctx, "DescribeInstanceTypes", func(ctx context.Context) (err error) {
 		resp, err = c.ecs.DescribeInstanceTypesWithContext(ctx, req, c.runtime())
 		return err
 	})
@@ -90,7 +90,7 @@ func (c *Client) DescribeENIs(ctx context.Context, q ENIQuery) ([]ENI, error) {
 	var out []ENI
 	for page := 0; page < maxPages+1; page++ {
 		var resp *ecs.DescribeNetworkInterfacesResponse
-		err := c.call(ctx, "DescribeNetworkInterfaces", func() (err error) {
+		err := c.call(ctx, "DescribeNetworkInterfaces", func(ctx context.Context) (err error) {
 			resp, err = c.ecs.DescribeNetworkInterfacesWithContext(ctx, req, c.runtime())
 			return err
 		})
@@ -182,7 +182,7 @@ type CreateSpec struct {
 func (c *Client) CreateERI(ctx context.Context, s CreateSpec) (string, error) {
 	req := createRequest(c.cfg.Region, s)
 	var resp *ecs.CreateNetworkInterfaceResponse
-	err := c.call(ctx, "CreateNetworkInterface", func() (err error) {
+	err := c.call(ctx, "CreateNetworkInterface", func(ctx context.Context) (err error) {
 		resp, err = c.ecs.CreateNetworkInterfaceWithContext(ctx, req, c.runtime())
 		return err
 	})
@@ -227,7 +227,7 @@ func (c *Client) AttachENI(ctx context.Context, instanceID, eniID string, cardIn
 		NetworkInterfaceId: dara.String(eniID),
 		NetworkCardIndex:   dara.Int32(int32(cardIndex)),
 	}
-	return c.call(ctx, "AttachNetworkInterface", func() error {
+	return c.call(ctx, "AttachNetworkInterface", func(ctx context.Context) error {
 		_, err := c.ecs.AttachNetworkInterfaceWithContext(ctx, req, c.runtime())
 		return err
 	})
@@ -243,7 +243,7 @@ func (c *Client) SetHighPerformance(ctx context.Context, eniID string) error {
 			NetworkInterfaceTrafficMode: dara.String(ModeHighPerformance),
 		},
 	}
-	return c.call(ctx, "ModifyNetworkInterfaceAttribute", func() error {
+	return c.call(ctx, "ModifyNetworkInterfaceAttribute", func(ctx context.Context) error {
 		_, err := c.ecs.ModifyNetworkInterfaceAttributeWithContext(ctx, req, c.runtime())
 		return err
 	})

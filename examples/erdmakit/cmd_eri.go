@@ -61,7 +61,9 @@ func (f *eriFlags) open(ctx context.Context) (eri.Target, *eri.Client, error) {
 }
 
 // eriExit maps an eri error to the exit code: 3 when the command could not
-// run at all, 2 when the cloud refused or failed what it was asked.
+// run at all (no credentials or permission, not on ECS, no usable answer
+// from the endpoint, throttled after the retries), 2 when the cloud refused
+// or failed what it was asked.
 func eriExit(err error) error {
 	if err == nil {
 		return nil
@@ -69,7 +71,8 @@ func eriExit(err error) error {
 	if errors.Is(err, eri.ErrNotOnECS) { // the library names no flag; the CLI does
 		err = fmt.Errorf("%w; pass --instance-id, --region and --instance-type", err)
 	}
-	for _, cannot := range []error{eri.ErrNoCredentials, eri.ErrNotOnECS, eri.ErrForbidden} {
+	for _, cannot := range []error{eri.ErrNoCredentials, eri.ErrNotOnECS, eri.ErrForbidden, eri.ErrUnavailable,
+		eri.ErrThrottled} {
 		if errors.Is(err, cannot) {
 			return &exitError{code: ExitUnknown, err: err}
 		}

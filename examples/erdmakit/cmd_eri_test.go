@@ -5,11 +5,14 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,4 +187,63 @@ func TestDoctorLiveWithoutCloud(t *testing.T) {
 	start = time.Now()
 	runCLI("doctor", "--json", "--no-metadata", "--interval", "0", "--skip-tools", "--cloud", "off")
 	assert.Less(t, took-time.Since(start), time.Second, "the cloud checks add well under a second")
+}
+
+// TestERIUnusableEndpointExits3: an HTML 502 page, garbage or an endpoint
+// that does not answer is "could not run" (exit 3, was 2), and the message
+// names the HTTP status and the endpoint instead of the decoder's words
+// (issue 27 item 7).
+func TestERIUnusableEndpointExits3(t *testing.T) {
+	_, flags := eriEnv(t)
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = w.Write([]byte("<html><body><h1>502 Bad Gateway</h1></body></html>"))
+	}))
+	defer html.Close()
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer silent.Close()
+	for name, tc := range map[string]struct{ url, want string }{
+		"html 502": {html.URL, "HTTP 502 Bad Gateway from " + strings.TrimPrefix(html.URL, "http://")},
+		"silent":   {silent.URL, "no answer from " + strings.TrimPrefix(silent.URL, "http://") + " within 1s"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(eri.EndpointEnv, tc.url)
+			code, _, stderr := runCLI(append([]string{"eri", "status", "--timeout", "1s"}, flags...)...)
+			assert.Equal(t, ExitUnknown, code, stderr)
+			assert.Contains(t, stderr, tc.want)
+			assert.NotContains(t, stderr, "<html")
+			assert.NotContains(t, stderr, "invalid character")
+		})
+	}
+}
+
+// TestERISignalDuringBodyRead: SIGTERM/SIGINT while an ECS answer trickles
+// in took 5 s (the SDK's body read ignored the context); now the call is
+// ended with the context (issue 27 items 2 and 3).
+func TestERISignalDuringBodyRead(t *testing.T) {
+	_, flags := eriEnv(t)
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"RequestId":"`))
+		for r.Context().Err() == nil {
+			if _, err := w.Write([]byte("aaaa")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}))
+	defer srv.Close()
+	t.Setenv(eri.EndpointEnv, srv.URL)
+	bin := buildCLI(t)
+	for _, s := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		asked.Store(0)
+		took, code, stderr := signalRun{bin: bin, args: append([]string{"eri", "status", "--timeout", "60s"}, flags...),
+			ready: func() bool { return asked.Load() > 0 }, sigs: []syscall.Signal{s}, limit: 10 * time.Second}.run(t)
+		assert.Equal(t, ExitUnknown, code, stderr)
+		assert.Less(t, took, time.Second+500*time.Millisecond, "%v to exit", s)
+	}
 }
