@@ -233,6 +233,46 @@ func (c *Client) AttachENI(ctx context.Context, instanceID, eniID string, cardIn
 	})
 }
 
+// DetachENI detaches an ENI from the instance (DetachNetworkInterface). An
+// ERI is detached only from a stopped instance; the primary ENI never.
+func (c *Client) DetachENI(ctx context.Context, instanceID, eniID string) error {
+	req := &ecs.DetachNetworkInterfaceRequest{
+		RegionId:           dara.String(c.cfg.Region),
+		InstanceId:         dara.String(instanceID),
+		NetworkInterfaceId: dara.String(eniID),
+	}
+	return c.call(ctx, "DetachNetworkInterface", func(ctx context.Context) error {
+		_, err := c.ecs.DetachNetworkInterfaceWithContext(ctx, req, c.runtime())
+		return err
+	})
+}
+
+// InstanceState is what DescribeInstanceAttribute says of the instance.
+type InstanceState struct {
+	Status string `json:"status"` // "Running", "Stopped", ...
+	// JumboFrame: the instance has jumbo frames enabled (EnableJumboFrame),
+	// so its ERIs take MTU 8500, else 1400.
+	JumboFrame bool `json:"jumbo_frame"`
+}
+
+// InstanceStatus reads the instance's status and jumbo-frame setting
+// (DescribeInstanceAttribute).
+func (c *Client) InstanceStatus(ctx context.Context, instanceID string) (InstanceState, error) {
+	req := &ecs.DescribeInstanceAttributeRequest{InstanceId: dara.String(instanceID)}
+	var resp *ecs.DescribeInstanceAttributeResponse
+	err := c.call(ctx, "DescribeInstanceAttribute", func(ctx context.Context) (err error) {
+		resp, err = c.ecs.DescribeInstanceAttributeWithContext(ctx, req, c.runtime())
+		return err
+	})
+	if err != nil {
+		return InstanceState{}, err
+	}
+	if resp == nil || resp.Body == nil || dara.StringValue(resp.Body.Status) == "" {
+		return InstanceState{}, fmt.Errorf("DescribeInstanceAttribute %s: %w: no Status in the answer", instanceID, ErrAPI)
+	}
+	return InstanceState{Status: dara.StringValue(resp.Body.Status), JumboFrame: dara.BoolValue(resp.Body.EnableJumboFrame)}, nil
+}
+
 // SetHighPerformance converts an ENI to HighPerformance mode
 // (ModifyNetworkInterfaceAttribute); the API cannot choose its channel.
 func (c *Client) SetHighPerformance(ctx context.Context, eniID string) error {

@@ -145,8 +145,10 @@ func ChannelFinding(v *View) erdma.Finding {
 	}
 	f.Severity = erdma.SeverityFail
 	f.Summary = strings.Join(parts, "; ") + ": they share one channel, the total bandwidth halves"
-	f.Remediation = "DetachNetworkInterface one of them and run `erdmakit eri attach` (it attaches on a free " +
-		"NetworkCardIndex); `eri convert` / ModifyNetworkInterfaceAttribute cannot choose the channel"
+	f.Remediation = "move one to a free card: stop the instance first (an ERI is detached only from a stopped " +
+		"instance; the primary ENI cannot be detached), then `erdmakit eri attach --instance-id ID --region R " +
+		"--instance-type T` from another machine detaches it and re-attaches it on a free NetworkCardIndex; " +
+		"`eri convert` / ModifyNetworkInterfaceAttribute cannot choose the channel"
 	return f
 }
 

@@ -77,6 +77,10 @@ func classifyCode(code string, status int) error {
 	switch {
 	case strings.HasPrefix(c, "throttling") || c == "servicebusy" || status == 429:
 		return ErrThrottled
+	case strings.HasPrefix(c, "incorrectinstancestatus"):
+		return ErrNeedsStopped
+	case strings.HasPrefix(c, "operationdenied"):
+		return ErrInvalidParameter
 	case strings.HasPrefix(c, "forbidden") || strings.HasPrefix(c, "nopermission") ||
 		strings.Contains(c, "unauthorized") || c == "invalidaccesskeyid.notfound" ||
 		c == "signaturedoesnotmatch" || status == 403:
@@ -141,6 +145,15 @@ func apiError(action string, err error, ci *callInfo, timeout time.Duration) err
 			if j := strings.Index(msg, "\n"); j >= 0 {
 				msg = msg[:j]
 			}
+		}
+		// ... or, from the ACS3 path, "code: 400, <Message> request id: <id>".
+		if rest, ok := strings.CutPrefix(msg, "code: "); ok {
+			if _, after, ok := strings.Cut(rest, ", "); ok {
+				msg = after
+			}
+		}
+		if i := strings.LastIndex(msg, " request id: "); i >= 0 {
+			msg = msg[:i]
 		}
 		return &APIError{Action: action, Code: code, Message: clip(msg, 300), HTTPStatus: status, kind: classifyCode(code, status)}
 	}
@@ -229,6 +242,8 @@ func Actions() []string {
 		"ecs:DescribeNetworkInterfaces",
 		"ecs:CreateNetworkInterface",
 		"ecs:AttachNetworkInterface",
+		"ecs:DetachNetworkInterface",
+		"ecs:DescribeInstanceAttribute",
 		"ecs:ModifyNetworkInterfaceAttribute",
 		"ecs:TagResources",
 	}

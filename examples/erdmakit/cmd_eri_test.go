@@ -48,30 +48,101 @@ func TestERIAttachDryRunThenAttachThenStatus(t *testing.T) {
 	f, flags := eriEnv(t)
 	code, out, stderr := runCLI(append([]string{"eri", "attach", "--dry-run"}, flags...)...)
 	require.Equal(t, ExitOK, code, stderr)
-	assert.Contains(t, out, "0 ERI(s) attached, 2 wanted; calls would make (dry run: none made):")
-	assert.Contains(t, out, "CreateNetworkInterface ClientToken=erdmakit-i-cli-eri-0 NetworkInterfaceName=erdmakit-eri-0 "+
-		"NetworkInterfaceTrafficMode=HighPerformance QueuePairNumber=8 RegionId=cn-hangzhou SecurityGroupIds.1=sg-1 "+
-		"Tag.1.Key=erdmakit:creator Tag.1.Value=erdmakit Tag.2.Key=erdmakit:instance-id Tag.2.Value=i-cli VSwitchId=vsw-1")
+	assert.Contains(t, out, "0 ERI(s) attached, 2 wanted; calls it would make (dry run: none made):")
+	assert.Regexp(t, `CreateNetworkInterface ClientToken=erdmakit-i-cli-eri-0-[0-9a-f]{8} NetworkInterfaceName=erdmakit-eri-0 `+
+		`NetworkInterfaceTrafficMode=HighPerformance QueuePairNumber=8 RegionId=cn-hangzhou SecurityGroupIds.1=sg-1 `+
+		`Tag.1.Key=erdmakit:creator Tag.1.Value=erdmakit Tag.2.Key=erdmakit:instance-id Tag.2.Value=i-cli VSwitchId=vsw-1`, out)
 	assert.Contains(t, out, "AttachNetworkInterface InstanceId=i-cli NetworkCardIndex=1 NetworkInterfaceId=<created above> RegionId=cn-hangzhou")
 	assert.Zero(t, f.Count("CreateNetworkInterface"))
 
 	code, out, stderr = runCLI(append([]string{"eri", "attach", "--wait", "10s"}, flags...)...)
 	require.Equal(t, ExitOK, code, "%s\n%s", out, stderr)
 	assert.Contains(t, stderr, "attaching eni-fake0002 on NetworkCardIndex 1")
+	assert.Contains(t, out, "calls made:\n  CreateNetworkInterface ClientToken=erdmakit-i-cli-eri-0-")
+	assert.Contains(t, out, "  AttachNetworkInterface InstanceId=i-cli NetworkCardIndex=1 NetworkInterfaceId=eni-fake0002 RegionId=cn-hangzhou -> ok")
 	assert.Contains(t, out, "ERI eni-fake0001 mac 00:16:3e:aa:00:01 NetworkCardIndex 0 InUse")
+	assert.Contains(t, out, "now 2 ERI(s) attached, 2 wanted\nnext: erdmakit eri configure")
 
+	code, out, _ = runCLI(append([]string{"eri", "attach"}, flags...)...)
+	assert.Equal(t, ExitOK, code)
+	assert.Equal(t, "2 ERI(s) attached on distinct cards, 2 wanted: nothing to do\n"+
+		"ERI eni-fake0001 mac 00:16:3e:aa:00:01 NetworkCardIndex 0 InUse\n"+
+		"ERI eni-fake0002 mac 00:16:3e:aa:00:02 NetworkCardIndex 1 InUse\n"+
+		"now 2 ERI(s) attached, 2 wanted\n", out)
+
+	// The fake's new ERIs have no netdev on the fixture: the doctor's
+	// eri-mode says fail, and so does eri status (one fact, one severity).
 	code, out, stderr = runCLI(append([]string{"eri", "status", "--json"}, flags...)...)
-	require.Equal(t, ExitWarn, code, stderr) // the fake's new ERIs have no eRDMA device on the fixture
-	var st eri.Status
+	require.Equal(t, ExitFail, code, stderr)
+	var st struct {
+		eri.Status
+		Findings []erdma.Finding `json:"findings"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(out), &st))
 	require.Len(t, st.ENIs, 3)
 	assert.Equal(t, "eth0", st.ENIs[0].Netdev, "the primary matched by MAC")
 	assert.Equal(t, 2, st.View.TypeInfo.EriQuantity)
+	require.Len(t, st.Findings, 2)
+	assert.Equal(t, "network-card-channel", st.Findings[0].ID)
+	assert.Equal(t, health.OK, st.Findings[0].Severity)
+	assert.Equal(t, "eri-mode", st.Findings[1].ID)
+	assert.Equal(t, health.Fail, st.Findings[1].Severity)
 
 	code, out, _ = runCLI(append([]string{"eri", "status"}, flags...)...)
-	assert.Equal(t, ExitWarn, code)
+	assert.Equal(t, ExitFail, code)
 	assert.Contains(t, out, "EriQuantity 2, network cards [0 1], 8 x NVIDIA L20, bandwidth 160 Gbit/s")
-	assert.Contains(t, out, "warn: ERI eni-fake0001 (00:16:3e:aa:00:01): no netdev with its MAC")
+	assert.Contains(t, out, "fail: eri-mode: ERI eni-fake0001 (00:16:3e:aa:00:01) has no netdev in the OS")
+}
+
+// TestERIAttachFailureIsHonest: after a refused call the output listed
+// every planned call under "calls made:" and "next: erdmakit eri
+// configure"; now only the calls made, what exists, and no next step;
+// Forbidden is exit 3 with the RAM policy (issue 27 item 13, issue 25).
+func TestERIAttachFailureIsHonest(t *testing.T) {
+	f, flags := eriEnv(t)
+	f.Fail("CreateNetworkInterface", ecsfake.Fault{Code: "Forbidden.RAM", Status: 403})
+	code, out, stderr := runCLI(append([]string{"eri", "attach", "--wait", "10s"}, flags...)...)
+	assert.Equal(t, ExitUnknown, code)
+	assert.Contains(t, stderr, `"ecs:CreateNetworkInterface"`, "the RAM policy")
+	assert.Contains(t, out, "calls made:\n  CreateNetworkInterface ")
+	assert.Contains(t, out, "-> error: Forbidden.RAM (HTTP 403): User not authorized")
+	assert.NotContains(t, out, "AttachNetworkInterface")
+	assert.NotContains(t, out, "next:")
+	assert.Contains(t, out, "now 0 ERI(s) attached, 2 wanted")
+
+	f.ClearFaults()
+	f.Fail("AttachNetworkInterface", ecsfake.Fault{Code: "ServiceUnavailable", Status: 503})
+	code, out, _ = runCLI(append([]string{"eri", "attach", "--wait", "10s"}, flags...)...)
+	assert.Equal(t, ExitUnknown, code)
+	assert.Contains(t, out, "not attached: eni-fake0001 (Available): a rerun of erdmakit eri attach attaches it; "+
+		"to delete it instead: aliyun ecs DeleteNetworkInterface --RegionId cn-hangzhou --NetworkInterfaceId eni-fake0001")
+	assert.NotContains(t, out, "next:")
+}
+
+// TestERISharedCardCLI: eri status fails two ERIs on one card, with the
+// remedy; attach plans the move and, the instance running, refuses it.
+func TestERISharedCardCLI(t *testing.T) {
+	f, flags := eriEnv(t)
+	for i, mac := range []string{"00:16:3e:2f:37:75", "00:16:3e:2f:37:76"} {
+		f.AddENI(ecsfake.ENI{ID: "eni-eri" + strconv.Itoa(i), MAC: mac, Type: "Secondary", Mode: "HighPerformance",
+			Status: "InUse", InstanceID: "i-cli", CardIndex: 0, DeviceIndex: i + 1, QueuePairNumber: 8})
+	}
+	code, out, _ := runCLI(append([]string{"eri", "status"}, flags...)...)
+	assert.Equal(t, ExitFail, code)
+	assert.Contains(t, out, "fail: network-card-channel: eni-eri0 and eni-eri1 on NetworkCardIndex 0")
+	assert.Contains(t, out, "fix: move one to a free card: stop the instance first")
+
+	code, out, _ = runCLI(append([]string{"eri", "attach", "--dry-run"}, flags...)...)
+	assert.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "note: ERIs eni-eri0 and eni-eri1 share NetworkCardIndex 0")
+	assert.Contains(t, out, "  DetachNetworkInterface InstanceId=i-cli NetworkInterfaceId=eni-eri1 RegionId=cn-hangzhou\n"+
+		"  AttachNetworkInterface InstanceId=i-cli NetworkCardIndex=1 NetworkInterfaceId=eni-eri1 RegionId=cn-hangzhou")
+
+	code, out, stderr := runCLI(append([]string{"eri", "attach"}, flags...)...)
+	assert.Equal(t, ExitFail, code)
+	assert.Contains(t, stderr, "i-cli is Running: moving an ERI to another network card detaches it")
+	assert.Contains(t, out, "no call made")
+	assert.NotContains(t, out, "next:")
 }
 
 func TestERIErrorsExitCodes(t *testing.T) {
