@@ -334,6 +334,7 @@ func createSpec(p *AttachPlan, slot, queuePairs int) CreateSpec {
 		Name:             clip("erdmakit-eri-"+strconv.Itoa(slot), 128),
 	}
 }
+
 // ConvertResult is what Convert did or would do.
 type ConvertResult struct {
 	Call   Call   `json:"call"`
