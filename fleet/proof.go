@@ -1,0 +1,639 @@
+package fleet
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/nccl"
+)
+
+// Verdict is fleet prove's one answer for the whole cluster.
+type Verdict string
+
+const (
+	// Proven: every stage that ran passed (a stage skipped for a missing
+	// tool, e.g. nccl-tests, is listed as skipped and does not change it).
+	Proven Verdict = "proven"
+	// Degraded: something is below expectation (a doctor warning, a mesh
+	// outlier that did not repeat, NCCL bus bandwidth below the
+	// expectation); exit 1.
+	Degraded Verdict = "degraded"
+	// Broken: a host, a link or NCCL failed; exit 2.
+	Broken Verdict = "broken"
+	// Incomplete: the run was interrupted before anything wrong was found;
+	// exit 3. (An interrupted run that already found a fault says degraded
+	// or broken, and still exits 3.)
+	Incomplete Verdict = "incomplete"
+)
+
+// Stage names, in the order fleet prove runs them.
+const (
+	StageDoctor = "doctor"
+	StageMesh   = "mesh"
+	StageNCCL   = "nccl"
+)
+
+// StageNotReached is the status of a stage an interrupted run never began.
+const StageNotReached health.Severity = "not reached"
+
+// Stage is one step of the pipeline and how it ended.
+type Stage struct {
+	Name string `json:"name"` // StageDoctor, StageMesh, StageNCCL
+	// Status: ok, warn, fail; skip when it could not run (the summary says
+	// why: no RDMA device, no nccl-tests); StageNotReached when an
+	// interrupted run never began it.
+	Status  health.Severity `json:"status"`
+	Summary string          `json:"summary"`
+	Seconds float64         `json:"seconds"`
+}
+
+// Culprit kinds.
+const (
+	CulpritHost = "host" // one host: its doctor failed, or the mesh blames it
+	CulpritLink = "link" // a pair of hosts, each fine with others
+	CulpritNCCL = "nccl" // the NCCL run across the hosts
+)
+
+// ProofCulprit is one host, pair or run at fault, with the first thing to
+// fix.
+type ProofCulprit struct {
+	Kind     string          `json:"kind"`     // CulpritHost, CulpritLink, CulpritNCCL
+	Severity health.Severity `json:"severity"` // fail or warn
+	Hosts    []string        `json:"hosts"`    // one host, the two ends of a link; [] for NCCL when no host is named
+	Ranks    []int           `json:"ranks"`    // launcher ranks of Hosts
+	// Stages that found it: "doctor", "mesh", "nccl".
+	Stages []string `json:"stages"`
+	Reason string   `json:"reason"`
+	// Evidence: what the stages saw (findings' summaries, measured Gbit/s).
+	Evidence []string `json:"evidence"`
+	// Devices are the ERIs (device names) the mesh found slow or failing
+	// on this host or link; [] when it could not tell one from another.
+	Devices []string `json:"devices"`
+	// Fix is the first thing to do: the remediation of the host's first
+	// failing doctor finding (in the guide's order), else the stage's own.
+	Fix string `json:"fix"`
+	// FixFrom names where Fix comes from: a finding id ("gdr-peermem"), or
+	// the stage ("mesh", "nccl") when no finding explains it.
+	FixFrom string `json:"fix_from"`
+}
+
+// ProofHost is one host's line in the proof.
+type ProofHost struct {
+	Rank int    `json:"rank"`
+	Host string `json:"host"`
+	// Status is the worst of its doctor status and what the mesh said of
+	// it: ok, warn, fail, or Missing, Errored, NotReached.
+	Status health.Severity `json:"status"`
+	Doctor health.Severity `json:"doctor"` // the doctor's status (or Missing, Errored, NotReached)
+	// Mesh: "ok", "bad host", "dead", "bad link" (one of its links),
+	// "no rdma device" (it could not take part: see MeshNote), "not tested".
+	Mesh     string `json:"mesh"`
+	MeshNote string `json:"mesh_note,omitempty"`
+	// Findings are its doctor's warn and fail findings, fail first, with
+	// evidence and remediation ([] when none or no report).
+	Findings []health.Finding `json:"findings"`
+}
+
+// Proof is the public schema of `erdmakit fleet prove --json`: the one
+// verdict for a cluster, the culprits with their fixes, and the stages'
+// own reports.
+type Proof struct {
+	Verdict Verdict `json:"verdict"`
+	// Status is Verdict as a severity: ok, warn, fail (exit 0, 1, 2).
+	Status health.Severity `json:"status"`
+	Size   int             `json:"size"` // ranks in the job
+	// Culprits: fail first, then by stage and rank ([] when proven).
+	Culprits []ProofCulprit `json:"culprits"`
+	Stages   []Stage        `json:"stages"` // always the three, in order
+	Hosts    []ProofHost    `json:"hosts"`  // by rank
+	// Doctor is fleet doctor's report; null only when the run was
+	// interrupted before it.
+	Doctor *FleetReport `json:"doctor"`
+	// Mesh is bw mesh's report; null when the stage did not run.
+	Mesh *MeshReport `json:"mesh"`
+	// NCCL is nccl run's report; null when skipped or not reached.
+	NCCL *nccl.RunReport `json:"nccl"`
+	// Errors are rendezvous problems and stages that could not start.
+	Errors        []string `json:"errors"`
+	Authenticated bool     `json:"authenticated"`
+	Interrupted   bool     `json:"interrupted"`
+	Seconds       float64  `json:"seconds"`
+}
+
+// Exit is the process exit code of the proof: 0 proven, 1 degraded,
+// 2 broken, 3 interrupted (whatever it had found).
+func (p *Proof) Exit() int {
+	if p.Interrupted {
+		return 3
+	}
+	return p.Status.Exit()
+}
+
+// Judgement is what Judge weighs: the stages' reports as they came back.
+type Judgement struct {
+	Size int
+	// Doctor is the fleet doctor's report; Reports are the hosts' own
+	// doctor reports (for the findings and their remediation).
+	Doctor  *FleetReport
+	Reports []HostReport
+	// NoMesh: ranks that could not take part in the mesh, and why (no RDMA
+	// device).
+	NoMesh map[int]string
+	Mesh   *MeshReport
+	NCCL   *nccl.RunReport
+	// Stages as run (Judge completes the missing ones as not reached or
+	// skipped).
+	Stages        []Stage
+	Errors        []string
+	Authenticated bool
+	Interrupted   bool
+	Seconds       float64
+}
+
+// Judge turns the stages' reports into the proof: the verdict, the
+// culprits each with the first thing to fix, every host's line. It is
+// the one place that decides the verdict (Prove calls it at rank 0).
+func Judge(j Judgement) *Proof {
+	p := &Proof{Size: j.Size, Doctor: j.Doctor, Mesh: j.Mesh, NCCL: j.NCCL,
+		Culprits: []ProofCulprit{}, Hosts: []ProofHost{}, Errors: []string{},
+		Authenticated: j.Authenticated, Interrupted: j.Interrupted, Seconds: j.Seconds}
+	p.Errors = append(p.Errors, j.Errors...)
+	p.Stages = completeStages(j.Stages, j.Interrupted)
+
+	reports := map[int]*HostReport{}
+	for i := range j.Reports {
+		reports[j.Reports[i].Rank] = &j.Reports[i]
+	}
+	hosts := map[int]*ProofHost{}
+	var order []int
+	if j.Doctor != nil {
+		for _, h := range j.Doctor.Hosts {
+			ph := &ProofHost{Rank: h.Rank, Host: h.Host, Status: h.Status, Doctor: h.Status, Mesh: "not tested", Findings: problemFindings(reports[h.Rank])}
+			if why, ok := j.NoMesh[h.Rank]; ok {
+				ph.Mesh, ph.MeshNote = "no rdma device", why
+			}
+			hosts[h.Rank] = ph
+			order = append(order, h.Rank)
+		}
+	}
+	status := health.OK
+	for _, s := range p.Stages {
+		if s.Status.Valid() {
+			status = health.Worst(status, s.Status)
+		}
+	}
+
+	var culprits []*ProofCulprit
+	byHost := map[int]*ProofCulprit{}
+	// The doctor: every host not ok is a culprit, its first failing
+	// finding the first thing to fix.
+	if j.Doctor != nil {
+		for _, h := range j.Doctor.Hosts {
+			if h.Status == health.OK || h.Status == NotReached {
+				continue
+			}
+			c := &ProofCulprit{Kind: CulpritHost, Severity: hostSeverity(h.Status), Hosts: []string{h.Host}, Ranks: []int{h.Rank},
+				Stages: []string{StageDoctor}, Evidence: []string{}, Devices: []string{}}
+			if f, ok := firstFix(reports[h.Rank]); ok {
+				c.Reason = fmt.Sprintf("doctor: %s: %s", f.ID, f.Summary)
+				c.Evidence = append(c.Evidence, boundedEvidence(f.Evidence, 3)...)
+				if others := len(hosts[h.Rank].Findings) - 1; others > 0 {
+					c.Evidence = append(c.Evidence, fmt.Sprintf("and %d more problem(s): %s", others, strings.Join(h.Problems[min(1, len(h.Problems)):], ", ")))
+				}
+				c.Fix, c.FixFrom = f.Remediation, f.ID
+			} else {
+				c.Reason = fmt.Sprintf("doctor: %s: %s", h.Status, h.Error)
+				c.Fix, c.FixFrom = hostErrorFix(h), StageDoctor
+			}
+			if c.Fix == "" {
+				c.Fix, c.FixFrom = "see the finding's evidence: "+strings.Join(h.Problems, ", "), StageDoctor
+			}
+			byHost[h.Rank] = c
+			culprits = append(culprits, c)
+		}
+	}
+
+	// The mesh: dead and bad hosts join the doctor's culprit for the host,
+	// whose remediation comes first; bad links are culprits of their own.
+	if m := j.Mesh; m != nil {
+		devices := meshDevices(m)
+		pos := meshPositions(m)
+		for _, h := range hosts {
+			if h.Mesh == "not tested" {
+				if _, in := pos[h.Rank]; in {
+					h.Mesh = "ok"
+				}
+			}
+		}
+		addHost := func(cu Culprit, label string) {
+			if len(cu.Ranks) == 0 {
+				return
+			}
+			rank := cu.Ranks[0]
+			if h := hosts[rank]; h != nil {
+				h.Mesh = label
+				h.Status = health.Worst(h.Status, health.Fail)
+				if h.Doctor == Missing || h.Doctor == Errored {
+					h.Status = h.Doctor
+				}
+			}
+			ev := append([]string{cu.Reason}, boundedEvidence(cu.Evidence, 3)...)
+			devs := devices.host(pos[rank])
+			if c := byHost[rank]; c != nil {
+				c.Severity = health.Fail
+				c.Stages = append(c.Stages, StageMesh)
+				c.Evidence = append(c.Evidence, prefixAll("mesh: ", ev)...)
+				c.Devices = devs
+				if c.FixFrom == StageDoctor && c.Fix == "" {
+					c.Fix, c.FixFrom = meshHostFix(label), StageMesh
+				}
+				return
+			}
+			c := &ProofCulprit{Kind: CulpritHost, Severity: health.Fail, Hosts: append([]string(nil), cu.Hosts...), Ranks: []int{rank},
+				Stages: []string{StageMesh}, Reason: "mesh: " + cu.Reason, Evidence: boundedEvidence(cu.Evidence, 4), Devices: devs}
+			c.Fix, c.FixFrom = meshHostFix(label), StageMesh
+			byHost[rank] = c
+			culprits = append(culprits, c)
+		}
+		for _, cu := range m.DeadHosts {
+			addHost(cu, "dead")
+		}
+		for _, cu := range m.BadHosts {
+			addHost(cu, "bad host")
+		}
+		for _, cu := range m.BadLinks {
+			for _, r := range cu.Ranks {
+				if h := hosts[r]; h != nil && h.Mesh == "ok" {
+					h.Mesh = "bad link"
+				}
+			}
+			c := &ProofCulprit{Kind: CulpritLink, Severity: health.Fail, Hosts: append([]string(nil), cu.Hosts...), Ranks: append([]int(nil), cu.Ranks...),
+				Stages: []string{StageMesh}, Reason: "mesh: " + cu.Reason, Evidence: boundedEvidence(cu.Evidence, 4), Devices: devices.link(cu.Ranks, pos),
+				FixFrom: StageMesh,
+				Fix: "each host is fine with others: the path between them is at fault (placement, vSwitch, security group); " +
+					"confirm with `erdmakit bw run` between the two, device by device, and open a ticket with Alibaba Cloud support naming both instances"}
+			culprits = append(culprits, c)
+		}
+		for _, pr := range m.Transient {
+			a, b := meshHost(m, pr.Server), meshHost(m, pr.Client)
+			c := &ProofCulprit{Kind: CulpritLink, Severity: health.Warn, Hosts: []string{a.host, b.host}, Ranks: []int{a.rank, b.rank},
+				Stages: []string{StageMesh}, Reason: "mesh: slow once, fine when tested again (transient)",
+				Evidence: transientEvidence(m, pr), Devices: []string{}, FixFrom: StageMesh,
+				Fix: "run `erdmakit bw mesh` (or fleet prove) again; a pair slow again is a bad link, other traffic on these hosts during the test explains a one-off"}
+			culprits = append(culprits, c)
+		}
+	}
+
+	// NCCL: one culprit for the run, its first failing finding's fix.
+	if n := j.NCCL; n != nil && (n.Status == health.Fail || n.Status == health.Warn) {
+		c := &ProofCulprit{Kind: CulpritNCCL, Severity: hostSeverity(n.Status), Hosts: []string{}, Ranks: []int{},
+			Stages: []string{StageNCCL}, Evidence: []string{}, Devices: []string{}, FixFrom: StageNCCL}
+		for _, sev := range []health.Severity{health.Fail, health.Warn} {
+			for _, f := range n.Findings {
+				if f.Severity != sev || c.Reason != "" {
+					continue
+				}
+				c.Reason = fmt.Sprintf("nccl: %s: %s", f.ID, f.Summary)
+				c.Evidence = boundedEvidence(f.Evidence, 4)
+				if f.Remediation != "" {
+					c.Fix, c.FixFrom = f.Remediation, f.ID
+				}
+			}
+		}
+		// The hosts a failed NCCL rank ran on, when the launcher named
+		// them, with their launcher ranks in this job (-1: not a host of
+		// the job by that name).
+		for _, lf := range n.LaunchFailures {
+			if lf.Host != "" && !contains(c.Hosts, lf.Host) {
+				c.Hosts = append(c.Hosts, lf.Host)
+				c.Ranks = append(c.Ranks, rankOf(hosts, lf.Host))
+			}
+		}
+		if c.Fix == "" {
+			c.Fix = "read the NCCL run's findings and log (erdmakit nccl run -v)"
+		}
+		culprits = append(culprits, c)
+	}
+
+	sort.SliceStable(culprits, func(a, b int) bool {
+		ca, cb := culprits[a], culprits[b]
+		if ca.Severity.Rank() != cb.Severity.Rank() {
+			return ca.Severity.Rank() > cb.Severity.Rank()
+		}
+		if sa, sb := stageIndex(ca.Stages[0]), stageIndex(cb.Stages[0]); sa != sb {
+			return sa < sb
+		}
+		return firstRank(ca.Ranks) < firstRank(cb.Ranks)
+	})
+	for _, c := range culprits {
+		p.Culprits = append(p.Culprits, *c)
+		status = health.Worst(status, c.Severity)
+	}
+	sort.Ints(order)
+	for _, r := range order {
+		p.Hosts = append(p.Hosts, *hosts[r])
+	}
+	p.Status = status
+	switch {
+	case status == health.Fail:
+		p.Verdict = Broken
+	case status == health.Warn:
+		p.Verdict = Degraded
+	case j.Interrupted:
+		p.Verdict = Incomplete
+	default:
+		p.Verdict = Proven
+	}
+	return p
+}
+
+// completeStages returns the three stages in order: those that ran as
+// given, the others not reached (interrupted) or skipped.
+func completeStages(given []Stage, interrupted bool) []Stage {
+	out := make([]Stage, 0, 3)
+	for _, name := range []string{StageDoctor, StageMesh, StageNCCL} {
+		s := Stage{Name: name, Status: health.Skip, Summary: "not run"}
+		if interrupted {
+			s = Stage{Name: name, Status: StageNotReached, Summary: "the run was interrupted before this stage"}
+		}
+		for _, g := range given {
+			if g.Name == name {
+				s = g
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func stageIndex(s string) int {
+	switch s {
+	case StageDoctor:
+		return 0
+	case StageMesh:
+		return 1
+	}
+	return 2
+}
+
+func firstRank(r []int) int {
+	if len(r) == 0 {
+		return 1 << 30
+	}
+	return r[0]
+}
+
+// hostSeverity is how a host status counts for the verdict: warn stays
+// warn, the rest (fail, missing, error) is fail.
+func hostSeverity(s health.Severity) health.Severity {
+	if s == health.Warn {
+		return health.Warn
+	}
+	return health.Fail
+}
+
+// problemFindings are a host's warn and fail findings, fail first, each
+// kept in the doctor's (the guide's) order.
+func problemFindings(hr *HostReport) []health.Finding {
+	out := []health.Finding{}
+	if hr == nil || hr.Report == nil {
+		return out
+	}
+	for _, sev := range []health.Severity{health.Fail, health.Warn} {
+		for _, f := range hr.Report.Findings {
+			if f.Severity == sev {
+				if f.Evidence == nil {
+					f.Evidence = []string{}
+				}
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// firstFix is a host's first failing finding in the guide's order (else
+// its first warning): the first thing to fix. One with a remediation is
+// preferred at each severity.
+func firstFix(hr *HostReport) (health.Finding, bool) {
+	fs := problemFindings(hr)
+	for _, sev := range []health.Severity{health.Fail, health.Warn} {
+		for _, f := range fs {
+			if f.Severity == sev && f.Remediation != "" {
+				return f, true
+			}
+		}
+		for _, f := range fs {
+			if f.Severity == sev {
+				return f, true
+			}
+		}
+	}
+	return health.Finding{}, false
+}
+
+func hostErrorFix(h HostSummary) string {
+	switch h.Status {
+	case Missing:
+		return "the host did not report: check that it is up and that erdmakit runs there (the launcher's output for rank " + fmt.Sprint(h.Rank) + "), then run again"
+	case Errored:
+		return "the doctor could not run there: run `erdmakit doctor -v` on the host and fix what it says"
+	}
+	return ""
+}
+
+func meshHostFix(label string) string {
+	if label == "dead" {
+		return "no RDMA write test with this host worked and its doctor found nothing: run `erdmakit doctor` and `erdmakit bw loopback` on it; " +
+			"if both pass, check that the security group lets the other hosts reach its bandwidth port"
+	}
+	return "slow against known-good hosts while its doctor found nothing: run `erdmakit bw run` from it to a known-good host per device (-d) " +
+		"to find the slow ERI; detach and re-attach that ERI (erdmakit eri), or open a ticket with Alibaba Cloud support naming the instance"
+}
+
+func boundedEvidence(ev []string, n int) []string {
+	out := []string{}
+	for i, e := range ev {
+		if i == n {
+			out = append(out, fmt.Sprintf("(%d more)", len(ev)-n))
+			break
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func prefixAll(p string, ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = p + s
+	}
+	return out
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// meshPositions maps launcher ranks to mesh positions.
+func meshPositions(m *MeshReport) map[int]int {
+	pos := map[int]int{}
+	for i := range m.Hosts {
+		r := i
+		if m.Ranks != nil && i < len(m.Ranks) {
+			r = m.Ranks[i]
+		}
+		pos[r] = i
+	}
+	return pos
+}
+
+type rankHost struct {
+	rank int
+	host string
+}
+
+func meshHost(m *MeshReport, i int) rankHost {
+	rh := rankHost{rank: i}
+	if m.Ranks != nil && i < len(m.Ranks) {
+		rh.rank = m.Ranks[i]
+	}
+	if i < len(m.Hosts) {
+		rh.host = m.Hosts[i]
+	}
+	return rh
+}
+
+func transientEvidence(m *MeshReport, p Pair) []string {
+	var ev []string
+	for _, r := range m.Results {
+		if r.Pair == p {
+			ev = append(ev, fmt.Sprintf("mesh: %.1f Gbit/s%s", r.Gbps, errSuffix(r.Error)))
+		}
+	}
+	for _, r := range m.SecondPass {
+		if r.Pair == p {
+			ev = append(ev, fmt.Sprintf("again: %.1f Gbit/s", r.Gbps))
+		}
+	}
+	if ev == nil {
+		ev = []string{}
+	}
+	return ev
+}
+
+// eriStats tells which device index (ERI) of a pair test is at fault: the
+// median Gbit/s of each index over the fleet's good tests, and the tests
+// themselves.
+type eriStats struct {
+	m      *MeshReport
+	median map[int]float64
+}
+
+func meshDevices(m *MeshReport) eriStats {
+	per := map[int][]float64{}
+	for _, r := range m.Results {
+		for _, d := range r.Devices {
+			if d.Error == "" {
+				per[d.Index] = append(per[d.Index], d.Gbps)
+			}
+		}
+	}
+	med := map[int]float64{}
+	for i, v := range per {
+		med[i] = median(v)
+	}
+	return eriStats{m: m, median: med}
+}
+
+// slow lists the devices of r below 80 % of their index's median, or
+// failed; nil when every device did as well as the others (the pair is
+// slow as a whole, or one device result only).
+func (e eriStats) slow(r PairResult) map[int]string {
+	if len(r.Devices) < 2 {
+		return nil
+	}
+	out := map[int]string{}
+	for _, d := range r.Devices {
+		if d.Error != "" || (e.median[d.Index] > 0 && d.Gbps < 0.8*e.median[d.Index]) {
+			name := d.Name
+			if name == "" {
+				name = fmt.Sprintf("device %d", d.Index)
+			}
+			out[d.Index] = name
+		}
+	}
+	if len(out) == len(r.Devices) {
+		return nil // all of them: not one ERI's fault
+	}
+	return out
+}
+
+// host names the ERIs slow in most of the tests of mesh position h that
+// were slow at all.
+func (e eriStats) host(h int) []string {
+	return e.common(func(r PairResult) bool { return r.Server == h || r.Client == h })
+}
+
+func (e eriStats) link(ranks []int, pos map[int]int) []string {
+	if len(ranks) != 2 {
+		return []string{}
+	}
+	a, b := pos[ranks[0]], pos[ranks[1]]
+	return e.common(func(r PairResult) bool { return (r.Server == a && r.Client == b) || (r.Server == b && r.Client == a) })
+}
+
+func (e eriStats) common(match func(PairResult) bool) []string {
+	count := map[int]int{}
+	names := map[int]string{}
+	tests := 0
+	for _, list := range [][]PairResult{e.m.Results, e.m.SecondPass} {
+		for _, r := range list {
+			if !match(r) {
+				continue
+			}
+			s := e.slow(r)
+			if len(s) == 0 {
+				continue
+			}
+			tests++
+			for i, n := range s {
+				count[i]++
+				names[i] = n
+			}
+		}
+	}
+	out := []string{}
+	var idx []int
+	for i, c := range count {
+		if 2*c > tests {
+			idx = append(idx, i)
+		}
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		out = append(out, names[i])
+	}
+	return out
+}
+
+// rankOf finds the launcher rank of a host name (as the host or its
+// #rank-suffixed form); -1 when none.
+func rankOf(hosts map[int]*ProofHost, name string) int {
+	best := -1
+	for r, h := range hosts {
+		if h.Host == name || strings.HasPrefix(h.Host, name+"#") {
+			if best < 0 || r < best {
+				best = r
+			}
+		}
+	}
+	return best
+}
