@@ -232,7 +232,8 @@ func uniq(in []string) []string {
 }
 
 // RecordFiles asks the cloud for t's view and returns it as the file a
-// recording carries (erdma.RecordOptions.Files).
+// recording carries (erdma.RecordOptions.Files); a redacted recording
+// redacts it with RedactViewFile (erdma.RecordOptions.FileRedactors).
 func RecordFiles(ctx context.Context, c *Client, t Target) (map[string][]byte, error) {
 	v, err := c.Describe(ctx, t)
 	if err != nil {

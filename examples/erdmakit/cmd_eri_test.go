@@ -337,3 +337,46 @@ func TestERIServerTextIsEscapedAndCredentialsStripped(t *testing.T) {
 	assert.NotContains(t, all, "LTAI5tCLIFake")
 	assert.Contains(t, stderr, `boom\x1b]0;owned\a\x1b[2J\nerdmakit: all good (exit 0)\nSecurityToken=<redacted> AccessKeyId=<redacted>`)
 }
+
+// TestRecordCloudViewRedacted: --redact used to drop the cloud view; now
+// its ids, MACs and IPs are redacted like the rest of the recording, and
+// the doctor still judges the channel layout and matches ERIs to netdevs
+// (issue 27 item 14).
+func TestRecordCloudViewRedacted(t *testing.T) {
+	f, flags := eriEnv(t)
+	for i, mac := range []string{"00:16:3e:2f:37:75", "00:16:3e:2f:37:76"} {
+		f.AddENI(ecsfake.ENI{ID: "eni-secret" + strconv.Itoa(i), MAC: mac, Type: "Secondary", Mode: "HighPerformance",
+			IP: "172.16.5." + strconv.Itoa(20+i), Status: "InUse", InstanceID: "i-cli", CardIndex: 1, DeviceIndex: i + 1,
+			VSwitchID: "vsw-secret", SecurityGroups: []string{"sg-secret"}})
+	}
+	out := filepath.Join(t.TempDir(), "h.tar.gz")
+	code, _, stderr := runCLI(append([]string{"record", "--cloud", "--redact", "--out", out}, flags...)...)
+	require.Equal(t, ExitOK, code, stderr)
+	raw, err := os.ReadFile(out)
+	require.NoError(t, err)
+	gz, err := gzip.NewReader(bytes.NewReader(raw))
+	require.NoError(t, err)
+	all, err := io.ReadAll(gz)
+	require.NoError(t, err)
+	for _, secret := range []string{"eni-secret", "eni-primary", "00:16:3e:2f:37:75", "172.16.5.20", "i-cli", "vsw-secret", "sg-secret", "cn-hangzhou"} {
+		assert.NotContains(t, string(all), secret)
+	}
+
+	h, closer, err := erdma.OpenHost(out)
+	require.NoError(t, err)
+	defer closer.Close()
+	v, err := eri.RecordedView(h)
+	require.NoError(t, err)
+	require.NotNil(t, v, "the view is kept, redacted")
+	require.Len(t, v.ERIs(), 2)
+	assert.Equal(t, "eni-redacted2", v.ERIs()[0].ID)
+	assert.Equal(t, map[int][]string{1: {"eni-redacted2", "eni-redacted3"}}, v.SharedChannels())
+
+	t.Setenv(eri.EndpointEnv, "http://127.0.0.1:1") // a replay asks nothing
+	code, js, stderr := runCLI("doctor", "--json", "--root", out)
+	assert.Equal(t, ExitFail, code)
+	var rep erdma.Report
+	require.NoError(t, json.Unmarshal([]byte(js), &rep), stderr)
+	assert.Equal(t, health.Fail, findingOf(t, &rep, "network-card-channel").Severity)
+	assert.Equal(t, health.OK, findingOf(t, &rep, "eri-mode").Severity, "ERIs still match the redacted netdevs by MAC")
+}
