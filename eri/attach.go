@@ -26,6 +26,24 @@ func (c Call) String() string {
 	return b.String()
 }
 
+// Command is the call as a person would type it with the aliyun CLI
+// (values shell-quoted where needed); a placeholder id stays as is.
+func (c Call) Command() string {
+	var b strings.Builder
+	b.WriteString("aliyun ecs " + c.Action)
+	for _, k := range sortedKeys(c.Params) {
+		b.WriteString(" --" + k + " " + shellQuote(c.Params[k]))
+	}
+	return b.String()
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/=,@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // Step kinds.
 const (
 	StepCreate = "create" // create an ERI, then attach it on a free card
