@@ -380,3 +380,32 @@ func TestRecordCloudViewRedacted(t *testing.T) {
 	assert.Equal(t, health.Fail, findingOf(t, &rep, "network-card-channel").Severity)
 	assert.Equal(t, health.OK, findingOf(t, &rep, "eri-mode").Severity, "ERIs still match the redacted netdevs by MAC")
 }
+
+// TestFleetDoctorCloudOptIn: fleet doctor ran no cloud check; --cloud adds
+// them on every rank (here one rank on a recording with two ERIs on one
+// card), and without it the report is as before (issue 27 item 14).
+func TestFleetDoctorCloudOptIn(t *testing.T) {
+	f, flags := eriEnv(t)
+	for i, mac := range []string{"00:16:3e:2f:37:75", "00:16:3e:2f:37:76"} {
+		f.AddENI(ecsfake.ENI{ID: "eni-eri" + strconv.Itoa(i), MAC: mac, Type: "Secondary", Mode: "HighPerformance",
+			Status: "InUse", InstanceID: "i-cli", CardIndex: 1, DeviceIndex: i + 1})
+	}
+	out := filepath.Join(t.TempDir(), "h.tar.gz")
+	code, _, stderr := runCLI(append([]string{"record", "--cloud", "--out", out}, flags...)...)
+	require.Equal(t, ExitOK, code, stderr)
+	problems := func(extra ...string) []string {
+		args := append([]string{"fleet", "doctor", "--rank", "0", "--ranks", "1", "--rendezvous",
+			"127.0.0.1:" + strconv.Itoa(freePort(t)), "--root", out, "--json", "--join-timeout", "20s"}, extra...)
+		_, js, stderr := runCLI(args...)
+		var rep struct {
+			Hosts []struct {
+				Problems []string `json:"problems"`
+			} `json:"hosts"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(js), &rep), "%s\n%s", js, stderr)
+		require.Len(t, rep.Hosts, 1)
+		return rep.Hosts[0].Problems
+	}
+	assert.NotContains(t, problems(), "network-card-channel", "off by default")
+	assert.Contains(t, problems("--cloud", "on"), "network-card-channel")
+}
