@@ -72,6 +72,7 @@ so alerts can fire on "nvidia_peermem not loaded". --root serves a recorded host
 	f.IntVar(&maxConns, "max-conns", monitor.DefaultLimits().MaxConns, "connections held at once; one more closes an idle or slow one, never a scrape in progress (see docs/monitor.md, Reliability and security)")
 	f.DurationVar(&toolsTTL, "tools-ttl", 5*time.Minute, "how long the versions of eadm, ofed_info, ... are cached between scrapes")
 	f.StringVar(&cloud, "cloud", eri.CloudOff, "the doctor's cloud checks (network-card-channel from the ECS API, eri-mode): off, auto or on; the API is asked once per run (refreshed hourly), never per scrape")
+	completeValues(c, "cloud", eri.CloudOff, eri.CloudAuto, eri.CloudOn)
 	return c
 }
 

@@ -95,5 +95,6 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
 	ff.add(c)
 	c.Flags().StringVar(&cloud.Mode, "cloud", eri.CloudOff, "the doctor's cloud checks on every rank (network-card-channel from the ECS API, eri-mode): off, auto or on; one API lookup per host per run")
 	c.Flags().StringVar(&cloud.Endpoint, "endpoint", "", "with --cloud: ECS endpoint (default: $"+eri.EndpointEnv+", else the region's)")
+	completeValues(c, "cloud", eri.CloudOff, eri.CloudAuto, eri.CloudOn)
 	return c
 }
