@@ -157,7 +157,7 @@ static int all_posted(ek_stream *s)
 	return 1;
 }
 
-int ek_stream_run(ek_stream *s, int64_t for_ns, int64_t *poll_ns)
+int ek_stream_run(ek_stream *s, int64_t for_ns)
 {
 	int64_t deadline = ek_now_ns() + for_ns;
 	for (;;) {
@@ -172,7 +172,7 @@ int ek_stream_run(ek_stream *s, int64_t for_ns, int64_t *poll_ns)
 		if (got < 0)
 			return EK_RUN_ERROR;
 		int64_t now = ek_now_ns();
-		*poll_ns = now - polled;
+		s->poll_ns = now - polled;
 		if (s->peak_on && now - polled < s->slack_ns && now - s->win_start >= s->peak_window_ns) {
 			double rate = (double)(s->completed - s->win_from) * 1e9 / (double)(now - s->win_start);
 			if (rate > s->peak)

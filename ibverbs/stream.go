@@ -97,9 +97,8 @@ func (w *WriteStream) Run(d time.Duration) (StreamStatus, error) {
 	if w.s == nil {
 		return StreamStatus{}, ErrClosed
 	}
-	var pollNs C.int64_t
-	state := C.ek_stream_run(w.s, C.int64_t(d), &pollNs)
-	st := w.status(time.Duration(pollNs))
+	state := C.ek_stream_run(w.s, C.int64_t(d))
+	st := w.status(time.Duration(w.s.poll_ns))
 	if state == C.EK_RUN_ERROR {
 		return st, w.err()
 	}

@@ -42,7 +42,8 @@ typedef struct {
 	int err_rc, err_qp, err_status;
 	uint32_t err_vendor;
 	uint64_t err_wrid;
-	int empty; // consecutive empty polls
+	int64_t poll_ns; // how long the last run's last poll took
+	int empty;       // consecutive empty polls
 	uint64_t posts, polls, yields; // calls made, for the record
 } ek_stream;
 
@@ -53,8 +54,9 @@ ek_stream *ek_stream_new(int nqp);
 void ek_stream_free(ek_stream *s);
 int64_t ek_now_ns(void);
 void ek_stream_peak_start(ek_stream *s);
-// ek_stream_run runs for at most for_ns nanoseconds; *poll_ns is how long
-// its last poll of the CQ (every ready completion) took to return.
-int ek_stream_run(ek_stream *s, int64_t for_ns, int64_t *poll_ns);
+// ek_stream_run runs for at most for_ns nanoseconds; s->poll_ns is how long
+// its last poll of the CQ (every ready completion) took to return. (No
+// out-pointer: a Go pointer passed to C escapes to the heap.)
+int ek_stream_run(ek_stream *s, int64_t for_ns);
 
 #endif

@@ -24,6 +24,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/erdmakit/erdmakit/internal/benchstat"
@@ -37,7 +39,12 @@ type sample struct {
 	Rep  int     `json:"rep"`
 	Gbps float64 `json:"gbps"`
 	Mpps float64 `json:"mpps"`
-	Err  string  `json:"error,omitempty"`
+	// Switches is the context switches (voluntary and involuntary) of the
+	// tool's processes during the run: ours in this process (every
+	// thread, the in-process server included), perftest's server and
+	// client (the children reaped in the run).
+	Switches int64  `json:"context_switches"`
+	Err      string `json:"error,omitempty"`
 }
 
 // sizeResult is one QP count and size's runs, medians and ratios.
@@ -142,15 +149,21 @@ func main() {
 					var s sample
 					switch tool {
 					case "erdmakit":
+						before := switches(syscall.RUSAGE_SELF)
 						s = runOurs(ctx, link, size, qps, depth, *duration, *margin, *postList, *cqMod)
+						s.Switches = switches(syscall.RUSAGE_SELF) - before
 					case "ib_write_bw":
+						before := switches(syscall.RUSAGE_CHILDREN)
 						s = runPerftest(ctx, *binary, *device, gidIndex, size, qps, depth, *duration, *margin, *cqMod, 0)
+						s.Switches = switches(syscall.RUSAGE_CHILDREN) - before
 					default:
+						before := switches(syscall.RUSAGE_CHILDREN)
 						s = runPerftest(ctx, *binary, *device, gidIndex, size, qps, depth, *duration, *margin, *cqMod, min(*plPeer, depth))
+						s.Switches = switches(syscall.RUSAGE_CHILDREN) - before
 						s.Tool = plTool
 					}
 					s.Rep = r + 1
-					fmt.Printf("  qps %2d  size %7d  round %2d  %-17s  %8.4f Gbit/s  %8.5f Mpps  %s\n", qps, size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Err)
+					fmt.Printf("  qps %2d  size %7d  round %2d  %-17s  %8.4f Gbit/s  %8.5f Mpps  %6d switches  %s\n", qps, size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Switches, s.Err)
 					sr.Samples = append(sr.Samples, s)
 					if s.Err == "" {
 						mpps[s.Tool] = s.Mpps
@@ -181,6 +194,14 @@ func main() {
 			}
 			rep.Sizes = append(rep.Sizes, sr)
 		}
+	}
+	fmt.Println()
+	fmt.Printf("bwbench: %s UTC, load average %s\n", time.Now().UTC().Format("2006-01-02 15:04"), loadAvg())
+	fmt.Println("| QPs | size | context switches per run, median: erdmakit / ib_write_bw / ib_write_bw -l |")
+	fmt.Println("|---:|---:|---:|")
+	for _, s := range rep.Sizes {
+		fmt.Printf("| %d | %d | %.0f / %.0f / %.0f |\n", s.QPs, s.Size, medianSwitches(s.Samples, "erdmakit"),
+			medianSwitches(s.Samples, "ib_write_bw"), medianSwitches(s.Samples, plTool))
 	}
 	fmt.Println()
 	fmt.Printf("| QPs | size | tx depth | erdmakit Gbit/s | ib_write_bw Gbit/s | %s min(%d, tx depth) Gbit/s | per-round ratio vs ib_write_bw: median (p25-p75), rounds | vs %s | vs the better perftest |\n", plTool, *plPeer, plTool)
@@ -254,6 +275,40 @@ func medians(ss []sample, tool string) (gbps, mpps float64) {
 		}
 	}
 	return benchstat.Median(g), benchstat.Median(m)
+}
+
+// switches is the context switches, voluntary and involuntary, of who
+// (RUSAGE_SELF: this process's threads; RUSAGE_CHILDREN: the children
+// reaped so far).
+func switches(who int) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		return 0
+	}
+	return ru.Nvcsw + ru.Nivcsw
+}
+
+func medianSwitches(ss []sample, tool string) float64 {
+	var v []float64
+	for _, s := range ss {
+		if s.Tool == tool && s.Err == "" {
+			v = append(v, float64(s.Switches))
+		}
+	}
+	return benchstat.Median(v)
+}
+
+// loadAvg is /proc/loadavg's three load averages (the guest's, in the lab).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func fatal(err error) {
