@@ -230,7 +230,9 @@ type WriteStream struct{}
 func NewWriteStream(StreamConfig) (*WriteStream, error) { return nil, ErrNotSupported }
 
 // Run returns ErrNotSupported in this build.
-func (w *WriteStream) Run(time.Duration) (StreamStatus, error) { return StreamStatus{}, ErrNotSupported }
+func (w *WriteStream) Run(time.Duration) (StreamStatus, error) {
+	return StreamStatus{}, ErrNotSupported
+}
 
 // StopPosting does nothing in this build.
 func (w *WriteStream) StopPosting() {}

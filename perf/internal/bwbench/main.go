@@ -97,6 +97,7 @@ func main() {
 		binary   = flag.String("perftest", "ib_write_bw", "ib_write_bw program")
 		postList = flag.Int("post-list", 0, "erdmakit's post list (0: auto)")
 		cqMod    = flag.Int("cq-mod", 0, "CQ moderation for both (0: perftest's default)")
+		goLoop   = flag.Bool("go-loop", false, "also run erdmakit's write loop in Go (as before the loop moved to C), as a fourth tool")
 		inFlight = flag.Int("outstanding", perf.DefaultTxDepth, "writes in flight per device, shared by its QPs: tx depth per QP = max(8, this/QPs), both tools")
 	)
 	flag.Parse()
@@ -142,6 +143,9 @@ func main() {
 			if *plPeer > 0 {
 				tools = append(tools, plTool)
 			}
+			if *goLoop {
+				tools = append(tools, goTool)
+			}
 			for r := 0; r < *reps; r++ {
 				mpps := map[string]float64{}
 				for k := range tools {
@@ -156,6 +160,11 @@ func main() {
 						before := switches(syscall.RUSAGE_CHILDREN)
 						s = runPerftest(ctx, *binary, *device, gidIndex, size, qps, depth, *duration, *margin, *cqMod, 0)
 						s.Switches = switches(syscall.RUSAGE_CHILDREN) - before
+					case goTool:
+						before := switches(syscall.RUSAGE_SELF)
+						s = runOurs(ctx, goOnly{link}, size, qps, depth, *duration, *margin, *postList, *cqMod)
+						s.Switches = switches(syscall.RUSAGE_SELF) - before
+						s.Tool = goTool
 					default:
 						before := switches(syscall.RUSAGE_CHILDREN)
 						s = runPerftest(ctx, *binary, *device, gidIndex, size, qps, depth, *duration, *margin, *cqMod, min(*plPeer, depth))
@@ -197,11 +206,15 @@ func main() {
 	}
 	fmt.Println()
 	fmt.Printf("bwbench: %s UTC, load average %s\n", time.Now().UTC().Format("2006-01-02 15:04"), loadAvg())
-	fmt.Println("| QPs | size | context switches per run, median: erdmakit / ib_write_bw / ib_write_bw -l |")
+	fmt.Println("| QPs | size | context switches per run, median: erdmakit / ib_write_bw / ib_write_bw -l / erdmakit's Go loop |")
 	fmt.Println("|---:|---:|---:|")
 	for _, s := range rep.Sizes {
-		fmt.Printf("| %d | %d | %.0f / %.0f / %.0f |\n", s.QPs, s.Size, medianSwitches(s.Samples, "erdmakit"),
-			medianSwitches(s.Samples, "ib_write_bw"), medianSwitches(s.Samples, plTool))
+		fmt.Printf("| %d | %d | %.0f / %.0f / %.0f / %.0f |\n", s.QPs, s.Size, medianSwitches(s.Samples, "erdmakit"),
+			medianSwitches(s.Samples, "ib_write_bw"), medianSwitches(s.Samples, plTool), medianSwitches(s.Samples, goTool))
+		if *goLoop {
+			r := pairedRatios(s.Samples, "erdmakit", goTool)
+			fmt.Printf("|   |   | erdmakit (C loop) / its Go loop, per round: %s |\n", benchstat.Format(benchstat.Quartiles(r), len(r)))
+		}
 	}
 	fmt.Println()
 	fmt.Printf("| QPs | size | tx depth | erdmakit Gbit/s | ib_write_bw Gbit/s | %s min(%d, tx depth) Gbit/s | per-round ratio vs ib_write_bw: median (p25-p75), rounds | vs %s | vs the better perftest |\n", plTool, *plPeer, plTool)
@@ -275,6 +288,44 @@ func medians(ss []sample, tool string) (gbps, mpps float64) {
 		}
 	}
 	return benchstat.Median(g), benchstat.Median(m)
+}
+
+// goTool is erdmakit's write loop run in Go (-go-loop).
+const goTool = "erdmakit go-loop"
+
+// goOnly hides a link's native write loop: its sessions are only
+// perf.Session, so the engine runs the loop in Go.
+type goOnly struct{ perf.Link }
+
+func (g goOnly) Open(ctx context.Context, cfg perf.OpenConfig) (perf.Session, error) {
+	s, err := g.Link.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return struct{ perf.Session }{s}, nil
+}
+
+// pairedRatios is a's message rate over b's in each round both ran.
+func pairedRatios(ss []sample, a, b string) []float64 {
+	ra, rb := map[int]float64{}, map[int]float64{}
+	for _, s := range ss {
+		if s.Err != "" {
+			continue
+		}
+		switch s.Tool {
+		case a:
+			ra[s.Rep] = s.Mpps
+		case b:
+			rb[s.Rep] = s.Mpps
+		}
+	}
+	var r []float64
+	for rep, x := range ra {
+		if y := rb[rep]; y > 0 {
+			r = append(r, x/y)
+		}
+	}
+	return r
 }
 
 // switches is the context switches, voluntary and involuntary, of who
