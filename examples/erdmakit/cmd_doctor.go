@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,6 +64,8 @@ func newDoctorCmd(g *globals) *cobra.Command {
 	fl.DurationVar(&f.interval, "interval", doctor.DefaultInterval, "time between the two hw_counters readings of the rate-limit-drops check (live host; 0: one reading)")
 	fl.BoolVar(&f.skipTools, "skip-tools", false, "do not look for eadm and the other tools on PATH")
 	fl.StringVar(&f.cloud.Mode, "cloud", eri.CloudAuto, "cloud checks (network-card-channel from the ECS API, eri-mode): auto (a recorded view, or the API within about 1 s if credentials answer), on, off")
+	completeValues(c, "format", doctorFormats...)
+	completeValues(c, "cloud", eri.CloudAuto, eri.CloudOn, eri.CloudOff)
 	fl.StringVar(&f.cloud.Endpoint, "endpoint", "", "ECS endpoint for the cloud checks (default: $"+eri.EndpointEnv+", else the region's)")
 	return c
 }
@@ -82,6 +85,9 @@ func defaultDoctorFlags() doctorFlags {
 	return doctorFlags{format: "table", metadataURL: erdma.DefaultMetadataURL, interval: doctor.DefaultInterval}
 }
 
+// doctorFormats are the values of doctor --format.
+var doctorFormats = []string{"table", "json", "prom"}
+
 func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 	format := f.format
 	if g.json {
@@ -90,7 +96,7 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 		}
 		format = "json"
 	}
-	if format != "table" && format != "json" && format != "prom" {
+	if !slices.Contains(doctorFormats, format) {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("--format %q: want table, json or prom", f.format)}
 	}
 	// node_exporter's textfile collector reads only *.prom files, and a table
@@ -121,20 +127,33 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 	}
 	rep, err := runDoctorOn(ctx, g.root, opt, &f.cloud)
 	if err != nil {
+		if format == "prom" {
+			// A textfile that still said "ok" would hide this: say the
+			// doctor could not run (erdmakit_doctor_up 0, status 3).
+			unable := erdma.PromRun{Err: err, Time: time.Now()}
+			if f.output != "" {
+				if werr := erdma.WritePrometheusFile(f.output, unable); werr != nil {
+					err = fmt.Errorf("%w; and writing %s: %w", err, f.output, werr)
+				}
+			} else {
+				_ = unable.Write(g.stdout)
+			}
+		}
 		return &exitError{code: ExitUnknown, err: err}
 	}
+	run := erdma.PromRun{Report: rep, Time: time.Now()}
 	write := func(w io.Writer, color bool) error {
 		switch format {
 		case "json":
 			return render.JSON(w, rep)
 		case "prom":
-			return erdma.WritePrometheus(w, rep)
+			return run.Write(w)
 		}
 		return doctor.WriteTable(w, rep, doctor.TableOptions{Color: color, Verbose: g.verbose, Hint: doctorHint})
 	}
 	switch {
 	case f.output != "" && format == "prom":
-		err = erdma.WritePrometheusFile(f.output, rep)
+		err = erdma.WritePrometheusFile(f.output, run)
 	case f.output != "":
 		err = atomicfile.Write(f.output, 0o644, func(w io.Writer) error { return write(w, g.color == render.ColorAlways) })
 	default:
