@@ -27,6 +27,12 @@ import (
 // rate-limit-drops check on a live host.
 const DefaultInterval = 2 * time.Second
 
+// Report is what the doctor returns: the overall status, one finding per
+// check in the guide's order, and the host it read. It is defined in package
+// erdma (the host's inventory is part of it, and erdma's recorded-host and
+// Prometheus code read it); this name is the one to use.
+type Report = erdma.Report
+
 // ErrOptions is what every invalid option wraps.
 var ErrOptions = errors.New("invalid doctor options")
 
@@ -158,7 +164,7 @@ func Checks(extra ...Check) ([]erdma.Check, error) {
 // Run reads the host and diagnoses it: the whole doctor. The error is for
 // what stops it (invalid options, an unreadable host, a cancelled context);
 // everything else is a finding.
-func Run(ctx context.Context, h erdma.Host, opt Options) (*erdma.Report, error) {
+func Run(ctx context.Context, h erdma.Host, opt Options) (*Report, error) {
 	if _, err := validate(opt); err != nil {
 		return nil, err
 	}
@@ -172,7 +178,7 @@ func Run(ctx context.Context, h erdma.Host, opt Options) (*erdma.Report, error) 
 // Diagnose runs the pipeline on an inventory already read (the exporter
 // reads one per scrape): instance, GPUs, checks. It fills inv's Instance,
 // Profile and GPU.
-func Diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Options) (*erdma.Report, error) {
+func Diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Options) (*Report, error) {
 	cs, err := validate(opt)
 	if err != nil {
 		return nil, err
