@@ -2,6 +2,9 @@ package report
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"io"
 
 	"encoding/json"
 	"github.com/erdmakit/erdmakit/erdma"
@@ -33,6 +36,7 @@ func TestDetectsEveryKindFromTheCLIsJSON(t *testing.T) {
 		"perftest-loopback-fail.json":    KindPerftest,
 		"nccl-run-B02.json":              KindNCCLRun,
 		"perftest-lat-fail.json":         KindPerftestLat,
+		"setup-dry-memlock-64k.json":     KindSetup,
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	require.NoError(t, err)
@@ -40,7 +44,7 @@ func TestDetectsEveryKindFromTheCLIsJSON(t *testing.T) {
 		base := filepath.Base(f)
 		k, ok := want[base]
 		require.True(t, ok, "testdata/%s: add it to the table", base)
-		in, err := ReadFile(f)
+		in, err := ReadFile(context.Background(), f)
 		if k == "" {
 			require.ErrorIs(t, err, ErrUnknownInput, base)
 			assert.Contains(t, err.Error(), base)
@@ -66,7 +70,7 @@ func TestUnknownInputNamesTheFile(t *testing.T) {
 	}
 	_, err := FromValue("x", 42)
 	assert.ErrorIs(t, err, ErrUnknownInput)
-	_, err = ReadFile(filepath.Join(t.TempDir(), "absent.json"))
+	_, err = ReadFile(context.Background(), filepath.Join(t.TempDir(), "absent.json"))
 	assert.ErrorContains(t, err, "absent.json")
 }
 
@@ -101,7 +105,9 @@ func TestPageOfEveryKind(t *testing.T) {
 	require.NoError(t, Write(&out, Options{Title: "cluster bring-up"}, ins...))
 	page := out.String()
 	assert.True(t, strings.HasPrefix(page, "<!DOCTYPE html>"))
-	has(t, page, "<title>cluster bring-up: FAIL</title>")
+	has(t, page, "<title>cluster bring-up: broken</title>")
+	has(t, page, `<p class="head">BROKEN: `)
+	has(t, page, "first fix")
 	// The failing findings, the culprits, each section.
 	for _, want := range []string{"gdr-peermem", "mesh-dead-host", "mesh-bad-host", "mesh-bad-link", "gpu007", "gpu005",
 		"nccl-tests rows", "GPU and NIC topology", "RDMA write latency", "perftest-error"} {
@@ -128,7 +134,7 @@ func TestNoInput(t *testing.T) {
 func TestHostileNamesAreEscaped(t *testing.T) {
 	ins := fleetInputs(t, 4)
 	evil := `<script>alert(1)</script><img src=x onerror=alert(2)>`
-	b, err := json.Marshal(ins[1].value)
+	b, err := json.Marshal(ins[2].value)
 	require.NoError(t, err)
 	b = bytes.ReplaceAll(b, []byte("gpu002"), []byte(strings.ReplaceAll(strings.ReplaceAll(evil, `<`, `\u003c`), `>`, `\u003e`)))
 	in, err := FromJSON("evil.json", b)
@@ -179,4 +185,47 @@ func hasNot(t *testing.T, page, unwanted string, msg ...any) {
 		i := strings.Index(page, unwanted)
 		t.Errorf("the page has %q: ...%s... %v", unwanted, page[max(0, i-80):min(len(page), i+80)], msg)
 	}
+}
+
+// FuzzFromJSON: any bytes are an Input or an error, never a panic; an
+// Input always renders, redacted or not.
+func FuzzFromJSON(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	require.NoError(f, err)
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	f.Add([]byte(`{"kind":"doctor","findings":null,"host":null,"status":"bogus"}`))
+	f.Add([]byte(`{"status":"fail","hosts":["a","b"],"matrix":[[null,1],[1]],"rounds":1}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in, err := FromJSON("fuzz.json", b)
+		if err != nil {
+			require.True(t, strings.HasPrefix(err.Error(), "fuzz.json: "), err.Error())
+			return
+		}
+		for _, redact := range []bool{false, true} {
+			require.NoError(t, Write(io.Discard, Options{Redact: redact}, in))
+		}
+	})
+}
+
+// A hostile result: huge lists and strings make a bounded page.
+func TestHugeInputMakesABoundedPage(t *testing.T) {
+	r := &erdma.Report{Status: health.Fail}
+	long := strings.Repeat("x", 1<<20)
+	for i := range 20000 {
+		r.Findings = append(r.Findings, health.Finding{ID: fmt.Sprintf("c%d", i), Severity: health.Fail, Summary: long[:1000],
+			Evidence: make([]string, 100)})
+	}
+	r.Findings[0].Summary = long
+	in, err := FromValue("huge", r)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, Write(&out, Options{}, in))
+	assert.Less(t, out.Len(), 40<<20)
+	has(t, out.String(), "only the first 5000 findings")
+	has(t, out.String(), "more bytes)")
+	has(t, out.String(), "... and 76 more lines")
 }

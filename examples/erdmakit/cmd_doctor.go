@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/atomicfile"
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/setup"
 	"github.com/spf13/cobra"
 )
 
@@ -27,6 +31,9 @@ type doctorFlags struct {
 	output       string // --output FILE, written atomically
 	formatSet    bool   // --format given on the command line
 	cloud        eri.CloudOptions
+	// fix: doctor --fix, setup's host stages for the failing checks.
+	fix  bool
+	host setupFlags
 }
 
 // newDoctorCmd: `erdmakit doctor`, every step of the eRDMA guide checked.
@@ -63,7 +70,12 @@ func newDoctorCmd(g *globals) *cobra.Command {
 	fl.DurationVar(&f.interval, "interval", doctor.DefaultInterval, "time between the two hw_counters readings of the rate-limit-drops check (live host; 0: one reading)")
 	fl.BoolVar(&f.skipTools, "skip-tools", false, "do not look for eadm and the other tools on PATH")
 	fl.StringVar(&f.cloud.Mode, "cloud", eri.CloudAuto, "cloud checks (network-card-channel from the ECS API, eri-mode): auto (a recorded view, or the API within about 1 s if credentials answer), on, off")
+	completeValues(c, "format", doctorFormats...)
+	completeValues(c, "cloud", eri.CloudAuto, eri.CloudOn, eri.CloudOff)
 	fl.StringVar(&f.cloud.Endpoint, "endpoint", "", "ECS endpoint for the cloud checks (default: $"+eri.EndpointEnv+", else the region's)")
+	fl.BoolVar(&f.fix, "fix", false, "fix what fails: setup's host stages (driver, os, gpu, limits) for the failing checks only, then the doctor again (as root; asks once, --yes for scripts)")
+	fl.BoolVar(&f.host.dryRun, "dry-run", false, "with --fix: print the fixes and change nothing")
+	f.host.addHost(c)
 	return c
 }
 
@@ -82,7 +94,20 @@ func defaultDoctorFlags() doctorFlags {
 	return doctorFlags{format: "table", metadataURL: erdma.DefaultMetadataURL, interval: doctor.DefaultInterval}
 }
 
+// doctorFormats are the values of doctor --format.
+var doctorFormats = []string{"table", "json", "prom"}
+
 func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
+	if f.fix {
+		return runDoctorFix(ctx, g, f)
+	}
+	if f.host.dryRun {
+		return &exitError{code: ExitUnknown, err: errors.New("--dry-run plans the fixes: use it with --fix")}
+	}
+	jumbo, err := jumboFlag(f.host.jumbo)
+	if err != nil {
+		return &exitError{code: ExitUnknown, err: err}
+	}
 	format := f.format
 	if g.json {
 		if format != "table" && format != "json" {
@@ -90,7 +115,7 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 		}
 		format = "json"
 	}
-	if format != "table" && format != "json" && format != "prom" {
+	if !slices.Contains(doctorFormats, format) {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("--format %q: want table, json or prom", f.format)}
 	}
 	// node_exporter's textfile collector reads only *.prom files, and a table
@@ -116,25 +141,39 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("--cloud %q: want auto, on or off", f.cloud.Mode)}
 	}
 	opt := f.options()
+	opt.JumboFrames = jumbo
 	if format == "table" && render.IsTerminal(g.stderr) {
 		opt.Progress = func(msg string) { fmt.Fprintln(g.stderr, msg) }
 	}
 	rep, err := runDoctorOn(ctx, g.root, opt, &f.cloud)
 	if err != nil {
+		if format == "prom" {
+			// A textfile that still said "ok" would hide this: say the
+			// doctor could not run (erdmakit_doctor_up 0, status 3).
+			unable := erdma.PromRun{Err: err, Time: time.Now()}
+			if f.output != "" {
+				if werr := erdma.WritePrometheusFile(f.output, unable); werr != nil {
+					err = fmt.Errorf("%w; and writing %s: %w", err, f.output, werr)
+				}
+			} else {
+				_ = unable.Write(g.stdout)
+			}
+		}
 		return &exitError{code: ExitUnknown, err: err}
 	}
+	run := erdma.PromRun{Report: rep, Time: time.Now()}
 	write := func(w io.Writer, color bool) error {
 		switch format {
 		case "json":
 			return render.JSON(w, rep)
 		case "prom":
-			return erdma.WritePrometheus(w, rep)
+			return run.Write(w)
 		}
 		return doctor.WriteTable(w, rep, doctor.TableOptions{Color: color, Verbose: g.verbose, Hint: doctorHint})
 	}
 	switch {
 	case f.output != "" && format == "prom":
-		err = erdma.WritePrometheusFile(f.output, rep)
+		err = erdma.WritePrometheusFile(f.output, run)
 	case f.output != "":
 		err = atomicfile.Write(f.output, 0o644, func(w io.Writer) error { return write(w, g.color == render.ColorAlways) })
 	default:
@@ -144,6 +183,19 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 		return &exitError{code: ExitUnknown, err: err}
 	}
 	return exitCode(severityExit(rep.Status))
+}
+
+// runDoctorFix is doctor --fix: setup's host stages for the failing
+// checks only, then the doctor again.
+func runDoctorFix(ctx context.Context, g *globals, f doctorFlags) error {
+	if f.format != "table" || f.output != "" {
+		return &exitError{code: ExitUnknown, err: errors.New("--fix prints the fixes and the doctor's verdict: use --json, not --format or --output")}
+	}
+	opt := setup.Options{Root: g.root, DryRun: f.host.dryRun, FailingOnly: true, Doctor: f.options()}
+	if err := f.host.hostOptions(&opt); err != nil {
+		return &exitError{code: ExitUnknown, err: err}
+	}
+	return applySetup(ctx, g, &f.host, opt, os.Stdin)
 }
 
 // runDoctorOn opens root (directory, archive or "/") and runs the doctor,

@@ -17,7 +17,9 @@ func subcommands(g *globals) []*cobra.Command {
 		newStatCmd(g),
 		newExporterCmd(g),
 		newFleetCmd(g),
+		newReportCmd(g),
 		newERICmd(g),
+		newSetupCmd(g),
 		newVersionCmd(g),
 	}
 }
