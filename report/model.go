@@ -216,6 +216,9 @@ func build(opts Options, inputs []Input) (*page, error) {
 		}
 		for i := range fs {
 			fs[i].Source = s.Name
+			// The verdict is never better than a finding on the page (a
+			// setup dry run is "ok" as a plan while the host fails now).
+			s.Status = worst(s.Status, fs[i].Severity)
 		}
 		all = append(all, fs...)
 		for _, h := range hs {
@@ -419,6 +422,8 @@ func buildSection(s *section, in Input) ([]finding, []hostRow) {
 		return perftestLogSection(s, v)
 	case *smitopo.Matrix:
 		return topoSection(s, v)
+	case *setupResult:
+		return setupSection(s, in.Name, v)
 	}
 	s.Status = health.Fail
 	s.Notes = append(s.Notes, fmt.Sprintf("%T: not rendered", in.value))
