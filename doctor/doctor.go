@@ -53,6 +53,10 @@ type Options struct {
 	// NVML is the GPU library; nil means nvml.ForRoot(host root) (the live
 	// NVML on "/", the recorded snapshot otherwise).
 	NVML nvml.Library
+	// JumboFrames, when set, is the instance's EnableJumboFrame (from the
+	// ECS API or the operator), filled into the instance where it does not
+	// say: the mtu check and setup's os stage judge by it (erdma.ERIMTU).
+	JumboFrames *bool
 	// Checks are contributed by other packages; see Check.
 	Checks []Check
 	// Progress, when set, is told what the doctor is about to wait for
@@ -93,14 +97,18 @@ type Check struct {
 	Title string
 	After string
 	Run   func(ctx context.Context, in *Input) health.Finding
+	// Fix, when set, changes the host so that the check passes; its plan
+	// is the check's remediation (see Fix).
+	Fix *Fix
 }
 
 // builtins are the checks the pipeline always runs, in the guide's order.
 func builtins() []Check {
 	var cs []Check
+	fx := fixes()
 	for _, hc := range erdma.HostChecks() {
 		run := hc.Run
-		cs = append(cs, Check{ID: hc.ID, Step: hc.Step, Title: hc.Title,
+		cs = append(cs, Check{ID: hc.ID, Step: hc.Step, Title: hc.Title, Fix: fx[hc.ID],
 			Run: func(ctx context.Context, in *Input) health.Finding { return run(ctx, in.Inventory, in.counters) }})
 		if hc.ID == erdma.FindingUVerbs {
 			cs = append(cs, verbsCheck())
@@ -187,6 +195,10 @@ func Diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Optio
 		return nil, fmt.Errorf("%w: no inventory", ErrOptions)
 	}
 	inst, instErr := Instance(ctx, h, opt)
+	if inst != nil && inst.JumboFrames == nil && opt.JumboFrames != nil {
+		v := *opt.JumboFrames
+		inst.JumboFrames = &v
+	}
 	erdma.SetInstance(inv, inst)
 	in := &Input{Host: h, Inventory: inv, InstanceError: instErr, GPUs: GPUs(ctx, h, inv, opt.NVML)}
 	in.counters.InstanceError = instErr
@@ -285,6 +297,7 @@ func run(ctx context.Context, c Check, in *Input) (f health.Finding) {
 	}()
 	f = c.Run(ctx, in)
 	f.ID = c.ID
+	f.Remediation = remediation(ctx, c, in, f)
 	if f.Evidence == nil {
 		f.Evidence = []string{}
 	}

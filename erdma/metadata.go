@@ -306,3 +306,30 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
+
+// NetConfig is what the metadata service says one ENI's netdev should
+// carry.
+type NetConfig struct {
+	MAC     string `json:"mac"`
+	Address string `json:"address"` // "10.0.1.5/24"
+	Gateway string `json:"gateway"`
+}
+
+// NetConfig reads one ENI's IPv4, prefix (vswitch-cidr-block) and gateway
+// from the metadata service.
+func (c *MetadataClient) NetConfig(ctx context.Context, mac string) (NetConfig, error) {
+	p := "meta-data/network/interfaces/macs/" + strings.ToLower(mac) + "/"
+	v, err := c.Items(ctx, p+"primary-ip-address", p+"vswitch-cidr-block", p+"gateway")
+	if err != nil {
+		return NetConfig{}, fmt.Errorf("metadata for %s: %w", mac, err)
+	}
+	ip := net.ParseIP(v[0]).To4()
+	_, cidr, err := net.ParseCIDR(v[1])
+	gw := net.ParseIP(v[2]).To4()
+	if ip == nil || err != nil || gw == nil || !cidr.Contains(ip) || !cidr.Contains(gw) {
+		return NetConfig{}, fmt.Errorf("metadata for %s: ip %q, vswitch-cidr-block %q, gateway %q: %w",
+			mac, v[0], v[1], v[2], ErrMetadataValue)
+	}
+	ones, _ := cidr.Mask.Size()
+	return NetConfig{MAC: strings.ToLower(mac), Address: fmt.Sprintf("%s/%d", ip, ones), Gateway: gw.String()}, nil
+}
