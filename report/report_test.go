@@ -36,6 +36,7 @@ func TestDetectsEveryKindFromTheCLIsJSON(t *testing.T) {
 		"perftest-loopback-fail.json":    KindPerftest,
 		"nccl-run-B02.json":              KindNCCLRun,
 		"perftest-lat-fail.json":         KindPerftestLat,
+		"fleet-prove-4.json":             KindFleetProve,
 		"setup-dry-memlock-64k.json":     KindSetup,
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
