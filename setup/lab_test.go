@@ -86,7 +86,8 @@ func TestLabSetupFromUnconfigured(t *testing.T) {
 	l, err := netlink.LinkByName(nd)
 	require.NoError(t, err)
 	mac := l.Attrs().HardwareAddr.String()
-	md := &ecsfake.Metadata{InstanceID: "i-lab", InstanceType: "ecs.ebmgn8is.32xlarge", Region: "cn-lab",
+	// No instance type: a GPU type would make the missing NVIDIA driver block the gpu stage.
+	md := &ecsfake.Metadata{InstanceID: "i-lab", Region: "cn-lab",
 		NICs: map[string]ecsfake.NIC{mac: {IP: ip, CIDR: "10.0.9.0/24", Gateway: "10.0.9.254"}}}
 	srv := httptest.NewServer(md)
 	defer srv.Close()
@@ -101,9 +102,9 @@ func TestLabSetupFromUnconfigured(t *testing.T) {
 	require.NoError(t, unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: 64 << 10, Max: 64 << 10}))
 
 	opt := setup.Options{Skip: []string{doctor.StageCloud, doctor.StageDriver},
-		Doctor: doctor.Options{Metadata: &erdma.MetadataClient{BaseURL: srv.URL}, InstanceType: "", SkipTools: true,
+		Doctor: doctor.Options{Metadata: &erdma.MetadataClient{BaseURL: srv.URL, Timeout: 20 * time.Second}, InstanceType: "", SkipTools: true,
 			Checks: rxeStandIn(dev)},
-		Fix:           doctor.FixEnv{Files: hf, Metadata: &erdma.MetadataClient{BaseURL: srv.URL}, Netdevs: []string{nd}, NetworkStack: doctor.StackNetworkd},
+		Fix:           doctor.FixEnv{Files: hf, Metadata: &erdma.MetadataClient{BaseURL: srv.URL, Timeout: 20 * time.Second}, Netdevs: []string{nd}, NetworkStack: doctor.StackNetworkd},
 		VerifyOptions: setup.VerifyOptions{Devices: []string{dev}, Config: perf.Config{Size: 65536, QPs: 1, Iterations: 200}},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
