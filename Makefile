@@ -40,7 +40,7 @@ vet:
 test: deps vet unit lab
 
 unit:
-	$(GO) test $(GOFLAGS) -count=1 ./...
+	$(GO) test $(GOFLAGS) -count=1 -timeout 25m ./...
 
 # The RDMA lab: every lab test (build tag `lab`) in Soft-RoCE under qemu; see internal/lab.
 # LAB_FLAGS, e.g. LAB_FLAGS='-pkg ./ibverbs -run TestLabQP -v'.

@@ -37,6 +37,7 @@ const (
 	KindNCCLTests   Kind = "parse-nccl"     // ncclog.TestResult: erdmakit parse nccl
 	KindNCCLLog     Kind = "parse-nccl-log" // ncclog.Summary: erdmakit parse nccl-log
 	KindPerftestLog Kind = "parse-perftest" // perftest.Report: erdmakit parse perftest
+	KindSetup       Kind = "setup"          // erdmakit setup --json, doctor --fix --json (docs/setup.md)
 	KindTopo        Kind = "parse-topo"     // smitopo.Matrix: erdmakit parse topo
 )
 
@@ -56,6 +57,7 @@ type Input struct {
 	Name  string
 	Kind  Kind
 	value any
+	raw   []byte // the JSON it was read from (nil from a Go value)
 	// unknown are the JSON keys (as paths) the value's type has no field
 	// for: the input may come from a newer erdmakit.
 	unknown []string
@@ -76,7 +78,16 @@ func (in Input) Unknown() []string { return append([]string(nil), in.unknown...)
 func FromValue(name string, v any) (Input, error) {
 	k := kindOf(v)
 	if k == "" {
-		return Input{}, fmt.Errorf("%s: %T: %w", name, v, ErrUnknownInput)
+		// Another package's result (setup's): the page reads its JSON.
+		b, err := json.Marshal(v)
+		if err != nil {
+			return Input{}, fmt.Errorf("%s: %T: %w", name, v, ErrUnknownInput)
+		}
+		in, err := FromJSON(name, b)
+		if err != nil {
+			return Input{}, fmt.Errorf("%s: %T: %w", name, v, ErrUnknownInput)
+		}
+		return in, nil
 	}
 	if isNilPointer(v) {
 		return Input{}, fmt.Errorf("%s: a nil %T", name, v)
@@ -113,6 +124,8 @@ func kindOf(v any) Kind {
 		return KindPerftestLog
 	case *smitopo.Matrix:
 		return KindTopo
+	case *setupResult:
+		return KindSetup
 	}
 	return ""
 }
@@ -146,6 +159,8 @@ func newValue(k Kind) any {
 		return &perftest.Report{}
 	case KindTopo:
 		return &smitopo.Matrix{}
+	case KindSetup:
+		return &setupResult{}
 	}
 	return nil
 }
@@ -220,7 +235,7 @@ func FromJSON(name string, data []byte) (Input, error) {
 	}
 	unknown := map[string]bool{}
 	unknownKeys(generic, typeOf(v), "", unknown)
-	in := Input{Name: name, Kind: k, value: v}
+	in := Input{Name: name, Kind: k, value: v, raw: bytes.Clone(data)}
 	for p := range unknown {
 		in.unknown = append(in.unknown, p)
 	}
@@ -274,6 +289,8 @@ func detect(top map[string]json.RawMessage) (Kind, error) {
 		return KindLatency, nil
 	case has("test", "link_type", "results", "errors"):
 		return KindPerftestLog, nil
+	case has("dry_run", "verdict", "stages", "left"):
+		return KindSetup, nil
 	case has("source", "endpoints", "links"):
 		return KindTopo, nil
 	}
