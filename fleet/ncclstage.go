@@ -106,13 +106,18 @@ func dropVar(name string) bool {
 	return false
 }
 
+// defaultRanksPerHost is nccl run's: the 8 GPUs of the eRDMA GPU types.
+const defaultRanksPerHost = 8
+
 // NCCLStage is fleet prove's NCCL run: c (launcher, binary, test flags,
 // variables, ranks per host) run from rank 0 over the job's hosts, each
-// named once in rank order with c.RanksPerHost ranks (c.Hosts, when set,
-// wins), in an environment without the job's per-rank variables
-// (LaunchEnviron); under Slurm the new step shares the job's CPUs
-// (--overlap). c.Binary not found, or the launcher not installed, skips the
-// stage (ErrSkipped).
+// named once in rank order with c.RanksPerHost ranks (0: one per GPU its
+// doctor saw, else 8; c.Hosts, when set, wins), in an environment without
+// the job's per-rank variables (LaunchEnviron). In a Slurm job srun starts
+// a step of that job on as many of its nodes (--nodes, no --nodelist:
+// Slurm's node names need not be host names), sharing the CPUs the fleet's
+// step holds (--overlap). c.Binary not found, or the launcher not
+// installed, skips the stage (ErrSkipped).
 func NCCLStage(c nccl.Command, o NCCLStageOptions) NCCLFunc {
 	return func(ctx context.Context, hosts []JobHost) (*nccl.RunReport, error) {
 		getenv := o.Getenv
@@ -141,11 +146,31 @@ func NCCLStage(c nccl.Command, o NCCLStageOptions) NCCLFunc {
 					continue
 				}
 				seen[h.Host] = true
-				c.Hosts = append(c.Hosts, nccl.Host{Name: h.Host, Slots: c.RanksPerHost})
+				slots := c.RanksPerHost
+				if slots <= 0 {
+					slots = h.GPUs // one rank per GPU
+				}
+				if slots <= 0 {
+					slots = defaultRanksPerHost
+				}
+				c.Hosts = append(c.Hosts, nccl.Host{Name: h.Host, Slots: slots})
 			}
+			c.UseHostSlots()
 		}
-		if c.Launcher == nccl.LauncherSrun && getenv("SLURM_JOB_ID") != "" && !contains(c.LauncherArgs, "--overlap") {
-			c.LauncherArgs = append([]string{"--overlap"}, c.LauncherArgs...)
+		if c.Launcher == nccl.LauncherSrun && getenv("SLURM_JOB_ID") != "" {
+			// A step of the job this rank belongs to, on as many of its
+			// nodes as the job has hosts: Slurm's node names need not be
+			// the host names the ranks gave, so no --nodelist. The new step
+			// shares the CPUs the fleet's step holds (--overlap).
+			if c.RanksPerHost <= 0 && len(c.Hosts) > 0 {
+				c.RanksPerHost = c.Hosts[0].Slots
+			}
+			extra := []string{"--nodes", fmt.Sprint(max(1, len(c.Hosts)))}
+			if !contains(c.LauncherArgs, "--overlap") {
+				extra = append(extra, "--overlap")
+			}
+			c.Hosts, c.NP = nil, 0
+			c.LauncherArgs = append(extra, c.LauncherArgs...)
 		}
 		timeout := o.Timeout
 		if timeout <= 0 {

@@ -17,7 +17,7 @@ import (
 // ErrSkipped is wrapped by a stage's error when the stage cannot run
 // here (no nccl-tests, no launcher): the proof lists the stage as skipped
 // with the error's text, and the verdict does not change.
-var ErrSkipped = errors.New("skipped")
+var ErrSkipped = errors.New("stage skipped")
 
 // JobHost is one rank's host as rank 0 knows it, for a stage that
 // launches across the hosts (the NCCL run).
@@ -25,6 +25,8 @@ type JobHost struct {
 	Rank int    `json:"rank"`
 	Host string `json:"host"` // the name the rank gave (os.Hostname)
 	Addr string `json:"addr"` // its address as rank 0 sees it ("" for rank 0)
+	// GPUs is the GPU count its doctor saw (0: unknown).
+	GPUs int `json:"gpus"`
 }
 
 // NCCLFunc runs nccl-tests across hosts at rank 0 and diagnoses the run
@@ -297,11 +299,18 @@ func proveRank0(ctx context.Context, me Rank, addr string, cfg ProveConfig, opt 
 			jh = append(jh, JobHost{Rank: r, Host: m.Host, Addr: remoteIP(m.Conn)})
 		}
 		sort.Slice(jh, func(a, b int) bool { return jh[a].Rank < jh[b].Rank })
-		progress(ProveProgress{Stage: StageNCCL, Message: fmt.Sprintf("nccl-tests over %d hosts", len(jh))})
+		for i := range jh {
+			for _, hr := range reports {
+				if hr.Rank == jh[i].Rank && hr.Report != nil && hr.Report.Host != nil && hr.Report.Host.GPU != nil {
+					jh[i].GPUs = hr.Report.Host.GPU.Count
+				}
+			}
+		}
+		progress(ProveProgress{Stage: StageNCCL, Message: fmt.Sprintf("over %d host(s)", len(jh))})
 		rep, err := cfg.NCCL(ctx, jh)
 		switch {
 		case errors.Is(err, ErrSkipped):
-			st.Status, st.Summary = health.Skip, err.Error()
+			st.Status, st.Summary = health.Skip, strings.TrimSuffix(err.Error(), ": "+ErrSkipped.Error())
 		case ctx.Err() != nil:
 			st.Status, st.Summary = StageNotReached, "interrupted during the NCCL run"
 			j.NCCL = rep

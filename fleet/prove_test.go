@@ -94,7 +94,9 @@ func (pr proveRun) run(t *testing.T) (*Proof, []ProveProgress) {
 	return p, events
 }
 
-func okDoctor(int) *erdma.Report { return report(erdma.SeverityOK, ok("erdma-devices"), ok("gdr-peermem")) }
+func okDoctor(int) *erdma.Report {
+	return report(erdma.SeverityOK, ok("erdma-devices"), ok("gdr-peermem"))
+}
 
 // TestProveOverLoopback: six ranks in one session: rank 2's doctor fails,
 // rank 4 is slow in the mesh, rank 5 has no RDMA device (it reports and
@@ -139,11 +141,13 @@ func TestProveOverLoopback(t *testing.T) {
 	require.Len(t, ncclHosts, 6, "NCCL runs over every host")
 	assert.Equal(t, "gpu005", ncclHosts[5].Host)
 
-	require.Len(t, p.Culprits, 2, "%+v", p.Culprits)
+	require.Len(t, p.Culprits, 3, "%+v", p.Culprits)
 	assert.Equal(t, []int{2}, p.Culprits[0].Ranks)
 	assert.Equal(t, "modprobe nvidia_peermem", p.Culprits[0].Fix)
 	assert.Equal(t, []int{4}, p.Culprits[1].Ranks)
 	assert.Equal(t, StageMesh, p.Culprits[1].FixFrom)
+	assert.Equal(t, []int{5}, p.Culprits[2].Ranks, "a host without an RDMA device is not proven")
+	assert.Equal(t, "mesh: could not take part: no RDMA device found", p.Culprits[2].Reason)
 	assert.Equal(t, "no rdma device", p.Hosts[5].Mesh)
 	assert.Equal(t, "no RDMA device found", p.Hosts[5].MeshNote)
 	assert.Equal(t, "bad host", p.Hosts[4].Mesh)
