@@ -128,7 +128,7 @@ func TestFleetProveUnderSrun(t *testing.T) {
 	base := 21000 + freePort(t)%20000
 	common := []string{"--rendezvous", rdv, "-p", fmt.Sprint(base), "-D", "1s", "--warmup", "200ms", "--cooldown", "100ms",
 		"--join-timeout", "60s", "--timeout", "60s", "--json",
-		"--nccl-binary", nbin, "--nccl-ranks-per-host", "2", "--nccl-socket-ifname", "", "--nccl-srun-mpi", "none",
+		"--nccl-binary", nbin, "--nccl-ranks-per-host", "2", "--nccl-socket-ifname=", "--nccl-srun-mpi", "none",
 		"--nccl-launcher-arg=--overcommit", "--nccl-env", "FAKE_NCCL_SAMPLE=" + sample, "--nccl-timeout", "1m"}
 	var conf strings.Builder
 	for i, r := range []struct {
