@@ -107,7 +107,8 @@ func ExampleWriteTable() {
 }
 
 // The NCCL environment for a recorded host, as `erdmakit nccl env --root
-// DIR` prints it; the GDR level is the doctor's (erdma.DecideGDRLevel).
+// DIR` prints it; the GDR level is the doctor's (erdma.DecideGDRLevel), in NCCL's
+// words: nvidia-smi's NODE is NCCL's PHB.
 func ExampleNCCLEnv() {
 	h, closer, err := erdma.OpenHost("../testdata/hosts/ebmgn8is-healthy.tar.gz")
 	if err != nil {
@@ -126,5 +127,5 @@ func ExampleNCCLEnv() {
 	}
 	// Output:
 	// NCCL_IB_HCA=erdma_0,erdma_1
-	// NCCL_NET_GDR_LEVEL=NODE
+	// NCCL_NET_GDR_LEVEL=PHB
 }

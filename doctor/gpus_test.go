@@ -55,7 +55,7 @@ func TestGPUChecksHealthy(t *testing.T) {
 	}
 	d := fs[1]
 	assert.Contains(t, d.Summary, "NODE")
-	assert.Equal(t, "to use GPUDirect RDMA over eRDMA: export NCCL_NET_GDR_LEVEL=NODE", d.Remediation)
+	assert.Equal(t, "to use GPUDirect RDMA over eRDMA: export NCCL_NET_GDR_LEVEL=PHB", d.Remediation)
 	assert.Contains(t, d.Evidence, "GPU0 0000:19:00.0 -> erdma_0 0000:00:05.0: NODE")
 }
 

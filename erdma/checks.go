@@ -446,6 +446,8 @@ func gdrLevelNote(g *GPUInfo) string {
 	switch {
 	case l.Level == "":
 		return "every GPU is within NCCL's default GDR level PXB: no NCCL_NET_GDR_LEVEL needed"
+	case l.Measured && l.Distance != l.Level:
+		return fmt.Sprintf("NCCL uses it over eRDMA only with NCCL_NET_GDR_LEVEL=%s: GPU<->eRDMA distance up to %s (nvidia-smi's word; NCCL's %s)", l.Level, l.Distance, l.Level)
 	case l.Measured:
 		return fmt.Sprintf("NCCL uses it over eRDMA only with NCCL_NET_GDR_LEVEL=%s: GPU<->eRDMA distance up to %s", l.Level, l.Level)
 	}

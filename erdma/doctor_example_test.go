@@ -80,7 +80,7 @@ func ExampleWritePrometheus() {
 	// erdmakit_doctor_check{id="port-active"} 0
 	// erdmakit_doctor_check{id="memlock"} 2
 	// erdmakit_doctor_check{id="gid-index"} -1
-	// # HELP erdmakit_doctor_status Overall erdmakit doctor status, the worst check: 0 ok, 1 warn, 2 fail.
+	// # HELP erdmakit_doctor_status Overall erdmakit doctor status, the worst check: 0 ok, 1 warn, 2 fail; 3 the doctor could not run.
 	// # TYPE erdmakit_doctor_status gauge
 	// erdmakit_doctor_status 2
 }

@@ -3,6 +3,8 @@ package erdma
 import (
 	"fmt"
 	"strings"
+
+	"github.com/erdmakit/erdmakit/nvml/smitopo"
 )
 
 // GDRLevel is the one answer to "which NCCL_NET_GDR_LEVEL does this host
@@ -10,12 +12,16 @@ import (
 // doctor's findings, nccl.AdviseEnv (`erdmakit nccl env`) and the docs all
 // take it from DecideGDRLevel.
 type GDRLevel struct {
-	// Level is the value to export ("PHB", "NODE" or "SYS"); "" when
-	// NCCL's default level (PXB) already covers every GPU.
+	// Level is the value to export, one of NCCL's path types ("PHB" or
+	// "SYS", smitopo.NCCLPathTypes); "" when NCCL's default level (PXB)
+	// already covers every GPU.
 	Level string `json:"level,omitempty"`
 	// Measured is true when Level comes from the GPU<->eRDMA distances;
 	// false when they are unknown and Level is the SYS fallback.
 	Measured bool `json:"measured"`
+	// Distance is the farthest GPU<->eRDMA distance beyond PXB in
+	// nvidia-smi's words ("NODE"), "" when none or not measured.
+	Distance string `json:"distance,omitempty"`
 	// Far lists the GPU-device pairs beyond PXB ("GPU0-erdma_0").
 	Far []string `json:"far,omitempty"`
 	// Reason says why, in a sentence.
@@ -25,33 +31,31 @@ type GDRLevel struct {
 // ncclDefaultGDRLevel is NCCL's default NCCL_NET_GDR_LEVEL.
 const ncclDefaultGDRLevel = "PXB"
 
-// distanceRank orders nvidia-smi's distance words, nearest first. A word
-// not listed ranks as SYS: an unknown path is treated as the farthest.
-func distanceRank(d string) int {
-	switch strings.ToUpper(strings.TrimSpace(d)) {
-	case "X":
+// ncclRank orders NCCL's path types for a GPU<->NIC path, nearest first
+// (PATH_PIX 4, PATH_PXB 5, PATH_PHB 8, PATH_SYS 9 in src/include/graph.h).
+func ncclRank(p string) int {
+	switch p {
+	case "LOC":
 		return 0
-	case "PIX":
-		return 2
-	case "PXB":
-		return 3
-	case "PHB":
-		return 4
-	case "NODE":
-		return 5
-	}
-	if strings.HasPrefix(d, "NV") {
+	case "NVL":
 		return 1
+	case "PIX":
+		return 4
+	case "PXB":
+		return 5
+	case "PHB":
+		return 8
 	}
-	return 6
+	return 9
 }
 
 // DecideGDRLevel decides the level from the GPU facts. With GPUs placed
-// (g.Nearest), the level is the farthest GPU's distance to its nearest eRDMA
-// device when that is beyond PXB, else "" (NCCL's default suffices). With
-// no GPU facts or no placed GPU, the level is SYS, not measured: on eRDMA
-// GPU instances the ERIs hang off the root complex, and SYS allows every
-// distance, so it is never too tight.
+// (g.Nearest, in nvidia-smi's words), the level is the farthest GPU's path
+// to its nearest eRDMA device in NCCL's words (smitopo.Link.NCCLPath:
+// nvidia-smi's NODE is NCCL's PHB, SYS stays SYS) when that is beyond PXB,
+// else "" (NCCL's default suffices). With no GPU facts or no placed GPU, the
+// level is SYS, not measured: on eRDMA GPU instances the ERIs hang off the
+// root complex, and SYS allows every distance, so it is never too tight.
 func DecideGDRLevel(g *GPUInfo) GDRLevel {
 	if g == nil || !g.Available || len(g.Nearest) == 0 {
 		why := "no GPU facts"
@@ -64,29 +68,44 @@ func DecideGDRLevel(g *GPUInfo) GDRLevel {
 		return GDRLevel{Level: "SYS", Reason: "the GPU<->eRDMA distance was not measured (" + why +
 			"); SYS allows GPUDirect RDMA at any distance"}
 	}
-	worst := ""
+	worst, worstSMI := "", ""
 	var far []string
 	for _, n := range g.Nearest {
-		r := distanceRank(n.Distance)
-		if r <= distanceRank(ncclDefaultGDRLevel) {
+		smi := smitopo.Link(strings.ToUpper(strings.TrimSpace(n.Distance)))
+		p := smi.NCCLPath()
+		if ncclRank(p) <= ncclRank(ncclDefaultGDRLevel) {
 			continue
 		}
 		far = append(far, fmt.Sprintf("GPU%d-%s", n.GPU, n.Device))
-		if worst == "" || r > distanceRank(worst) {
-			worst = strings.ToUpper(n.Distance)
+		if worst == "" || ncclRank(p) > ncclRank(worst) || (p == worst && smi.Rank() > smitopo.Link(worstSMI).Rank()) {
+			worst, worstSMI = p, string(smi)
 		}
 	}
 	if worst == "" {
 		return GDRLevel{Measured: true, Reason: "every GPU's nearest eRDMA device is within NCCL's default GDR level (PXB)"}
 	}
-	if distanceRank(worst) >= 6 {
-		worst = "SYS" // SOC and unknown words
-	}
 	list := far
 	if len(list) > 4 {
 		list = append(list[:4:4], "...")
 	}
-	return GDRLevel{Level: worst, Measured: true, Far: far,
+	dist := worst
+	if worstSMI != worst {
+		dist = fmt.Sprintf("%s in nvidia-smi's words, %s in NCCL's", worstSMI, worst)
+	}
+	return GDRLevel{Level: worst, Measured: true, Distance: worstSMI, Far: far,
 		Reason: fmt.Sprintf("the GPU<->eRDMA distance is up to %s (%s), beyond NCCL's default GDR level (PXB): "+
-			"NCCL uses GPUDirect RDMA there only with NCCL_NET_GDR_LEVEL=%s", worst, strings.Join(list, ", "), worst)}
+			"NCCL uses GPUDirect RDMA there only with NCCL_NET_GDR_LEVEL=%s", dist, strings.Join(list, ", "), worst)}
+}
+
+// WithGraph is the level when NCCL_GRAPH_FILE is exported: the graph file
+// (nccl.MultiNICGraph) gives each channel the GPUs of both NUMA nodes and
+// one NIC, so some GPU always crosses the SMP interconnect to its NIC and
+// the level is SYS (as Alibaba's runbook sets it).
+func (l GDRLevel) WithGraph() GDRLevel {
+	if l.Level == "SYS" {
+		return l
+	}
+	return GDRLevel{Level: "SYS", Measured: l.Measured, Distance: l.Distance, Far: l.Far,
+		Reason: "the graph file (NCCL_GRAPH_FILE) puts the GPUs of both NUMA nodes on each eRDMA NIC: " +
+			"NCCL uses GPUDirect RDMA across the NUMA nodes only with NCCL_NET_GDR_LEVEL=SYS"}
 }

@@ -3,9 +3,11 @@ package erdma
 import (
 	"bytes"
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,4 +55,24 @@ func TestPromValue(t *testing.T) {
 	assert.Equal(t, 1, PromValue(SeverityWarn))
 	assert.Equal(t, 2, PromValue(SeverityFail))
 	assert.Equal(t, -1, PromValue(SeveritySkip))
+}
+
+// TestPromRunCouldNotRun: a doctor that could not run still writes a file
+// that says so (hardening-3 item 15), with the reason as one comment line.
+func TestPromRunCouldNotRun(t *testing.T) {
+	var b strings.Builder
+	at := time.Unix(1796400000, 500e6)
+	run := PromRun{Err: errors.New("open /x: no such file\nerdmakit_doctor_status 0"), Time: at}
+	require.NoError(t, run.Write(&b))
+	assert.Equal(t, `# erdmakit doctor could not run: open /x: no such file\nerdmakit_doctor_status 0
+# HELP erdmakit_doctor_status `+PromHelpDoctorStatus+`
+# TYPE erdmakit_doctor_status gauge
+erdmakit_doctor_status 3
+# HELP erdmakit_doctor_up `+PromHelpDoctorUp+`
+# TYPE erdmakit_doctor_up gauge
+erdmakit_doctor_up 0
+# HELP erdmakit_doctor_last_run_timestamp_seconds `+PromHelpDoctorLastRun+`
+# TYPE erdmakit_doctor_last_run_timestamp_seconds gauge
+erdmakit_doctor_last_run_timestamp_seconds 1796400000.5
+`, b.String())
 }

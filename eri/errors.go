@@ -50,7 +50,9 @@ type APIError struct {
 }
 
 func (e *APIError) Error() string {
-	msg := fmt.Sprintf("%s: %s (HTTP %d): %s", e.Action, e.Code, e.HTTPStatus, e.Message)
+	// Code and Message are the server's words: printed without credential
+	// echoes and control characters (a hostile endpoint's text is not ours).
+	msg := fmt.Sprintf("%s: %s (HTTP %d): %s", e.Action, serverText(e.Code), e.HTTPStatus, serverText(e.Message))
 	if e.kind == ErrForbidden {
 		msg += "; the actions erdmakit needs:\n" + PolicyJSON()
 	}

@@ -78,7 +78,7 @@ func AdviseEnv(inv *erdma.Inventory, opts EnvOptions) *EnvAdvice {
 	a.socketIfname(inv, opts.SocketIfname)
 	devs := a.hca(inv)
 	a.gidIndex(inv, devs)
-	a.gdr(inv, devs, opts.GDR)
+	a.gdr(inv, devs, opts.GDR, opts.GraphFile != "" && graphPlanned(inv))
 	a.graph(inv, opts.GraphFile)
 	if inv.Memlock != nil && !inv.Memlock.Unlimited {
 		a.warn(fmt.Sprintf("locked-memory limit is %s (soft), not unlimited: NCCL's ibv_create_qp fails with ENOMEM "+
@@ -126,6 +126,17 @@ func (a *EnvAdvice) graph(inv *erdma.Inventory, path string) {
 	a.set("NCCL_GRAPH_FILE", path, fmt.Sprintf("%s; this graph gives channel i to net dev i (%s), all %d GPUs in each "+
 		"(run %d ranks per host: NCCL refuses a graph naming GPUs it does not have)",
 		what, strings.Join(p.NICs, ", "), len(p.GPUs), len(p.GPUs)))
+}
+
+// graphPlanned reports whether the host gets a graph file (PlanGraph and
+// MultiNICGraph succeed).
+func graphPlanned(inv *erdma.Inventory) bool {
+	p, err := PlanGraph(inv)
+	if err != nil {
+		return false
+	}
+	_, err = MultiNICGraph(p)
+	return err == nil
 }
 
 // Get returns the advised value of name and whether it is set.
@@ -317,7 +328,9 @@ func findNetdev(inv *erdma.Inventory, name string) *erdma.Netdev {
 	return nil
 }
 
-func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode) {
+// gdr advises NCCL_NET_GDR_LEVEL from erdma.DecideGDRLevel (in NCCL's path
+// words); with a graph file exported, erdma.GDRLevel.WithGraph (SYS).
+func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode, graph bool) {
 	if mode == GDROff || len(devs) == 0 {
 		return
 	}
@@ -332,6 +345,9 @@ func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode)
 		return
 	}
 	lvl := erdma.DecideGDRLevel(g) // the one rule the doctor shares
+	if graph {
+		lvl = lvl.WithGraph()
+	}
 	if g == nil || !g.Available {
 		why := "no GPU facts"
 		if g != nil && g.Reason != "" {

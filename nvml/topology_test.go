@@ -64,7 +64,7 @@ func TestLinkRankAndMeaning(t *testing.T) {
 	assert.False(t, smitopo.LinkPHB.GDRByDefault())
 	assert.False(t, smitopo.LinkSYS.GDRByDefault())
 	assert.Contains(t, smitopo.LinkSYS.NCCLMeaning(), "NCCL_NET_GDR_LEVEL=SYS")
-	assert.Contains(t, smitopo.LinkNODE.NCCLMeaning(), "NCCL_NET_GDR_LEVEL=NODE")
+	assert.Contains(t, smitopo.LinkNODE.NCCLMeaning(), "NCCL_NET_GDR_LEVEL=PHB")
 	assert.Contains(t, smitopo.LinkPIX.NCCLMeaning(), "uses GPUDirect RDMA")
 }
 

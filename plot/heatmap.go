@@ -38,6 +38,10 @@ func (h hostTicks) Ticks(min, max float64) []gplot.Tick {
 	return t
 }
 
+// rasterAbove is the host count past which Heatmap draws its cells as an
+// image.
+const rasterAbove = 32
+
 // Heatmap writes a bw mesh's Gbit/s matrix as an SVG heat map: a bad host
 // is a pale cross, a bad link a pale pair of cells, a dead host grey. A
 // mesh of fewer than two hosts (or a matrix not n x n) is ErrNoData.
@@ -74,6 +78,9 @@ func Heatmap(w io.Writer, rep *fleet.MeshReport) error {
 	// Slow pairs in red: the palette runs from high (blue) to low (red).
 	h := plotter.NewHeatMap(matrixGrid(rep.Matrix), palette.Reverse(pal).Palette(64))
 	h.NaN = color.Gray{Y: 200}
+	// Past rasterAbove hosts the cells are one embedded PNG, not n*n SVG
+	// paths: 256 hosts' 65536 cells would be megabytes of SVG.
+	h.Rasterized = n > rasterAbove
 	p.Add(h)
 	p.X.Tick.Marker = hostTicks(rep.Hosts)
 	p.Y.Tick.Marker = hostTicks(rep.Hosts)

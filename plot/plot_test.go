@@ -131,3 +131,34 @@ func TestLatencyHistogram(t *testing.T) {
 	one := perf.LatencyResult{Device: "x", Size: 2, Samples: []time.Duration{time.Microsecond}, LatencyStats: perf.NewLatencyStats([]time.Duration{time.Microsecond})}
 	require.NoError(t, LatencyHistogram(&b, "one sample", []perf.LatencyResult{one}))
 }
+
+func TestHeatmapOfManyHostsIsOneImage(t *testing.T) {
+	var small, big strings.Builder
+	require.NoError(t, Heatmap(&small, mesh(rasterAbove)))
+	require.NoError(t, Heatmap(&big, mesh(256)))
+	assert.False(t, strings.Contains(small.String(), "<image"), "32 hosts: SVG cells")
+	assert.True(t, strings.Contains(big.String(), "<image") && strings.Contains(big.String(), "data:image/"), "256 hosts: one embedded image")
+	assert.Less(t, big.Len(), 300<<10, "256 hosts' heat map")
+}
+
+func TestNCCLUse(t *testing.T) {
+	s := &ncclog.Summary{Transport: ncclog.NetRDMA, Channels: map[string]int{"NET/IB": 16, "P2P": 8},
+		NICs: []ncclog.NICUse{{Index: 0, Name: "erdma_0", Channels: 8, GDRDMAChannels: 8}, {Index: 1, Channels: 8}}}
+	var b strings.Builder
+	require.NoError(t, NCCLUse(&b, "nccl", s))
+	for _, want := range []string{"<svg", "NET/IB", "P2P", "erdma_0", "NIC 1", "GDRDMA", "network: rdma"} {
+		assert.Contains(t, b.String(), want)
+	}
+	assert.ErrorIs(t, NCCLUse(&b, "", &ncclog.Summary{}), ErrNoData)
+	assert.ErrorIs(t, NCCLUse(&b, "", nil), ErrNoData)
+}
+
+func TestLatencyPercentiles(t *testing.T) {
+	r := perf.LatencyResult{Device: "erdma_0", Size: 2, LatencyStats: perf.LatencyStats{Iterations: 10, MinUS: 1, MedianUS: 2, P99US: 3, P999US: 4, MaxUS: 9}}
+	var b strings.Builder
+	require.NoError(t, LatencyPercentiles(&b, "lat", []perf.LatencyResult{r}))
+	for _, want := range []string{"<svg", "erdma_0 2B", "p99.9", "median"} {
+		assert.Contains(t, b.String(), want)
+	}
+	assert.ErrorIs(t, LatencyPercentiles(&b, "", []perf.LatencyResult{{Device: "x"}}), ErrNoData)
+}

@@ -121,20 +121,33 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 	}
 	rep, err := runDoctorOn(ctx, g.root, opt, &f.cloud)
 	if err != nil {
+		if format == "prom" {
+			// A textfile that still said "ok" would hide this: say the
+			// doctor could not run (erdmakit_doctor_up 0, status 3).
+			unable := erdma.PromRun{Err: err, Time: time.Now()}
+			if f.output != "" {
+				if werr := erdma.WritePrometheusFile(f.output, unable); werr != nil {
+					err = fmt.Errorf("%w; and writing %s: %w", err, f.output, werr)
+				}
+			} else {
+				_ = unable.Write(g.stdout)
+			}
+		}
 		return &exitError{code: ExitUnknown, err: err}
 	}
+	run := erdma.PromRun{Report: rep, Time: time.Now()}
 	write := func(w io.Writer, color bool) error {
 		switch format {
 		case "json":
 			return render.JSON(w, rep)
 		case "prom":
-			return erdma.WritePrometheus(w, rep)
+			return run.Write(w)
 		}
 		return doctor.WriteTable(w, rep, doctor.TableOptions{Color: color, Verbose: g.verbose, Hint: doctorHint})
 	}
 	switch {
 	case f.output != "" && format == "prom":
-		err = erdma.WritePrometheusFile(f.output, rep)
+		err = erdma.WritePrometheusFile(f.output, run)
 	case f.output != "":
 		err = atomicfile.Write(f.output, 0o644, func(w io.Writer) error { return write(w, g.color == render.ColorAlways) })
 	default:

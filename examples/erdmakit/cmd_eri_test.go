@@ -185,3 +185,22 @@ func TestDoctorLiveWithoutCloud(t *testing.T) {
 	runCLI("doctor", "--json", "--no-metadata", "--interval", "0", "--skip-tools", "--cloud", "off")
 	assert.Less(t, took-time.Since(start), time.Second, "the cloud checks add well under a second")
 }
+
+// hardening-3 items 8 and 28: a server's error text reaches the terminal
+// without its escape sequences, forged lines or echoed credentials.
+func TestERIServerTextIsEscapedAndCredentialsStripped(t *testing.T) {
+	f, flags := eriEnv(t)
+	f.Fail("DescribeNetworkInterfaces", ecsfake.Fault{Code: "InternalError", Status: 500, Times: 99,
+		Message: "boom\x1b]0;owned\a\x1b[2J\nerdmakit: all good (exit 0)\n" +
+			"SecurityToken=CAISabcdefghijklmnopqrstuvwxyz0123 AccessKeyId=LTAI5tCLIFake"})
+	_, out, stderr := runCLI(append([]string{"eri", "status"}, flags...)...)
+	all := out + stderr
+	assert.NotContains(t, all, "\x1b", "no escape sequence from the server reaches the terminal")
+	assert.NotContains(t, all, "\a")
+	for _, line := range strings.Split(all, "\n") {
+		assert.False(t, strings.HasPrefix(line, "erdmakit: all good"), "forged line %q", line)
+	}
+	assert.NotContains(t, all, "CAISabcdefghijklmnopqrstuvwxyz0123")
+	assert.NotContains(t, all, "LTAI5tCLIFake")
+	assert.Contains(t, stderr, `boom\x1b]0;owned\a\x1b[2J\nerdmakit: all good (exit 0)\nSecurityToken=<redacted> AccessKeyId=<redacted>`)
+}

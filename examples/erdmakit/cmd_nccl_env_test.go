@@ -69,7 +69,7 @@ func TestNCCLRunHostEnv(t *testing.T) {
 	require.Equal(t, ExitOK, code, stderr)
 	assert.Contains(t, out, "-mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO "+
 		"-x NCCL_IB_ADDR_RANGE=10.0.0.0/8 -x NCCL_IB_HCA=erdma_0,erdma_1 -x NCCL_IB_GID_INDEX=-1 -x NCCL_IB_ADDR_FAMILY=AF_INET "+
-		"-x NCCL_IB_ROCE_VERSION_NUM=2 -x NCCL_NET_GDR_LEVEL=NODE -x NCCL_GRAPH_FILE="+p+" -x LD_LIBRARY_PATH")
+		"-x NCCL_IB_ROCE_VERSION_NUM=2 -x NCCL_NET_GDR_LEVEL=SYS -x NCCL_GRAPH_FILE="+p+" -x LD_LIBRARY_PATH")
 	assert.FileExists(t, p)
 
 	code, _, stderr = runCLI("nccl", "run", "--root", hostDir("ebmgn8is-healthy"), "--host-env", "--graph-file", p,

@@ -13,6 +13,7 @@ import (
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/erdmakit/erdmakit/nvml"
+	"github.com/erdmakit/erdmakit/nvml/smitopo"
 )
 
 // TestOneAnswerPerQuestion runs every fixture host through the doctor,
@@ -49,7 +50,11 @@ func TestOneAnswerPerQuestion(t *testing.T) {
 			if set {
 				assert.Equal(t, lvl.Level, env)
 				assert.Contains(t, cli, "export NCCL_NET_GDR_LEVEL="+env+"\n")
+				// A word NCCL accepts (src/graph/paths.cc ncclGetLevel
+				// against topoPathTypeStr), never nvidia-smi's NODE.
+				assert.Contains(t, smitopo.NCCLPathTypes, env)
 			}
+			assert.NotContains(t, cli, "NCCL_NET_GDR_LEVEL=NODE")
 			if d := byID[nvml.FindingGPUDistance]; strings.Contains(d.Remediation, "NCCL_NET_GDR_LEVEL=") {
 				assert.True(t, strings.HasSuffix(d.Remediation, "NCCL_NET_GDR_LEVEL="+lvl.Level), "gpu-nic-distance: %s", d.Remediation)
 			}

@@ -87,6 +87,43 @@ func TestDoctorTextfileRecipe(t *testing.T) {
 	assert.Contains(t, body, `erdmakit_doctor_check{id="gdr-peermem"} 2`)
 	assert.Contains(t, body, `node_textfile_scrape_error 0`)
 	assert.False(t, strings.Contains(body, `erdmakit_doctor_status 0`))
+	assert.Contains(t, body, "\nerdmakit_doctor_up 1\n")
+	assert.Contains(t, body, "\nerdmakit_doctor_last_run_timestamp_seconds ")
+
+	// hardening-3 item 15: a run that cannot read the host left the last
+	// file in place, and node_exporter kept publishing its verdict. Now the
+	// file says the doctor could not run, and when.
+	before := time.Now().Add(-time.Second).Unix()
+	err = recipe(filepath.Join(dir, "no-such-host"))
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, ExitUnknown, ee.ExitCode())
+	b, err := os.ReadFile(prom)
+	require.NoError(t, err)
+	cmd = exec.CommandContext(ctx, promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(string(b))
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "promtool check metrics: %s\n%s", out, b)
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body = string(b)
+		return strings.Contains(body, "\nerdmakit_doctor_up 0\n")
+	}, 20*time.Second, 100*time.Millisecond, "node_exporter publishes that the doctor could not run")
+	assert.Contains(t, body, "\nerdmakit_doctor_status 3\n")
+	assert.NotContains(t, body, "erdmakit_doctor_check{", "no check of the last run is published as current")
+	var ts float64
+	for _, l := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(l, "erdmakit_doctor_last_run_timestamp_seconds "); ok {
+			_, err := fmt.Sscanf(v, "%g", &ts)
+			require.NoError(t, err, l)
+		}
+	}
+	assert.GreaterOrEqual(t, int64(ts), before, "the timestamp is this run's")
+	assert.Contains(t, body, `node_textfile_scrape_error 0`)
 }
 
 // TestDoctorOutputPromNameImpliesTheFormat: `--output X.prom` without

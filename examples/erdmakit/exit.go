@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/erdmakit/erdmakit/internal/safetext"
 
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/render"
@@ -80,6 +81,7 @@ func printErrors(g *globals, errs []string) {
 		return
 	}
 	for _, e := range errs {
-		fmt.Fprintln(g.stderr, "error:", e)
+		// One line each: an error may carry a peer's host name.
+		fmt.Fprintln(g.stderr, "error:", safetext.Line(e))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/erdmakit/erdmakit/internal/safetext"
 	"io"
 	"log/slog"
 	"os"
@@ -82,6 +83,9 @@ func (g *globals) colorOn(w io.Writer) bool {
 
 // run executes the CLI and returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	// Text from outside (server messages, peers' host names, file names in
+	// a recorded host) must not drive the terminal or forge our lines.
+	stdout, stderr = safetext.NewWriter(stdout), safetext.NewWriter(stderr)
 	ctx, stop := interruptible(stderr, os.Exit)
 	defer stop()
 	g := &globals{stdout: stdout, stderr: stderr}

@@ -46,6 +46,8 @@ type Fault struct {
 	Code   string
 	Status int
 	Times  int
+	// Message replaces the code's usual message text (a hostile server's).
+	Message string
 }
 
 // Request is one request the fake received and accepted as signed.
@@ -160,6 +162,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		msg := messages[f.Code]
+		if f.Message != "" {
+			msg = f.Message
+		}
 		if msg == "" {
 			msg = "injected"
 		}

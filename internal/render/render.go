@@ -28,9 +28,10 @@ func Severity(word string) string { return table.Severity(word) }
 
 // IsTerminal reports whether w is a terminal (colour and live progress are
 // only for terminals). NO_COLOR in the environment turns colour off.
+// A writer that wraps a file (safetext.Writer) is seen through by its Fd.
 func IsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && f.Fd() != ^uintptr(0) && term.IsTerminal(int(f.Fd()))
 }
 
 // ColorWanted reports whether colour should be used on w (ColorAuto).

@@ -30,14 +30,14 @@ func TestReadersStopOnCancel(t *testing.T) {
 	}
 }
 
-// TestAnalyzeMappedStopsOnCancel: a log file large enough to be mapped
-// (logmap.go) is not read on once the context has ended.
-func TestAnalyzeMappedStopsOnCancel(t *testing.T) {
+// TestAnalyzeFileStopsOnCancel: a log file, read at the workers' own
+// offsets (logfile.go), is not read on once the context has ended.
+func TestAnalyzeFileStopsOnCancel(t *testing.T) {
 	f, err := os.CreateTemp(t.TempDir(), "nccl-*.log")
 	require.NoError(t, err)
 	defer f.Close()
 	line := []byte("host1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA\n")
-	for written := 0; written < 2*mapMin; written += len(line) {
+	for written := 0; written < 8*chunkSize; written += len(line) {
 		_, err := f.Write(line)
 		require.NoError(t, err)
 	}

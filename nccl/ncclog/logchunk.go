@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"runtime/debug"
 	"sync"
 )
 
@@ -25,19 +24,24 @@ func analyzeChunks(r io.Reader, size, workers int) (*Analyzer, error) {
 	return analyzeSource(context.Background(), newChunkReader(r, size), size, workers)
 }
 
-// chunkSource hands out runs of whole lines; see chunkReader.next.
+// chunkSource hands out runs of whole lines; see chunkReader.next and
+// fileChunks.next.
 type chunkSource interface {
-	// buffer is a worker's buffer for next: nil where chunks are not
-	// copied (a mapped file).
+	// buffer is a worker's buffer for next.
 	buffer() []byte
-	next(buf []byte) (data []byte, long bool, err error)
-	// release is told that a chunk next handed out has been analysed.
-	release(chunk []byte)
+	// next claims the next chunk and returns its whole lines, then, where
+	// a line was too long, that line's first chunk size bytes (cut), to be
+	// fed as one line after them; ok is false at the end of the input.
+	// It is called under the scan's lock, in chunk order, and calls
+	// unlock once the chunk is claimed: what it does after that (a read
+	// at its own offset) runs alongside the other workers.
+	next(buf []byte, unlock func()) (lines, cut []byte, ok bool, err error)
 }
 
 // analyzeSource is analyzeChunks over any chunk source: a reader copied
-// into each worker's buffer, or a file mapped into memory (logmap_linux.go).
-// Once ctx is done no further chunk is taken and ctx's error is returned.
+// into each worker's buffer in turn, or a file each worker reads at its own
+// offset (logfile.go). Once ctx is done no further chunk is taken and ctx's
+// error is returned.
 func analyzeSource(ctx context.Context, src chunkSource, size, workers int) (_ *Analyzer, err error) {
 	workers = max(workers, 1)
 	type result struct {
@@ -48,47 +52,47 @@ func analyzeSource(ctx context.Context, src chunkSource, size, workers int) (_ *
 		mu      sync.Mutex
 		seqNext int
 		readErr error
-		tokens  = make(chan struct{}, 2*workers) // chunks read and not merged
+		tokens  = make(chan struct{}, 2*workers) // chunks taken and not merged
 		results = make(chan result, 2*workers)
 		wg      sync.WaitGroup
 	)
-	// take cuts the next chunk. The unlock is deferred: a mapped file that
-	// shrank faults inside next, and the worker's recover takes the lock.
-	take := func(buf []byte) (data []byte, long bool, seq int, stop bool) {
+	fail := func(err error) {
 		mu.Lock()
-		defer mu.Unlock()
+		if readErr == nil {
+			readErr = err
+		}
+		mu.Unlock()
+	}
+	// take claims the next chunk and reads it. A failed chunk stops the
+	// scan: the chunks after it are not merged.
+	take := func(buf []byte) (lines, cut []byte, seq int, ok bool) {
+		mu.Lock()
 		if err := ctx.Err(); err != nil && readErr == nil {
 			readErr = err
 		}
 		if readErr != nil {
-			return nil, false, 0, true
+			mu.Unlock()
+			return nil, nil, 0, false
 		}
-		data, long, err := src.next(buf)
 		seq = seqNext
 		seqNext++
-		if err != nil && readErr == nil {
-			readErr = err
+		locked := true
+		unlock := func() {
+			if locked {
+				locked = false
+				mu.Unlock()
+			}
 		}
-		return data, long, seq, readErr != nil
+		lines, cut, ok, err := src.next(buf, unlock)
+		unlock()
+		if err != nil {
+			fail(err)
+			return nil, nil, 0, false
+		}
+		return lines, cut, seq, ok
 	}
 	for range workers {
 		wg.Go(func() {
-			// A mapped file that shrinks under us faults; the fault is
-			// an error of this read, not a crash.
-			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-			defer func() {
-				if v := recover(); v != nil {
-					if _, ok := v.(interface{ Addr() uintptr }); !ok {
-						panic(v)
-					}
-					mu.Lock()
-					if readErr == nil {
-						readErr = ErrLogShrank
-					}
-					mu.Unlock()
-					<-tokens
-				}
-			}()
 			buf := src.buffer()
 			// A worker's chunks come in input order, so a NET/IB or
 			// NET/Socket line it parsed in an earlier chunk is already in
@@ -96,19 +100,17 @@ func analyzeSource(ctx context.Context, src chunkSource, size, workers int) (_ *
 			seenIB, seenSocket := map[string]struct{}{}, map[string]struct{}{}
 			for {
 				tokens <- struct{}{}
-				data, long, seq, stop := take(buf)
-				if data == nil || stop {
+				lines, cut, seq, ok := take(buf)
+				if !ok {
 					<-tokens
 					return
 				}
 				a := NewAnalyzer()
 				a.chunk, a.seenIB, a.seenSocket = true, seenIB, seenSocket
-				if long {
-					a.Feed(data)
-				} else {
-					a.block(data)
+				a.block(lines)
+				if cut != nil {
+					a.Feed(cut)
 				}
-				src.release(data)
 				results <- result{seq: seq, a: a}
 			}
 		})
@@ -157,14 +159,25 @@ func newChunkReader(r io.Reader, size int) *chunkReader {
 
 func (c *chunkReader) buffer() []byte { return make([]byte, c.size) }
 
-// release has nothing to do: a worker's buffer is reused for its next chunk.
-func (c *chunkReader) release([]byte) {}
+// next reads the next chunk into buf (under the scan's lock: the reader is
+// sequential).
+func (c *chunkReader) next(buf []byte, unlock func()) (lines, cut []byte, ok bool, err error) {
+	defer unlock()
+	data, long, err := c.read(buf)
+	switch {
+	case err != nil || data == nil:
+		return nil, nil, false, err
+	case long:
+		return nil, data, true, nil
+	}
+	return data, nil, true, nil
+}
 
-// next fills buf with whole lines (the last line of the input may lack its
+// read fills buf with whole lines (the last line of the input may lack its
 // newline) and returns them, or a line longer than buf cut to buf's size
 // (long; the rest of that line is skipped). It returns nil data at the end
 // of the input or on a read error.
-func (c *chunkReader) next(buf []byte) (data []byte, long bool, err error) {
+func (c *chunkReader) read(buf []byte) (data []byte, long bool, err error) {
 	if c.done {
 		return nil, false, nil
 	}

@@ -74,6 +74,33 @@ func (l Link) NVLinks() int {
 // is used when the GPU<->NIC link is PXB or nearer.
 const NCCLDefaultGDRLevel = LinkPXB
 
+// NCCLPathTypes are the words NCCL accepts in NCCL_NET_GDR_LEVEL (and
+// NCCL_P2P_LEVEL), nearest first: src/graph/topo.cc topoPathTypeStr up to
+// PATH_SYS (src/include/graph.h), matched by ncclGetLevel in
+// src/graph/paths.cc. Any other word (nvidia-smi's NODE among them) is
+// ignored there and NCCL keeps its default level, PXB.
+var NCCLPathTypes = []string{"LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS"}
+
+// NCCLPath translates nvidia-smi's word for a GPU<->NIC link into NCCL's
+// path type, the word NCCL_NET_GDR_LEVEL takes. The words differ where
+// nvidia-smi splits what NCCL lumps: nvidia-smi's NODE (host bridges within
+// one NUMA node) is a path through one CPU node in NCCL's topology, PATH_PHB;
+// across NUMA nodes (SYS, or the old SOC) it is PATH_SYS. X is PATH_LOC and
+// NV# PATH_NVL. An unknown word is SYS: the farthest, never too tight.
+func (l Link) NCCLPath() string {
+	switch {
+	case l == LinkSelf:
+		return "LOC"
+	case l.NVLinks() > 0:
+		return "NVL"
+	case l == LinkPIX, l == LinkPXB, l == LinkPHB:
+		return string(l)
+	case l == LinkNODE:
+		return "PHB"
+	}
+	return "SYS"
+}
+
 // GDRByDefault reports whether NCCL uses GPUDirect RDMA across l at its
 // default level (when GDR is ready at all).
 func (l Link) GDRByDefault() bool {
@@ -81,15 +108,18 @@ func (l Link) GDRByDefault() bool {
 	return r >= 2 && r <= NCCLDefaultGDRLevel.Rank()
 }
 
-// NCCLMeaning says what the GPU<->NIC distance l means for NCCL.
+// NCCLMeaning says what the GPU<->NIC distance l means for NCCL, with the
+// level in NCCL's words (NCCLPath).
 func (l Link) NCCLMeaning() string {
 	switch {
 	case l.GDRByDefault():
 		return fmt.Sprintf("%s is within NCCL's default GDR level (PXB): NCCL uses GPUDirect RDMA when it is ready", l)
-	case l == LinkPHB, l == LinkNODE, l == LinkSYS:
-		return fmt.Sprintf("%s is beyond NCCL's default GDR level (PXB): GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=%s (or a farther level)", l, l)
-	case l == "SOC":
-		return "SOC (SYS) is beyond NCCL's default GDR level (PXB): GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=SYS"
+	case l == LinkPHB, l == LinkNODE, l == LinkSYS, l == "SOC":
+		name := string(l)
+		if p := l.NCCLPath(); p != name {
+			name = fmt.Sprintf("%s (NCCL's %s)", l, p)
+		}
+		return fmt.Sprintf("%s is beyond NCCL's default GDR level (PXB): GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=%s (or a farther level)", name, l.NCCLPath())
 	}
 	return fmt.Sprintf("%q: no NCCL meaning known", string(l))
 }

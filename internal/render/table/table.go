@@ -4,6 +4,7 @@
 package table
 
 import (
+	"github.com/erdmakit/erdmakit/internal/safetext"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -29,8 +30,16 @@ func New(header ...string) *Table {
 func (t *Table) Add(cells ...string) { t.Rows = append(t.Rows, cells) }
 
 // Write prints the table, two spaces between columns.
+//
+// Cells are one line each: control characters in them (a peer's host name,
+// a device name from a recorded host) are printed escaped (safetext.Line).
 func (t *Table) Write(w io.Writer) error {
-	width := make([]int, len(t.Header))
+	header := safeRow(t.Header)
+	rows := make([][]string, len(t.Rows))
+	for i, r := range t.Rows {
+		rows[i] = safeRow(r)
+	}
+	width := make([]int, len(header))
 	grow := func(row []string) {
 		for i, c := range row {
 			if i >= len(width) {
@@ -41,8 +50,8 @@ func (t *Table) Write(w io.Writer) error {
 			}
 		}
 	}
-	grow(t.Header)
-	for _, r := range t.Rows {
+	grow(header)
+	for _, r := range rows {
 		grow(r)
 	}
 	var b strings.Builder
@@ -65,14 +74,32 @@ func (t *Table) Write(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
-	if len(t.Header) > 0 {
-		line(t.Header, true)
+	if len(header) > 0 {
+		line(header, true)
 	}
-	for _, r := range t.Rows {
+	for _, r := range rows {
 		line(r, false)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// safeRow returns row with its cells escaped, or row itself when none
+// needed it.
+func safeRow(row []string) []string {
+	var out []string
+	for i, c := range row {
+		if e := safetext.Line(c); e != c {
+			if out == nil {
+				out = append([]string(nil), row...)
+			}
+			out[i] = e
+		}
+	}
+	if out == nil {
+		return row
+	}
+	return out
 }
 
 // ANSI colours for severities.

@@ -47,3 +47,14 @@ func ExampleTable() {
 	// erdma_0  1     ACTIVE
 	// erdma_1  1     DOWN
 }
+
+func TestTableEscapesCells(t *testing.T) {
+	tb := New("HOST", "RESULT")
+	tb.Add("vm1\nvm9  ok  forged", "fail")
+	tb.Add("\x1b]0;title\a", "ok")
+	var b strings.Builder
+	require.NoError(t, tb.Write(&b))
+	assert.Equal(t, "HOST                  RESULT\n"+
+		`vm1\nvm9  ok  forged`+"  fail\n"+
+		`\x1b]0;title\a`+"        ok\n", b.String())
+}

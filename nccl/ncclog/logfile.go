@@ -1,0 +1,141 @@
+package ncclog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+
+	"github.com/erdmakit/erdmakit/internal/ctxio"
+)
+
+// ErrLogShrank reports a log file cut shorter while it was being analysed
+// (a rotation truncating it): the part of the file the scan began with is
+// gone.
+var ErrLogShrank = errors.New("log file shrank while being read")
+
+// fileChunks hands out the chunks of a regular file: each worker reads its
+// own chunk with a positioned read (pread) at an offset it claims, so that
+// the workers' copies out of the page cache run in parallel, and nothing
+// but the claim is under the scan's lock. Chunks are cut as chunkReader
+// cuts them (whole lines; a line of size bytes or more is cut to its first
+// size bytes), so the two give the same analysis.
+//
+// The file is not mapped: on the VMs this is measured on (docs/parse.md),
+// scanning mapped page-cache pages cost 3-4 times the CPU of copying them
+// into a reused buffer and scanning that (a TLB miss and a nested page
+// walk on every 4 KiB page).
+type fileChunks struct {
+	r     io.ReaderAt
+	first int64 // where the scan began: a line start
+	off   int64 // the next chunk's start (under the scan's lock)
+	end   int64 // the file's size when the scan began
+	size  int
+}
+
+// buffer holds a chunk, the byte before it, and the rest of its last line
+// up to the size at which a line is cut.
+func (c *fileChunks) buffer() []byte { return make([]byte, 2*c.size+1) }
+
+// next claims the next size bytes of the file and returns the lines that
+// start in them: from the first line start (the chunk before ends the line
+// that runs into this one) through the end of the last line, read on past
+// the chunk. A line of size bytes or more is cut: its first size bytes are
+// cut, the rest belongs to no line (a chunk inside it returns nothing).
+func (c *fileChunks) next(buf []byte, unlock func()) (lines, cut []byte, ok bool, err error) {
+	lo := c.off
+	if lo >= c.end {
+		unlock()
+		return nil, nil, false, nil
+	}
+	hi := min(lo+int64(c.size), c.end)
+	c.off = hi
+	unlock()
+
+	from := lo
+	if lo > c.first {
+		from-- // the byte before says whether lo starts a line
+	}
+	n := int(hi - from)
+	if err := c.readAt(buf[:n], from); err != nil {
+		return nil, nil, false, err
+	}
+	start := int(lo - from) // of the first line starting in the chunk
+	if from < lo && buf[0] != '\n' {
+		i := bytes.IndexByte(buf[start:n], '\n')
+		if i < 0 {
+			return buf[:0], nil, true, nil // inside one line
+		}
+		start += i + 1
+	}
+	data := buf[start:n]
+	t := bytes.LastIndexByte(data, '\n') + 1 // the start of the last line
+	if t == len(data) {
+		return data, nil, true, nil
+	}
+	// The last line runs past the chunk, or the file ends without a
+	// newline: read on to its end or to the size at which it is cut.
+	have := len(data) - t
+	more := int(min(int64(c.size-have), c.end-hi))
+	if more > 0 {
+		if err := c.readAt(buf[n:n+more], hi); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	data = buf[start : n+more]
+	last := data[t:]
+	if i := bytes.IndexByte(last, '\n'); i >= 0 {
+		return data[:t+i+1], nil, true, nil
+	}
+	if len(last) < c.size { // the file ends inside it
+		return data, nil, true, nil
+	}
+	return data[:t], last[:c.size], true, nil
+}
+
+// readAt fills p from offset off; a file now shorter than the scan began
+// with is ErrLogShrank.
+func (c *fileChunks) readAt(p []byte, off int64) error {
+	k, err := c.r.ReadAt(p, off)
+	switch {
+	case k == len(p):
+		return nil
+	case err == io.EOF || err == nil:
+		return ErrLogShrank
+	default:
+		return err
+	}
+}
+
+// analyze analyses r in parallel chunks: a regular file by positioned
+// reads (fileChunks), anything else read in turn through ctxio, so that a
+// blocked read ends with ctx. Either way no chunk is taken once ctx is
+// done.
+func analyze(ctx context.Context, r io.Reader, size, workers int) (*Analyzer, error) {
+	if f, ok := r.(*os.File); ok {
+		if src, ok := newFileChunks(f, size); ok {
+			return analyzeSource(ctx, src, size, workers)
+		}
+	}
+	return analyzeSource(ctx, newChunkReader(ctxio.NewReader(ctx, r), size), size, workers)
+}
+
+// newFileChunks analyses f from its offset to its size now, and moves the
+// offset to that end as reading it would. ok is false where f is not a
+// regular file or its offset is unknown: the caller reads it instead.
+func newFileChunks(f *os.File, size int) (*fileChunks, bool) {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, false
+	}
+	end := max(fi.Size(), off)
+	if _, err := f.Seek(end, io.SeekStart); err != nil {
+		return nil, false
+	}
+	return &fileChunks{r: f, first: off, off: off, end: end, size: size}, true
+}

@@ -1,0 +1,845 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/fleet"
+	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/units"
+	"github.com/erdmakit/erdmakit/nccl"
+	"github.com/erdmakit/erdmakit/nccl/ncclog"
+	"github.com/erdmakit/erdmakit/nvml/smitopo"
+	"github.com/erdmakit/erdmakit/perf"
+	"github.com/erdmakit/erdmakit/perf/perftest"
+	"github.com/erdmakit/erdmakit/plot"
+)
+
+// page is what the template renders.
+type page struct {
+	Title     string
+	Generated string
+	Status    health.Severity // the worst over the inputs
+	Headline  string
+	Lines     []string // the verdict's details: the culprits, each input's status
+	Notes     []string // what the page could not show, redaction, newer schemas
+	Hosts     []hostRow
+	Findings  []finding
+	Checks    []checkRow // per check id over many hosts
+	OKHidden  int        // ok/skip findings left out of Findings (too many)
+	Sections  []*section
+	Version   string
+}
+
+// finding is one row of the findings table.
+type finding struct {
+	Host        string
+	ID          string
+	Severity    health.Severity
+	Summary     string
+	Evidence    []string
+	Remediation string
+	Source      string // the input it came from
+}
+
+type hostRow struct {
+	Host     string
+	Status   health.Severity
+	Fail     int
+	Warn     int
+	Problems []string
+	Source   string
+}
+
+type checkRow struct {
+	ID                   string
+	OK, Skip, Warn, Fail int
+	Hosts                string // the hosts where it warns or fails
+	Status               health.Severity
+}
+
+// section is one input's part of the page.
+type section struct {
+	Name   string
+	Kind   Kind
+	Status health.Severity
+	Facts  [][2]string
+	Tables []table
+	Charts []chart
+	Notes  []string
+}
+
+type table struct {
+	Caption string
+	Head    []string
+	Rows    []row
+}
+
+type row struct {
+	Status health.Severity // colours the row ("" for none)
+	Cells  []string
+}
+
+type chart struct {
+	Title string
+	SVG   template.HTML
+}
+
+// maxOKFindings: up to this many ok and skip findings are listed in full;
+// past it (a fleet) only the per-check table counts them, so that 256
+// hosts' page stays small.
+const maxOKFindings = 400
+
+// build turns the inputs into the page.
+func build(opts Options, inputs []Input) (*page, error) {
+	p := &page{Title: opts.Title, Status: health.OK}
+	if p.Title == "" {
+		p.Title = "erdmakit report"
+	}
+	if !opts.Generated.IsZero() {
+		p.Generated = opts.Generated.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	var all []finding
+	hosts := map[string]*hostRow{}
+	var hostOrder []string
+	addHost := func(h hostRow) {
+		if r, ok := hosts[h.Host]; ok {
+			r.Status = health.Worst(r.Status, h.Status)
+			if h.Status.Rank() > 2 || !h.Status.Valid() {
+				r.Status = h.Status
+			}
+			r.Fail += h.Fail
+			r.Warn += h.Warn
+			r.Problems = append(r.Problems, h.Problems...)
+			return
+		}
+		hosts[h.Host] = &h
+		hostOrder = append(hostOrder, h.Host)
+	}
+	for _, in := range inputs {
+		s := &section{Name: in.Name, Kind: in.Kind}
+		if len(in.unknown) > 0 {
+			keys := in.unknown
+			if len(keys) > 10 {
+				keys = append(keys[:10:10], fmt.Sprintf("and %d more", len(in.unknown)-10))
+			}
+			n := fmt.Sprintf("%s has keys this erdmakit does not know (%s): it may come from a newer erdmakit; the page shows what this version knows",
+				in.Name, strings.Join(keys, ", "))
+			s.Notes = append(s.Notes, n)
+			p.Notes = append(p.Notes, n)
+		}
+		fs, hs := buildSection(s, in)
+		for i := range fs {
+			fs[i].Source = in.Name
+		}
+		all = append(all, fs...)
+		for _, h := range hs {
+			h.Source = in.Name
+			addHost(h)
+		}
+		p.Status = worst(p.Status, s.Status)
+		p.Sections = append(p.Sections, s)
+		line := fmt.Sprintf("%s (%s): %s", in.Name, in.Kind, s.Status)
+		p.Lines = append(p.Lines, line)
+	}
+	// Findings: failing first, then warn, skip, ok; by host and id within.
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := sevOrder(all[i].Severity), sevOrder(all[j].Severity)
+		if a != b {
+			return a > b
+		}
+		if all[i].Host != all[j].Host {
+			return all[i].Host < all[j].Host
+		}
+		return false
+	})
+	okCount := 0
+	for _, f := range all {
+		if f.Severity.Rank() == 0 && f.Severity.Valid() {
+			okCount++
+		}
+	}
+	for _, f := range all {
+		if okCount > maxOKFindings && f.Severity.Rank() == 0 && f.Severity.Valid() {
+			p.OKHidden++
+			continue
+		}
+		p.Findings = append(p.Findings, f)
+	}
+	p.Checks = checkTable(all)
+	for _, h := range hostOrder {
+		p.Hosts = append(p.Hosts, *hosts[h])
+	}
+	sort.SliceStable(p.Hosts, func(i, j int) bool {
+		a, b := sevOrder(p.Hosts[i].Status), sevOrder(p.Hosts[j].Status)
+		if a != b {
+			return a > b
+		}
+		return p.Hosts[i].Fail+p.Hosts[i].Warn > p.Hosts[j].Fail+p.Hosts[j].Warn
+	})
+	p.Headline = headline(p, all)
+	return p, nil
+}
+
+// sevOrder sorts severities: fail (and a host's missing, error) above
+// warn above skip above ok.
+func sevOrder(s health.Severity) int {
+	switch s {
+	case health.OK, "":
+		return 0
+	case health.Skip:
+		return 1
+	case health.Warn:
+		return 2
+	case health.Fail:
+		return 4
+	}
+	return 3 // missing, error, not reached: below fail, above warn
+}
+
+func worst(a, b health.Severity) health.Severity {
+	if !b.Valid() && b != "" {
+		return health.Worst(a, health.Fail)
+	}
+	return health.Worst(a, b)
+}
+
+// headline is the verdict in one sentence.
+func headline(p *page, all []finding) string {
+	var fail, warn int
+	failHosts := map[string]bool{}
+	for _, f := range all {
+		switch {
+		case f.Severity == health.Fail || !f.Severity.Valid():
+			fail++
+			failHosts[f.Host] = true
+		case f.Severity == health.Warn:
+			warn++
+		}
+	}
+	var b strings.Builder
+	b.WriteString(strings.ToUpper(string(p.Status)))
+	switch p.Status {
+	case health.OK:
+		b.WriteString(": every check passed")
+	default:
+		fmt.Fprintf(&b, ": %d failing and %d warning finding(s)", fail, warn)
+		if len(failHosts) > 0 && len(p.Hosts) > 1 {
+			fmt.Fprintf(&b, " on %d of %d host(s)", len(failHosts), len(p.Hosts))
+		}
+	}
+	if len(p.Hosts) > 1 {
+		fmt.Fprintf(&b, "; %d hosts", len(p.Hosts))
+	}
+	return b.String()
+}
+
+// checkTable counts each check id's severities over the hosts.
+func checkTable(all []finding) []checkRow {
+	rows := map[string]*checkRow{}
+	var order []string
+	for _, f := range all {
+		r := rows[f.ID]
+		if r == nil {
+			r = &checkRow{ID: f.ID, Status: health.OK}
+			rows[f.ID] = r
+			order = append(order, f.ID)
+		}
+		switch f.Severity {
+		case health.OK:
+			r.OK++
+		case health.Skip:
+			r.Skip++
+		case health.Warn:
+			r.Warn++
+		default:
+			r.Fail++
+		}
+		r.Status = worst(r.Status, f.Severity)
+		if f.Severity.Rank() > 0 && f.Host != "" && len(r.Hosts) < 400 {
+			if r.Hosts != "" {
+				r.Hosts += ", "
+			}
+			r.Hosts += f.Host
+		}
+	}
+	out := make([]checkRow, 0, len(order))
+	for _, id := range order {
+		out = append(out, *rows[id])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return sevOrder(out[i].Status) > sevOrder(out[j].Status) })
+	return out
+}
+
+// buildSection fills s from one input and returns its findings and hosts.
+func buildSection(s *section, in Input) ([]finding, []hostRow) {
+	switch v := in.value.(type) {
+	case *erdma.Report:
+		return doctorSection(s, in.Name, v)
+	case *fleet.FleetReport:
+		return fleetSection(s, v)
+	case *fleet.MeshReport:
+		return meshSection(s, v)
+	case *perf.Report:
+		return bwSection(s, v)
+	case *perf.LatencyReport:
+		return latencySection(s, v)
+	case *perftest.Summary:
+		return perftestSection(s, v)
+	case *perftest.LatencySummary:
+		return perftestLatSection(s, v)
+	case *nccl.RunReport:
+		return ncclRunSection(s, v)
+	case *ncclog.TestResult:
+		return ncclTestsSection(s, v)
+	case *ncclog.Summary:
+		return ncclLogSection(s, v)
+	case *perftest.Report:
+		return perftestLogSection(s, v)
+	case *smitopo.Matrix:
+		return topoSection(s, v)
+	}
+	s.Status = health.Fail
+	s.Notes = append(s.Notes, fmt.Sprintf("%T: not rendered", in.value))
+	return nil, nil
+}
+
+// addChart draws one chart into s; a chart with nothing to draw is left
+// out, a failing one noted.
+func (s *section) addChart(title string, draw func(w io.Writer) error) {
+	var b bytes.Buffer
+	if err := draw(&b); err != nil {
+		if !errors.Is(err, plot.ErrNoData) {
+			s.Notes = append(s.Notes, fmt.Sprintf("chart %q not drawn: %v", title, err))
+		}
+		return
+	}
+	s.Charts = append(s.Charts, chart{Title: title, SVG: template.HTML(inlineSVG(b.Bytes()))})
+}
+
+// inlineSVG drops the XML prolog and comments before <svg so that the
+// chart can sit inside HTML.
+func inlineSVG(b []byte) string {
+	if i := bytes.Index(b, []byte("<svg")); i >= 0 {
+		b = b[i:]
+	}
+	return string(b)
+}
+
+func findingsOf(host string, fs []health.Finding) []finding {
+	out := make([]finding, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, finding{Host: host, ID: f.ID, Severity: f.Severity, Summary: f.Summary, Evidence: f.Evidence, Remediation: f.Remediation})
+	}
+	return out
+}
+
+func hostOf(fs []finding, host string, status health.Severity) hostRow {
+	h := hostRow{Host: host, Status: status}
+	for _, f := range fs {
+		switch {
+		case f.Severity == health.Warn:
+			h.Warn++
+			h.Problems = append(h.Problems, f.ID)
+		case f.Severity.Rank() == 2:
+			h.Fail++
+			h.Problems = append(h.Problems, f.ID)
+		}
+	}
+	return h
+}
+
+func doctorSection(s *section, name string, r *erdma.Report) ([]finding, []hostRow) {
+	s.Status = r.Status
+	host := name
+	if r.Host != nil {
+		if r.Host.Hostname != "" {
+			host = r.Host.Hostname
+		}
+		s.Facts = append(s.Facts, [2]string{"host", host})
+		if r.Host.Instance != nil && r.Host.Instance.Type != "" {
+			s.Facts = append(s.Facts, [2]string{"instance type", r.Host.Instance.Type})
+		}
+		if r.Host.Kernel != "" {
+			s.Facts = append(s.Facts, [2]string{"kernel", r.Host.Kernel})
+		}
+		var devs []string
+		for _, d := range r.Host.Devices {
+			devs = append(devs, d.Name)
+		}
+		s.Facts = append(s.Facts, [2]string{"RDMA devices", orNone(strings.Join(devs, ", "))})
+	}
+	counts := map[health.Severity]int{}
+	for _, f := range r.Findings {
+		counts[f.Severity]++
+	}
+	s.Facts = append(s.Facts, [2]string{"findings", fmt.Sprintf("%d ok, %d warn, %d fail, %d skip", counts[health.OK], counts[health.Warn], counts[health.Fail], counts[health.Skip])})
+	fs := findingsOf(host, r.Findings)
+	return fs, []hostRow{hostOf(fs, host, r.Status)}
+}
+
+func fleetSection(s *section, r *fleet.FleetReport) ([]finding, []hostRow) {
+	s.Status = r.Status
+	s.Facts = append(s.Facts, [2]string{"hosts", fmt.Sprint(r.Size)},
+		[2]string{"authenticated ranks", yesNo(r.Authenticated)})
+	if r.Interrupted {
+		s.Facts = append(s.Facts, [2]string{"interrupted", "yes: hosts not reached say nothing about their health"})
+	}
+	// A check's severity and summary per host, from the differences; a
+	// problem the same on every host is not among them.
+	type key struct{ host, id string }
+	diff := map[key]fleet.SeverityGroup{}
+	t := table{Caption: "checks whose result differs between hosts (the rarest first)", Head: []string{"check", "severity", "hosts", "summary"}}
+	for _, d := range r.Differences {
+		for _, g := range d.Groups {
+			for _, h := range g.Hosts {
+				diff[key{h, d.ID}] = g
+			}
+			t.Rows = append(t.Rows, row{Status: g.Severity, Cells: []string{d.ID, string(g.Severity), hostList(g.Hosts), g.Summary}})
+		}
+	}
+	if len(t.Rows) > 0 {
+		s.Tables = append(s.Tables, t)
+	}
+	var fs []finding
+	var hs []hostRow
+	for _, h := range r.Hosts {
+		hr := hostRow{Host: h.Host, Status: h.Status}
+		if h.Error != "" {
+			id := "host-" + strings.ReplaceAll(string(h.Status), " ", "-")
+			f := finding{Host: h.Host, ID: id, Severity: h.Status, Summary: h.Error}
+			if h.Status == fleet.NotReached {
+				f.Severity = health.Skip
+			}
+			fs = append(fs, f)
+			hr.Problems = append(hr.Problems, id)
+			if f.Severity.Rank() == 2 {
+				hr.Fail++
+			}
+		}
+		for _, id := range h.Problems {
+			g, ok := diff[key{h.Host, id}]
+			f := finding{Host: h.Host, ID: id, Severity: g.Severity, Summary: g.Summary}
+			if !ok {
+				f.Severity = h.Status
+				f.Summary = "the same on every host (fleet doctor gives no summary; the host's doctor --json has the evidence)"
+			}
+			fs = append(fs, f)
+			hr.Problems = append(hr.Problems, id)
+			if f.Severity == health.Warn {
+				hr.Warn++
+			} else {
+				hr.Fail++
+			}
+		}
+		hs = append(hs, hr)
+	}
+	for _, e := range r.Errors {
+		fs = append(fs, finding{ID: "fleet-rendezvous", Severity: health.Fail, Summary: e})
+	}
+	return fs, hs
+}
+
+func meshSection(s *section, r *fleet.MeshReport) ([]finding, []hostRow) {
+	s.Status = r.Status
+	s.Facts = append(s.Facts, [2]string{"hosts", fmt.Sprint(len(r.Hosts))},
+		[2]string{"rounds", fmt.Sprint(r.Rounds)},
+		[2]string{"median", fmt.Sprintf("%.1f Gbit/s", r.MedianGbps)})
+	if r.ExpectGbps > 0 {
+		s.Facts = append(s.Facts, [2]string{"expected", fmt.Sprintf("%.1f Gbit/s", r.ExpectGbps)})
+	}
+	s.Facts = append(s.Facts, [2]string{"authenticated ranks", yesNo(r.Authenticated)})
+	if r.Interrupted {
+		s.Facts = append(s.Facts, [2]string{"interrupted", fmt.Sprintf("yes: %d rank(s) not reached", len(r.NotReached))})
+	}
+	var fs []finding
+	culprits := func(id string, sev health.Severity, cs []fleet.Culprit, fix string) {
+		for _, c := range cs {
+			fs = append(fs, finding{Host: strings.Join(c.Hosts, " <-> "), ID: id, Severity: sev, Summary: c.Reason, Evidence: c.Evidence, Remediation: fix})
+		}
+	}
+	culprits("mesh-dead-host", health.Fail, r.DeadHosts, "run erdmakit doctor on the host; check that it runs the rank (mpirun/srun) and its eRDMA devices are active")
+	culprits("mesh-bad-host", health.Fail, r.BadHosts, "run erdmakit doctor on the host: it is slow against every peer")
+	culprits("mesh-bad-link", health.Fail, r.BadLinks, "test the pair again (erdmakit bw run); a link slow only between these two points at the network path, not a host")
+	for _, t := range r.Transient {
+		fs = append(fs, finding{Host: hostAt(r.Hosts, t.Server) + " <-> " + hostAt(r.Hosts, t.Client), ID: "mesh-transient", Severity: health.Skip,
+			Summary: "an outlier in the mesh that was fine when tested again"})
+	}
+	for _, e := range r.Errors {
+		fs = append(fs, finding{ID: "mesh-rendezvous", Severity: health.Fail, Summary: e})
+	}
+	hs := make([]hostRow, len(r.Hosts))
+	at := map[string]int{}
+	for i, h := range r.Hosts {
+		hs[i] = hostRow{Host: h, Status: health.OK}
+		at[h] = i
+	}
+	for _, f := range fs {
+		if f.Severity.Rank() == 0 {
+			continue
+		}
+		for _, h := range strings.Split(f.Host, " <-> ") {
+			if i, ok := at[h]; ok {
+				hs[i].Status = worst(hs[i].Status, f.Severity)
+				hs[i].Problems = append(hs[i].Problems, f.ID)
+				if f.Severity == health.Warn {
+					hs[i].Warn++
+				} else {
+					hs[i].Fail++
+				}
+			}
+		}
+	}
+	s.addChart("pairwise write bandwidth (Gbit/s)", func(w io.Writer) error { return plot.Heatmap(w, r) })
+	return fs, hs
+}
+
+func hostAt(hosts []string, i int) string {
+	if i >= 0 && i < len(hosts) {
+		return hosts[i]
+	}
+	return fmt.Sprintf("position %d", i)
+}
+
+func bwSection(s *section, r *perf.Report) ([]finding, []hostRow) {
+	s.Status = r.Status
+	if r.ExpectGbps > 0 {
+		s.Facts = append(s.Facts, [2]string{"expected", fmt.Sprintf("%.1f Gbit/s in total", r.ExpectGbps)})
+	}
+	t := table{Caption: "RDMA write bandwidth per device", Head: []string{"device", "peer", "size", "QPs", "avg Gbit/s", "peak Gbit/s", "Mpps"}}
+	for _, x := range r.Results {
+		t.Rows = append(t.Rows, row{Cells: []string{x.Device, x.ServerDevice, units.Format(int64(x.Size), units.Compact), fmt.Sprint(x.QPs),
+			fmt.Sprintf("%.2f", x.AvgGbps), fmt.Sprintf("%.2f", x.PeakGbps), fmt.Sprintf("%.3f", x.Mpps)}})
+	}
+	for _, x := range r.Totals {
+		t.Rows = append(t.Rows, row{Status: r.Status, Cells: []string{"total", fmt.Sprintf("%d device(s)", x.Devices), units.Format(int64(x.Size), units.Compact), "",
+			fmt.Sprintf("%.2f", x.AvgGbps), fmt.Sprintf("%.2f", x.PeakGbps), fmt.Sprintf("%.3f", x.Mpps)}})
+	}
+	s.Tables = append(s.Tables, t)
+	var fs []finding
+	for _, e := range r.Errors {
+		fs = append(fs, finding{ID: "bw-error", Severity: health.Fail, Summary: e})
+	}
+	if r.Status == health.Warn {
+		fs = append(fs, finding{ID: "bw-below-expectation", Severity: health.Warn,
+			Summary: fmt.Sprintf("the total is below the expected %.1f Gbit/s", r.ExpectGbps)})
+	}
+	s.addChart("RDMA write bandwidth against message size", func(w io.Writer) error {
+		return plot.Sweep(w, "erdmakit bw: RDMA write bandwidth", r.Results)
+	})
+	return fs, nil
+}
+
+func latencySection(s *section, r *perf.LatencyReport) ([]finding, []hostRow) {
+	s.Status = r.Status
+	if r.ExpectUS > 0 {
+		s.Facts = append(s.Facts, [2]string{"expected", fmt.Sprintf("median at most %.2f µs", r.ExpectUS)})
+	}
+	t := table{Caption: "RDMA write latency (one way, µs)", Head: []string{"device", "peer", "size", "iterations", "min", "median", "avg", "p99", "p99.9", "max"}}
+	f2 := func(v float64) string { return fmt.Sprintf("%.2f", v) }
+	for _, x := range r.Results {
+		t.Rows = append(t.Rows, row{Cells: []string{x.Device, x.ServerDevice, units.Format(int64(x.Size), units.Compact), fmt.Sprint(x.Iterations),
+			f2(x.MinUS), f2(x.MedianUS), f2(x.AvgUS), f2(x.P99US), f2(x.P999US), f2(x.MaxUS)}})
+	}
+	s.Tables = append(s.Tables, t)
+	var fs []finding
+	for _, e := range r.Errors {
+		fs = append(fs, finding{ID: "lat-error", Severity: health.Fail, Summary: e})
+	}
+	if r.Status == health.Warn {
+		fs = append(fs, finding{ID: "lat-above-expectation", Severity: health.Warn,
+			Summary: fmt.Sprintf("a median is above the expected %.2f µs", r.ExpectUS)})
+	}
+	s.addChart("RDMA write latency", func(w io.Writer) error {
+		return plot.LatencyHistogram(w, "erdmakit bw lat: RDMA write latency", r.Results)
+	})
+	if len(s.Charts) == 0 && len(r.Results) > 0 {
+		s.addChart("RDMA write latency percentiles", func(w io.Writer) error {
+			return plot.LatencyPercentiles(w, "erdmakit bw lat: RDMA write latency", r.Results)
+		})
+	}
+	return fs, nil
+}
+
+// perftestSweep is perftest's client rows as perf results, for the chart.
+func perftestSweep(runs []perftest.Run) []perf.Result {
+	var out []perf.Result
+	for _, r := range runs {
+		if r.Client == nil {
+			continue
+		}
+		for _, x := range r.Client.Results {
+			out = append(out, perf.Result{Device: r.Device, Size: int(x.Bytes), AvgGbps: x.BWAvgGbps, PeakGbps: x.BWPeakGbps, QPs: r.Client.QPs})
+		}
+	}
+	return out
+}
+
+func perftestRuns(s *section, runs []perftest.Run, latency bool) []finding {
+	head := []string{"device", "port", "attempts", "bytes", "avg Gbit/s", "peak Gbit/s", "error"}
+	if latency {
+		head = []string{"device", "port", "attempts", "bytes", "typical µs", "avg µs", "max µs", "error"}
+	}
+	t := table{Caption: "perftest pairs (the client's side)", Head: head}
+	var fs []finding
+	for _, r := range runs {
+		cells := []string{r.Device, fmt.Sprint(r.Port), fmt.Sprint(r.Attempts)}
+		switch {
+		case r.Client != nil && latency && len(r.Client.Latency) > 0:
+			l := r.Client.Latency[len(r.Client.Latency)-1]
+			cells = append(cells, fmt.Sprint(l.Bytes), fmt.Sprintf("%.2f", l.TypicalUS), fmt.Sprintf("%.2f", l.AvgUS), fmt.Sprintf("%.2f", l.MaxUS))
+		case r.Client != nil && !latency && len(r.Client.Results) > 0:
+			x := r.Client.Results[len(r.Client.Results)-1]
+			cells = append(cells, fmt.Sprint(x.Bytes), fmt.Sprintf("%.2f", x.BWAvgGbps), fmt.Sprintf("%.2f", x.BWPeakGbps))
+		default:
+			cells = append(cells, "", "", "")
+			if latency {
+				cells = append(cells, "")
+			}
+		}
+		st := health.OK
+		errText := r.Error
+		if errText == "" && r.Client != nil && len(r.Client.Errors) > 0 {
+			errText = strings.Join(r.Client.Errors, "; ")
+		}
+		if errText != "" {
+			st = health.Fail
+			f := finding{ID: "perftest-error", Severity: health.Fail, Summary: r.Device + ": " + errText}
+			if r.Client != nil {
+				f.Evidence = r.Client.Errors
+			}
+			fs = append(fs, f)
+		}
+		t.Rows = append(t.Rows, row{Status: st, Cells: append(cells, errText)})
+	}
+	s.Tables = append(s.Tables, t)
+	return fs
+}
+
+func perftestSection(s *section, r *perftest.Summary) ([]finding, []hostRow) {
+	s.Status = r.Status
+	s.Facts = append(s.Facts, [2]string{"total", fmt.Sprintf("%.2f Gbit/s", r.TotalGbps)})
+	if r.ExpectGbps > 0 {
+		s.Facts = append(s.Facts, [2]string{"expected", fmt.Sprintf("%.1f Gbit/s", r.ExpectGbps)})
+	}
+	fs := perftestRuns(s, r.Runs, false)
+	if r.Status == health.Warn {
+		fs = append(fs, finding{ID: "perftest-below-expectation", Severity: health.Warn,
+			Summary: fmt.Sprintf("%.2f Gbit/s in total, below the expected %.1f", r.TotalGbps, r.ExpectGbps)})
+	}
+	s.addChart("ib_write_bw against message size", func(w io.Writer) error {
+		return plot.Sweep(w, "erdmakit perftest: ib_write_bw", perftestSweep(r.Runs))
+	})
+	return fs, nil
+}
+
+func perftestLatSection(s *section, r *perftest.LatencySummary) ([]finding, []hostRow) {
+	s.Status = r.Status
+	s.Facts = append(s.Facts, [2]string{"median", fmt.Sprintf("%.2f µs", r.MedianUS)})
+	if r.ExpectUS > 0 {
+		s.Facts = append(s.Facts, [2]string{"expected", fmt.Sprintf("at most %.2f µs", r.ExpectUS)})
+	}
+	fs := perftestRuns(s, r.Runs, true)
+	if r.Status == health.Warn {
+		fs = append(fs, finding{ID: "perftest-lat-above-expectation", Severity: health.Warn,
+			Summary: fmt.Sprintf("median %.2f µs, above the expected %.2f", r.MedianUS, r.ExpectUS)})
+	}
+	return fs, nil
+}
+
+// testsTable and testsChart show an nccl-tests result.
+func testsTable(s *section, r *ncclog.TestResult) {
+	if r.Collective != "" {
+		s.Facts = append(s.Facts, [2]string{"collective", r.Collective})
+	}
+	s.Facts = append(s.Facts, [2]string{"ranks", fmt.Sprintf("%d on %d host(s)", r.Ranks, r.Hosts)},
+		[2]string{"average bus bandwidth", fmt.Sprintf("%.2f GB/s", r.AvgBusBW)})
+	if r.Version != "" {
+		s.Facts = append(s.Facts, [2]string{"nccl-tests", r.Version})
+	}
+	if len(r.Rows) > 0 {
+		t := table{Caption: "nccl-tests rows", Head: []string{"size", "count", "type", "redop", "time µs", "algbw GB/s", "busbw GB/s", "#wrong", "in-place busbw GB/s"}}
+		for _, x := range r.Rows {
+			wrong := "N/A"
+			if x.OutOfPlace.Wrong.Known {
+				wrong = fmt.Sprint(x.OutOfPlace.Wrong.N)
+			}
+			st := health.Severity("")
+			if x.OutOfPlace.Wrong.Known && x.OutOfPlace.Wrong.N > 0 {
+				st = health.Fail
+			}
+			t.Rows = append(t.Rows, row{Status: st, Cells: []string{units.Format(x.Size, units.Compact), fmt.Sprint(x.Count), x.Type, x.Redop,
+				fmt.Sprintf("%.1f", x.OutOfPlace.TimeUS), fmt.Sprintf("%.2f", x.OutOfPlace.AlgBWGB), fmt.Sprintf("%.2f", x.OutOfPlace.BusBWGB), wrong,
+				fmt.Sprintf("%.2f", x.InPlace.BusBWGB)}})
+		}
+		s.Tables = append(s.Tables, t)
+	}
+	if r.NCCL != nil {
+		ncclUse(s, r.NCCL)
+	}
+}
+
+func testsChart(s *section, r *ncclog.TestResult, expect float64) {
+	title := r.Collective
+	if r.Ranks > 0 {
+		title += fmt.Sprintf(", %d ranks on %d hosts", r.Ranks, r.Hosts)
+	}
+	s.addChart("bus bandwidth against message size", func(w io.Writer) error { return plot.BusBW(w, r, title, expect) })
+}
+
+func ncclRunSection(s *section, r *nccl.RunReport) ([]finding, []hostRow) {
+	s.Status = r.Status
+	s.Facts = append(s.Facts, [2]string{"command", strings.Join(r.Argv, " ")},
+		[2]string{"launcher exit code", fmt.Sprint(r.LauncherExitCode)},
+		[2]string{"duration", fmt.Sprintf("%.1f s", r.DurationS)})
+	if r.ExpectBusBWGBs > 0 {
+		s.Facts = append(s.Facts, [2]string{"expected bus bandwidth", fmt.Sprintf("%.1f GB/s", r.ExpectBusBWGBs)})
+	}
+	if r.Cancelled {
+		s.Facts = append(s.Facts, [2]string{"interrupted", "yes"})
+	}
+	res := r.TestResult
+	if res == nil {
+		res = &ncclog.TestResult{}
+	}
+	testsTable(s, res)
+	testsChart(s, res, r.ExpectBusBWGBs)
+	if res.NCCL != nil {
+		ncclChart(s, res.NCCL)
+	}
+	return findingsOf("", r.Findings), nil
+}
+
+func ncclTestsSection(s *section, r *ncclog.TestResult) ([]finding, []hostRow) {
+	fs := nccl.Diagnose(r, nccl.Expectation{})
+	s.Status = health.Status(fs)
+	testsTable(s, r)
+	testsChart(s, r, 0)
+	if r.NCCL != nil {
+		ncclChart(s, r.NCCL)
+	}
+	return findingsOf("", fs), nil
+}
+
+// ncclUse is the table of what NCCL used: the network, GPUDirect RDMA and
+// the channels per NIC.
+func ncclUse(s *section, l *ncclog.Summary) {
+	s.Facts = append(s.Facts, [2]string{"NCCL", orNone(l.NCCLVersion)},
+		[2]string{"NCCL network", fmt.Sprintf("%s (%s)", orNone(l.Network), l.Transport)},
+		[2]string{"GPUDirect RDMA", fmt.Sprintf("enabled on %s; disabled on %s; %d channel(s) over GDRDMA", orNone(strings.Join(l.GDR.Enabled, ", ")), orNone(strings.Join(l.GDR.Disabled, ", ")), l.GDRDMAChannels)},
+		[2]string{"NIC balance", string(l.NICSpread)})
+	if len(l.NICs) > 0 {
+		t := table{Caption: "NCCL's use of each NET/IB device", Head: []string{"index", "device", "channels", "over GDRDMA"}}
+		for _, n := range l.NICs {
+			t.Rows = append(t.Rows, row{Cells: []string{fmt.Sprint(n.Index), n.Name, fmt.Sprint(n.Channels), fmt.Sprint(n.GDRDMAChannels)}})
+		}
+		s.Tables = append(s.Tables, t)
+	}
+	if len(l.Channels) > 0 {
+		t := table{Caption: "channels per transport", Head: []string{"transport", "channels"}}
+		keys := make([]string, 0, len(l.Channels))
+		for k := range l.Channels {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			t.Rows = append(t.Rows, row{Cells: []string{k, fmt.Sprint(l.Channels[k])}})
+		}
+		s.Tables = append(s.Tables, t)
+	}
+}
+
+func ncclChart(s *section, l *ncclog.Summary) {
+	s.addChart("NCCL transports and NICs", func(w io.Writer) error { return plot.NCCLUse(w, "NCCL channels: transports and NICs", l) })
+}
+
+func ncclLogSection(s *section, l *ncclog.Summary) ([]finding, []hostRow) {
+	fs := ncclog.Diagnose(l)
+	s.Status = health.Status(fs)
+	ncclUse(s, l)
+	ncclChart(s, l)
+	return findingsOf("", fs), nil
+}
+
+func perftestLogSection(s *section, r *perftest.Report) ([]finding, []hostRow) {
+	s.Status = health.OK
+	if !r.OK() {
+		s.Status = health.Fail
+	}
+	s.Facts = append(s.Facts, [2]string{"test", r.Test}, [2]string{"device", r.Device}, [2]string{"QPs", fmt.Sprint(r.QPs)},
+		[2]string{"transport", r.Transport}, [2]string{"link type", r.LinkType})
+	if len(r.Results) > 0 {
+		t := table{Caption: "results", Head: []string{"bytes", "iterations", "avg Gbit/s", "peak Gbit/s", "Mpps"}}
+		for _, x := range r.Results {
+			t.Rows = append(t.Rows, row{Cells: []string{fmt.Sprint(x.Bytes), fmt.Sprint(x.Iterations), fmt.Sprintf("%.2f", x.BWAvgGbps), fmt.Sprintf("%.2f", x.BWPeakGbps), fmt.Sprintf("%.3f", x.MsgRateMpps)}})
+		}
+		s.Tables = append(s.Tables, t)
+	}
+	if len(r.Latency) > 0 {
+		t := table{Caption: "latency", Head: []string{"bytes", "iterations", "min µs", "typical µs", "avg µs", "max µs"}}
+		for _, x := range r.Latency {
+			t.Rows = append(t.Rows, row{Cells: []string{fmt.Sprint(x.Bytes), fmt.Sprint(x.Iterations), fmt.Sprintf("%.2f", x.MinUS), fmt.Sprintf("%.2f", x.TypicalUS), fmt.Sprintf("%.2f", x.AvgUS), fmt.Sprintf("%.2f", x.MaxUS)}})
+		}
+		s.Tables = append(s.Tables, t)
+	}
+	var fs []finding
+	if len(r.Errors) > 0 {
+		fs = append(fs, finding{ID: "perftest-error", Severity: health.Fail, Summary: r.Errors[0], Evidence: r.Errors})
+	} else if s.Status == health.Fail {
+		fs = append(fs, finding{ID: "perftest-no-result", Severity: health.Fail, Summary: "the log shows no result row"})
+	}
+	s.addChart("ib_write_bw against message size", func(w io.Writer) error {
+		return plot.Sweep(w, r.Test, perftestSweep([]perftest.Run{{Device: r.Device, Client: r}}))
+	})
+	return fs, nil
+}
+
+func topoSection(s *section, m *smitopo.Matrix) ([]finding, []hostRow) {
+	s.Status = health.OK
+	s.Facts = append(s.Facts, [2]string{"source", m.Source})
+	head := []string{""}
+	for _, e := range m.Endpoints {
+		head = append(head, e.Label)
+	}
+	t := table{Caption: "GPU and NIC topology (nvidia-smi topo -m)", Head: append(head, "name")}
+	for i, e := range m.Endpoints {
+		cells := []string{e.Label}
+		for j := range m.Endpoints {
+			v := ""
+			if i < len(m.Links) && j < len(m.Links[i]) {
+				v = string(m.Links[i][j])
+			}
+			cells = append(cells, v)
+		}
+		t.Rows = append(t.Rows, row{Cells: append(cells, e.Name)})
+	}
+	s.Tables = append(s.Tables, t)
+	return nil, nil
+}
+
+func hostList(hs []string) string {
+	if len(hs) > 12 {
+		return strings.Join(hs[:12], ", ") + fmt.Sprintf(" and %d more", len(hs)-12)
+	}
+	return strings.Join(hs, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,77 @@
+package report
+
+import (
+	"bufio"
+	_ "embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/version"
+)
+
+// Options say how the page is made.
+type Options struct {
+	// Title heads the page ("erdmakit report" when empty).
+	Title string
+	// Redact replaces what identifies a host or a cloud account (host names,
+	// MACs, IPv4 addresses, GIDs, GUIDs, GPU UUIDs, instance ids, the region)
+	// as `erdmakit record --redact` does, consistently over all inputs.
+	Redact bool
+	// Generated is printed as the time the page was made (omitted when zero,
+	// so that a page is reproducible).
+	Generated time.Time
+}
+
+// ErrNoInput is returned by Write without an input.
+var ErrNoInput = errors.New("report: no input")
+
+// Write renders inputs as one HTML page into w.
+func Write(w io.Writer, opts Options, inputs ...Input) error {
+	if len(inputs) == 0 {
+		return ErrNoInput
+	}
+	if opts.Redact {
+		var err error
+		if inputs, err = redactInputs(inputs); err != nil {
+			return err
+		}
+	}
+	p, err := build(opts, inputs)
+	if err != nil {
+		return err
+	}
+	vi, _ := version.Get()
+	p.Version = vi.String()
+	if opts.Redact {
+		p.Notes = append(p.Notes, "redacted: host names, MACs, IPv4 addresses, GIDs, GUIDs, GPU UUIDs, instance ids and the region are replaced (consistently over the page)")
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if err := pageTemplate.Execute(bw, p); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return bw.Flush()
+}
+
+//go:embed page.html.tmpl
+var pageHTML string
+
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
+	"sev": func(s health.Severity) string {
+		switch s {
+		case health.OK, health.Skip, health.Warn, health.Fail:
+			return string(s)
+		case "":
+			return "none"
+		}
+		return "fail" // a host's missing, error: as bad as fail
+	},
+	"sevrank": sevOrder,
+	"upper":   func(s health.Severity) string { return strings.ToUpper(string(s)) },
+	"anchor":  func(i int) string { return fmt.Sprintf("s%d", i) },
+	"join":    strings.Join,
+}).Parse(pageHTML))
