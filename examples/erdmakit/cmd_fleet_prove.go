@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/erdmakit/erdmakit/internal/atomicfile"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nccl"
+	"github.com/erdmakit/erdmakit/report"
 )
 
 // proveNCCLFlags are fleet prove's flags for its NCCL stage.
@@ -93,6 +95,7 @@ func newFleetProveCmd(g *globals) *cobra.Command {
 	bf := &bwFlags{}
 	var ff fleetFlags
 	var nf proveNCCLFlags
+	var reportFile string
 	c := &cobra.Command{
 		Use:   "prove [flags] [-- nccl-tests flags]",
 		Short: "One verdict for the cluster: doctor on every host, bw mesh over every pair and ERI, NCCL all_reduce; proven/degraded/broken",
@@ -110,7 +113,7 @@ Exit: 0 proven, 1 degraded, 2 broken, 3 could not run or interrupted (what was r
   srun -N 16 --ntasks-per-node=1 erdmakit fleet prove --json > proof.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bf.progress = false
-			return runFleetProve(cmd.Context(), g, bf, &ff, &nf, args)
+			return runFleetProve(cmd.Context(), g, bf, &ff, &nf, args, reportFile)
 		},
 	}
 	bf.add(c, true)
@@ -122,10 +125,11 @@ Exit: 0 proven, 1 degraded, 2 broken, 3 could not run or interrupted (what was r
 	_ = c.Flags().MarkHidden("progress")
 	ff.add(c)
 	nf.add(c)
+	c.Flags().StringVar(&reportFile, "report", "", "also write the proof as one self-contained HTML page (erdmakit report's) to FILE.html")
 	return c
 }
 
-func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags, nf *proveNCCLFlags, args []string) error {
+func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags, nf *proveNCCLFlags, args []string, reportFile string) error {
 	if bf.plot != "" || bf.all || bf.sizes != "" {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("fleet prove tests one size (-s); --plot, --all and --sizes are bw's")}
 	}
@@ -217,6 +221,13 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}
 	}
+	if reportFile != "" {
+		if err := writeProofPage(reportFile, p); err != nil {
+			fmt.Fprintln(g.stderr, "erdmakit: --report:", err)
+		} else {
+			progress("report: %s", reportFile)
+		}
+	}
 	if g.json {
 		if err := render.JSON(g.stdout, p); err != nil {
 			return &exitError{code: ExitUnknown, err: err}
@@ -225,4 +236,35 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 		return &exitError{code: ExitUnknown, err: err}
 	}
 	return exitCode(p.Exit())
+}
+
+// writeProofPage writes the proof's HTML page (package report) to path,
+// atomically. A report package that does not know the proof yet gets its
+// stages' reports, which it does.
+func writeProofPage(path string, p *fleet.Proof) error {
+	in, err := report.FromValue("fleet prove", p)
+	inputs := []report.Input{in}
+	if errors.Is(err, report.ErrUnknownInput) {
+		inputs = inputs[:0]
+		for _, v := range []struct {
+			name string
+			v    any
+			ok   bool
+		}{{"fleet doctor", p.Doctor, p.Doctor != nil}, {"bw mesh", p.Mesh, p.Mesh != nil}, {"nccl run", p.NCCL, p.NCCL != nil}} {
+			if !v.ok {
+				continue
+			}
+			in, err := report.FromValue(v.name, v.v)
+			if err != nil {
+				return err
+			}
+			inputs = append(inputs, in)
+		}
+	} else if err != nil {
+		return err
+	}
+	title := fmt.Sprintf("erdmakit fleet prove: %s (%d ranks)", p.Verdict, p.Size)
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		return report.Write(w, report.Options{Title: title}, inputs...)
+	})
 }

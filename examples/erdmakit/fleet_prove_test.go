@@ -94,8 +94,9 @@ func TestFleetProveUnderMPIRun(t *testing.T) {
 	nbin, sample := buildFakeNCCL(t)
 	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	base := 21000 + freePort(t)%20000
+	page := filepath.Join(t.TempDir(), "proof.html")
 	common := []string{"--rendezvous", rdv, "-p", fmt.Sprint(base), "-D", "1s", "--warmup", "200ms", "--cooldown", "100ms",
-		"--join-timeout", "60s", "--timeout", "60s", "--json",
+		"--join-timeout", "60s", "--timeout", "60s", "--json", "--report", page,
 		"--nccl-binary", nbin, "--nccl-ranks-per-host", "2", "--nccl-socket-ifname", "", "--nccl-oversubscribe",
 		"--nccl-env", "FAKE_NCCL_SAMPLE=" + sample, "--nccl-timeout", "1m"}
 	args := mpirunArgs()
@@ -114,6 +115,10 @@ func TestFleetProveUnderMPIRun(t *testing.T) {
 	checkProof(t, p)
 	assert.Contains(t, p.NCCL.Argv, "mpirun")
 	assert.Contains(t, stderr, "fleet prove: mesh: round", "progress on stderr")
+	html, err := os.ReadFile(page)
+	require.NoError(t, err, "--report writes the page (rank 0)")
+	assert.Contains(t, string(html), "erdmakit fleet prove: broken (4 ranks)")
+	assert.Contains(t, string(html), "gdr-peermem")
 }
 
 // TestFleetProveUnderSrun runs the same four ranks under a real srun
