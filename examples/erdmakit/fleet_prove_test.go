@@ -162,3 +162,53 @@ func TestFleetProveUnderSrun(t *testing.T) {
 	assert.Contains(t, p.NCCL.Argv, "srun")
 	assert.Contains(t, p.NCCL.Argv, "--overlap")
 }
+
+// TestFleetProveInterruptedReportsWhatItReached: SIGINT to rank 0 during
+// the mesh (two ranks as processes, --rank/--ranks): it exits 3 within
+// seconds and its --json holds the doctor's stage, the mesh and NCCL as
+// not reached, the verdict incomplete and no host blamed for the test it
+// cut short.
+func TestFleetProveInterruptedReportsWhatItReached(t *testing.T) {
+	bin := buildCLI(t)
+	root, err := filepath.Abs(hostDir("ebmgn8is-healthy"))
+	require.NoError(t, err)
+	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	base := 21000 + freePort(t)%20000
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := func(rank string) (*exec.Cmd, *bytesBuffer, *bytesBuffer) {
+		cmd := exec.CommandContext(ctx, bin, "fleet", "prove", "--rank", rank, "--ranks", "2", "--rendezvous", rdv, "-p", fmt.Sprint(base),
+			"--root", root, "--emulate-gbps", "10", "-D", "60s", "--no-nccl", "--json", "--join-timeout", "60s")
+		var out, errb bytesBuffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		require.NoError(t, cmd.Start())
+		return cmd, &out, &errb
+	}
+	r1, _, _ := start("1")
+	defer func() { _ = r1.Process.Kill(); _ = r1.Wait() }()
+	r0, out, errb := start("0")
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(errb.String(), "fleet prove: mesh: 2 hosts") {
+		require.True(t, time.Now().Before(deadline), "the mesh never started: %s", errb.String())
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // into the pair test
+	sent := time.Now()
+	require.NoError(t, r0.Process.Signal(os.Interrupt))
+	err = r0.Wait()
+	took := time.Since(sent)
+	var ee *exec.ExitError
+	require.True(t, errorsAs(err, &ee), "rank 0: %v\n%s", err, errb.String())
+	assert.Equal(t, ExitUnknown, ee.ExitCode())
+	assert.Less(t, took, 5*time.Second, "rank 0 took %v to end after SIGINT", took)
+	var p fleet.Proof
+	require.NoError(t, json.Unmarshal([]byte(out.String()), &p), "stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	assert.True(t, p.Interrupted)
+	assert.Equal(t, fleet.Incomplete, p.Verdict)
+	assert.Equal(t, health.OK, p.Stages[0].Status)
+	assert.Equal(t, fleet.StageNotReached, p.Stages[1].Status)
+	assert.Equal(t, fleet.StageNotReached, p.Stages[2].Status)
+	assert.Empty(t, p.Culprits)
+	assert.Contains(t, errb.String(), "interrupted")
+	t.Logf("SIGINT to exit: %v", took)
+}
