@@ -5,7 +5,7 @@
 #
 #   .ci/deps.sh build   what `make build` needs: a C compiler (cgo; not the RDMA headers: ibverbs/rdma_abi.h)
 #   .ci/deps.sh test    build, plus what the tests run: perftest, mpirun, srun (Slurm, munge), promtool, node_exporter,
-#                       namespaces, and the RDMA lab (qemu, a kernel image)
+#                       namespaces, the RDMA lab (qemu, a kernel image), and chromium (the report page)
 #   .ci/deps.sh         the same as test
 set -euo pipefail
 
@@ -21,6 +21,7 @@ test=(
 	prometheus prometheus-node-exporter                        # promtool and node_exporter for the textfile recipe test
 	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod # the RDMA lab (Soft-RoCE under qemu)
 	iproute2 util-linux                                        # rdma, ip, unshare for namespace tests
+	chromium fonts-liberation                                  # headless Chromium for the report page tests (report/chromium_test.go)
 )
 
 case "${1:-test}" in

@@ -11,6 +11,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/fleet"
+	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/stretchr/testify/require"
 )
 
@@ -62,11 +63,16 @@ func fleetInputs(t testing.TB, n int) []Input {
 	}
 	fr := fleet.Aggregate(n, reports, nil)
 	mesh := fleet.RunMesh(context.Background(), hosts, slowPairs{slow: 5, dead: 7, link: [2]int{1, 2}}, fleet.MeshOptions{ExpectGbps: 100})
+	b, err := os.ReadFile(filepath.Join("testdata", "nccl-run-B02.json"))
+	require.NoError(t, err)
+	var run nccl.RunReport
+	require.NoError(t, json.Unmarshal(b, &run))
+	proof := fleet.Judge(fleet.Judgement{Size: n, Doctor: fr, Reports: reports, Mesh: mesh, NCCL: &run, Authenticated: true, Seconds: 98})
 	var ins []Input
 	for _, v := range []struct {
 		name string
 		v    any
-	}{{"fleet-doctor.json", fr}, {"bw-mesh.json", mesh}, {"doctor-gpu003.json", bad}} {
+	}{{"fleet-prove.json", proof}, {"fleet-doctor.json", fr}, {"bw-mesh.json", mesh}, {"doctor-gpu003.json", bad}} {
 		in, err := FromValue(v.name, v.v)
 		require.NoError(t, err)
 		ins = append(ins, in)
@@ -85,8 +91,32 @@ func fileInputs(t testing.TB) []Input {
 		if strings.HasPrefix(filepath.Base(f), "not-a-result") {
 			continue
 		}
-		in, err := ReadFile(f)
+		in, err := ReadFile(context.Background(), f)
 		require.NoError(t, err, f)
+		ins = append(ins, in)
+	}
+	return ins
+}
+
+func jsonOf(in Input) ([]byte, error) { return json.Marshal(in.value) }
+
+// doctorInputs are n hosts' doctor reports, every other one without
+// nvidia_peermem, each with its own host name.
+func doctorInputs(t testing.TB, n int) []Input {
+	t.Helper()
+	var ins []Input
+	for i := range n {
+		name := "doctor-healthy.json"
+		if i%2 == 1 {
+			name = "doctor-no-peermem.json"
+		}
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		require.NoError(t, err)
+		var r erdma.Report
+		require.NoError(t, json.Unmarshal(b, &r))
+		r.Host.Hostname = hostName(i)
+		in, err := FromValue(hostName(i)+".json", &r)
+		require.NoError(t, err)
 		ins = append(ins, in)
 	}
 	return ins

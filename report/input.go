@@ -2,16 +2,16 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/fleet"
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	"github.com/erdmakit/erdmakit/nvml/smitopo"
@@ -27,6 +27,7 @@ type Kind string
 const (
 	KindDoctor      Kind = "doctor"         // erdma.Report: erdmakit doctor
 	KindFleetDoctor Kind = "fleet-doctor"   // fleet.FleetReport: erdmakit fleet doctor
+	KindFleetProve  Kind = "fleet-prove"    // fleet.Proof: erdmakit fleet prove
 	KindMesh        Kind = "bw-mesh"        // fleet.MeshReport: erdmakit bw mesh
 	KindBw          Kind = "bw"             // perf.Report: erdmakit bw run/loopback
 	KindLatency     Kind = "bw-lat"         // perf.LatencyReport: erdmakit bw lat
@@ -60,7 +61,7 @@ type Input struct {
 	unknown []string
 }
 
-// Value is the decoded result: *erdma.Report, *fleet.FleetReport,
+// Value is the decoded result: *erdma.Report, *fleet.FleetReport, *fleet.Proof,
 // *fleet.MeshReport, *perf.Report, *perf.LatencyReport, *perftest.Summary,
 // *perftest.LatencySummary, *nccl.RunReport, *ncclog.TestResult,
 // *ncclog.Summary, *perftest.Report or *smitopo.Matrix.
@@ -90,6 +91,8 @@ func kindOf(v any) Kind {
 		return KindDoctor
 	case *fleet.FleetReport:
 		return KindFleetDoctor
+	case *fleet.Proof:
+		return KindFleetProve
 	case *fleet.MeshReport:
 		return KindMesh
 	case *perf.Report:
@@ -121,6 +124,8 @@ func newValue(k Kind) any {
 		return &erdma.Report{}
 	case KindFleetDoctor:
 		return &fleet.FleetReport{}
+	case KindFleetProve:
+		return &fleet.Proof{}
 	case KindMesh:
 		return &fleet.MeshReport{}
 	case KindBw:
@@ -151,6 +156,8 @@ func isNilPointer(v any) bool {
 		return x == nil
 	case *fleet.FleetReport:
 		return x == nil
+	case *fleet.Proof:
+		return x == nil
 	case *fleet.MeshReport:
 		return x == nil
 	case *perf.Report:
@@ -176,22 +183,15 @@ func isNilPointer(v any) bool {
 }
 
 // ReadFile reads the JSON of an erdmakit result (at most MaxInputBytes)
-// and makes an Input named after the file.
-func ReadFile(path string) (Input, error) {
-	f, err := os.Open(path)
+// and makes an Input named after the file. It gives up when ctx ends (a
+// FIFO without a writer does not hang it).
+func ReadFile(ctx context.Context, path string) (Input, error) {
+	b, err := ctxio.ReadFile(ctx, path, MaxInputBytes)
 	if err != nil {
+		if errors.Is(err, ctxio.ErrTooLarge) {
+			return Input{}, fmt.Errorf("%s: larger than %d MiB: %w", path, MaxInputBytes>>20, ErrUnknownInput)
+		}
 		return Input{}, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
-		return Input{}, fmt.Errorf("%s: not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))
-	if err != nil {
-		return Input{}, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > MaxInputBytes {
-		return Input{}, fmt.Errorf("%s: larger than %d MiB: %w", path, MaxInputBytes>>20, ErrUnknownInput)
 	}
 	return FromJSON(path, b)
 }
@@ -250,6 +250,8 @@ func detect(top map[string]json.RawMessage) (Kind, error) {
 		}
 	}
 	switch {
+	case has("verdict", "culprits", "stages", "hosts"):
+		return KindFleetProve, nil
 	case has("status", "findings", "host"):
 		return KindDoctor, nil
 	case has("status", "size", "hosts", "by_status"):

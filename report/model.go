@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -24,10 +25,12 @@ import (
 // page is what the template renders.
 type page struct {
 	Title     string
+	Verdict   string // fleet prove's word (proven, degraded, broken) when a proof is among the inputs
 	Generated string
 	Status    health.Severity // the worst over the inputs
 	Headline  string
-	Lines     []string // the verdict's details: the culprits, each input's status
+	Lines     []line // each input's status, failing first
+	Culprits  []culprit
 	Notes     []string // what the page could not show, redaction, newer schemas
 	Hosts     []hostRow
 	Findings  []finding
@@ -46,6 +49,19 @@ type finding struct {
 	Evidence    []string
 	Remediation string
 	Source      string // the input it came from
+}
+
+// line is one input in the verdict.
+type line struct {
+	Status     health.Severity
+	Name, Kind string
+	Anchor     string
+}
+
+// culprit is one of fleet prove's culprits, shown with the verdict.
+type culprit struct {
+	Kind, Hosts, Reason, Fix, FixFrom string
+	Severity                          health.Severity
 }
 
 type hostRow struct {
@@ -134,20 +150,28 @@ func build(opts Options, inputs []Input) (*page, error) {
 			s.Notes = append(s.Notes, n)
 			p.Notes = append(p.Notes, n)
 		}
+		s.Name = displayName(in.Name)
 		fs, hs := buildSection(s, in)
+		if pr, ok := in.value.(*fleet.Proof); ok {
+			p.Verdict = worseVerdict(p.Verdict, string(pr.Verdict))
+			for _, c := range pr.Culprits {
+				p.Culprits = append(p.Culprits, culprit{Kind: c.Kind, Hosts: strings.Join(c.Hosts, " <-> "), Reason: c.Reason,
+					Fix: c.Fix, FixFrom: c.FixFrom, Severity: c.Severity})
+			}
+		}
 		for i := range fs {
-			fs[i].Source = in.Name
+			fs[i].Source = s.Name
 		}
 		all = append(all, fs...)
 		for _, h := range hs {
-			h.Source = in.Name
+			h.Source = s.Name
 			addHost(h)
 		}
 		p.Status = worst(p.Status, s.Status)
+		p.Lines = append(p.Lines, line{Status: s.Status, Name: s.Name, Kind: string(in.Kind), Anchor: fmt.Sprintf("s%d", len(p.Sections))})
 		p.Sections = append(p.Sections, s)
-		line := fmt.Sprintf("%s (%s): %s", in.Name, in.Kind, s.Status)
-		p.Lines = append(p.Lines, line)
 	}
+	sort.SliceStable(p.Lines, func(i, j int) bool { return sevOrder(p.Lines[i].Status) > sevOrder(p.Lines[j].Status) })
 	// Findings: failing first, then warn, skip, ok; by host and id within.
 	sort.SliceStable(all, func(i, j int) bool {
 		a, b := sevOrder(all[i].Severity), sevOrder(all[j].Severity)
@@ -187,6 +211,15 @@ func build(opts Options, inputs []Input) (*page, error) {
 	return p, nil
 }
 
+// displayName is a file's base name (the page is read elsewhere; the
+// directory it was made in says nothing there), other names as they are.
+func displayName(name string) string {
+	if strings.ContainsRune(name, '/') && !strings.HasSuffix(name, "/") {
+		return filepath.Base(name)
+	}
+	return name
+}
+
 // sevOrder sorts severities: fail (and a host's missing, error) above
 // warn above skip above ok.
 func sevOrder(s health.Severity) int {
@@ -224,6 +257,21 @@ func headline(p *page, all []finding) string {
 		}
 	}
 	var b strings.Builder
+	if p.Verdict != "" {
+		b.WriteString(strings.ToUpper(p.Verdict))
+		if len(p.Culprits) > 0 {
+			fmt.Fprintf(&b, ": %d culprit(s)", len(p.Culprits))
+			if len(p.Hosts) > 1 {
+				fmt.Fprintf(&b, " among %d hosts", len(p.Hosts))
+			}
+		} else if len(p.Hosts) > 1 {
+			fmt.Fprintf(&b, ": %d hosts", len(p.Hosts))
+		}
+		if p.Status != health.OK {
+			fmt.Fprintf(&b, "; %d failing and %d warning finding(s)", fail, warn)
+		}
+		return b.String()
+	}
 	b.WriteString(strings.ToUpper(string(p.Status)))
 	switch p.Status {
 	case health.OK:
@@ -284,6 +332,8 @@ func buildSection(s *section, in Input) ([]finding, []hostRow) {
 		return doctorSection(s, in.Name, v)
 	case *fleet.FleetReport:
 		return fleetSection(s, v)
+	case *fleet.Proof:
+		return proveSection(s, v)
 	case *fleet.MeshReport:
 		return meshSection(s, v)
 	case *perf.Report:
@@ -468,7 +518,7 @@ func meshSection(s *section, r *fleet.MeshReport) ([]finding, []hostRow) {
 	culprits("mesh-bad-host", health.Fail, r.BadHosts, "run erdmakit doctor on the host: it is slow against every peer")
 	culprits("mesh-bad-link", health.Fail, r.BadLinks, "test the pair again (erdmakit bw run); a link slow only between these two points at the network path, not a host")
 	for _, t := range r.Transient {
-		fs = append(fs, finding{Host: hostAt(r.Hosts, t.Server) + " <-> " + hostAt(r.Hosts, t.Client), ID: "mesh-transient", Severity: health.Skip,
+		fs = append(fs, finding{Host: hostAt(r.Hosts, t.Server) + " <-> " + hostAt(r.Hosts, t.Client), ID: "mesh-transient", Severity: health.Warn,
 			Summary: "an outlier in the mesh that was fine when tested again"})
 	}
 	for _, e := range r.Errors {
@@ -842,4 +892,85 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// worseVerdict keeps the worse of two fleet prove verdicts.
+func worseVerdict(a, b string) string {
+	rank := map[string]int{"": 0, string(fleet.Proven): 1, string(fleet.Incomplete): 2, string(fleet.Degraded): 3, string(fleet.Broken): 4}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// proveSection shows fleet prove's proof: the stages, the culprits with
+// their fix, each host's doctor findings, and the stages' own reports
+// (their tables and charts; their findings are the culprits already).
+func proveSection(s *section, r *fleet.Proof) ([]finding, []hostRow) {
+	s.Status = r.Status
+	s.Facts = append(s.Facts, [2]string{"verdict", string(r.Verdict)}, [2]string{"hosts", fmt.Sprint(r.Size)},
+		[2]string{"authenticated ranks", yesNo(r.Authenticated)}, [2]string{"duration", fmt.Sprintf("%.1f s", r.Seconds)})
+	if r.Interrupted {
+		s.Facts = append(s.Facts, [2]string{"interrupted", "yes: the verdict is what the run reached"})
+	}
+	st := table{Caption: "stages", Head: []string{"stage", "status", "summary", "seconds"}}
+	for _, x := range r.Stages {
+		st.Rows = append(st.Rows, row{Status: x.Status, Cells: []string{x.Name, string(x.Status), x.Summary, fmt.Sprintf("%.1f", x.Seconds)}})
+	}
+	s.Tables = append(s.Tables, st)
+	var fs []finding
+	if len(r.Culprits) > 0 {
+		ct := table{Caption: "culprits and the first thing to fix", Head: []string{"kind", "severity", "hosts", "stages", "reason", "fix", "fix from"}}
+		for _, c := range r.Culprits {
+			ct.Rows = append(ct.Rows, row{Status: c.Severity, Cells: []string{c.Kind, string(c.Severity), strings.Join(c.Hosts, " <-> "),
+				strings.Join(c.Stages, ", "), c.Reason, c.Fix, c.FixFrom}})
+			// A culprit the doctor explains is among its host's findings;
+			// the others (the mesh's, NCCL's) are findings of their own.
+			if c.FixFrom == fleet.StageMesh || c.FixFrom == fleet.StageNCCL || c.FixFrom == "" {
+				fs = append(fs, finding{Host: strings.Join(c.Hosts, " <-> "), ID: "prove-" + c.Kind, Severity: c.Severity,
+					Summary: c.Reason, Evidence: c.Evidence, Remediation: c.Fix})
+			}
+		}
+		s.Tables = append(s.Tables, ct)
+	}
+	var hs []hostRow
+	for _, h := range r.Hosts {
+		hfs := findingsOf(h.Host, h.Findings)
+		fs = append(fs, hfs...)
+		hr := hostOf(hfs, h.Host, h.Status)
+		if h.Mesh != "" && h.Mesh != "ok" {
+			hr.Problems = append(hr.Problems, "mesh: "+h.Mesh)
+		}
+		hs = append(hs, hr)
+	}
+	for _, e := range r.Errors {
+		fs = append(fs, finding{ID: "prove-error", Severity: health.Fail, Summary: e})
+	}
+	// The stages' own reports: their tables and charts.
+	sub := func(name string, v any) {
+		ss := &section{}
+		buildSection(ss, Input{value: v})
+		for _, t := range ss.Tables {
+			t.Caption = name + ": " + t.Caption
+			s.Tables = append(s.Tables, t)
+		}
+		for _, c := range ss.Charts {
+			c.Title = name + ": " + c.Title
+			s.Charts = append(s.Charts, c)
+		}
+		for _, f := range ss.Facts {
+			s.Facts = append(s.Facts, [2]string{name + " " + f[0], f[1]})
+		}
+		s.Notes = append(s.Notes, ss.Notes...)
+	}
+	if r.Doctor != nil {
+		sub("doctor", r.Doctor)
+	}
+	if r.Mesh != nil {
+		sub("mesh", r.Mesh)
+	}
+	if r.NCCL != nil {
+		sub("nccl", r.NCCL)
+	}
+	return fs, hs
 }

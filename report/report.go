@@ -57,6 +57,18 @@ func Write(w io.Writer, opts Options, inputs ...Input) error {
 	return bw.Flush()
 }
 
+// Status is the page's verdict over inputs: the worst of their statuses
+// (ok, warn or fail), as the page's headline gives it.
+func Status(inputs ...Input) health.Severity {
+	st := health.OK
+	for _, in := range inputs {
+		s := &section{}
+		buildSection(s, in)
+		st = worst(st, s.Status)
+	}
+	return st
+}
+
 //go:embed page.html.tmpl
 var pageHTML string
 

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 
 	"encoding/json"
 	"github.com/erdmakit/erdmakit/erdma"
@@ -40,7 +41,7 @@ func TestDetectsEveryKindFromTheCLIsJSON(t *testing.T) {
 		base := filepath.Base(f)
 		k, ok := want[base]
 		require.True(t, ok, "testdata/%s: add it to the table", base)
-		in, err := ReadFile(f)
+		in, err := ReadFile(context.Background(), f)
 		if k == "" {
 			require.ErrorIs(t, err, ErrUnknownInput, base)
 			assert.Contains(t, err.Error(), base)
@@ -66,7 +67,7 @@ func TestUnknownInputNamesTheFile(t *testing.T) {
 	}
 	_, err := FromValue("x", 42)
 	assert.ErrorIs(t, err, ErrUnknownInput)
-	_, err = ReadFile(filepath.Join(t.TempDir(), "absent.json"))
+	_, err = ReadFile(context.Background(), filepath.Join(t.TempDir(), "absent.json"))
 	assert.ErrorContains(t, err, "absent.json")
 }
 
@@ -101,7 +102,9 @@ func TestPageOfEveryKind(t *testing.T) {
 	require.NoError(t, Write(&out, Options{Title: "cluster bring-up"}, ins...))
 	page := out.String()
 	assert.True(t, strings.HasPrefix(page, "<!DOCTYPE html>"))
-	has(t, page, "<title>cluster bring-up: FAIL</title>")
+	has(t, page, "<title>cluster bring-up: broken</title>")
+	has(t, page, `<p class="head">BROKEN: `)
+	has(t, page, "first fix")
 	// The failing findings, the culprits, each section.
 	for _, want := range []string{"gdr-peermem", "mesh-dead-host", "mesh-bad-host", "mesh-bad-link", "gpu007", "gpu005",
 		"nccl-tests rows", "GPU and NIC topology", "RDMA write latency", "perftest-error"} {
@@ -128,7 +131,7 @@ func TestNoInput(t *testing.T) {
 func TestHostileNamesAreEscaped(t *testing.T) {
 	ins := fleetInputs(t, 4)
 	evil := `<script>alert(1)</script><img src=x onerror=alert(2)>`
-	b, err := json.Marshal(ins[1].value)
+	b, err := json.Marshal(ins[2].value)
 	require.NoError(t, err)
 	b = bytes.ReplaceAll(b, []byte("gpu002"), []byte(strings.ReplaceAll(strings.ReplaceAll(evil, `<`, `\u003c`), `>`, `\u003e`)))
 	in, err := FromJSON("evil.json", b)

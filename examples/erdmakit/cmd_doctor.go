@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,6 +64,8 @@ func newDoctorCmd(g *globals) *cobra.Command {
 	fl.DurationVar(&f.interval, "interval", doctor.DefaultInterval, "time between the two hw_counters readings of the rate-limit-drops check (live host; 0: one reading)")
 	fl.BoolVar(&f.skipTools, "skip-tools", false, "do not look for eadm and the other tools on PATH")
 	fl.StringVar(&f.cloud.Mode, "cloud", eri.CloudAuto, "cloud checks (network-card-channel from the ECS API, eri-mode): auto (a recorded view, or the API within about 1 s if credentials answer), on, off")
+	completeValues(c, "format", doctorFormats...)
+	completeValues(c, "cloud", eri.CloudAuto, eri.CloudOn, eri.CloudOff)
 	fl.StringVar(&f.cloud.Endpoint, "endpoint", "", "ECS endpoint for the cloud checks (default: $"+eri.EndpointEnv+", else the region's)")
 	return c
 }
@@ -82,6 +85,9 @@ func defaultDoctorFlags() doctorFlags {
 	return doctorFlags{format: "table", metadataURL: erdma.DefaultMetadataURL, interval: doctor.DefaultInterval}
 }
 
+// doctorFormats are the values of doctor --format.
+var doctorFormats = []string{"table", "json", "prom"}
+
 func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 	format := f.format
 	if g.json {
@@ -90,7 +96,7 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 		}
 		format = "json"
 	}
-	if format != "table" && format != "json" && format != "prom" {
+	if !slices.Contains(doctorFormats, format) {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("--format %q: want table, json or prom", f.format)}
 	}
 	// node_exporter's textfile collector reads only *.prom files, and a table

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,4 +69,36 @@ func TestNCCLRunSrunMPIType(t *testing.T) {
 		fails()
 	}
 	runs("--srun-mpi", "pmi2")
+}
+
+// TestNCCLRunSrunExecutableNotFound: with nccl-tests missing, slurmstepd
+// says `execve(): PATH: No such file or directory` and srun reports the task
+// exited with code 2. That is launch-executable-not-found, as mpirun's same
+// case is, not a rank that failed (hardening-3 item 18).
+func TestNCCLRunSrunExecutableNotFound(t *testing.T) {
+	slurmtest.Start(t)
+	missing := filepath.Join(t.TempDir(), "build", "all_reduce_perf")
+	code, stdout, errs := runCLI("nccl", "run", "--launcher", "srun", "--srun-mpi", "pmi2", "--hosts", "localhost",
+		"--ranks-per-host", "1", "--socket-ifname", "", "--binary", missing, "--timeout", "1m", "--json")
+	require.Equal(t, ExitFail, code, "stdout:\n%s\nstderr:\n%s", stdout, errs)
+	var rep struct {
+		Findings []struct {
+			ID          string   `json:"id"`
+			Summary     string   `json:"summary"`
+			Evidence    []string `json:"evidence"`
+			Remediation string   `json:"remediation"`
+		} `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
+	var ids []string
+	for _, f := range rep.Findings {
+		ids = append(ids, f.ID)
+		if f.ID == "launch-executable-not-found" {
+			assert.Contains(t, f.Summary, missing)
+			assert.Contains(t, f.Remediation, "--binary")
+			assert.Contains(t, strings.Join(f.Evidence, "\n"), "execve()")
+		}
+	}
+	assert.Contains(t, ids, "launch-executable-not-found", stdout)
+	assert.NotContains(t, ids, "launch-rank-exited", "the task's exit is the missing executable's consequence")
 }

@@ -61,6 +61,7 @@ func newRootCmd(g *globals) *cobra.Command {
 	pf.BoolVar(&g.json, "json", false, "print JSON (the documented schema) instead of a table")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log what is read and run to stderr")
 	pf.StringVar(&colorFlag, "color", string(render.ColorAuto), "colour tables: auto (terminals only; off under mpirun/srun ranks, NO_COLOR, TERM=dumb), always, never")
+	completeValues(root, "color", string(render.ColorAuto), string(render.ColorAlways), string(render.ColorNever))
 	for _, c := range subcommands(g) {
 		root.AddCommand(c)
 	}

@@ -141,7 +141,7 @@ func (c *LaunchClassifier) Line(line string) {
 		c.pending = &LaunchFailure{Kind: FailRankExit, Rank: -1, Summary: "a rank exited with a non-zero status", Evidence: []string{s}}
 	case strings.Contains(s, " noticed that process rank "):
 		c.signalled(s)
-	case strings.HasPrefix(s, "srun: error:") || strings.HasPrefix(s, "slurmstepd: error:"):
+	case strings.HasPrefix(s, "srun: error:") || strings.HasPrefix(s, "slurmstepd"):
 		c.srunError(s)
 	case c.block == FailExecutable && (strings.HasPrefix(s, "Executable:") || strings.HasPrefix(s, "Node:")):
 		c.evidence(FailExecutable, s)
@@ -305,8 +305,16 @@ func (c *LaunchClassifier) signalled(s string) {
 // srunError reads "srun: error: node1: task 3: Exited with exit code 1" and
 // "srun: error: Unable to allocate resources: ...".
 func (c *LaunchClassifier) srunError(s string) {
-	_, rest, _ := strings.Cut(s, "error:")
+	who, rest, ok := strings.Cut(s, ": error:")
+	if !ok {
+		return
+	}
 	rest = strings.TrimSpace(rest)
+	// Slurm 23+ names the node: "slurmstepd-NODE: error: ...".
+	stepHost, _ := strings.CutPrefix(who, "slurmstepd-")
+	if stepHost == who {
+		stepHost = ""
+	}
 	if t, ok := srunMPIType(rest); ok {
 		f := LaunchFailure{Kind: FailSrunMPI, Rank: -1, Evidence: []string{s},
 			Summary: "srun cannot use the MPI plugin " + t,
@@ -318,6 +326,36 @@ func (c *LaunchClassifier) srunError(s string) {
 			prev.Evidence = appendBounded(prev.Evidence, s)
 			return
 		}
+		c.add(f)
+		return
+	}
+	// slurmstepd could not exec the task: "execve(): PATH: No such file or
+	// directory" (or Permission denied). The task then exits 2 (or 13),
+	// which is this failure, not a rank of its own that failed.
+	if v, ok := strings.CutPrefix(rest, "execve():"); ok {
+		v = strings.TrimSpace(v)
+		if prev := c.last(FailExecutable); prev.Kind == FailExecutable {
+			prev.Evidence = appendBounded(prev.Evidence, s)
+			return
+		}
+		f := LaunchFailure{Kind: FailExecutable, Rank: -1, Evidence: []string{s}, Host: stepHost,
+			Summary: "srun could not execute " + v,
+			Fix:     "build nccl-tests (make MPI=1) at the same path on every node, or pass --binary with an absolute path that exists on all nodes"}
+		// srun's "task N: Exited with exit code 2" may have come first
+		// (stdout and stderr are read apart): a task exiting with ENOENT or
+		// EACCES is this failure's consequence, not a failure of its own.
+		kept := c.failures[:0]
+		for _, p := range c.failures {
+			if p.Kind == FailRankExit && (p.ExitCode == 2 || p.ExitCode == 13) {
+				f.Evidence = appendBounded(f.Evidence, p.Evidence...)
+				if f.Host == "" {
+					f.Host = p.Host
+				}
+				continue
+			}
+			kept = append(kept, p)
+		}
+		c.failures = kept
 		c.add(f)
 		return
 	}
@@ -345,6 +383,14 @@ func (c *LaunchClassifier) srunError(s string) {
 		f.Kind = FailRankSignal
 		f.Signal = lastInt(parts[2])
 	default:
+		return
+	}
+	if prev := c.last(FailExecutable); prev.Kind == FailExecutable {
+		// The task exits because it could not be executed: evidence of that.
+		prev.Evidence = appendBounded(prev.Evidence, s)
+		if prev.Host == "" {
+			prev.Host = f.Host
+		}
 		return
 	}
 	c.finishRank(f)

@@ -31,6 +31,8 @@ func TestClassifyLaunchSamples(t *testing.T) {
 		{"G02_openmpi4.1.4_executable_not_found.txt", FailExecutable, -1, "vm", 0, 0, "./build/all_reduce_perf", "make MPI=1"},
 		{"G03_openmpi4.1.4_ssh_could_not_resolve_daemons.txt", FailDaemons, -1, "", 0, 0, "daemons", "does not resolve"},
 		{"G04_openmpi4.1.4_rank_exit_code_3.txt", FailRankExit, 1, "", 3, 0, "rank 1 exited with code 3", "NCCL WARN"},
+		{"H02_slurm23_srun_execve_not_found.txt", FailExecutable, -1, "localhost", 0, 0,
+			"srun could not execute /opt/nccl-tests/build/all_reduce_perf: No such file or directory", "--binary"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -52,6 +54,25 @@ func TestClassifyLaunchSamples(t *testing.T) {
 			fd := g.Finding()
 			assert.Equal(t, "launch-"+string(tt.kind), fd.ID)
 		})
+	}
+}
+
+// TestClassifySrunExecveEitherOrder: srun's task exit and slurmstepd's
+// execve error come on two streams, in either order; both orders are the one
+// executable failure (the real output of TestNCCLRunSrunExecutableNotFound,
+// recorded in H02, showed both).
+func TestClassifySrunExecveEitherOrder(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "H02_slurm23_srun_execve_not_found.txt"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	require.Len(t, lines, 2)
+	for _, order := range [][]string{lines, {lines[1], lines[0]}} {
+		got, err := ClassifyLaunch(context.Background(), strings.NewReader(strings.Join(order, "\n")))
+		require.NoError(t, err)
+		require.Len(t, got, 1, "%+v", got)
+		assert.Equal(t, FailExecutable, got[0].Kind)
+		assert.Equal(t, "localhost", got[0].Host)
+		assert.Len(t, got[0].Evidence, 2)
 	}
 }
 

@@ -1,0 +1,69 @@
+package report
+
+import (
+	"bytes"
+	"io"
+	"testing"
+)
+
+// BenchmarkWrite256Hosts renders the page of a 256-host cluster: the fleet
+// doctor, the bw mesh (32640 pairs, its heat map one image) and one host's
+// doctor, plus one of every other kind. It reports the page's size (the
+// issue's bound: under 2 MB; rendering under 1 s).
+func BenchmarkWrite256Hosts(b *testing.B) {
+	ins := append(fleetInputs(b, 256), fileInputs(b)...)
+	var page bytes.Buffer
+	if err := Write(&page, Options{}, ins...); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := Write(io.Discard, Options{}, ins...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(page.Len())/1e6, "MB/page")
+}
+
+// BenchmarkRead256Hosts is reading the same results back from their JSON
+// (what `erdmakit report FILE...` does before Write).
+func BenchmarkReadWrite256HostsJSON(b *testing.B) {
+	var raw [][]byte
+	var names []string
+	for _, in := range append(fleetInputs(b, 256), fileInputs(b)...) {
+		j, err := jsonOf(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw, names = append(raw, j), append(names, in.Name)
+	}
+	for b.Loop() {
+		var ins []Input
+		for i, j := range raw {
+			in, err := FromJSON(names[i], j)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ins = append(ins, in)
+		}
+		if err := Write(io.Discard, Options{Redact: true}, ins...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWrite256Doctors renders 256 hosts' own doctor reports (every
+// other one failing), each an input of its own: the page lists their warn
+// and fail findings with evidence and counts the ok ones per check.
+func BenchmarkWrite256Doctors(b *testing.B) {
+	ins := doctorInputs(b, 256)
+	var page bytes.Buffer
+	if err := Write(&page, Options{}, ins...); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := Write(io.Discard, Options{}, ins...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(page.Len())/1e6, "MB/page")
+}

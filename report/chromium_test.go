@@ -1,0 +1,322 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// chromium finds Debian's chromium (.ci/deps.sh test installs it), or the
+// browser $ERDMAKIT_CHROMIUM names. Without one the test skips, and fails
+// under CI=true.
+func chromium(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("ERDMAKIT_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no chromium: the page tests need a real browser (apt-get install chromium; .ci/deps.sh test)")
+	}
+	t.Skip("no chromium (apt-get install chromium)")
+	return ""
+}
+
+// artefacts is where the test keeps the pages and screenshots for people
+// to look at: $ERDMAKIT_ARTIFACTS when set, else the test's temporary dir.
+func artefacts(t testing.TB) string {
+	t.Helper()
+	if d := os.Getenv("ERDMAKIT_ARTIFACTS"); d != "" {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		return d
+	}
+	return t.TempDir()
+}
+
+// browserLog is what the browser said while it showed a page: console
+// errors and warnings, uncaught exceptions, browser log errors (a CSP
+// violation is one), and every request but the page's own file.
+type browserLog struct {
+	mu       sync.Mutex
+	page     string
+	errors   []string
+	requests []string
+}
+
+func (b *browserLog) listen(ev any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch e := ev.(type) {
+	case *runtime.EventConsoleAPICalled:
+		if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeWarning || e.Type == runtime.ConsoleAPICalledTypeAssert {
+			var parts []string
+			for _, a := range e.Args {
+				parts = append(parts, string(a.Value)+a.Description)
+			}
+			b.errors = append(b.errors, fmt.Sprintf("console.%s: %s", e.Type, strings.Join(parts, " ")))
+		}
+	case *runtime.EventExceptionThrown:
+		b.errors = append(b.errors, fmt.Sprintf("exception: %s at %s:%d", e.ExceptionDetails.Text, e.ExceptionDetails.URL, e.ExceptionDetails.LineNumber))
+	case *cdplog.EventEntryAdded:
+		if e.Entry.Level == cdplog.EntryLevelError || e.Entry.Level == cdplog.EntryLevelWarning {
+			b.errors = append(b.errors, fmt.Sprintf("log %s (%s): %s %s", e.Entry.Level, e.Entry.Source, e.Entry.Text, e.Entry.URL))
+		}
+	case *network.EventRequestWillBeSent:
+		u := e.Request.URL
+		if u != b.page && !strings.HasPrefix(u, "data:") {
+			b.requests = append(b.requests, u)
+		}
+	}
+}
+
+// chromesOwn are the browser's own services (its clock, component
+// updates, sign-in, optimisation hints), which it calls whatever the page:
+// not the page's requests.
+var chromesOwn = []string{"clients2.google.com/time/", "update.googleapis.com", "accounts.google.com:443", "optimizationguide-pa.googleapis.com:443",
+	"clientservices.googleapis.com", "content-autofill.googleapis.com:443", "safebrowsing.googleapis.com"}
+
+// proxyTrap is a proxy that answers nothing and notes who came: the
+// browser sends every request there, loopback included, so a page that
+// fetches anything is caught even if the DevTools events missed it.
+func proxyTrap(t testing.TB) (string, func() []string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	var mu sync.Mutex
+	var seen []string
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 512)
+				c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				n, _ := c.Read(buf)
+				line, _, _ := strings.Cut(string(buf[:n]), "\r\n")
+				for _, own := range chromesOwn {
+					if strings.Contains(line, own) {
+						return
+					}
+				}
+				mu.Lock()
+				seen = append(seen, line)
+				mu.Unlock()
+			}()
+		}
+	}()
+	return l.Addr().String(), func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// shown is what the test reads back from the page's DOM.
+type shown struct {
+	Verdict     string      `json:"verdict"`
+	VerdictH    float64     `json:"verdictH"`
+	FailIDs     []string    `json:"failIDs"`
+	FailHidden  int         `json:"failHidden"`
+	Charts      [][]float64 `json:"charts"`
+	Interactive float64     `json:"interactive"`
+	Load        float64     `json:"load"`
+	Overflow    float64     `json:"overflow"`
+}
+
+const readPage = `(() => {
+  const v = document.getElementById("verdict");
+  const nav = performance.getEntriesByType("navigation")[0];
+  const fails = Array.from(document.querySelectorAll("#finding-table tr.finding[data-sev=fail]"));
+  return {
+    verdict: v.innerText,
+    verdictH: v.getBoundingClientRect().height,
+    failIDs: fails.map(r => r.querySelector("td.id").innerText.trim()),
+    failHidden: fails.filter(r => r.hidden || r.querySelector("td.id").getBoundingClientRect().height === 0).length,
+    charts: Array.from(document.querySelectorAll("figure.chart svg")).map(s => { const r = s.getBoundingClientRect(); return [r.width, r.height]; }),
+    interactive: nav.domInteractive,
+    load: nav.loadEventEnd,
+    overflow: document.documentElement.scrollWidth - window.innerWidth,
+  };
+})()`
+
+// openPage loads file in a fresh headless chromium (its own profile, every
+// request through the trap proxy) and returns the browser's context.
+func openPage(t testing.TB, file string, width, height int) (context.Context, *browserLog, func() []string) {
+	t.Helper()
+	proxy, trapped := proxyTrap(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.NoSandbox, // root in CI
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(width, height),
+		chromedp.ProxyServer("http://"+proxy),
+		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(acancel)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(bcancel)
+	url := "file://" + file
+	bl := &browserLog{page: url}
+	require.NoError(t, chromedp.Listen(bctx, bl.listen))
+	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(url)))
+	return bctx, bl, trapped
+}
+
+// TestPageInChromium loads the page of every kind of result, and of a
+// cluster, from file:// in headless chromium: no console error, no request,
+// the verdict and every failing finding's id visible, every chart a
+// non-zero box, the filter working, no sideways scroll on a phone. The
+// screenshots stay in the artefacts for people to look at.
+func TestPageInChromium(t *testing.T) {
+	dir := artefacts(t)
+	ins := append(fileInputs(t), fleetInputs(t, 12)...)
+	p, err := build(Options{}, ins)
+	require.NoError(t, err)
+	var want []string
+	charts := 0
+	for _, f := range p.Findings {
+		if sevOrder(f.Severity) >= 3 {
+			want = append(want, f.ID)
+		}
+	}
+	for _, s := range p.Sections {
+		charts += len(s.Charts)
+	}
+	require.NotEmpty(t, want)
+	file := filepath.Join(dir, "report.html")
+	var b bytes.Buffer
+	require.NoError(t, Write(&b, Options{Title: "erdmakit report: every kind"}, ins...))
+	require.NoError(t, os.WriteFile(file, b.Bytes(), 0o644))
+
+	ctx, bl, trapped := openPage(t, file, 1200, 900)
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[shown](readPage))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(got.Verdict, p.Headline), "the verdict %q, not %q first", got.Verdict, p.Headline)
+	assert.Positive(t, got.VerdictH)
+	sort.Strings(want)
+	sort.Strings(got.FailIDs)
+	assert.Equal(t, want, got.FailIDs, "every failing finding's id in the DOM")
+	assert.Zero(t, got.FailHidden, "failing findings not visible")
+	assert.Len(t, got.Charts, charts)
+	for i, c := range got.Charts {
+		assert.True(t, c[0] > 0 && c[1] > 0, "chart %d has a box of %v", i, c)
+	}
+	t.Logf("%d charts, %d failing findings; DOM interactive %.0f ms, load %.0f ms", len(got.Charts), len(got.FailIDs), got.Interactive, got.Load)
+
+	// The filter: a text and the severity boxes.
+	visible := `Array.from(document.querySelectorAll("#finding-table tr.finding")).filter(r => !r.hidden).length`
+	all, err := chromedp.Run(ctx, chromedp.Evaluate[int](visible))
+	require.NoError(t, err)
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`(() => { const q = document.getElementById("q"); q.value = "mesh-bad-link"; q.dispatchEvent(new Event("input")); return `+visible+`; })()`))
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	n, err = chromedp.Run(ctx, chromedp.Evaluate[int](`(() => { const q = document.getElementById("q"); q.value = ""; q.dispatchEvent(new Event("input"));
+	  const f = document.querySelector(".sevf[value=fail]"); f.click(); return `+visible+`; })()`))
+	require.NoError(t, err)
+	assert.Equal(t, all-len(want), n, "fail unchecked hides the failing findings")
+	// Sorting by host, twice, keeps every row.
+	n, err = chromedp.Run(ctx, chromedp.Evaluate[int](`(() => { const th = document.querySelectorAll("#finding-table th")[1]; th.click(); th.click();
+	  return document.querySelectorAll("#finding-table tr.finding").length; })()`))
+	require.NoError(t, err)
+	assert.Equal(t, len(p.Findings), n)
+
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(80))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "report.png"), png, 0o644))
+
+	// A phone: no sideways scroll of the page (wide tables scroll in their box).
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)))
+	got, err = chromedp.Run(ctx, chromedp.Evaluate[shown](readPage))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, got.Overflow, 0.0, "the page scrolls sideways on a 390 px screen")
+	phone, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "report-phone.png"), phone, 0o644))
+
+	bl.mu.Lock()
+	defer bl.mu.Unlock()
+	assert.Empty(t, bl.errors, "console errors")
+	assert.Empty(t, bl.requests, "requests from a page that must fetch nothing")
+	assert.Empty(t, trapped(), "requests through the trap proxy")
+	t.Logf("artefacts: %s", dir)
+}
+
+// The checks above can fail: a page that fetches an image is caught by
+// both the request log and the CSP's console error.
+func TestChromiumCatchesAFetch(t *testing.T) {
+	dir := t.TempDir()
+	ins := fileInputs(t)[:1]
+	var b bytes.Buffer
+	require.NoError(t, Write(&b, Options{}, ins...))
+	bad := strings.Replace(b.String(), "<footer>", `<img src="http://203.0.113.7/x.png" alt=""><footer>`, 1)
+	file := filepath.Join(dir, "fetching.html")
+	require.NoError(t, os.WriteFile(file, []byte(bad), 0o644))
+	ctx, bl, _ := openPage(t, file, 800, 600)
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[int](`1`))
+	require.NoError(t, err)
+	bl.mu.Lock()
+	defer bl.mu.Unlock()
+	assert.NotEmpty(t, bl.errors, "the CSP violation is a console error")
+	assert.Contains(t, bl.requests, "http://203.0.113.7/x.png", "the request is seen")
+}
+
+// BenchmarkChromium256Hosts loads the page of a 256-host cluster (fleet
+// doctor, mesh, every host's own doctor, one of every other kind) in
+// headless chromium and reports, from the browser's navigation timing,
+// when the page became interactive (DOM parsed, its script run) and when
+// it finished loading, and how long the filter takes to run over it.
+func BenchmarkChromium256Hosts(b *testing.B) {
+	dir := artefacts(b)
+	ins := append(append(fleetInputs(b, 256), doctorInputs(b, 256)...), fileInputs(b)...)
+	var page bytes.Buffer
+	require.NoError(b, Write(&page, Options{Title: "256 hosts"}, ins...))
+	file := filepath.Join(dir, "report-256.html")
+	require.NoError(b, os.WriteFile(file, page.Bytes(), 0o644))
+	ctx, bl, _ := openPage(b, file, 1200, 900)
+	var interactive, load, filter float64
+	n := 0
+	for b.Loop() {
+		require.NoError(b, chromedp.Do(ctx, chromedp.Navigate("file://"+file)))
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[shown](readPage))
+		require.NoError(b, err)
+		ms, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`(() => { const t = performance.now(); const q = document.getElementById("q");
+		  q.value = "gdr"; q.dispatchEvent(new Event("input")); q.value = ""; q.dispatchEvent(new Event("input")); return performance.now() - t; })()`))
+		require.NoError(b, err)
+		interactive, load, filter = interactive+got.Interactive, load+got.Load, filter+ms
+		n++
+	}
+	b.ReportMetric(interactive/float64(n), "ms-interactive")
+	b.ReportMetric(load/float64(n), "ms-load")
+	b.ReportMetric(filter/float64(n)/2, "ms/filter")
+	b.ReportMetric(float64(page.Len())/1e6, "MB/page")
+	bl.mu.Lock()
+	defer bl.mu.Unlock()
+	require.Empty(b, bl.errors)
+}
