@@ -239,32 +239,14 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 }
 
 // writeProofPage writes the proof's HTML page (package report) to path,
-// atomically. A report package that does not know the proof yet gets its
-// stages' reports, which it does.
+// atomically.
 func writeProofPage(path string, p *fleet.Proof) error {
 	in, err := report.FromValue("fleet prove", p)
-	inputs := []report.Input{in}
-	if errors.Is(err, report.ErrUnknownInput) {
-		inputs = inputs[:0]
-		for _, v := range []struct {
-			name string
-			v    any
-			ok   bool
-		}{{"fleet doctor", p.Doctor, p.Doctor != nil}, {"bw mesh", p.Mesh, p.Mesh != nil}, {"nccl run", p.NCCL, p.NCCL != nil}} {
-			if !v.ok {
-				continue
-			}
-			in, err := report.FromValue(v.name, v.v)
-			if err != nil {
-				return err
-			}
-			inputs = append(inputs, in)
-		}
-	} else if err != nil {
+	if err != nil {
 		return err
 	}
 	title := fmt.Sprintf("erdmakit fleet prove: %s (%d ranks)", p.Verdict, p.Size)
 	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
-		return report.Write(w, report.Options{Title: title}, inputs...)
+		return report.Write(w, report.Options{Title: title}, in)
 	})
 }
