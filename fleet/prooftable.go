@@ -55,7 +55,7 @@ func WriteProof(w io.Writer, p *Proof, color bool) error {
 	ht := render.NewTable("RANK", "HOST", "STATUS", "DOCTOR", "MESH", "PROBLEMS")
 	ht.Color, ht.SeverityColumn = color, 2
 	for _, h := range p.Hosts {
-		if h.Status == health.OK && h.Mesh != "no rdma device" {
+		if h.Status == health.OK && (h.Mesh == "ok" || h.Mesh == "not tested") {
 			continue
 		}
 		notOK++
@@ -70,7 +70,7 @@ func WriteProof(w io.Writer, p *Proof, color bool) error {
 		ht.Add(fmt.Sprint(h.Rank), h.Host, string(h.Status), string(h.Doctor), mesh, strings.Join(probs, ","))
 	}
 	if notOK > 0 {
-		fmt.Fprintf(&b, "\nHosts not ok (%d of %d):\n", notOK, len(p.Hosts))
+		fmt.Fprintf(&b, "\nHosts not ok, or on a bad link (%d of %d):\n", notOK, len(p.Hosts))
 		if err := ht.Write(&b); err != nil {
 			return err
 		}
