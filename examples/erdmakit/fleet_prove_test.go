@@ -83,15 +83,24 @@ func checkProof(t *testing.T, p fleet.Proof) {
 	assert.NotEmpty(t, p.Hosts[3].MeshNote)
 }
 
-// TestFleetProveUnderMPIRun runs `fleet prove` as four real processes
+// TestFleetProve runs fleet prove as real processes under mpirun, under
+// srun, and interrupted; one build of the CLI and of the nccl-tests
+// stand-in serves the three.
+func TestFleetProve(t *testing.T) {
+	bin := buildCLI(t)
+	nbin, sample := buildFakeNCCL(t)
+	t.Run("mpirun", func(t *testing.T) { testFleetProveUnderMPIRun(t, bin, nbin, sample) })
+	t.Run("srun", func(t *testing.T) { testFleetProveUnderSrun(t, bin, nbin, sample) })
+	t.Run("interrupted", func(t *testing.T) { testFleetProveInterrupted(t, bin) })
+}
+
+// testFleetProveUnderMPIRun runs `fleet prove` as four real processes
 // under the real Open MPI mpirun (MPMD app contexts: each rank its recorded
 // host and emulated device); rank 0 starts the NCCL stage through a second,
 // real mpirun (the stand-in all_reduce_perf, two ranks), which works only
 // without the job's per-rank variables.
-func TestFleetProveUnderMPIRun(t *testing.T) {
+func testFleetProveUnderMPIRun(t *testing.T, bin, nbin, sample string) {
 	mpirun := requireMPIRun(t)
-	bin := buildCLI(t)
-	nbin, sample := buildFakeNCCL(t)
 	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	base := 21000 + freePort(t)%20000
 	page := filepath.Join(t.TempDir(), "proof.html")
@@ -121,14 +130,12 @@ func TestFleetProveUnderMPIRun(t *testing.T) {
 	assert.Contains(t, string(html), "gdr-peermem")
 }
 
-// TestFleetProveUnderSrun runs the same four ranks under a real srun
+// testFleetProveUnderSrun runs the same four ranks under a real srun
 // (--multi-prog: each rank its own arguments) in a private Slurm; rank 0's
 // NCCL stage is a second step of the same job (srun --overlap), started
 // without the fleet step's task variables.
-func TestFleetProveUnderSrun(t *testing.T) {
+func testFleetProveUnderSrun(t *testing.T, bin, nbin, sample string) {
 	slurmtest.Start(t)
-	bin := buildCLI(t)
-	nbin, sample := buildFakeNCCL(t)
 	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	base := 21000 + freePort(t)%20000
 	common := []string{"--rendezvous", rdv, "-p", fmt.Sprint(base), "-D", "1s", "--warmup", "200ms", "--cooldown", "100ms",
@@ -163,13 +170,12 @@ func TestFleetProveUnderSrun(t *testing.T) {
 	assert.Contains(t, p.NCCL.Argv, "--overlap")
 }
 
-// TestFleetProveInterruptedReportsWhatItReached: SIGINT to rank 0 during
+// testFleetProveInterrupted: SIGINT to rank 0 during
 // the mesh (two ranks as processes, --rank/--ranks): it exits 3 within
 // seconds and its --json holds the doctor's stage, the mesh and NCCL as
 // not reached, the verdict incomplete and no host blamed for the test it
 // cut short.
-func TestFleetProveInterruptedReportsWhatItReached(t *testing.T) {
-	bin := buildCLI(t)
+func testFleetProveInterrupted(t *testing.T, bin string) {
 	root, err := filepath.Abs(hostDir("ebmgn8is-healthy"))
 	require.NoError(t, err)
 	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
