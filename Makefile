@@ -40,7 +40,7 @@ vet:
 test: deps vet unit lab
 
 unit:
-	$(GO) test $(GOFLAGS) -count=1 ./...
+	$(GO) test $(GOFLAGS) -count=1 -timeout 25m ./...
 
 # The RDMA lab: every lab test (build tag `lab`) in Soft-RoCE under qemu; see internal/lab.
 # LAB_FLAGS, e.g. LAB_FLAGS='-pkg ./ibverbs -run TestLabQP -v'.
@@ -58,7 +58,7 @@ bench: deps
 	$(GO) run ./nccl/internal/logbench -runs 10 -cli $(BIN)
 	$(GO) run ./nccl/internal/logbench -runs 10 -layout mpirun -cli $(BIN)
 	$(GO) build -o bin/bwbench ./perf/internal/bwbench
-	$(GO) run ./internal/lab/cmd/labrun -timeout 45m -shell "$(CURDIR)/bin/bwbench -reps 8 -qps 1,16 -duration 2s -margin 1s"
+	$(GO) run ./internal/lab/cmd/labrun -timeout 80m -shell "$(CURDIR)/bin/bwbench -reps 16 -qps 1,16 -duration 2s -margin 1s"
 	$(MAKE) bench-lat
 
 # Write latency alone: erdmakit's ping-pong against ib_write_lat on the lab's

@@ -27,6 +27,12 @@ import (
 // rate-limit-drops check on a live host.
 const DefaultInterval = 2 * time.Second
 
+// Report is what the doctor returns: the overall status, one finding per
+// check in the guide's order, and the host it read. It is defined in package
+// erdma (the host's inventory is part of it, and erdma's recorded-host and
+// Prometheus code read it); this name is the one to use.
+type Report = erdma.Report
+
 // ErrOptions is what every invalid option wraps.
 var ErrOptions = errors.New("invalid doctor options")
 
@@ -47,6 +53,10 @@ type Options struct {
 	// NVML is the GPU library; nil means nvml.ForRoot(host root) (the live
 	// NVML on "/", the recorded snapshot otherwise).
 	NVML nvml.Library
+	// JumboFrames, when set, is the instance's EnableJumboFrame (from the
+	// ECS API or the operator), filled into the instance where it does not
+	// say: the mtu check and setup's os stage judge by it (erdma.ERIMTU).
+	JumboFrames *bool
 	// Checks are contributed by other packages; see Check.
 	Checks []Check
 	// Progress, when set, is told what the doctor is about to wait for
@@ -87,14 +97,18 @@ type Check struct {
 	Title string
 	After string
 	Run   func(ctx context.Context, in *Input) health.Finding
+	// Fix, when set, changes the host so that the check passes; its plan
+	// is the check's remediation (see Fix).
+	Fix *Fix
 }
 
 // builtins are the checks the pipeline always runs, in the guide's order.
 func builtins() []Check {
 	var cs []Check
+	fx := fixes()
 	for _, hc := range erdma.HostChecks() {
 		run := hc.Run
-		cs = append(cs, Check{ID: hc.ID, Step: hc.Step, Title: hc.Title,
+		cs = append(cs, Check{ID: hc.ID, Step: hc.Step, Title: hc.Title, Fix: fx[hc.ID],
 			Run: func(ctx context.Context, in *Input) health.Finding { return run(ctx, in.Inventory, in.counters) }})
 		if hc.ID == erdma.FindingUVerbs {
 			cs = append(cs, verbsCheck())
@@ -158,7 +172,7 @@ func Checks(extra ...Check) ([]erdma.Check, error) {
 // Run reads the host and diagnoses it: the whole doctor. The error is for
 // what stops it (invalid options, an unreadable host, a cancelled context);
 // everything else is a finding.
-func Run(ctx context.Context, h erdma.Host, opt Options) (*erdma.Report, error) {
+func Run(ctx context.Context, h erdma.Host, opt Options) (*Report, error) {
 	if _, err := validate(opt); err != nil {
 		return nil, err
 	}
@@ -172,7 +186,7 @@ func Run(ctx context.Context, h erdma.Host, opt Options) (*erdma.Report, error) 
 // Diagnose runs the pipeline on an inventory already read (the exporter
 // reads one per scrape): instance, GPUs, checks. It fills inv's Instance,
 // Profile and GPU.
-func Diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Options) (*erdma.Report, error) {
+func Diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Options) (*Report, error) {
 	cs, err := validate(opt)
 	if err != nil {
 		return nil, err
@@ -181,6 +195,10 @@ func Diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Optio
 		return nil, fmt.Errorf("%w: no inventory", ErrOptions)
 	}
 	inst, instErr := Instance(ctx, h, opt)
+	if inst != nil && inst.JumboFrames == nil && opt.JumboFrames != nil {
+		v := *opt.JumboFrames
+		inst.JumboFrames = &v
+	}
 	erdma.SetInstance(inv, inst)
 	in := &Input{Host: h, Inventory: inv, InstanceError: instErr, GPUs: GPUs(ctx, h, inv, opt.NVML)}
 	in.counters.InstanceError = instErr
@@ -279,6 +297,7 @@ func run(ctx context.Context, c Check, in *Input) (f health.Finding) {
 	}()
 	f = c.Run(ctx, in)
 	f.ID = c.ID
+	f.Remediation = remediation(ctx, c, in, f)
 	if f.Evidence == nil {
 		f.Evidence = []string{}
 	}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/render"
 )
@@ -17,7 +16,7 @@ type TableOptions = health.TableOptions
 // WriteTable prints a report the way `erdmakit doctor` does: the findings
 // as a table, then the evidence and the fix of every warning and failure
 // (of every finding with Verbose), the status and the first step to take.
-func WriteTable(w io.Writer, rep *erdma.Report, opt TableOptions) error {
+func WriteTable(w io.Writer, rep *Report, opt TableOptions) error {
 	var b strings.Builder
 	root, typ := "/", "unknown"
 	if rep.Host != nil {

@@ -692,6 +692,18 @@ func checkMTU(_ context.Context, d *diag) Finding {
 	for m := range mtus {
 		mtu = m
 	}
+	if want := ERIMTU(d.inv.Instance); want != 0 {
+		jumbo := "jumbo frames enabled (EnableJumboFrame)"
+		if want == MTUSmall {
+			jumbo = "jumbo frames not enabled (EnableJumboFrame false)"
+		}
+		ev = append(ev, "instance: "+jumbo+fmt.Sprintf(": the guide wants MTU %d", want))
+		if mtu != want {
+			return Finding{Severity: SeverityFail,
+				Summary:  fmt.Sprintf("MTU %d on every ERI, but the instance has %s: the guide wants %d (a wrong MTU causes data corruption)", mtu, jumbo, want),
+				Evidence: ev, Remediation: setAll(want) + "; persistent in the network configuration"}
+		}
+	}
 	switch mtu {
 	case 8500:
 		return Finding{Severity: SeverityOK, Summary: "MTU 8500 on every ERI (jumbo frames; port active_mtu 4096)", Evidence: ev}

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/erdmakit/erdmakit/internal/ctxio"
@@ -57,6 +58,51 @@ type MetadataClient struct {
 	// HTTPClient is used when set; by default a client that ignores proxy
 	// variables (the service is link-local to the instance).
 	HTTPClient *http.Client
+	// Cache, when set, keeps Instance's answer (or its failure) so that a
+	// long-running caller asks the service once per Cache.TTL, not on every
+	// use (the exporter's scrapes).
+	Cache *MetadataCache
+}
+
+// MetadataCache keeps one Instance lookup for TTL (0: forever). Off
+// Alibaba Cloud the service's address drops packets and a lookup costs its
+// whole timeout; a failure is kept too, for at most FailTTL (0: a minute).
+type MetadataCache struct {
+	TTL, FailTTL time.Duration
+
+	mu   sync.Mutex
+	inst *Instance
+	err  error
+	at   time.Time
+}
+
+func (m *MetadataCache) instance(ctx context.Context, lookup func(context.Context) (*Instance, error)) (*Instance, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ttl := m.TTL
+	if m.err != nil {
+		ttl = m.FailTTL
+		if ttl <= 0 {
+			ttl = time.Minute
+		}
+	}
+	if !m.at.IsZero() && (ttl <= 0 && m.err == nil || time.Since(m.at) < ttl) {
+		return m.copy()
+	}
+	inst, err := lookup(ctx)
+	if err != nil && ctx.Err() != nil {
+		return nil, err // our caller gave up: nothing learnt about the service
+	}
+	m.inst, m.err, m.at = inst, err, time.Now()
+	return m.copy()
+}
+
+func (m *MetadataCache) copy() (*Instance, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	cp := *m.inst
+	return &cp, nil
 }
 
 func (c *MetadataClient) base() string {
@@ -80,6 +126,13 @@ func (c *MetadataClient) client() *http.Client {
 // ends within Timeout; a token the service rejects mid-way (expired) is
 // fetched again once.
 func (c *MetadataClient) Instance(ctx context.Context) (*Instance, error) {
+	if c.Cache != nil {
+		return c.Cache.instance(ctx, c.lookup)
+	}
+	return c.lookup(ctx)
+}
+
+func (c *MetadataClient) lookup(ctx context.Context) (*Instance, error) {
 	v, err := c.Items(ctx, mdInstanceID, mdInstanceType, mdRegionID)
 	if err != nil {
 		return nil, err
@@ -252,4 +305,31 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// NetConfig is what the metadata service says one ENI's netdev should
+// carry.
+type NetConfig struct {
+	MAC     string `json:"mac"`
+	Address string `json:"address"` // "10.0.1.5/24"
+	Gateway string `json:"gateway"`
+}
+
+// NetConfig reads one ENI's IPv4, prefix (vswitch-cidr-block) and gateway
+// from the metadata service.
+func (c *MetadataClient) NetConfig(ctx context.Context, mac string) (NetConfig, error) {
+	p := "meta-data/network/interfaces/macs/" + strings.ToLower(mac) + "/"
+	v, err := c.Items(ctx, p+"primary-ip-address", p+"vswitch-cidr-block", p+"gateway")
+	if err != nil {
+		return NetConfig{}, fmt.Errorf("metadata for %s: %w", mac, err)
+	}
+	ip := net.ParseIP(v[0]).To4()
+	_, cidr, err := net.ParseCIDR(v[1])
+	gw := net.ParseIP(v[2]).To4()
+	if ip == nil || err != nil || gw == nil || !cidr.Contains(ip) || !cidr.Contains(gw) {
+		return NetConfig{}, fmt.Errorf("metadata for %s: ip %q, vswitch-cidr-block %q, gateway %q: %w",
+			mac, v[0], v[1], v[2], ErrMetadataValue)
+	}
+	ones, _ := cidr.Mask.Size()
+	return NetConfig{MAC: strings.ToLower(mac), Address: fmt.Sprintf("%s/%d", ip, ones), Gateway: gw.String()}, nil
 }

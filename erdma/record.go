@@ -28,6 +28,11 @@ type RecordOptions struct {
 	// Files are extra files for the recording, relative to its root (e.g.
 	// "erdmakit/nvml.json" from the nvml package's snapshot).
 	Files map[string][]byte
+	// FileRedactors redact extra files the package that made them knows
+	// the shape of (the eri package's cloud view), with the recording's one
+	// Redactor, so that a MAC maps to the same value in every file. Files
+	// without one get the generic treatment (GPU UUIDs).
+	FileRedactors map[string]func(r *Redactor, data []byte) ([]byte, error)
 	// Inventory is passed to ReadInventory (SkipTools: no tools.json).
 	Inventory InventoryOptions
 	// Readers run after ReadInventory on the same recording host: whatever
@@ -148,7 +153,7 @@ func Record(ctx context.Context, h Host, w io.Writer, opt RecordOptions) (*Inven
 		return nil, err
 	}
 	if opt.Redact {
-		if err := redactEntries(r.entries); err != nil {
+		if err := redactEntries(r.entries, opt.FileRedactors); err != nil {
 			return nil, err
 		}
 	}

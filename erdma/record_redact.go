@@ -221,7 +221,7 @@ func (r *Redactor) Netdev(n Netdev) Netdev {
 // redactEntries rewrites a recording's identifying files in place, in a
 // fixed order (netdevs first, then paths sorted) so that the mapping is the
 // same for the same input.
-func redactEntries(entries map[string]*entry) error {
+func redactEntries(entries map[string]*entry, custom map[string]func(*Redactor, []byte) ([]byte, error)) error {
 	r := NewRedactor()
 	if e := entries[RecordedNetdevsFile]; e != nil {
 		var nds []Netdev
@@ -249,6 +249,14 @@ func redactEntries(entries map[string]*entry) error {
 		}
 		base, dir := path.Base(n), path.Base(path.Dir(n))
 		line := strings.TrimSpace(string(e.data))
+		if f := custom[n]; f != nil {
+			b, err := f(r, e.data)
+			if err != nil {
+				return fmt.Errorf("redact %s: %w", n, err)
+			}
+			e.data = b
+			continue
+		}
 		switch {
 		case base == "node_guid" || base == "sys_image_guid":
 			e.data = []byte(r.GUID(line) + "\n")

@@ -117,6 +117,29 @@ type Instance struct {
 	Type   string `json:"type"` // "ecs.ebmgn8is.32xlarge"
 	Region string `json:"region"`
 	Source string `json:"source"` // "metadata", "recorded", "flag"
+	// JumboFrames is the instance's EnableJumboFrame (DescribeInstanceAttribute,
+	// as Alibaba's erdma-controller reads it); nil when unknown. ERIMTU
+	// turns it into the MTU the ERIs must have.
+	JumboFrames *bool `json:"jumbo_frames,omitempty"`
+}
+
+// The MTUs the guide allows on an ERI: 8500 with jumbo frames, else 1400.
+const (
+	MTUJumbo = 8500
+	MTUSmall = 1400
+)
+
+// ERIMTU is the MTU every ERI of the instance must have: MTUJumbo when
+// jumbo frames are enabled, MTUSmall when they are not, 0 when that is
+// unknown. The doctor's mtu check and setup's os stage both ask it.
+func ERIMTU(inst *Instance) int {
+	switch {
+	case inst == nil || inst.JumboFrames == nil:
+		return 0
+	case *inst.JumboFrames:
+		return MTUJumbo
+	}
+	return MTUSmall
 }
 
 // Profile is what a known instance type should have.

@@ -20,7 +20,7 @@ const (
 func (c *Client) DescribeType(ctx context.Context, instanceType string) (TypeInfo, error) {
 	req := &ecs.DescribeInstanceTypesRequest{InstanceTypes: []*string{dara.String(instanceType)}}
 	var resp *ecs.DescribeInstanceTypesResponse
-	err := c.call(ctx, "DescribeInstanceTypes", func() (err error) {
+	err := c.call(ctx, "DescribeInstanceTypes", func(ctx context.Context) (err error) {
 		resp, err = c.ecs.DescribeInstanceTypesWithContext(ctx, req, c.runtime())
 		return err
 	})
@@ -90,7 +90,7 @@ func (c *Client) DescribeENIs(ctx context.Context, q ENIQuery) ([]ENI, error) {
 	var out []ENI
 	for page := 0; page < maxPages+1; page++ {
 		var resp *ecs.DescribeNetworkInterfacesResponse
-		err := c.call(ctx, "DescribeNetworkInterfaces", func() (err error) {
+		err := c.call(ctx, "DescribeNetworkInterfaces", func(ctx context.Context) (err error) {
 			resp, err = c.ecs.DescribeNetworkInterfacesWithContext(ctx, req, c.runtime())
 			return err
 		})
@@ -182,7 +182,7 @@ type CreateSpec struct {
 func (c *Client) CreateERI(ctx context.Context, s CreateSpec) (string, error) {
 	req := createRequest(c.cfg.Region, s)
 	var resp *ecs.CreateNetworkInterfaceResponse
-	err := c.call(ctx, "CreateNetworkInterface", func() (err error) {
+	err := c.call(ctx, "CreateNetworkInterface", func(ctx context.Context) (err error) {
 		resp, err = c.ecs.CreateNetworkInterfaceWithContext(ctx, req, c.runtime())
 		return err
 	})
@@ -227,10 +227,50 @@ func (c *Client) AttachENI(ctx context.Context, instanceID, eniID string, cardIn
 		NetworkInterfaceId: dara.String(eniID),
 		NetworkCardIndex:   dara.Int32(int32(cardIndex)),
 	}
-	return c.call(ctx, "AttachNetworkInterface", func() error {
+	return c.call(ctx, "AttachNetworkInterface", func(ctx context.Context) error {
 		_, err := c.ecs.AttachNetworkInterfaceWithContext(ctx, req, c.runtime())
 		return err
 	})
+}
+
+// DetachENI detaches an ENI from the instance (DetachNetworkInterface). An
+// ERI is detached only from a stopped instance; the primary ENI never.
+func (c *Client) DetachENI(ctx context.Context, instanceID, eniID string) error {
+	req := &ecs.DetachNetworkInterfaceRequest{
+		RegionId:           dara.String(c.cfg.Region),
+		InstanceId:         dara.String(instanceID),
+		NetworkInterfaceId: dara.String(eniID),
+	}
+	return c.call(ctx, "DetachNetworkInterface", func(ctx context.Context) error {
+		_, err := c.ecs.DetachNetworkInterfaceWithContext(ctx, req, c.runtime())
+		return err
+	})
+}
+
+// InstanceState is what DescribeInstanceAttribute says of the instance.
+type InstanceState struct {
+	Status string `json:"status"` // "Running", "Stopped", ...
+	// JumboFrame: the instance has jumbo frames enabled (EnableJumboFrame),
+	// so its ERIs take MTU 8500, else 1400.
+	JumboFrame bool `json:"jumbo_frame"`
+}
+
+// InstanceStatus reads the instance's status and jumbo-frame setting
+// (DescribeInstanceAttribute).
+func (c *Client) InstanceStatus(ctx context.Context, instanceID string) (InstanceState, error) {
+	req := &ecs.DescribeInstanceAttributeRequest{InstanceId: dara.String(instanceID)}
+	var resp *ecs.DescribeInstanceAttributeResponse
+	err := c.call(ctx, "DescribeInstanceAttribute", func(ctx context.Context) (err error) {
+		resp, err = c.ecs.DescribeInstanceAttributeWithContext(ctx, req, c.runtime())
+		return err
+	})
+	if err != nil {
+		return InstanceState{}, err
+	}
+	if resp == nil || resp.Body == nil || dara.StringValue(resp.Body.Status) == "" {
+		return InstanceState{}, fmt.Errorf("DescribeInstanceAttribute %s: %w: no Status in the answer", instanceID, ErrAPI)
+	}
+	return InstanceState{Status: dara.StringValue(resp.Body.Status), JumboFrame: dara.BoolValue(resp.Body.EnableJumboFrame)}, nil
 }
 
 // SetHighPerformance converts an ENI to HighPerformance mode
@@ -243,7 +283,7 @@ func (c *Client) SetHighPerformance(ctx context.Context, eniID string) error {
 			NetworkInterfaceTrafficMode: dara.String(ModeHighPerformance),
 		},
 	}
-	return c.call(ctx, "ModifyNetworkInterfaceAttribute", func() error {
+	return c.call(ctx, "ModifyNetworkInterfaceAttribute", func(ctx context.Context) error {
 		_, err := c.ecs.ModifyNetworkInterfaceAttributeWithContext(ctx, req, c.runtime())
 		return err
 	})

@@ -26,28 +26,84 @@ func (c Call) String() string {
 	return b.String()
 }
 
-// Step is one ERI to bring to InUse: reuse or create an ENI, then attach it.
+// Command is the call as a person would type it with the aliyun CLI
+// (values shell-quoted where needed); a placeholder id stays as is.
+func (c Call) Command() string {
+	var b strings.Builder
+	b.WriteString("aliyun ecs " + c.Action)
+	for _, k := range sortedKeys(c.Params) {
+		b.WriteString(" --" + k + " " + shellQuote(c.Params[k]))
+	}
+	return b.String()
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/=,@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Step kinds.
+const (
+	StepCreate = "create" // create an ERI, then attach it on a free card
+	StepAttach = "attach" // attach an unattached ERI an earlier run created (adopted by tag)
+	StepMove   = "move"   // detach an ERI that shares a card, re-attach it on a free one
+)
+
+// Step is one ERI to bring to InUse on its own card.
 type Step struct {
-	// ENIID is the existing tagged ENI to attach; "" when one is created.
+	Kind string `json:"kind"` // StepCreate, StepAttach, StepMove
+	// ENIID is the ENI attached or moved; "" when one is created.
 	ENIID     string `json:"eni_id,omitempty"`
 	Create    bool   `json:"create"`
 	CardIndex int    `json:"network_card_index"`
-	Calls     []Call `json:"calls"`
+	// FromCardIndex is the card a moved ERI shares with another.
+	FromCardIndex *int `json:"from_network_card_index,omitempty"`
+	// QueuePairNumber is a new ERI's share of the instance's budget.
+	QueuePairNumber int    `json:"queue_pair_number,omitempty"`
+	Calls           []Call `json:"calls"`
 }
 
-// AttachPlan is what Attach will do to reach Want ERIs.
+// AttachPlan is what Apply will do to reach Want ERIs, each on its own
+// NetworkCardIndex.
 type AttachPlan struct {
-	Want    int    `json:"want"`
-	Have    int    `json:"have"` // ERIs attached now
-	Steps   []Step `json:"steps"`
-	Reasons []string
+	Target Target `json:"target"`
+	Want   int    `json:"want"`
+	Have   int    `json:"have"` // ERIs attached now
+	Steps  []Step `json:"steps"`
+	// Notes say what was found that the steps fix (two ERIs on one card)
+	// and what the steps need (the instance stopped).
+	Notes []string `json:"notes"`
+	// NeedsStopped: a move step detaches an ERI, which the instance must be
+	// stopped for; Apply refuses on a running instance.
+	NeedsStopped bool `json:"needs_stopped"`
+	// QueuePairBudget is the instance's queue pairs for ERIs, as Alibaba's
+	// erdma-controller budgets them: the type's QueuePairNumber, times its
+	// ERI cards on a GPU type; QueuePairsUsed is what attached ERIs hold.
+	QueuePairBudget int `json:"queue_pair_budget"`
+	QueuePairsUsed  int `json:"queue_pairs_used"`
+	// TerwayExcluded: new ERIs carry terway.alibabacloud.com/excluded=true.
+	TerwayExcluded bool `json:"terway_excluded"`
+	// Nonce makes this run's ClientTokens its own (a token reused after its
+	// ENI was deleted could return the deleted one).
+	Nonce string `json:"nonce"`
+
+	view    *View
+	primary ENI
 }
 
-// AttachOptions tunes Attach.
+// AttachOptions tunes Plan, Apply and Attach.
 type AttachOptions struct {
 	// Count is the number of ERIs wanted; 0 means what the type allows, at most 2.
 	Count  int
 	DryRun bool
+	// TerwayExclude tags new ERIs terway.alibabacloud.com/excluded=true, so
+	// that Terway (the ACK CNI) does not hand their addresses to pods; set
+	// it on a Kubernetes node with Terway (DetectTerway).
+	TerwayExclude bool
+	// Nonce is put in this run's ClientTokens; "" means a random one.
+	Nonce string
 	// Wait bounds the wait for each ENI to reach InUse; 0 means 3 min.
 	Wait time.Duration
 	// Poll is the interval between status reads; 0 means 3 s.
@@ -56,13 +112,42 @@ type AttachOptions struct {
 	Progress func(string)
 }
 
+// MadeCall is a mutating call Apply actually made, with its outcome.
+type MadeCall struct {
+	Call
+	Result string `json:"result"` // "ok" or "error: ..."
+}
+
+// Unattached is an ENI erdmakit created (or adopted) that is not attached
+// at the end of a run that failed: a rerun attaches it, or it can be
+// deleted with the command given.
+type Unattached struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Delete string `json:"delete"` // the aliyun CLI command that deletes it
+}
+
 // AttachResult is what Attach did (or, dry-run, would do).
 type AttachResult struct {
 	Plan   AttachPlan `json:"plan"`
 	DryRun bool       `json:"dry_run"`
+	// Made lists the mutating calls actually made, in order: only these.
+	Made []MadeCall `json:"calls_made"`
 	// ERIs is the instance's ERIs at the end (after a real run).
-	ERIs []ENI `json:"eris,omitempty"`
+	ERIs []ENI `json:"eris"`
+	// Unattached lists ENIs of erdmakit's for this instance left
+	// unattached, each with how to delete it.
+	Unattached []Unattached `json:"unattached"`
+	// Complete: every step succeeded (false after a failure or a dry run).
+	Complete bool `json:"complete"`
 }
+
+// TagTerwayExcluded is the tag that keeps Terway from using an ENI's
+// addresses for pods (as Alibaba's erdma-controller sets it).
+const (
+	TagTerwayExcluded    = "terway.alibabacloud.com/excluded"
+	TagTerwayExcludedVal = "true"
+)
 
 // pendingENIs returns ENIs erdmakit created for this instance that are not
 // attached (a create whose attach failed).
@@ -77,10 +162,32 @@ func pendingENIs(v *View, tagged []ENI) []ENI {
 	return out
 }
 
+// QueuePairBudget is the queue pairs an instance's ERIs may hold together,
+// as Alibaba's erdma-controller budgets them: the type's QueuePairNumber,
+// times the cards that carry ERIs (min(NetworkCardQuantity, EriQuantity),
+// at least 1) on a GPU type.
+func QueuePairBudget(ti TypeInfo) int {
+	cards := 1
+	if ti.NetworkCardQuantity >= 2 {
+		cards = min(ti.NetworkCardQuantity, max(ti.EriQuantity, 1))
+	}
+	if ti.GPUAmount > 0 {
+		return ti.QueuePairNumber * cards
+	}
+	return ti.QueuePairNumber
+}
+
 // PlanAttach decides what is missing to reach want ERIs on distinct
-// network-card channels. pending are tagged, unattached ERIs to reuse.
+// network-card channels: ERIs that share a card are moved to a free one,
+// unattached ERIs of an earlier run (pending) are attached, the rest are
+// created, each with its share of the queue-pair budget. It makes no call.
 func PlanAttach(v *View, pending []ENI, want int) (AttachPlan, error) {
+	return planAttach(v, pending, AttachOptions{Count: want, Nonce: "-"})
+}
+
+func planAttach(v *View, pending []ENI, opt AttachOptions) (AttachPlan, error) {
 	ti := v.TypeInfo
+	want := opt.Count
 	if ti.EriQuantity <= 0 {
 		return AttachPlan{}, fmt.Errorf("%s: %w", ti.Type, ErrNotSupported)
 	}
@@ -91,15 +198,10 @@ func PlanAttach(v *View, pending []ENI, want int) (AttachPlan, error) {
 		return AttachPlan{}, fmt.Errorf("%d ERIs wanted, %s allows %d (EriQuantity): %w", want, ti.Type, ti.EriQuantity, ErrQuota)
 	}
 	eris := v.ERIs()
-	plan := AttachPlan{Want: want, Have: len(eris)}
-	if len(eris) >= want {
-		return plan, nil
-	}
-	used := map[int]bool{}
+	plan := AttachPlan{Target: v.Target, Want: want, Have: len(eris), Steps: []Step{}, Notes: []string{},
+		TerwayExcluded: opt.TerwayExclude, Nonce: opt.Nonce, view: v, QueuePairBudget: QueuePairBudget(ti)}
 	for _, e := range eris {
-		if e.NetworkCardIndex != nil {
-			used[*e.NetworkCardIndex] = true
-		}
+		plan.QueuePairsUsed += e.QueuePairNumber
 	}
 	cards := ti.NetworkCardIndexes
 	if len(cards) == 0 {
@@ -109,41 +211,113 @@ func PlanAttach(v *View, pending []ENI, want int) (AttachPlan, error) {
 	}
 	cards = slices.Clone(cards)
 	slices.Sort(cards)
+	// ERIs by card: the first of each card stays (the primary, if it is
+	// one: it cannot be detached), the others are moved.
+	byCard := map[int][]ENI{}
+	for _, e := range eris {
+		if e.NetworkCardIndex != nil {
+			byCard[*e.NetworkCardIndex] = append(byCard[*e.NetworkCardIndex], e)
+		}
+	}
+	var movers []ENI
+	for _, k := range keysInt(boolKeys(byCard)) {
+		group := byCard[k]
+		if len(group) < 2 {
+			continue
+		}
+		sort.SliceStable(group, func(i, j int) bool {
+			if group[i].IsPrimary() != group[j].IsPrimary() {
+				return group[i].IsPrimary()
+			}
+			return deviceIndex(group[i]) < deviceIndex(group[j])
+		})
+		var ids []string
+		for _, e := range group {
+			ids = append(ids, e.ID)
+		}
+		plan.Notes = append(plan.Notes, fmt.Sprintf("ERIs %s share NetworkCardIndex %d: each gets half the bandwidth; "+
+			"%s moves to a free card (the instance must be stopped first; the primary ENI cannot be detached)",
+			strings.Join(ids, " and "), k, strings.Join(ids[1:], ", ")))
+		movers = append(movers, group[1:]...)
+	}
 	var free []int
 	for _, ci := range cards {
-		if !used[ci] {
+		if len(byCard[ci]) == 0 {
 			free = append(free, ci)
 		}
 	}
-	missing := want - len(eris)
-	if missing > len(free) {
-		return AttachPlan{}, fmt.Errorf("%d more ERI(s) wanted, free channels %v of %v (used %v): %w",
-			missing, free, cards, keysInt(used), ErrChannel)
+	missing := max(want-len(eris), 0)
+	if len(movers)+missing > len(free) {
+		if len(movers) > 0 {
+			return plan, fmt.Errorf("%d ERI(s) to move off a shared card and %d more wanted, free cards %v of %v: %w; "+
+				"detach and delete the extra ERI instead", len(movers), missing, free, cards, ErrChannel)
+		}
+		return plan, fmt.Errorf("%d more ERI(s) wanted, free channels %v of %v (used %v): %w",
+			missing, free, cards, keysInt(boolKeys(byCard)), ErrChannel)
 	}
+	if len(movers)+missing == 0 {
+		return plan, nil
+	}
+	for i, m := range movers {
+		from := *m.NetworkCardIndex
+		plan.NeedsStopped = true
+		plan.Steps = append(plan.Steps, Step{Kind: StepMove, ENIID: m.ID, CardIndex: free[i], FromCardIndex: &from,
+			Calls: []Call{
+				{Action: "DetachNetworkInterface", Params: map[string]string{"RegionId": v.Target.Region,
+					"InstanceId": v.Target.InstanceID, "NetworkInterfaceId": m.ID}},
+				attachCall(v.Target, m.ID, free[i]),
+			}})
+	}
+	free = free[len(movers):]
 	primary, ok := v.Primary()
-	if !ok || primary.VSwitchID == "" {
-		return AttachPlan{}, fmt.Errorf("the instance's primary ENI (vSwitch, security groups) is not in the answer: %w", ErrAPI)
+	if missing > 0 && (!ok || primary.VSwitchID == "") {
+		return plan, fmt.Errorf("the instance's primary ENI (vSwitch, security groups) is not in the answer: %w", ErrAPI)
+	}
+	plan.primary = primary
+	creates := max(missing-len(pending), 0)
+	left := plan.QueuePairBudget - plan.QueuePairsUsed
+	for i := 0; i < min(missing, len(pending)); i++ {
+		left -= pending[i].QueuePairNumber
+	}
+	share := 0
+	if creates > 0 && plan.QueuePairBudget > 0 {
+		share = left / creates
+		if share <= 0 {
+			return plan, fmt.Errorf("no queue pairs left for %d more ERI(s): the instance's budget is %d (%s: QueuePairNumber %d), "+
+				"attached ERIs hold %d: %w", creates, plan.QueuePairBudget, ti.Type, ti.QueuePairNumber, plan.QueuePairsUsed, ErrQuota)
+		}
 	}
 	for i := 0; i < missing; i++ {
-		st := Step{CardIndex: free[i]}
+		st := Step{Kind: StepAttach, CardIndex: free[i]}
 		if i < len(pending) {
 			st.ENIID = pending[i].ID
 		} else {
-			st.Create = true
-			spec := createSpec(v, primary, len(eris)+i)
+			st.Kind, st.Create, st.QueuePairNumber = StepCreate, true, share
+			spec := createSpec(&plan, len(eris)+i, share)
 			st.Calls = append(st.Calls, Call{Action: "CreateNetworkInterface", Params: createParams(v.Target.Region, spec)})
 		}
 		id := st.ENIID
 		if id == "" {
 			id = "<created above>"
 		}
-		st.Calls = append(st.Calls, Call{Action: "AttachNetworkInterface", Params: map[string]string{
-			"RegionId": v.Target.Region, "InstanceId": v.Target.InstanceID,
-			"NetworkInterfaceId": id, "NetworkCardIndex": strconv.Itoa(st.CardIndex),
-		}})
+		st.Calls = append(st.Calls, attachCall(v.Target, id, st.CardIndex))
 		plan.Steps = append(plan.Steps, st)
 	}
 	return plan, nil
+}
+
+func attachCall(t Target, id string, card int) Call {
+	return Call{Action: "AttachNetworkInterface", Params: map[string]string{
+		"RegionId": t.Region, "InstanceId": t.InstanceID,
+		"NetworkInterfaceId": id, "NetworkCardIndex": strconv.Itoa(card),
+	}}
+}
+
+func deviceIndex(e ENI) int {
+	if e.DeviceIndex == nil {
+		return 1 << 30
+	}
+	return *e.DeviceIndex
 }
 
 func keysInt(m map[int]bool) []int {
@@ -156,121 +330,26 @@ func keysInt(m map[int]bool) []int {
 }
 
 // createSpec is the ENI erdmakit creates for slot n: the primary's vSwitch
-// and security groups, tagged, with a client token that makes a retried
-// create idempotent.
-func createSpec(v *View, primary ENI, slot int) CreateSpec {
+// and security groups, tagged (a rerun adopts it), its share of the
+// queue pairs, and a client token of this run (a retried create within
+// the run returns the same ENI; a later run never gets a deleted one).
+func createSpec(p *AttachPlan, slot, queuePairs int) CreateSpec {
+	v := p.view
+	tags := map[string]string{TagCreator: TagCreatorVal, TagInstance: v.Target.InstanceID}
+	if p.TerwayExcluded {
+		tags[TagTerwayExcluded] = TagTerwayExcludedVal
+	}
+	token := "erdmakit-" + v.Target.InstanceID + "-eri-" + strconv.Itoa(slot)
+	if p.Nonce != "" && p.Nonce != "-" {
+		token += "-" + p.Nonce
+	}
 	return CreateSpec{
-		VSwitchID:        primary.VSwitchID,
-		SecurityGroupIDs: primary.SecurityGroupIDs,
-		QueuePairNumber:  v.TypeInfo.QueuePairNumber,
-		Tags:             map[string]string{TagCreator: TagCreatorVal, TagInstance: v.Target.InstanceID},
-		ClientToken:      clip("erdmakit-"+v.Target.InstanceID+"-eri-"+strconv.Itoa(slot), 64),
+		VSwitchID:        p.primary.VSwitchID,
+		SecurityGroupIDs: p.primary.SecurityGroupIDs,
+		QueuePairNumber:  queuePairs,
+		Tags:             tags,
+		ClientToken:      clip(token, 64),
 		Name:             clip("erdmakit-eri-"+strconv.Itoa(slot), 128),
-	}
-}
-
-func createParams(region string, s CreateSpec) map[string]string {
-	p := map[string]string{
-		"RegionId": region, "VSwitchId": s.VSwitchID,
-		"NetworkInterfaceTrafficMode": ModeHighPerformance, "ClientToken": s.ClientToken,
-		"NetworkInterfaceName": s.Name,
-	}
-	for i, g := range s.SecurityGroupIDs {
-		p["SecurityGroupIds."+strconv.Itoa(i+1)] = g
-	}
-	if s.QueuePairNumber > 0 {
-		p["QueuePairNumber"] = strconv.Itoa(s.QueuePairNumber)
-	}
-	for i, k := range sortedKeys(s.Tags) {
-		p["Tag."+strconv.Itoa(i+1)+".Key"] = k
-		p["Tag."+strconv.Itoa(i+1)+".Value"] = s.Tags[k]
-	}
-	return p
-}
-
-// Attach brings the instance to opt.Count ERIs, each on its own
-// NetworkCardIndex. It is idempotent: ERIs already attached count, and
-// ENIs it created earlier but did not attach (tagged) are attached instead
-// of creating more. With DryRun it reads (Describe*) and plans, and makes
-// no mutating call.
-func (c *Client) Attach(ctx context.Context, t Target, opt AttachOptions) (*AttachResult, error) {
-	progress := opt.Progress
-	if progress == nil {
-		progress = func(string) {}
-	}
-	v, err := c.Describe(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	tagged, err := c.DescribeENIs(ctx, ENIQuery{Tags: map[string]string{TagInstance: t.InstanceID}, Status: StatusAvailable})
-	if err != nil {
-		return nil, err
-	}
-	plan, err := PlanAttach(v, pendingENIs(v, tagged), opt.Count)
-	if err != nil {
-		return nil, err
-	}
-	res := &AttachResult{Plan: plan, DryRun: opt.DryRun}
-	if opt.DryRun {
-		return res, nil
-	}
-	primary, _ := v.Primary()
-	for i, st := range plan.Steps {
-		id := st.ENIID
-		if st.Create {
-			progress(fmt.Sprintf("creating ERI %d/%d (HighPerformance, vSwitch %s)", i+1, len(plan.Steps), primary.VSwitchID))
-			id, err = c.CreateERI(ctx, createSpec(v, primary, plan.Have+i))
-			if err != nil {
-				return res, err
-			}
-		}
-		progress(fmt.Sprintf("attaching %s on NetworkCardIndex %d", id, st.CardIndex))
-		if err := c.AttachENI(ctx, t.InstanceID, id, st.CardIndex); err != nil {
-			return res, err
-		}
-		if err := c.waitInUse(ctx, id, opt, progress); err != nil {
-			return res, err
-		}
-	}
-	v, err = c.Describe(ctx, t)
-	if err != nil {
-		return res, err
-	}
-	res.ERIs = v.ERIs()
-	return res, nil
-}
-
-func (c *Client) waitInUse(ctx context.Context, id string, opt AttachOptions, progress func(string)) error {
-	wait, poll := opt.Wait, opt.Poll
-	if wait <= 0 {
-		wait = 3 * time.Minute
-	}
-	if poll <= 0 {
-		poll = 3 * time.Second
-	}
-	deadline := time.Now().Add(wait)
-	for {
-		enis, err := c.DescribeENIs(ctx, ENIQuery{IDs: []string{id}})
-		if err != nil {
-			return err
-		}
-		status := "absent"
-		if len(enis) == 1 {
-			status = enis[0].Status
-		}
-		if status == StatusInUse {
-			progress(fmt.Sprintf("%s InUse", id))
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s still %s after %s: %w", id, status, wait, ErrAttachTimeout)
-		}
-		progress(fmt.Sprintf("%s %s, waiting (up to %s)", id, status, time.Until(deadline).Round(time.Second)))
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", id, ctx.Err())
-		case <-time.After(poll):
-		}
 	}
 }
 
@@ -334,4 +413,23 @@ func (c *Client) Convert(ctx context.Context, t Target, eniID string, dryRun boo
 // IsRetryable reports whether running the command again may succeed.
 func IsRetryable(err error) bool {
 	return errors.Is(err, ErrThrottled) || errors.Is(err, ErrAttachTimeout)
+}
+
+func createParams(region string, s CreateSpec) map[string]string {
+	p := map[string]string{
+		"RegionId": region, "VSwitchId": s.VSwitchID,
+		"NetworkInterfaceTrafficMode": ModeHighPerformance, "ClientToken": s.ClientToken,
+		"NetworkInterfaceName": s.Name,
+	}
+	for i, g := range s.SecurityGroupIDs {
+		p["SecurityGroupIds."+strconv.Itoa(i+1)] = g
+	}
+	if s.QueuePairNumber > 0 {
+		p["QueuePairNumber"] = strconv.Itoa(s.QueuePairNumber)
+	}
+	for i, k := range sortedKeys(s.Tags) {
+		p["Tag."+strconv.Itoa(i+1)+".Key"] = k
+		p["Tag."+strconv.Itoa(i+1)+".Value"] = s.Tags[k]
+	}
+	return p
 }

@@ -27,10 +27,13 @@ type Config struct {
 	Endpoint string
 	// Credential is used when set; nil means credentials-go's default chain.
 	Credential credentials.Credential
-	// Timeout bounds one HTTP call; 0 means 10 s.
+	// Timeout is the one deadline of each API call, from the connection to
+	// the answer's last byte; 0 means 10 s. The caller's context ends a call
+	// sooner.
 	Timeout time.Duration
-	// Retries is how often a throttled call is tried again; 0 means 4,
-	// negative means none.
+	// Retries is how often a transient failure is tried again: a throttled
+	// call up to Retries times, an HTTP 5xx answer up to min(Retries, 2)
+	// times; 0 means 4, negative means none.
 	Retries int
 	// RetryBase is the first backoff (doubling); 0 means 1 s.
 	RetryBase time.Duration
@@ -41,6 +44,7 @@ type Config struct {
 type Client struct {
 	cfg    Config
 	ecs    *ecs.Client
+	http   *sdkHTTP
 	log    *slog.Logger
 	closed sync.Once
 }
@@ -90,11 +94,16 @@ func New(cfg Config) (*Client, error) {
 		}
 	}
 	oc.Credential = cred
+	// The SDK's own HTTP client reads a body without bound and times each
+	// phase separately; ours caps the body and takes one deadline from the
+	// call's context.
+	hc := newSDKHTTP(cfg.Timeout)
+	oc.HttpClient = hc
 	c, err := ecs.NewClient(oc)
 	if err != nil {
 		return nil, fmt.Errorf("eri: ECS client: %w", err)
 	}
-	return &Client{cfg: cfg, ecs: c, log: log}, nil
+	return &Client{cfg: cfg, ecs: c, http: hc, log: log}, nil
 }
 
 // splitEndpoint accepts "host[:port]" or "http(s)://host[:port]".
@@ -115,7 +124,7 @@ func splitEndpoint(ep string) (host, proto string, err error) {
 
 // Close releases the client. Idempotent.
 func (c *Client) Close() error {
-	c.closed.Do(func() {})
+	c.closed.Do(func() { c.http.close() })
 	return nil
 }
 
@@ -147,29 +156,48 @@ func (c *Client) CheckCredentials(ctx context.Context) (provider string, err err
 	}
 }
 
-// runtime returns the per-call options: the SDK's own retries off (ours
-// are bounded and logged).
+// runtime returns the per-call options: the SDK's own retries are off
+// (ours are bounded and logged) and its timeouts unused (our HTTP client
+// takes the call's context).
 func (c *Client) runtime() *dara.RuntimeOptions {
 	ms := int(c.cfg.Timeout / time.Millisecond)
 	return &dara.RuntimeOptions{ReadTimeout: dara.Int(ms), ConnectTimeout: dara.Int(ms)}
 }
 
-// call runs one API call, retrying a throttled one with backoff.
-func (c *Client) call(ctx context.Context, action string, f func() error) error {
+// maxServerRetries bounds the retries of an HTTP 5xx answer, fewer than a
+// throttled call's: an endpoint that fails for good should not hold a
+// command for long.
+const maxServerRetries = 2
+
+// call runs one API call under one deadline (Config.Timeout), retrying a
+// transient failure (throttled, or an HTTP 5xx answer) with doubling
+// backoff; the caller's context ends the call and the waits at once.
+func (c *Client) call(ctx context.Context, action string, f func(ctx context.Context) error) error {
 	delay := c.cfg.RetryBase
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
-		err := apiError(action, f())
+		cctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+		cctx, ci := withCallInfo(cctx)
+		err := f(cctx)
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", action, ctx.Err())
+		}
+		err = apiError(action, err, ci, c.cfg.Timeout)
 		c.log.Debug("ecs call", "action", action, "attempt", attempt+1, "took", time.Since(start), "err", err)
-		if err == nil || !errors.Is(err, ErrThrottled) || c.cfg.Retries < 0 || attempt >= c.cfg.Retries {
-			if err != nil && errors.Is(err, ErrThrottled) {
+		limit := c.cfg.Retries
+		if !errors.Is(err, ErrThrottled) {
+			limit = min(limit, maxServerRetries)
+		}
+		if err == nil || !isTransient(err) || limit < 0 || attempt >= limit {
+			if err != nil && isTransient(err) && attempt > 0 {
 				return fmt.Errorf("%w (after %d attempts)", err, attempt+1)
 			}
 			return err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s: %w (while throttled: %w)", action, ctx.Err(), err)
+			return fmt.Errorf("%s: %w (while retrying: %w)", action, ctx.Err(), err)
 		case <-time.After(delay):
 		}
 		delay *= 2

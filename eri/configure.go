@@ -13,19 +13,15 @@ import (
 
 // MTUs the guide allows: jumbo frames for NCCL, else 1400.
 const (
-	MTUJumbo = 8500
-	MTUSmall = 1400
+	MTUJumbo = erdma.MTUJumbo
+	MTUSmall = erdma.MTUSmall
 )
 
 // ErrConfigure: the OS side of an ERI could not be configured.
 var ErrConfigure = errors.New("configuring an ERI netdev failed")
 
 // NetConfig is what the metadata service says one ENI's netdev should carry.
-type NetConfig struct {
-	MAC     string `json:"mac"`
-	Address string `json:"address"` // "10.0.1.5/24"
-	Gateway string `json:"gateway"`
-}
+type NetConfig = erdma.NetConfig
 
 // ConfigureOptions tunes Configure.
 type ConfigureOptions struct {
@@ -47,25 +43,12 @@ type LinkResult struct {
 }
 
 // NetConfigFor reads one ENI's IPv4, prefix (vswitch-cidr-block) and
-// gateway from the metadata service.
+// gateway from the metadata service (erdma.MetadataClient.NetConfig).
 func NetConfigFor(ctx context.Context, md *erdma.MetadataClient, mac string) (NetConfig, error) {
 	if md == nil {
 		md = &erdma.MetadataClient{}
 	}
-	p := "meta-data/network/interfaces/macs/" + strings.ToLower(mac) + "/"
-	v, err := md.Items(ctx, p+"primary-ip-address", p+"vswitch-cidr-block", p+"gateway")
-	if err != nil {
-		return NetConfig{}, fmt.Errorf("metadata for %s: %w", mac, err)
-	}
-	ip := net.ParseIP(v[0]).To4()
-	_, cidr, err := net.ParseCIDR(v[1])
-	gw := net.ParseIP(v[2]).To4()
-	if ip == nil || err != nil || gw == nil || !cidr.Contains(ip) || !cidr.Contains(gw) {
-		return NetConfig{}, fmt.Errorf("metadata for %s: ip %q, vswitch-cidr-block %q, gateway %q: %w",
-			mac, v[0], v[1], v[2], erdma.ErrMetadataValue)
-	}
-	ones, _ := cidr.Mask.Size()
-	return NetConfig{MAC: strings.ToLower(mac), Address: fmt.Sprintf("%s/%d", ip, ones), Gateway: gw.String()}, nil
+	return md.NetConfig(ctx, mac)
 }
 
 // Configure brings each ERI netdev (found by MAC) up with the address and

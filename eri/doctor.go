@@ -145,8 +145,10 @@ func ChannelFinding(v *View) erdma.Finding {
 	}
 	f.Severity = erdma.SeverityFail
 	f.Summary = strings.Join(parts, "; ") + ": they share one channel, the total bandwidth halves"
-	f.Remediation = "DetachNetworkInterface one of them and run `erdmakit eri attach` (it attaches on a free " +
-		"NetworkCardIndex); `eri convert` / ModifyNetworkInterfaceAttribute cannot choose the channel"
+	f.Remediation = "move one to a free card: stop the instance first (an ERI is detached only from a stopped " +
+		"instance; the primary ENI cannot be detached), then `erdmakit eri attach --instance-id ID --region R " +
+		"--instance-type T` from another machine detaches it and re-attaches it on a free NetworkCardIndex; " +
+		"`eri convert` / ModifyNetworkInterfaceAttribute cannot choose the channel"
 	return f
 }
 
@@ -230,7 +232,8 @@ func uniq(in []string) []string {
 }
 
 // RecordFiles asks the cloud for t's view and returns it as the file a
-// recording carries (erdma.RecordOptions.Files).
+// recording carries (erdma.RecordOptions.Files); a redacted recording
+// redacts it with RedactViewFile (erdma.RecordOptions.FileRedactors).
 func RecordFiles(ctx context.Context, c *Client, t Target) (map[string][]byte, error) {
 	v, err := c.Describe(ctx, t)
 	if err != nil {

@@ -29,6 +29,42 @@ type CloudOptions struct {
 	// Timeout bounds the whole lookup; 0 means DefaultDoctorTimeout in auto
 	// mode and 10 s in on mode.
 	Timeout time.Duration
+	// Cache, when set, keeps the live view between doctor runs (the
+	// exporter's scrapes): the API is asked once per Cache.TTL, never per
+	// scrape. nil: once per run.
+	Cache *ViewCache
+}
+
+// ViewCache keeps the cloud view (or why there is none) between doctor
+// runs: TTL for a view (0: an hour), FailTTL for a failure (0: 10 min).
+type ViewCache struct {
+	TTL, FailTTL time.Duration
+
+	mu  sync.Mutex
+	v   *View
+	why error
+	at  time.Time
+}
+
+func (vc *ViewCache) get(ctx context.Context, fetch func(context.Context) (*View, error)) (*View, error) {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	ttl, fail := vc.TTL, vc.FailTTL
+	if ttl <= 0 {
+		ttl = time.Hour
+	}
+	if fail <= 0 {
+		fail = 10 * time.Minute
+	}
+	if !vc.at.IsZero() && (vc.why == nil && time.Since(vc.at) < ttl || vc.why != nil && time.Since(vc.at) < fail) {
+		return vc.v, vc.why
+	}
+	v, why := fetch(ctx)
+	if why != nil && ctx.Err() != nil {
+		return nil, why
+	}
+	vc.v, vc.why, vc.at = v, why, time.Now()
+	return v, why
 }
 
 // cloudRun is the view of one doctor run, fetched once by the first check
@@ -42,7 +78,13 @@ type cloudRun struct {
 }
 
 func (r *cloudRun) view(ctx context.Context, in *doctor.Input) (*View, error) {
-	r.once.Do(func() { r.v, r.why = r.fetch(ctx, in) })
+	r.once.Do(func() {
+		if r.opt.Cache != nil {
+			r.v, r.why = r.opt.Cache.get(ctx, func(ctx context.Context) (*View, error) { return r.fetch(ctx, in) })
+			return
+		}
+		r.v, r.why = r.fetch(ctx, in)
+	})
 	return r.v, r.why
 }
 

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"time"
 
 	"github.com/alibabacloud-go/tea/tea"
 )
@@ -36,6 +38,12 @@ var (
 	// ErrChannel: no free network-card channel is left for another ERI
 	// (two ERIs on one channel halve the total bandwidth).
 	ErrChannel = errors.New("no free network-card channel (NetworkCardIndex) for another ERI")
+	// ErrUnavailable: the ECS endpoint gave no usable answer (no answer in
+	// time, not reachable, an HTTP 5xx, a body that is not the API's JSON
+	// or too large): the command could not run, rather than the cloud
+	// refusing it.
+	ErrUnavailable = errors.New("the ECS endpoint gave no usable answer: check the endpoint and the way " +
+		"to it (--endpoint, proxy settings), then run again")
 	// ErrAPI: any other error answer of the API.
 	ErrAPI = errors.New("ECS API error")
 )
@@ -53,6 +61,9 @@ func (e *APIError) Error() string {
 	// Code and Message are the server's words: printed without credential
 	// echoes and control characters (a hostile endpoint's text is not ours).
 	msg := fmt.Sprintf("%s: %s (HTTP %d): %s", e.Action, serverText(e.Code), e.HTTPStatus, serverText(e.Message))
+	if e.Code == "" {
+		msg = fmt.Sprintf("%s: %s", e.Action, serverText(e.Message))
+	}
 	if e.kind == ErrForbidden {
 		msg += "; the actions erdmakit needs:\n" + PolicyJSON()
 	}
@@ -68,6 +79,10 @@ func classifyCode(code string, status int) error {
 	switch {
 	case strings.HasPrefix(c, "throttling") || c == "servicebusy" || status == 429:
 		return ErrThrottled
+	case strings.HasPrefix(c, "incorrectinstancestatus"):
+		return ErrNeedsStopped
+	case strings.HasPrefix(c, "operationdenied"):
+		return ErrInvalidParameter
 	case strings.HasPrefix(c, "forbidden") || strings.HasPrefix(c, "nopermission") ||
 		strings.Contains(c, "unauthorized") || c == "invalidaccesskeyid.notfound" ||
 		c == "signaturedoesnotmatch" || status == 403:
@@ -76,26 +91,54 @@ func classifyCode(code string, status int) error {
 		return ErrQuota
 	case strings.HasPrefix(c, "invalid") || strings.HasPrefix(c, "missing") || status == 400:
 		return ErrInvalidParameter
+	case status >= 500 || c == "serviceunavailable" || strings.HasPrefix(c, "internalerror"):
+		return ErrUnavailable
 	}
 	return ErrAPI
 }
 
+// isTransient reports an answer worth asking again: throttled, or an HTTP
+// 5xx answer that arrived whole (not a timeout, not an oversized body).
+func isTransient(err error) bool {
+	if errors.Is(err, ErrThrottled) {
+		return true
+	}
+	var ae *APIError
+	return errors.As(err, &ae) && ae.kind == ErrUnavailable && (ae.HTTPStatus >= 500 ||
+		strings.EqualFold(ae.Code, "ServiceUnavailable") || strings.HasPrefix(strings.ToLower(ae.Code), "internalerror"))
+}
+
 // apiError turns what the SDK returned into an *APIError (or a
-// credentials error) naming the action.
-func apiError(action string, err error) error {
+// credentials error) naming the action; ci is what the transport saw of
+// the answer, which names the HTTP status and the endpoint when the SDK
+// could not read the body.
+func apiError(action string, err error, ci *callInfo, timeout time.Duration) error {
 	if err == nil {
 		return nil
+	}
+	host, status, statusText, ctype, tooLarge := ci.snapshot()
+	if host == "" {
+		host = "the ECS endpoint"
 	}
 	if strings.Contains(err.Error(), "unable to get credentials from any of the providers") ||
 		strings.Contains(err.Error(), "InvalidCredentials") {
 		return fmt.Errorf("%s: %w (%v)", action, ErrNoCredentials, err)
 	}
-	var sdk *tea.SDKError
-	if errors.As(err, &sdk) {
-		code, status := tea.StringValue(sdk.Code), tea.IntValue(sdk.StatusCode)
-		if code == "" && status == 0 {
-			return fmt.Errorf("%s: %w: %w", action, ErrAPI, err)
+	switch {
+	case tooLarge || errors.Is(err, ErrResponseTooLarge):
+		return &APIError{Action: action, HTTPStatus: status, kind: ErrUnavailable,
+			Message: fmt.Sprintf("the answer from %s (HTTP %d) is larger than %d MiB: ended there", host, status, MaxResponse>>20)}
+	case isTimeout(err):
+		what := "no answer"
+		if status != 0 {
+			what = fmt.Sprintf("HTTP %d, but the body did not end", status)
 		}
+		return &APIError{Action: action, HTTPStatus: status, kind: ErrUnavailable,
+			Message: fmt.Sprintf("%s from %s within %s", what, host, timeout)}
+	}
+	var sdk *tea.SDKError
+	if errors.As(err, &sdk) && (tea.StringValue(sdk.Code) != "" || tea.IntValue(sdk.StatusCode) != 0) {
+		code, status := tea.StringValue(sdk.Code), tea.IntValue(sdk.StatusCode)
 		msg := tea.StringValue(sdk.Message)
 		// The SDK's message repeats code and request id; keep the text after
 		// the last "message:" when present.
@@ -105,9 +148,86 @@ func apiError(action string, err error) error {
 				msg = msg[:j]
 			}
 		}
+		// ... or, from the ACS3 path, "code: 400, <Message> request id: <id>".
+		if rest, ok := strings.CutPrefix(msg, "code: "); ok {
+			if _, after, ok := strings.Cut(rest, ", "); ok {
+				msg = after
+			}
+		}
+		if i := strings.LastIndex(msg, " request id: "); i >= 0 {
+			msg = msg[:i]
+		}
 		return &APIError{Action: action, Code: code, Message: clip(msg, 300), HTTPStatus: status, kind: classifyCode(code, status)}
 	}
-	return fmt.Errorf("%s: %w: %w", action, ErrAPI, err)
+	if status != 0 {
+		// An answer came but the SDK could not read it: an HTML error page
+		// of a proxy or load balancer, garbage, or JSON of another shape.
+		var syn *json.SyntaxError
+		kind := ErrUnavailable
+		switch {
+		case status >= 400:
+			if status == 403 {
+				kind = ErrForbidden
+			}
+			return &APIError{Action: action, HTTPStatus: status, kind: kind,
+				Message: fmt.Sprintf("HTTP %d %s from %s (%s, not the API's JSON)", status, statusText, host, bodyKind(ctype))}
+		case errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) || ctype != "" && !strings.Contains(ctype, "json"):
+			return &APIError{Action: action, HTTPStatus: status, kind: kind,
+				Message: fmt.Sprintf("the answer from %s (HTTP %d, %s) is not the API's JSON", host, status, bodyKind(ctype))}
+		default:
+			return &APIError{Action: action, HTTPStatus: status, kind: kind,
+				Message: fmt.Sprintf("the answer from %s is not in the documented shape: %s", host, shapeError(err))}
+		}
+	}
+	return &APIError{Action: action, kind: ErrUnavailable, Message: fmt.Sprintf("%s: %s", host, clip(err.Error(), 200))}
+}
+
+func bodyKind(ctype string) string {
+	if ctype == "" {
+		return "no content type"
+	}
+	return ctype
+}
+
+// shapeError says briefly what a decoding error of the SDK (json-iterator's
+// long type path) expected: "field Body.InstanceTypes.InstanceType: a list
+// expected, a string found".
+func shapeError(err error) string {
+	s := err.Error()
+	var fields []string
+	for _, part := range strings.Split(s, ": ") {
+		if strings.HasPrefix(part, "client.") && len(fields) < 8 {
+			fields = append(fields, part[strings.LastIndex(part, ".")+1:])
+		}
+	}
+	if len(fields) == 0 {
+		return clip(s, 120)
+	}
+	out := "field " + strings.Join(fields, ".")
+	if i := strings.Index(s, "expect "); i >= 0 && i+7 < len(s) {
+		want := jsonKind(s[i+7])
+		if k := strings.Index(s[i:], "but found "); k >= 0 && i+k+10 < len(s) {
+			return out + ": " + want + " expected, " + jsonKind(s[i+k+10]) + " found"
+		}
+		return out + ": " + want + " expected"
+	}
+	return out
+}
+
+func jsonKind(c byte) string {
+	switch {
+	case c == '[':
+		return "a list"
+	case c == '{':
+		return "an object"
+	case c == '"':
+		return "a string"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	case c == '-' || c >= '0' && c <= '9':
+		return "a number"
+	}
+	return "something else"
 }
 
 func clip(s string, n int) string {
@@ -124,6 +244,8 @@ func Actions() []string {
 		"ecs:DescribeNetworkInterfaces",
 		"ecs:CreateNetworkInterface",
 		"ecs:AttachNetworkInterface",
+		"ecs:DetachNetworkInterface",
+		"ecs:DescribeInstanceAttribute",
 		"ecs:ModifyNetworkInterfaceAttribute",
 		"ecs:TagResources",
 	}

@@ -84,3 +84,69 @@ func ExampleClient_Attach() {
 	// eni-fake0002 on NetworkCardIndex 1 InUse
 	// rerun steps: 0
 }
+
+// ExampleCall_Command: a planned call as a person would type it.
+func ExampleCall_Command() {
+	c := eri.Call{Action: "AttachNetworkInterface", Params: map[string]string{"RegionId": "cn-hangzhou",
+		"InstanceId": "i-example", "NetworkInterfaceId": "<created above>", "NetworkCardIndex": "1"}}
+	fmt.Println(c.Command())
+	// Output:
+	// aliyun ecs AttachNetworkInterface --InstanceId i-example --NetworkCardIndex 1 --NetworkInterfaceId '<created above>' --RegionId cn-hangzhou
+}
+
+// ExampleQueuePairBudget: the queue pairs an instance's ERIs share, as the
+// erdma-controller budgets them.
+func ExampleQueuePairBudget() {
+	ti := eri.TypeInfo{Type: "ecs.ebmgn8is.32xlarge", EriQuantity: 2, NetworkCardQuantity: 2, QueuePairNumber: 8, GPUAmount: 8}
+	fmt.Println(eri.QueuePairBudget(ti))
+	// Output:
+	// 16
+}
+
+// ExampleClient_Plan: plan first (what a setup tool shows), then apply
+// that plan; two ERIs on one card are planned as a move, which needs the
+// instance stopped.
+func ExampleClient_Plan() {
+	fake := &ecsfake.Server{AccessKeyID: "LTAI5tExample", AccessKeySecret: "example-secret",
+		Types: map[string]ecsfake.Type{"ecs.ebmgn8is.32xlarge": {ID: "ecs.ebmgn8is.32xlarge", EriQuantity: 2, Cards: []int{0, 1}, GPUAmount: 8, QPs: 8}}}
+	fake.AddENI(ecsfake.ENI{ID: "eni-primary", Type: "Primary", Mode: "Standard", Status: "InUse",
+		InstanceID: "i-example", VSwitchID: "vsw-1", SecurityGroups: []string{"sg-1"}})
+	fake.AddENI(ecsfake.ENI{ID: "eni-a", Type: "Secondary", Mode: "HighPerformance", Status: "InUse", InstanceID: "i-example", DeviceIndex: 1, QueuePairNumber: 8})
+	fake.AddENI(ecsfake.ENI{ID: "eni-b", Type: "Secondary", Mode: "HighPerformance", Status: "InUse", InstanceID: "i-example", DeviceIndex: 2, QueuePairNumber: 8})
+	fake.SetInstance("i-example", ecsfake.Instance{Status: "Stopped"})
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	cred, _ := credentials.NewCredential(&credentials.Config{Type: tea.String("access_key"),
+		AccessKeyId: tea.String("LTAI5tExample"), AccessKeySecret: tea.String("example-secret")})
+	c, err := eri.New(eri.Config{Region: "cn-hangzhou", Endpoint: srv.URL, Credential: cred})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	ctx := context.Background()
+	t := eri.Target{Region: "cn-hangzhou", InstanceID: "i-example", InstanceType: "ecs.ebmgn8is.32xlarge"}
+
+	plan, err := c.Plan(ctx, t, eri.AttachOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, st := range plan.Steps {
+		fmt.Println(st.Kind, st.ENIID, "to NetworkCardIndex", st.CardIndex, "needs stopped:", plan.NeedsStopped)
+	}
+	res, err := c.Apply(ctx, plan, eri.AttachOptions{Poll: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range res.Made {
+		fmt.Println(m.Action, m.Params["NetworkInterfaceId"], m.Result)
+	}
+	fmt.Println(res.Summary())
+	// Output:
+	// move eni-b to NetworkCardIndex 1 needs stopped: true
+	// DetachNetworkInterface eni-b ok
+	// AttachNetworkInterface eni-b ok
+	// now 2 ERI(s) attached, 2 wanted
+}

@@ -35,6 +35,6 @@ func FuzzDescribeAnswer(f *testing.F) {
 			}
 		}
 		_ = v.SharedChannels()
-		_ = Match(v, nil).Warnings()
+		_ = Match(v, nil).Findings()
 	})
 }

@@ -1,10 +1,10 @@
 package eri
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 )
 
 // ENIStatus is one ENI of the view matched by MAC to the OS.
@@ -23,12 +23,14 @@ type Status struct {
 	// Unmatched lists local eRDMA devices whose netdev's MAC is no ENI of
 	// the instance.
 	Unmatched []string `json:"unmatched_rdma_devices,omitempty"`
+
+	inv *erdma.Inventory
 }
 
 // Match pairs each ENI of v with the inventory's netdev and eRDMA device by
 // MAC. inv may be nil (no local view).
 func Match(v *View, inv *erdma.Inventory) *Status {
-	st := &Status{View: v}
+	st := &Status{View: v, inv: inv}
 	byMAC := map[string]erdma.Netdev{}
 	rdmaBy := map[string]string{} // netdev -> eRDMA device
 	if inv != nil {
@@ -61,25 +63,25 @@ func Match(v *View, inv *erdma.Inventory) *Status {
 	return st
 }
 
-// Warnings are what `eri status` warns about: ERIs sharing a channel (half
-// bandwidth each) and ERIs without an eRDMA device in the OS.
-func (s *Status) Warnings() []string {
-	var out []string
-	shared := s.View.SharedChannels()
-	for _, k := range keysInt(boolKeys(shared)) {
-		out = append(out, fmt.Sprintf("ERIs %s share NetworkCardIndex %d: each gets half the bandwidth; "+
-			"detach one and run erdmakit eri attach (it picks a free channel)", strings.Join(shared[k], ", "), k))
-	}
-	for _, e := range s.ENIs {
-		if e.IsERI() && e.InstanceID == s.View.Target.InstanceID && e.RDMADevice == "" {
-			where := "no netdev with its MAC (driver or ENI not configured)"
-			if e.Netdev != "" {
-				where = "netdev " + e.Netdev + " has no eRDMA device (eRDMA driver missing: env_setup.sh --egs)"
-			}
-			out = append(out, fmt.Sprintf("ERI %s (%s): %s", e.ID, e.MAC, where))
-		}
+// Findings are what `eri status` judges, decided by the doctor's own
+// checks so that one fact has one severity everywhere: network-card-channel
+// (two ERIs on one card fail: half bandwidth each) and, with a local view,
+// eri-mode (every ERI has its netdev and eRDMA device).
+func (s *Status) Findings() []erdma.Finding {
+	out := []erdma.Finding{ChannelFinding(s.View)}
+	if s.inv != nil {
+		out = append(out, ModeFinding(s.View, s.inv))
 	}
 	return out
+}
+
+// Worst is the worst severity of Findings: ok, warn or fail.
+func (s *Status) Worst() erdma.Severity {
+	w := erdma.SeverityOK
+	for _, f := range s.Findings() {
+		w = health.Worst(w, f.Severity)
+	}
+	return w
 }
 
 func boolKeys[V any](m map[int]V) map[int]bool {

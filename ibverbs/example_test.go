@@ -122,6 +122,44 @@ func ExampleQP_Connect() {
 	}
 }
 
+// A write loop run in C, as perftest runs its own: connected QPs on one CQ
+// (set up as in the QP.Connect example), every free send-queue slot posted
+// as one list, one write in 16 signalled, busy polling between; each Run is
+// one cgo call. Here ten seconds of writes, then the drain.
+func ExampleNewWriteStream() {
+	var (
+		cq     *ibverbs.CQ      // the QPs' CQ
+		qps    []*ibverbs.QP    // connected (RTS), MaxSendWR 128
+		mr     *ibverbs.MR      // the source buffer
+		remote ibverbs.Endpoint // the peer's buffer (Endpoint.WithMR on its side)
+	)
+	targets := make([]ibverbs.RemoteBuffer, len(qps))
+	for i := range targets {
+		targets[i] = ibverbs.RemoteBuffer{Addr: remote.Addr, RKey: remote.RKey}
+	}
+	ws, err := ibverbs.NewWriteStream(ibverbs.StreamConfig{CQ: cq, QPs: qps, MR: mr, Remote: targets,
+		Size: 65536, Depth: 128, LowWater: 16, SignalEvery: 16, PeakWindow: 100 * time.Millisecond, Slack: 100 * time.Microsecond})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ws.Close()
+	ws.StartPeak()
+	end := time.Now().Add(10 * time.Second)
+	var st ibverbs.StreamStatus
+	for time.Now().Before(end) {
+		if st, err = ws.Run(time.Until(end)); err != nil {
+			log.Fatal(err) // a *ibverbs.WCError names a failed completion
+		}
+	}
+	ws.StopPosting()
+	for st.InFlight > 0 {
+		if st, err = ws.Run(time.Second); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Printf("%d writes, peak %.0f writes/s\n", st.Completed, st.PeakPerSec)
+}
+
 // The rdma_cm path (required on iWARP devices): resolve, create the QP on
 // the connection's device, connect with the Endpoint as private data.
 func ExampleDialCM() {

@@ -751,3 +751,98 @@ func BenchmarkLabPollEmpty(b *testing.B) {
 		}
 	}
 }
+
+// TestLabWriteStream: the C write loop writes the MR's first Size bytes into
+// the peer's buffer on every QP, completes exactly the writes of
+// Iterations mode (one signalled in four), honours StopPosting and Stop,
+// allocates nothing per Run, and a write the peer cannot take fails with a
+// WCError.
+func TestLabWriteStream(t *testing.T) {
+	c := openLab(t)
+	const size = 8192
+	a := newSide(t, c, size, QPConfig{MaxSendWR: -1})
+	b := newSide(t, c, size, QPConfig{MaxSendWR: -1})
+	var qpsA []*QP
+	var remote []RemoteBuffer
+	for range 3 {
+		qa, err := a.pd.CreateQP(a.cq, QPConfig{MaxSendWR: 16})
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, qa.Close()) })
+		qb, err := b.pd.CreateQP(b.cq, QPConfig{MaxSendWR: 16})
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, qb.Close()) })
+		ea, err := qa.Endpoint()
+		require.NoError(t, err)
+		eb, err := qb.Endpoint()
+		require.NoError(t, err)
+		require.NoError(t, qa.Connect(eb.WithMR(b.mr)))
+		require.NoError(t, qb.Connect(ea.WithMR(a.mr)))
+		qpsA = append(qpsA, qa)
+		remote = append(remote, RemoteBuffer{Addr: b.mr.Addr(), RKey: b.mr.RKey()})
+	}
+	src := pattern(size, 9)
+	copy(a.buf.Bytes(), src)
+	cfg := StreamConfig{CQ: a.cq, QPs: qpsA, MR: a.mr, Remote: remote, Size: size, Depth: 16, LowWater: 4,
+		SignalEvery: 4, Iterations: 250, PeakWindow: 10 * time.Millisecond, Slack: time.Millisecond}
+	ws, err := NewWriteStream(cfg)
+	require.NoError(t, err)
+	defer ws.Close()
+	ws.StartPeak()
+	var st StreamStatus
+	for st.State != RunDone {
+		st, err = ws.Run(50 * time.Millisecond)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, uint64(750), st.Posted)
+	assert.Equal(t, uint64(750), st.Completed)
+	assert.Zero(t, st.InFlight)
+	assert.Positive(t, st.PeakPerSec)
+	assert.True(t, bytes.Equal(src, b.buf.Bytes()), "written bytes differ")
+	t.Logf("750 writes: %d posts, %d polls, %d yields, peak %.0f writes/s", st.Posts, st.Polls, st.Yields, st.PeakPerSec)
+
+	// Duration mode: post until StopPosting, then drain; Stop ends a run.
+	cfg.Iterations = 0
+	ws2, err := NewWriteStream(cfg)
+	require.NoError(t, err)
+	defer ws2.Close()
+	st, err = ws2.Run(100 * time.Millisecond)
+	require.NoError(t, err)
+	assert.Equal(t, RunDeadline, st.State)
+	assert.Positive(t, st.Completed)
+	allocs := testing.AllocsPerRun(3, func() {
+		if _, err := ws2.Run(time.Millisecond); err != nil {
+			t.Error(err)
+		}
+	})
+	assert.Zero(t, allocs, "allocations per Run")
+	ws2.StopPosting()
+	for st.State != RunDrained {
+		st, err = ws2.Run(time.Second)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, st.Posted, st.Completed)
+	ws2.Stop()
+	st, err = ws2.Run(time.Hour)
+	require.NoError(t, err)
+	assert.Contains(t, []RunState{RunStopped, RunDrained}, st.State)
+
+	// A write with the wrong rkey fails at the responder: a WCError.
+	bad := cfg
+	bad.Remote = []RemoteBuffer{{Addr: b.mr.Addr(), RKey: b.mr.RKey() + 1}, remote[1], remote[2]}
+	bad.Iterations = 4
+	ws3, err := NewWriteStream(bad)
+	require.NoError(t, err)
+	defer ws3.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for err == nil && time.Now().Before(deadline) {
+		st, err = ws3.Run(100 * time.Millisecond)
+		if st.State == RunDone {
+			break
+		}
+	}
+	var we *WCError
+	require.ErrorAs(t, err, &we)
+	assert.Equal(t, qpsA[0].QPN(), we.QPN)
+	_, err = NewWriteStream(StreamConfig{CQ: a.cq, QPs: qpsA, MR: a.mr, Remote: remote, Size: size, Depth: 17})
+	assert.ErrorContains(t, err, "depth 17 outside 1..16")
+}

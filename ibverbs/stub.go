@@ -5,6 +5,7 @@ package ibverbs
 import (
 	"context"
 	"net/netip"
+	"time"
 )
 
 // Loader names the shared libraries to dlopen; empty names mean
@@ -221,3 +222,29 @@ func (c *CMConn) Accept(ctx context.Context, local Endpoint) error { return ErrN
 
 // Close disconnects and destroys the identifier.
 func (c *CMConn) Close() error { return nil }
+
+// WriteStream runs an RDMA WRITE loop in C; this build has none.
+type WriteStream struct{}
+
+// NewWriteStream returns ErrNotSupported in this build.
+func NewWriteStream(StreamConfig) (*WriteStream, error) { return nil, ErrNotSupported }
+
+// Run returns ErrNotSupported in this build.
+func (w *WriteStream) Run(time.Duration) (StreamStatus, error) {
+	return StreamStatus{}, ErrNotSupported
+}
+
+// StopPosting does nothing in this build.
+func (w *WriteStream) StopPosting() {}
+
+// StartPeak does nothing in this build.
+func (w *WriteStream) StartPeak() {}
+
+// StopPeak does nothing in this build.
+func (w *WriteStream) StopPeak() {}
+
+// Stop does nothing in this build.
+func (w *WriteStream) Stop() {}
+
+// Close does nothing in this build.
+func (w *WriteStream) Close() error { return nil }

@@ -614,3 +614,61 @@ func (e Endpoint) WithMR(mr *MR) Endpoint {
 	e.Addr, e.RKey, e.Len = mr.Addr(), mr.RKey(), uint64(mr.Len())
 	return e
 }
+
+// StreamConfig is a write stream (NewWriteStream): RDMA WRITEs from one MR
+// on connected RC QPs that share one CQ, posted and polled in C.
+type StreamConfig struct {
+	CQ     *CQ   // the QPs' send CQ, shared by all of them
+	QPs    []*QP // connected (RTS)
+	MR     *MR   // every write reads Size bytes at its start
+	Remote []RemoteBuffer
+	Size   uint32
+	// Depth is the send-queue slots each QP keeps in use (at most its
+	// MaxSendWR).
+	Depth int
+	// PostList posts lists of this many writes; 0 posts every free slot as
+	// one list once LowWater slots are free.
+	PostList, LowWater int
+	// SignalEvery signals one write in SignalEvery, and the last of a list.
+	SignalEvery int
+	Inline      bool
+	// Iterations is the writes to post per QP; 0 posts until StopPosting.
+	Iterations int
+	// PeakWindow is the window of the peak rate (StartPeak); Slack is how
+	// long a poll may take for its count and time to close a window.
+	PeakWindow, Slack time.Duration
+}
+
+// RemoteBuffer is where a QP's writes land: the peer's buffer address and rkey.
+type RemoteBuffer struct {
+	Addr uint64
+	RKey uint32
+}
+
+// RunState says why WriteStream.Run returned.
+type RunState int
+
+const (
+	RunDeadline RunState = iota // the time asked for has passed
+	RunDone                     // Iterations mode: every write posted and completed
+	RunDrained                  // after StopPosting: nothing in flight
+	RunStopped                  // Stop was called
+)
+
+// StreamStatus is a write stream's counts after a Run, cumulative since the
+// stream was made.
+type StreamStatus struct {
+	State     RunState
+	Posted    uint64 // writes posted
+	Completed uint64 // writes completed
+	InFlight  int
+	// PollTime is how long the run's last poll (every ready completion)
+	// took: a count paired with the time after it is exact when this is
+	// short.
+	PollTime time.Duration
+	// PeakPerSec is the best PeakWindow's writes per second since StartPeak.
+	PeakPerSec float64
+	// Posts, Polls and Yields count ibv_post_send and ibv_poll_cq calls and
+	// sched_yield after empty polls.
+	Posts, Polls, Yields uint64
+}

@@ -2,10 +2,11 @@ package nccl
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/erdmakit/erdmakit/erdma"
-	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/internal/render/table"
 	"github.com/erdmakit/erdmakit/internal/units"
 )
 
@@ -69,20 +70,27 @@ func NewRunReport(run *RunResult, exp Expectation) *RunReport {
 	return rep
 }
 
-// ResultTable returns the result rows as a table for people.
-func ResultTable(res *TestResult) *render.Table {
-	t := render.NewTable("SIZE", "COUNT", "TYPE", "REDOP", "ROOT",
-		"TIME(us)", "ALGBW", "BUSBW", "#WRONG", "IP TIME(us)", "IP ALGBW", "IP BUSBW", "IP #WRONG")
-	if res == nil {
-		return t
+// resultHeader: see ResultHeader.
+var resultHeader = []string{"SIZE", "COUNT", "TYPE", "REDOP", "ROOT",
+	"TIME(us)", "ALGBW", "BUSBW", "#WRONG", "IP TIME(us)", "IP ALGBW", "IP BUSBW", "IP #WRONG"}
+
+// ResultHeader returns the header of WriteResultTable's columns, one per
+// cell of RowCells (for callers that lay the rows out themselves).
+func ResultHeader() []string { return append([]string(nil), resultHeader...) }
+
+// WriteResultTable writes the result rows to w as an aligned table for
+// people (the columns of nccl-tests' own output, named by ResultHeader).
+func WriteResultTable(w io.Writer, res *TestResult) error {
+	t := table.New(resultHeader...)
+	if res != nil {
+		for _, r := range res.Rows {
+			t.Add(RowCells(r)...)
+		}
 	}
-	for _, r := range res.Rows {
-		t.Add(RowCells(r)...)
-	}
-	return t
+	return t.Write(w)
 }
 
-// RowCells formats a row's cells as ResultTable prints them (GB/s with two
+// RowCells formats a row's cells as WriteResultTable prints them (GB/s with two
 // decimals, #wrong "N/A" where the log said so).
 func RowCells(r Row) []string {
 	m := func(x Measurement) []string {

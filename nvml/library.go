@@ -24,6 +24,12 @@ var (
 	ErrNoPermission = errors.New("insufficient permissions for NVML")
 	// ErrNVML is any other NVML failure.
 	ErrNVML = errors.New("NVML error")
+	// ErrNoCgo: this build has no NVML (go-nvml needs cgo): rebuild with
+	// CGO_ENABLED=1 to read GPUs. Only a build without cgo returns it; it
+	// wraps ErrLibraryNotFound, so code that handles "no NVML" handles it too.
+	// Everything else in the package (sysfs, GPUDirect RDMA files, the
+	// topology, nvidia-smi topo parsing) works in every build.
+	ErrNoCgo = fmt.Errorf("built without cgo: %w", ErrLibraryNotFound)
 )
 
 // InitError is an NVML failure in plain words: Reason is what the doctor

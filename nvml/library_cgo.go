@@ -15,8 +15,13 @@ import (
 
 // Library is the part of go-nvml's nvml.Interface that erdmakit calls.
 // nvml.New() and *mock.Interface (github.com/NVIDIA/go-nvml/pkg/nvml/mock)
-// both satisfy it, so tests and recorded hosts replace the live library
-// without touching the code that reads it.
+// both satisfy it, so tests replace the live library without touching the
+// code that reads it; a recorded host's Snapshot.Library is another.
+//
+// In a build without cgo, go-nvml's types do not exist: Library is then an
+// opaque interface that only Live, ForRoot and Snapshot.Library return, and
+// every read through it fails with ErrNoCgo (which is ErrLibraryNotFound).
+// The functions and their signatures are otherwise the same in both builds.
 type Library interface {
 	Init() gonvml.Return
 	Shutdown() gonvml.Return

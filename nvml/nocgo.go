@@ -4,14 +4,8 @@ package nvml
 
 import (
 	"context"
-	"errors"
 	"strings"
 )
-
-// ErrNoCgo: this build has no NVML (go-nvml needs cgo): rebuild with
-// CGO_ENABLED=1 to read GPUs. Everything else in the package (sysfs,
-// GPUDirect RDMA files, the topology, nvidia-smi topo parsing) works.
-var ErrNoCgo = errors.New("built without cgo: no NVML")
 
 // Library stands for NVML in a build without cgo; nothing implements it
 // but the stub Live and ForRoot return, whose reads fail with ErrNoCgo.
@@ -34,6 +28,11 @@ func noCgoError(op string) *InitError {
 	return &InitError{Op: op, Code: "ERROR_LIBRARY_NOT_FOUND", Reason: "NVML not in this build",
 		Remediation: "use an erdmakit built with cgo (CGO_ENABLED=1, the default with a C compiler)", kind: ErrNoCgo}
 }
+
+// Library returns the stub in a build without cgo (the snapshot is
+// replayed through go-nvml's types, which need cgo): reads through it fail
+// with ErrNoCgo.
+func (s *Snapshot) Library() Library { return noLibrary{} }
 
 // ReadGPUs fails with an InitError wrapping ErrNoCgo.
 func ReadGPUs(ctx context.Context, lib Library, root string) (*GPUs, error) {

@@ -27,4 +27,9 @@ func TestNoCgo(t *testing.T) {
 	assert.False(t, rep.GDR.Ready, "sysfs reads still work")
 	_, err = Capture(context.Background(), Live(), "")
 	assert.ErrorIs(t, err, ErrNoCgo)
+	// One API in every build (library-2 item 8): "no NVML" is
+	// ErrLibraryNotFound here too, and a snapshot has a Library.
+	assert.ErrorIs(t, err, ErrLibraryNotFound)
+	_, err = ReadGPUs(context.Background(), (&Snapshot{Init: "SUCCESS"}).Library(), "/")
+	assert.ErrorIs(t, err, ErrNoCgo)
 }

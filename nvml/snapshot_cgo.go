@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 )
 
 // Capture records a live (or any) NVML into a snapshot. An Init failure is
@@ -60,132 +59,157 @@ func Capture(ctx context.Context, lib Library, note string) (*Snapshot, error) {
 	return s, nil
 }
 
-// Library returns a go-nvml mock that answers as the recorded NVML did.
-// Every call ReadGPUs makes is answered; calls the snapshot cannot answer
-// return ERROR_NOT_SUPPORTED instead of the mock's panic.
-func (s *Snapshot) Library() *mock.Interface {
+// Library returns an NVML that answers as the recorded one did: every call
+// ReadGPUs and Capture make is answered from the snapshot (calls it cannot
+// answer return ERROR_NOT_SUPPORTED). It is erdmakit's own small type, not
+// go-nvml's mock package, which is not linked into importers' binaries.
+func (s *Snapshot) Library() Library {
 	initRet, ok := returnByName(s.Init)
 	if !ok {
 		initRet = gonvml.ERROR_UNKNOWN
 	}
-	devs := make([]*mock.Device, len(s.GPUs))
+	r := &replay{s: s, initRet: initRet, numa: true, nvlink: true}
+	r.devs = make([]*replayDevice, len(s.GPUs))
 	for i, g := range s.GPUs {
-		devs[i] = snapshotDevice(i, g)
-	}
-	numa, nvlink := true, true
-	for _, g := range s.GPUs {
+		r.devs[i] = newReplayDevice(i, g)
 		if g.NUMANode == nil {
-			numa = false
+			r.numa = false
 		}
 		if g.NVLinks == nil {
-			nvlink = false
+			r.nvlink = false
 		}
 	}
+	return r
+}
+
+// replay is a recorded NVML.
+type replay struct {
+	s            *Snapshot
+	initRet      gonvml.Return
+	devs         []*replayDevice
+	numa, nvlink bool // the optional entry points the recording has answers for
 	// initialised counts Init minus Shutdown, as the real library's
 	// reference count does: calls outside it are ERROR_UNINITIALIZED.
-	var initialised atomic.Int32
-	ready := func() gonvml.Return {
-		if initialised.Load() == 0 {
+	initialised atomic.Int32
+}
+
+func (r *replay) ready() gonvml.Return {
+	if r.initialised.Load() == 0 {
+		return gonvml.ERROR_UNINITIALIZED
+	}
+	return gonvml.SUCCESS
+}
+
+func (r *replay) Init() gonvml.Return {
+	if r.initRet == gonvml.SUCCESS {
+		r.initialised.Add(1)
+	}
+	return r.initRet
+}
+
+func (r *replay) Shutdown() gonvml.Return {
+	for {
+		n := r.initialised.Load()
+		if n == 0 {
 			return gonvml.ERROR_UNINITIALIZED
 		}
-		return gonvml.SUCCESS
-	}
-	ext := &mock.ExtendedInterface{
-		LookupSymbolFunc: func(name string) error {
-			if name == "nvmlDeviceGetNumaNodeId" && !numa {
-				return errors.New("symbol nvmlDeviceGetNumaNodeId not recorded")
-			}
-			if name == "nvmlDeviceGetNvLinkState" && !nvlink {
-				return errors.New("NVLink state not recorded")
-			}
-			return nil
-		},
-	}
-	return &mock.Interface{
-		InitFunc: func() gonvml.Return {
-			if initRet == gonvml.SUCCESS {
-				initialised.Add(1)
-			}
-			return initRet
-		},
-		ShutdownFunc: func() gonvml.Return {
-			for {
-				n := initialised.Load()
-				if n == 0 {
-					return gonvml.ERROR_UNINITIALIZED
-				}
-				if initialised.CompareAndSwap(n, n-1) {
-					return gonvml.SUCCESS
-				}
-			}
-		},
-		ErrorStringFunc: func(r gonvml.Return) string {
-			// A replayed failure explains itself with the snapshot's note
-			// ("recorded host has no erdmakit/nvml.json").
-			if r == initRet && r != gonvml.SUCCESS && s.Note != "" {
-				return s.Note
-			}
-			return returnName(r)
-		},
-		ExtensionsFunc: func() gonvml.ExtendedInterface { return ext },
-		SystemGetDriverVersionFunc: func() (string, gonvml.Return) {
-			return s.DriverVersion, ready()
-		},
-		SystemGetCudaDriverVersionFunc: func() (int, gonvml.Return) {
-			if r := ready(); r != gonvml.SUCCESS {
-				return 0, r
-			}
-			if s.CUDADriverVersion == 0 {
-				return 0, gonvml.ERROR_NOT_SUPPORTED
-			}
-			return s.CUDADriverVersion, gonvml.SUCCESS
-		},
-		DeviceGetCountFunc: func() (int, gonvml.Return) {
-			return len(devs), ready()
-		},
-		DeviceGetHandleByIndexFunc: func(i int) (gonvml.Device, gonvml.Return) {
-			if r := ready(); r != gonvml.SUCCESS {
-				return nil, r
-			}
-			if i < 0 || i >= len(devs) {
-				return nil, gonvml.ERROR_INVALID_ARGUMENT
-			}
-			return devs[i], gonvml.SUCCESS
-		},
+		if r.initialised.CompareAndSwap(n, n-1) {
+			return gonvml.SUCCESS
+		}
 	}
 }
 
-func snapshotDevice(i int, g SnapshotGPU) *mock.Device {
-	var pci gonvml.PciInfo
-	for j := 0; j < len(g.PCIBusID) && j < len(pci.BusId)-1; j++ {
-		pci.BusId[j] = int8(g.PCIBusID[j])
+// ErrorString explains a replayed Init failure with the snapshot's note
+// ("recorded host has no erdmakit/nvml.json").
+func (r *replay) ErrorString(ret gonvml.Return) string {
+	if ret == r.initRet && ret != gonvml.SUCCESS && r.s.Note != "" {
+		return r.s.Note
 	}
-	return &mock.Device{
-		GetIndexFunc: func() (int, gonvml.Return) { return i, gonvml.SUCCESS },
-		GetNameFunc:  func() (string, gonvml.Return) { return g.Name, gonvml.SUCCESS },
-		GetUUIDFunc:  func() (string, gonvml.Return) { return g.UUID, gonvml.SUCCESS },
-		GetPciInfoFunc: func() (gonvml.PciInfo, gonvml.Return) {
-			return pci, gonvml.SUCCESS
-		},
-		GetMemoryInfoFunc: func() (gonvml.Memory, gonvml.Return) {
-			return gonvml.Memory{Total: g.MemoryTotal, Free: g.MemoryTotal}, gonvml.SUCCESS
-		},
-		GetNumaNodeIdFunc: func() (int, gonvml.Return) {
-			if g.NUMANode == nil {
-				return 0, gonvml.ERROR_NOT_SUPPORTED
-			}
-			return *g.NUMANode, gonvml.SUCCESS
-		},
-		GetNvLinkStateFunc: func(link int) (gonvml.EnableState, gonvml.Return) {
-			switch {
-			case g.NVLinks == nil || *g.NVLinks == 0:
-				return gonvml.FEATURE_DISABLED, gonvml.ERROR_NOT_SUPPORTED
-			case link < *g.NVLinks:
-				return gonvml.FEATURE_ENABLED, gonvml.SUCCESS
-			case link < maxNVLinks:
-				return gonvml.FEATURE_DISABLED, gonvml.SUCCESS
-			}
-			return gonvml.FEATURE_DISABLED, gonvml.ERROR_INVALID_ARGUMENT
-		},
+	return returnName(ret)
+}
+
+func (r *replay) SystemGetDriverVersion() (string, gonvml.Return) {
+	return r.s.DriverVersion, r.ready()
+}
+
+func (r *replay) SystemGetCudaDriverVersion() (int, gonvml.Return) {
+	if ret := r.ready(); ret != gonvml.SUCCESS {
+		return 0, ret
 	}
+	if r.s.CUDADriverVersion == 0 {
+		return 0, gonvml.ERROR_NOT_SUPPORTED
+	}
+	return r.s.CUDADriverVersion, gonvml.SUCCESS
+}
+
+func (r *replay) DeviceGetCount() (int, gonvml.Return) { return len(r.devs), r.ready() }
+
+func (r *replay) DeviceGetHandleByIndex(i int) (gonvml.Device, gonvml.Return) {
+	if ret := r.ready(); ret != gonvml.SUCCESS {
+		return nil, ret
+	}
+	if i < 0 || i >= len(r.devs) {
+		return nil, gonvml.ERROR_INVALID_ARGUMENT
+	}
+	return r.devs[i], gonvml.SUCCESS
+}
+
+func (r *replay) Extensions() gonvml.ExtendedInterface { return r }
+
+// LookupSymbol says an optional entry point is missing when the recording
+// has no answers from it, so readers skip it as on an old driver.
+func (r *replay) LookupSymbol(name string) error {
+	if name == "nvmlDeviceGetNumaNodeId" && !r.numa {
+		return errors.New("symbol nvmlDeviceGetNumaNodeId not recorded")
+	}
+	if name == "nvmlDeviceGetNvLinkState" && !r.nvlink {
+		return errors.New("NVLink state not recorded")
+	}
+	return nil
+}
+
+// replayDevice is one recorded GPU. go-nvml's Device interface has hundreds
+// of methods; the embedded nil interface stands for those nothing here
+// calls (calling one panics, as go-nvml's mock does).
+type replayDevice struct {
+	gonvml.Device
+	index int
+	g     SnapshotGPU
+	pci   gonvml.PciInfo
+}
+
+func newReplayDevice(i int, g SnapshotGPU) *replayDevice {
+	d := &replayDevice{index: i, g: g}
+	for j := 0; j < len(g.PCIBusID) && j < len(d.pci.BusId)-1; j++ {
+		d.pci.BusId[j] = int8(g.PCIBusID[j])
+	}
+	return d
+}
+
+func (d *replayDevice) GetIndex() (int, gonvml.Return)              { return d.index, gonvml.SUCCESS }
+func (d *replayDevice) GetName() (string, gonvml.Return)            { return d.g.Name, gonvml.SUCCESS }
+func (d *replayDevice) GetUUID() (string, gonvml.Return)            { return d.g.UUID, gonvml.SUCCESS }
+func (d *replayDevice) GetPciInfo() (gonvml.PciInfo, gonvml.Return) { return d.pci, gonvml.SUCCESS }
+
+func (d *replayDevice) GetMemoryInfo() (gonvml.Memory, gonvml.Return) {
+	return gonvml.Memory{Total: d.g.MemoryTotal, Free: d.g.MemoryTotal}, gonvml.SUCCESS
+}
+
+func (d *replayDevice) GetNumaNodeId() (int, gonvml.Return) {
+	if d.g.NUMANode == nil {
+		return 0, gonvml.ERROR_NOT_SUPPORTED
+	}
+	return *d.g.NUMANode, gonvml.SUCCESS
+}
+
+func (d *replayDevice) GetNvLinkState(link int) (gonvml.EnableState, gonvml.Return) {
+	switch {
+	case d.g.NVLinks == nil || *d.g.NVLinks == 0:
+		return gonvml.FEATURE_DISABLED, gonvml.ERROR_NOT_SUPPORTED
+	case link < *d.g.NVLinks:
+		return gonvml.FEATURE_ENABLED, gonvml.SUCCESS
+	case link < maxNVLinks:
+		return gonvml.FEATURE_DISABLED, gonvml.SUCCESS
+	}
+	return gonvml.FEATURE_DISABLED, gonvml.ERROR_INVALID_ARGUMENT
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -115,4 +116,14 @@ func FuzzReadSnapshot(f *testing.F) {
 		// Whatever validates must replay without a panic.
 		_, _ = ReadGPUs(context.Background(), s.Library(), t.TempDir())
 	})
+}
+
+// TestImportersDoNotLinkTheMock: a recorded host replays through
+// erdmakit's own types; go-nvml's mock package (a test double) is not linked
+// into a program that imports the doctor (library-2 item 1).
+func TestImportersDoNotLinkTheMock(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/erdmakit/erdmakit/doctor", "github.com/erdmakit/erdmakit/examples/erdmakit").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.NotContains(t, string(out), "go-nvml/pkg/nvml/mock")
+	assert.Contains(t, string(out), "go-nvml/pkg/nvml\n", "the real go-nvml is what replaces it")
 }

@@ -213,8 +213,14 @@ func newLoopState(qps int) *loopState {
 // until the iterations are done or the duration (with its margins) has
 // passed, then waits for the outstanding writes. cfg must have its defaults
 // applied (the Client does). device names the device in errors and progress.
+//
+// A session that can run the loop natively (a verbs session: the posting and
+// polling in C, see streamLoop) does so; others run it here in Go.
 func WriteLoop(ctx context.Context, s Session, device string, cfg Config) (Measure, error) {
 	cfg = cfg.withDefaults(cfg.Size)
+	if ns, ok := s.(streamer); ok {
+		return streamLoop(ctx, ns, device, cfg)
+	}
 	st := newLoopState(cfg.QPs)
 	return writeLoop(ctx, s, device, cfg, st)
 }

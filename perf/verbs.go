@@ -258,3 +258,17 @@ func (s *verbsSession) PostWrite(src, size int) error {
 	s.seq[0]++
 	return nil
 }
+
+// stream implements streamer: the write loop in C on this session's QPs.
+func (s *verbsSession) stream(cfg Config) (writeStream, error) {
+	if s.remote == nil {
+		return nil, errors.New("post before connect")
+	}
+	sc := streamConfig(cfg)
+	sc.CQ, sc.QPs, sc.MR, sc.Inline = s.cq, s.qps, s.mr, cfg.Size <= s.cfg.MaxInline
+	sc.Remote = make([]ibverbs.RemoteBuffer, len(s.remote))
+	for i, r := range s.remote {
+		sc.Remote[i] = ibverbs.RemoteBuffer{Addr: r.Addr, RKey: r.RKey}
+	}
+	return ibverbs.NewWriteStream(sc)
+}

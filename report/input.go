@@ -37,6 +37,7 @@ const (
 	KindNCCLTests   Kind = "parse-nccl"     // ncclog.TestResult: erdmakit parse nccl
 	KindNCCLLog     Kind = "parse-nccl-log" // ncclog.Summary: erdmakit parse nccl-log
 	KindPerftestLog Kind = "parse-perftest" // perftest.Report: erdmakit parse perftest
+	KindSetup       Kind = "setup"          // erdmakit setup --json, doctor --fix --json (docs/setup.md)
 	KindTopo        Kind = "parse-topo"     // smitopo.Matrix: erdmakit parse topo
 )
 
@@ -76,7 +77,16 @@ func (in Input) Unknown() []string { return append([]string(nil), in.unknown...)
 func FromValue(name string, v any) (Input, error) {
 	k := kindOf(v)
 	if k == "" {
-		return Input{}, fmt.Errorf("%s: %T: %w", name, v, ErrUnknownInput)
+		// Another package's result (setup's): the page reads its JSON.
+		b, err := json.Marshal(v)
+		if err != nil {
+			return Input{}, fmt.Errorf("%s: %T: %w", name, v, ErrUnknownInput)
+		}
+		in, err := FromJSON(name, b)
+		if err != nil {
+			return Input{}, fmt.Errorf("%s: %T: %w", name, v, ErrUnknownInput)
+		}
+		return in, nil
 	}
 	if isNilPointer(v) {
 		return Input{}, fmt.Errorf("%s: a nil %T", name, v)
@@ -113,6 +123,8 @@ func kindOf(v any) Kind {
 		return KindPerftestLog
 	case *smitopo.Matrix:
 		return KindTopo
+	case *setupResult:
+		return KindSetup
 	}
 	return ""
 }
@@ -146,6 +158,8 @@ func newValue(k Kind) any {
 		return &perftest.Report{}
 	case KindTopo:
 		return &smitopo.Matrix{}
+	case KindSetup:
+		return &setupResult{}
 	}
 	return nil
 }
@@ -274,6 +288,8 @@ func detect(top map[string]json.RawMessage) (Kind, error) {
 		return KindLatency, nil
 	case has("test", "link_type", "results", "errors"):
 		return KindPerftestLog, nil
+	case has("dry_run", "verdict", "stages", "left"):
+		return KindSetup, nil
 	case has("source", "endpoints", "links"):
 		return KindTopo, nil
 	}

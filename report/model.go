@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/fleet"
@@ -107,6 +108,60 @@ type chart struct {
 	SVG   template.HTML
 }
 
+// Bounds on what one page shows, whatever the inputs hold: a result with
+// a million findings or a megabyte of evidence still makes a page a
+// browser opens (the rest is counted, not dropped silently).
+const (
+	maxFindings = 5000 // rows of the findings table
+	maxEvidence = 24   // evidence lines per finding
+	maxRows     = 2000 // rows per other table
+	maxText     = 4096 // bytes of one string
+)
+
+// clip shortens s to maxText bytes (at a rune boundary), saying so.
+func clip(s string) string {
+	if len(s) <= maxText {
+		return s
+	}
+	cut := maxText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf(" ... (%d more bytes)", len(s)-cut)
+}
+
+// bound clips a finding's strings and evidence.
+func (f finding) bound() finding {
+	f.Host, f.ID, f.Summary, f.Remediation = clip(f.Host), clip(f.ID), clip(f.Summary), clip(f.Remediation)
+	ev := f.Evidence
+	if len(ev) > maxEvidence {
+		ev = append(ev[:maxEvidence:maxEvidence], fmt.Sprintf("... and %d more lines", len(f.Evidence)-maxEvidence))
+	}
+	f.Evidence = make([]string, len(ev))
+	for i, e := range ev {
+		f.Evidence[i] = clip(e)
+	}
+	return f
+}
+
+// bound clips a table's rows and cells.
+func (t table) bound() table {
+	rows := t.Rows
+	if len(rows) > maxRows {
+		t.Caption += fmt.Sprintf(" (the first %d of %d rows)", maxRows, len(rows))
+		rows = rows[:maxRows]
+	}
+	t.Rows = make([]row, len(rows))
+	for i, r := range rows {
+		cells := make([]string, len(r.Cells))
+		for j, c := range r.Cells {
+			cells[j] = clip(c)
+		}
+		t.Rows[i] = row{Status: r.Status, Cells: cells}
+	}
+	return t
+}
+
 // maxOKFindings: up to this many ok and skip findings are listed in full;
 // past it (a fleet) only the per-check table counts them, so that 256
 // hosts' page stays small.
@@ -161,11 +216,20 @@ func build(opts Options, inputs []Input) (*page, error) {
 		}
 		for i := range fs {
 			fs[i].Source = s.Name
+			// The verdict is never better than a finding on the page (a
+			// setup dry run is "ok" as a plan while the host fails now).
+			s.Status = worst(s.Status, fs[i].Severity)
 		}
 		all = append(all, fs...)
 		for _, h := range hs {
 			h.Source = s.Name
 			addHost(h)
+		}
+		for i := range s.Tables {
+			s.Tables[i] = s.Tables[i].bound()
+		}
+		for i := range s.Facts {
+			s.Facts[i][1] = clip(s.Facts[i][1])
 		}
 		p.Status = worst(p.Status, s.Status)
 		p.Lines = append(p.Lines, line{Status: s.Status, Name: s.Name, Kind: string(in.Kind), Anchor: fmt.Sprintf("s%d", len(p.Sections))})
@@ -194,7 +258,11 @@ func build(opts Options, inputs []Input) (*page, error) {
 			p.OKHidden++
 			continue
 		}
-		p.Findings = append(p.Findings, f)
+		if len(p.Findings) == maxFindings {
+			p.Notes = append(p.Notes, fmt.Sprintf("only the first %d findings are listed (failing first)", maxFindings))
+			break
+		}
+		p.Findings = append(p.Findings, f.bound())
 	}
 	p.Checks = checkTable(all)
 	for _, h := range hostOrder {
@@ -354,6 +422,8 @@ func buildSection(s *section, in Input) ([]finding, []hostRow) {
 		return perftestLogSection(s, v)
 	case *smitopo.Matrix:
 		return topoSection(s, v)
+	case *setupResult:
+		return setupSection(s, in.Name, v)
 	}
 	s.Status = health.Fail
 	s.Notes = append(s.Notes, fmt.Sprintf("%T: not rendered", in.value))

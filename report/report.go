@@ -79,6 +79,8 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 			return string(s)
 		case "":
 			return "none"
+		case "not reached": // fleet's NotReached: says nothing about health
+			return "skip"
 		}
 		return "fail" // a host's missing, error: as bad as fail
 	},

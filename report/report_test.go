@@ -3,6 +3,8 @@ package report
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 
 	"encoding/json"
 	"github.com/erdmakit/erdmakit/erdma"
@@ -34,6 +36,8 @@ func TestDetectsEveryKindFromTheCLIsJSON(t *testing.T) {
 		"perftest-loopback-fail.json":    KindPerftest,
 		"nccl-run-B02.json":              KindNCCLRun,
 		"perftest-lat-fail.json":         KindPerftestLat,
+		"fleet-prove-4.json":             KindFleetProve,
+		"setup-dry-memlock-64k.json":     KindSetup,
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	require.NoError(t, err)
@@ -182,4 +186,47 @@ func hasNot(t *testing.T, page, unwanted string, msg ...any) {
 		i := strings.Index(page, unwanted)
 		t.Errorf("the page has %q: ...%s... %v", unwanted, page[max(0, i-80):min(len(page), i+80)], msg)
 	}
+}
+
+// FuzzFromJSON: any bytes are an Input or an error, never a panic; an
+// Input always renders, redacted or not.
+func FuzzFromJSON(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	require.NoError(f, err)
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	f.Add([]byte(`{"kind":"doctor","findings":null,"host":null,"status":"bogus"}`))
+	f.Add([]byte(`{"status":"fail","hosts":["a","b"],"matrix":[[null,1],[1]],"rounds":1}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in, err := FromJSON("fuzz.json", b)
+		if err != nil {
+			require.True(t, strings.HasPrefix(err.Error(), "fuzz.json: "), err.Error())
+			return
+		}
+		for _, redact := range []bool{false, true} {
+			require.NoError(t, Write(io.Discard, Options{Redact: redact}, in))
+		}
+	})
+}
+
+// A hostile result: huge lists and strings make a bounded page.
+func TestHugeInputMakesABoundedPage(t *testing.T) {
+	r := &erdma.Report{Status: health.Fail}
+	long := strings.Repeat("x", 1<<20)
+	for i := range 20000 {
+		r.Findings = append(r.Findings, health.Finding{ID: fmt.Sprintf("c%d", i), Severity: health.Fail, Summary: long[:1000],
+			Evidence: make([]string, 100)})
+	}
+	r.Findings[0].Summary = long
+	in, err := FromValue("huge", r)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, Write(&out, Options{}, in))
+	assert.Less(t, out.Len(), 40<<20)
+	has(t, out.String(), "only the first 5000 findings")
+	has(t, out.String(), "more bytes)")
+	has(t, out.String(), "... and 76 more lines")
 }

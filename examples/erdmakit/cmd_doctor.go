@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/atomicfile"
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/setup"
 	"github.com/spf13/cobra"
 )
 
@@ -28,6 +31,9 @@ type doctorFlags struct {
 	output       string // --output FILE, written atomically
 	formatSet    bool   // --format given on the command line
 	cloud        eri.CloudOptions
+	// fix: doctor --fix, setup's host stages for the failing checks.
+	fix  bool
+	host setupFlags
 }
 
 // newDoctorCmd: `erdmakit doctor`, every step of the eRDMA guide checked.
@@ -67,6 +73,9 @@ func newDoctorCmd(g *globals) *cobra.Command {
 	completeValues(c, "format", doctorFormats...)
 	completeValues(c, "cloud", eri.CloudAuto, eri.CloudOn, eri.CloudOff)
 	fl.StringVar(&f.cloud.Endpoint, "endpoint", "", "ECS endpoint for the cloud checks (default: $"+eri.EndpointEnv+", else the region's)")
+	fl.BoolVar(&f.fix, "fix", false, "fix what fails: setup's host stages (driver, os, gpu, limits) for the failing checks only, then the doctor again (as root; asks once, --yes for scripts)")
+	fl.BoolVar(&f.host.dryRun, "dry-run", false, "with --fix: print the fixes and change nothing")
+	f.host.addHost(c)
 	return c
 }
 
@@ -89,6 +98,16 @@ func defaultDoctorFlags() doctorFlags {
 var doctorFormats = []string{"table", "json", "prom"}
 
 func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
+	if f.fix {
+		return runDoctorFix(ctx, g, f)
+	}
+	if f.host.dryRun {
+		return &exitError{code: ExitUnknown, err: errors.New("--dry-run plans the fixes: use it with --fix")}
+	}
+	jumbo, err := jumboFlag(f.host.jumbo)
+	if err != nil {
+		return &exitError{code: ExitUnknown, err: err}
+	}
 	format := f.format
 	if g.json {
 		if format != "table" && format != "json" {
@@ -122,6 +141,7 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("--cloud %q: want auto, on or off", f.cloud.Mode)}
 	}
 	opt := f.options()
+	opt.JumboFrames = jumbo
 	if format == "table" && render.IsTerminal(g.stderr) {
 		opt.Progress = func(msg string) { fmt.Fprintln(g.stderr, msg) }
 	}
@@ -163,6 +183,19 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 		return &exitError{code: ExitUnknown, err: err}
 	}
 	return exitCode(severityExit(rep.Status))
+}
+
+// runDoctorFix is doctor --fix: setup's host stages for the failing
+// checks only, then the doctor again.
+func runDoctorFix(ctx context.Context, g *globals, f doctorFlags) error {
+	if f.format != "table" || f.output != "" {
+		return &exitError{code: ExitUnknown, err: errors.New("--fix prints the fixes and the doctor's verdict: use --json, not --format or --output")}
+	}
+	opt := setup.Options{Root: g.root, DryRun: f.host.dryRun, FailingOnly: true, Doctor: f.options()}
+	if err := f.host.hostOptions(&opt); err != nil {
+		return &exitError{code: ExitUnknown, err: err}
+	}
+	return applySetup(ctx, g, &f.host, opt, os.Stdin)
 }
 
 // runDoctorOn opens root (directory, archive or "/") and runs the doctor,

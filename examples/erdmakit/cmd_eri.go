@@ -61,7 +61,9 @@ func (f *eriFlags) open(ctx context.Context) (eri.Target, *eri.Client, error) {
 }
 
 // eriExit maps an eri error to the exit code: 3 when the command could not
-// run at all, 2 when the cloud refused or failed what it was asked.
+// run at all (no credentials or permission, not on ECS, no usable answer
+// from the endpoint, throttled after the retries), 2 when the cloud refused
+// or failed what it was asked.
 func eriExit(err error) error {
 	if err == nil {
 		return nil
@@ -69,7 +71,8 @@ func eriExit(err error) error {
 	if errors.Is(err, eri.ErrNotOnECS) { // the library names no flag; the CLI does
 		err = fmt.Errorf("%w; pass --instance-id, --region and --instance-type", err)
 	}
-	for _, cannot := range []error{eri.ErrNoCredentials, eri.ErrNotOnECS, eri.ErrForbidden} {
+	for _, cannot := range []error{eri.ErrNoCredentials, eri.ErrNotOnECS, eri.ErrForbidden, eri.ErrUnavailable,
+		eri.ErrThrottled} {
 		if errors.Is(err, cannot) {
 			return &exitError{code: ExitUnknown, err: err}
 		}
@@ -89,8 +92,9 @@ func newERIStatusCmd(g *globals, f *eriFlags) *cobra.Command {
 		Use:   "status",
 		Short: "This instance's ENIs (traffic mode, NetworkCardIndex, status) matched by MAC to netdevs and eRDMA devices",
 		Long: "DescribeNetworkInterfaces and DescribeInstanceTypes for this instance, each ENI matched by MAC to its local\n" +
-			"netdev and eRDMA device (the host, or --root). Exit 1 when two ERIs share a NetworkCardIndex (half bandwidth)\n" +
-			"or an ERI has no eRDMA device in the OS.",
+			"netdev and eRDMA device (the host, or --root), judged by the doctor's checks network-card-channel and eri-mode\n" +
+			"with their severities: exit 2 when two ERIs share a NetworkCardIndex (half bandwidth) or an ERI has no\n" +
+			"netdev or eRDMA device in the OS.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -104,11 +108,17 @@ func newERIStatusCmd(g *globals, f *eriFlags) *cobra.Command {
 			if err != nil {
 				return eriExit(err)
 			}
-			warns := st.Warnings()
-			if err := eriOutput(g, st, func() error { return printERIStatus(g, st, warns) }); err != nil {
+			out := struct {
+				*eri.Status
+				Findings []erdma.Finding `json:"findings"`
+			}{st, st.Findings()}
+			if err := eriOutput(g, out, func() error { return printERIStatus(g, st, out.Findings) }); err != nil {
 				return err
 			}
-			if len(warns) > 0 {
+			switch st.Worst() {
+			case erdma.SeverityFail:
+				return exitCode(ExitFail)
+			case erdma.SeverityWarn:
 				return exitCode(ExitWarn)
 			}
 			return nil
@@ -132,7 +142,7 @@ func localInventory(ctx context.Context, g *globals) *erdma.Inventory {
 	return inv
 }
 
-func printERIStatus(g *globals, st *eri.Status, warns []string) error {
+func printERIStatus(g *globals, st *eri.Status, findings []erdma.Finding) error {
 	w := g.stdout
 	v := st.View
 	ti := v.TypeInfo
@@ -147,8 +157,14 @@ func printERIStatus(g *globals, st *eri.Status, warns []string) error {
 	if err := t.Write(w); err != nil {
 		return err
 	}
-	for _, m := range warns {
-		fmt.Fprintln(w, "warn:", m)
+	for _, f := range findings {
+		if f.Severity != erdma.SeverityWarn && f.Severity != erdma.SeverityFail {
+			continue
+		}
+		fmt.Fprintf(w, "%s: %s: %s\n", f.Severity, f.ID, f.Summary)
+		if f.Remediation != "" {
+			fmt.Fprintf(w, "  fix: %s\n", f.Remediation)
+		}
 	}
 	return nil
 }
@@ -177,14 +193,17 @@ func kbps(k int) string {
 
 func newERIAttachCmd(g *globals, f *eriFlags) *cobra.Command {
 	var opt eri.AttachOptions
+	var terway bool
 	c := &cobra.Command{
 		Use:   "attach",
 		Short: "Create and attach the missing ERIs, each on its own NetworkCardIndex (idempotent; --dry-run)",
-		Long: "Brings the instance to --count ERIs (default: what the type allows, at most 2): each is created with\n" +
-			"NetworkInterfaceTrafficMode=HighPerformance in the primary ENI's vSwitch and security groups, tagged\n" +
-			"erdmakit:instance-id=<id>, and attached on a NetworkCardIndex no other ERI uses; then waits until InUse.\n" +
-			"A rerun after a partial failure attaches what it created before, never a third ERI. --dry-run reads\n" +
-			"(Describe*) and prints every call it would make, making none.",
+		Long: "Brings the instance to --count ERIs (default: what the type allows, at most 2), each on its own\n" +
+			"NetworkCardIndex: each new one is created with NetworkInterfaceTrafficMode=HighPerformance in the primary\n" +
+			"ENI's vSwitch and security groups, its share of the instance's queue pairs, tagged erdmakit:instance-id=<id>\n" +
+			"(and terway.alibabacloud.com/excluded=true on a Terway node), and attached on a free card; then waits\n" +
+			"until InUse. Two ERIs on one card: the second is detached and re-attached on a free card, which needs the\n" +
+			"instance stopped. Transient errors are retried. A rerun after a failure attaches what it created before,\n" +
+			"never a third ERI. --dry-run reads (Describe*) and prints every call it would make, making none.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -195,6 +214,12 @@ func newERIAttachCmd(g *globals, f *eriFlags) *cobra.Command {
 			defer c.Close()
 			if !g.json {
 				opt.Progress = func(s string) { fmt.Fprintln(g.stderr, "erdmakit eri attach:", s) }
+			}
+			if terway {
+				opt.TerwayExclude = true
+			} else if h, closer, herr := erdma.OpenHostContext(ctx, g.root); herr == nil {
+				opt.TerwayExclude, _ = eri.DetectTerway(h)
+				closer.Close()
 			}
 			res, err := c.Attach(ctx, t, opt)
 			if res != nil {
@@ -208,31 +233,51 @@ func newERIAttachCmd(g *globals, f *eriFlags) *cobra.Command {
 	c.Flags().IntVar(&opt.Count, "count", 0, "ERIs wanted (default: the type's EriQuantity, at most 2)")
 	c.Flags().BoolVar(&opt.DryRun, "dry-run", false, "print the calls, make none")
 	c.Flags().DurationVar(&opt.Wait, "wait", 3*time.Minute, "bound on the wait for each ERI to reach InUse")
+	c.Flags().BoolVar(&terway, "terway-exclude", false, "tag new ERIs terway.alibabacloud.com/excluded=true (default: when /etc/cni/net.d has a Terway configuration)")
 	return c
 }
 
+// printAttach says what a run did: the plan on a dry run; otherwise only
+// the calls actually made, what exists now, what was left unattached and
+// how to delete it, and the next step only after a complete run.
 func printAttach(g *globals, res *eri.AttachResult) {
 	w := g.stdout
 	p := res.Plan
-	if len(p.Steps) == 0 {
-		fmt.Fprintf(w, "%d ERI(s) attached, %d wanted: nothing to do\n", p.Have, p.Want)
+	for _, n := range p.Notes {
+		fmt.Fprintln(w, "note:", n)
 	}
-	verb := "made"
 	if res.DryRun {
-		verb = "would make (dry run: none made)"
-	}
-	if len(p.Steps) > 0 {
-		fmt.Fprintf(w, "%d ERI(s) attached, %d wanted; calls %s:\n", p.Have, p.Want, verb)
+		if len(p.Steps) == 0 {
+			fmt.Fprintf(w, "%d ERI(s) attached on distinct cards, %d wanted: nothing to do\n", p.Have, p.Want)
+			return
+		}
+		fmt.Fprintf(w, "%d ERI(s) attached, %d wanted; calls it would make (dry run: none made):\n", p.Have, p.Want)
 		for _, s := range p.Steps {
 			for _, call := range s.Calls {
 				fmt.Fprintln(w, "  "+call.String())
 			}
 		}
+		return
+	}
+	if len(p.Steps) == 0 {
+		fmt.Fprintf(w, "%d ERI(s) attached on distinct cards, %d wanted: nothing to do\n", len(res.ERIs), p.Want)
+	} else if len(res.Made) > 0 {
+		fmt.Fprintln(w, "calls made:")
+		for _, m := range res.Made {
+			fmt.Fprintf(w, "  %s -> %s\n", m.Call.String(), m.Result)
+		}
+	} else {
+		fmt.Fprintln(w, "no call made")
 	}
 	for _, e := range res.ERIs {
 		fmt.Fprintf(w, "ERI %s mac %s NetworkCardIndex %s %s\n", e.ID, e.MAC, optInt(e.NetworkCardIndex), e.Status)
 	}
-	if !res.DryRun && len(p.Steps) > 0 {
+	for _, u := range res.Unattached {
+		fmt.Fprintf(w, "not attached: %s (%s): a rerun of erdmakit eri attach attaches it; to delete it instead: %s\n",
+			u.ID, u.Status, u.Delete)
+	}
+	fmt.Fprintln(w, res.Summary())
+	if res.Complete && len(p.Steps) > 0 {
 		fmt.Fprintln(w, "next: erdmakit eri configure (address the new netdevs), then erdmakit doctor")
 	}
 }

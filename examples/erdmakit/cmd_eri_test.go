@@ -5,11 +5,14 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,30 +48,101 @@ func TestERIAttachDryRunThenAttachThenStatus(t *testing.T) {
 	f, flags := eriEnv(t)
 	code, out, stderr := runCLI(append([]string{"eri", "attach", "--dry-run"}, flags...)...)
 	require.Equal(t, ExitOK, code, stderr)
-	assert.Contains(t, out, "0 ERI(s) attached, 2 wanted; calls would make (dry run: none made):")
-	assert.Contains(t, out, "CreateNetworkInterface ClientToken=erdmakit-i-cli-eri-0 NetworkInterfaceName=erdmakit-eri-0 "+
-		"NetworkInterfaceTrafficMode=HighPerformance QueuePairNumber=8 RegionId=cn-hangzhou SecurityGroupIds.1=sg-1 "+
-		"Tag.1.Key=erdmakit:creator Tag.1.Value=erdmakit Tag.2.Key=erdmakit:instance-id Tag.2.Value=i-cli VSwitchId=vsw-1")
+	assert.Contains(t, out, "0 ERI(s) attached, 2 wanted; calls it would make (dry run: none made):")
+	assert.Regexp(t, `CreateNetworkInterface ClientToken=erdmakit-i-cli-eri-0-[0-9a-f]{8} NetworkInterfaceName=erdmakit-eri-0 `+
+		`NetworkInterfaceTrafficMode=HighPerformance QueuePairNumber=8 RegionId=cn-hangzhou SecurityGroupIds.1=sg-1 `+
+		`Tag.1.Key=erdmakit:creator Tag.1.Value=erdmakit Tag.2.Key=erdmakit:instance-id Tag.2.Value=i-cli VSwitchId=vsw-1`, out)
 	assert.Contains(t, out, "AttachNetworkInterface InstanceId=i-cli NetworkCardIndex=1 NetworkInterfaceId=<created above> RegionId=cn-hangzhou")
 	assert.Zero(t, f.Count("CreateNetworkInterface"))
 
 	code, out, stderr = runCLI(append([]string{"eri", "attach", "--wait", "10s"}, flags...)...)
 	require.Equal(t, ExitOK, code, "%s\n%s", out, stderr)
 	assert.Contains(t, stderr, "attaching eni-fake0002 on NetworkCardIndex 1")
+	assert.Contains(t, out, "calls made:\n  CreateNetworkInterface ClientToken=erdmakit-i-cli-eri-0-")
+	assert.Contains(t, out, "  AttachNetworkInterface InstanceId=i-cli NetworkCardIndex=1 NetworkInterfaceId=eni-fake0002 RegionId=cn-hangzhou -> ok")
 	assert.Contains(t, out, "ERI eni-fake0001 mac 00:16:3e:aa:00:01 NetworkCardIndex 0 InUse")
+	assert.Contains(t, out, "now 2 ERI(s) attached, 2 wanted\nnext: erdmakit eri configure")
 
+	code, out, _ = runCLI(append([]string{"eri", "attach"}, flags...)...)
+	assert.Equal(t, ExitOK, code)
+	assert.Equal(t, "2 ERI(s) attached on distinct cards, 2 wanted: nothing to do\n"+
+		"ERI eni-fake0001 mac 00:16:3e:aa:00:01 NetworkCardIndex 0 InUse\n"+
+		"ERI eni-fake0002 mac 00:16:3e:aa:00:02 NetworkCardIndex 1 InUse\n"+
+		"now 2 ERI(s) attached, 2 wanted\n", out)
+
+	// The fake's new ERIs have no netdev on the fixture: the doctor's
+	// eri-mode says fail, and so does eri status (one fact, one severity).
 	code, out, stderr = runCLI(append([]string{"eri", "status", "--json"}, flags...)...)
-	require.Equal(t, ExitWarn, code, stderr) // the fake's new ERIs have no eRDMA device on the fixture
-	var st eri.Status
+	require.Equal(t, ExitFail, code, stderr)
+	var st struct {
+		eri.Status
+		Findings []erdma.Finding `json:"findings"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(out), &st))
 	require.Len(t, st.ENIs, 3)
 	assert.Equal(t, "eth0", st.ENIs[0].Netdev, "the primary matched by MAC")
 	assert.Equal(t, 2, st.View.TypeInfo.EriQuantity)
+	require.Len(t, st.Findings, 2)
+	assert.Equal(t, "network-card-channel", st.Findings[0].ID)
+	assert.Equal(t, health.OK, st.Findings[0].Severity)
+	assert.Equal(t, "eri-mode", st.Findings[1].ID)
+	assert.Equal(t, health.Fail, st.Findings[1].Severity)
 
 	code, out, _ = runCLI(append([]string{"eri", "status"}, flags...)...)
-	assert.Equal(t, ExitWarn, code)
+	assert.Equal(t, ExitFail, code)
 	assert.Contains(t, out, "EriQuantity 2, network cards [0 1], 8 x NVIDIA L20, bandwidth 160 Gbit/s")
-	assert.Contains(t, out, "warn: ERI eni-fake0001 (00:16:3e:aa:00:01): no netdev with its MAC")
+	assert.Contains(t, out, "fail: eri-mode: ERI eni-fake0001 (00:16:3e:aa:00:01) has no netdev in the OS")
+}
+
+// TestERIAttachFailureIsHonest: after a refused call the output listed
+// every planned call under "calls made:" and "next: erdmakit eri
+// configure"; now only the calls made, what exists, and no next step;
+// Forbidden is exit 3 with the RAM policy (issue 27 item 13, issue 25).
+func TestERIAttachFailureIsHonest(t *testing.T) {
+	f, flags := eriEnv(t)
+	f.Fail("CreateNetworkInterface", ecsfake.Fault{Code: "Forbidden.RAM", Status: 403})
+	code, out, stderr := runCLI(append([]string{"eri", "attach", "--wait", "10s"}, flags...)...)
+	assert.Equal(t, ExitUnknown, code)
+	assert.Contains(t, stderr, `"ecs:CreateNetworkInterface"`, "the RAM policy")
+	assert.Contains(t, out, "calls made:\n  CreateNetworkInterface ")
+	assert.Contains(t, out, "-> error: Forbidden.RAM (HTTP 403): User not authorized")
+	assert.NotContains(t, out, "AttachNetworkInterface")
+	assert.NotContains(t, out, "next:")
+	assert.Contains(t, out, "now 0 ERI(s) attached, 2 wanted")
+
+	f.ClearFaults()
+	f.Fail("AttachNetworkInterface", ecsfake.Fault{Code: "ServiceUnavailable", Status: 503})
+	code, out, _ = runCLI(append([]string{"eri", "attach", "--wait", "10s"}, flags...)...)
+	assert.Equal(t, ExitUnknown, code)
+	assert.Contains(t, out, "not attached: eni-fake0001 (Available): a rerun of erdmakit eri attach attaches it; "+
+		"to delete it instead: aliyun ecs DeleteNetworkInterface --RegionId cn-hangzhou --NetworkInterfaceId eni-fake0001")
+	assert.NotContains(t, out, "next:")
+}
+
+// TestERISharedCardCLI: eri status fails two ERIs on one card, with the
+// remedy; attach plans the move and, the instance running, refuses it.
+func TestERISharedCardCLI(t *testing.T) {
+	f, flags := eriEnv(t)
+	for i, mac := range []string{"00:16:3e:2f:37:75", "00:16:3e:2f:37:76"} {
+		f.AddENI(ecsfake.ENI{ID: "eni-eri" + strconv.Itoa(i), MAC: mac, Type: "Secondary", Mode: "HighPerformance",
+			Status: "InUse", InstanceID: "i-cli", CardIndex: 0, DeviceIndex: i + 1, QueuePairNumber: 8})
+	}
+	code, out, _ := runCLI(append([]string{"eri", "status"}, flags...)...)
+	assert.Equal(t, ExitFail, code)
+	assert.Contains(t, out, "fail: network-card-channel: eni-eri0 and eni-eri1 on NetworkCardIndex 0")
+	assert.Contains(t, out, "fix: move one to a free card: stop the instance first")
+
+	code, out, _ = runCLI(append([]string{"eri", "attach", "--dry-run"}, flags...)...)
+	assert.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "note: ERIs eni-eri0 and eni-eri1 share NetworkCardIndex 0")
+	assert.Contains(t, out, "  DetachNetworkInterface InstanceId=i-cli NetworkInterfaceId=eni-eri1 RegionId=cn-hangzhou\n"+
+		"  AttachNetworkInterface InstanceId=i-cli NetworkCardIndex=1 NetworkInterfaceId=eni-eri1 RegionId=cn-hangzhou")
+
+	code, out, stderr := runCLI(append([]string{"eri", "attach"}, flags...)...)
+	assert.Equal(t, ExitFail, code)
+	assert.Contains(t, stderr, "i-cli is Running: moving an ERI to another network card detaches it")
+	assert.Contains(t, out, "no call made")
+	assert.NotContains(t, out, "next:")
 }
 
 func TestERIErrorsExitCodes(t *testing.T) {
@@ -186,6 +260,65 @@ func TestDoctorLiveWithoutCloud(t *testing.T) {
 	assert.Less(t, took-time.Since(start), time.Second, "the cloud checks add well under a second")
 }
 
+// TestERIUnusableEndpointExits3: an HTML 502 page, garbage or an endpoint
+// that does not answer is "could not run" (exit 3, was 2), and the message
+// names the HTTP status and the endpoint instead of the decoder's words
+// (issue 27 item 7).
+func TestERIUnusableEndpointExits3(t *testing.T) {
+	_, flags := eriEnv(t)
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = w.Write([]byte("<html><body><h1>502 Bad Gateway</h1></body></html>"))
+	}))
+	defer html.Close()
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer silent.Close()
+	for name, tc := range map[string]struct{ url, want string }{
+		"html 502": {html.URL, "HTTP 502 Bad Gateway from " + strings.TrimPrefix(html.URL, "http://")},
+		"silent":   {silent.URL, "no answer from " + strings.TrimPrefix(silent.URL, "http://") + " within 1s"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(eri.EndpointEnv, tc.url)
+			code, _, stderr := runCLI(append([]string{"eri", "status", "--timeout", "1s"}, flags...)...)
+			assert.Equal(t, ExitUnknown, code, stderr)
+			assert.Contains(t, stderr, tc.want)
+			assert.NotContains(t, stderr, "<html")
+			assert.NotContains(t, stderr, "invalid character")
+		})
+	}
+}
+
+// TestERISignalDuringBodyRead: SIGTERM/SIGINT while an ECS answer trickles
+// in took 5 s (the SDK's body read ignored the context); now the call is
+// ended with the context (issue 27 items 2 and 3).
+func TestERISignalDuringBodyRead(t *testing.T) {
+	_, flags := eriEnv(t)
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"RequestId":"`))
+		for r.Context().Err() == nil {
+			if _, err := w.Write([]byte("aaaa")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}))
+	defer srv.Close()
+	t.Setenv(eri.EndpointEnv, srv.URL)
+	bin := buildCLI(t)
+	for _, s := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		asked.Store(0)
+		took, code, stderr := signalRun{bin: bin, args: append([]string{"eri", "status", "--timeout", "60s"}, flags...),
+			ready: func() bool { return asked.Load() > 0 }, sigs: []syscall.Signal{s}, limit: 10 * time.Second}.run(t)
+		assert.Equal(t, ExitUnknown, code, stderr)
+		assert.Less(t, took, time.Second+500*time.Millisecond, "%v to exit", s)
+	}
+}
+
 // hardening-3 items 8 and 28: a server's error text reaches the terminal
 // without its escape sequences, forged lines or echoed credentials.
 func TestERIServerTextIsEscapedAndCredentialsStripped(t *testing.T) {
@@ -203,4 +336,76 @@ func TestERIServerTextIsEscapedAndCredentialsStripped(t *testing.T) {
 	assert.NotContains(t, all, "CAISabcdefghijklmnopqrstuvwxyz0123")
 	assert.NotContains(t, all, "LTAI5tCLIFake")
 	assert.Contains(t, stderr, `boom\x1b]0;owned\a\x1b[2J\nerdmakit: all good (exit 0)\nSecurityToken=<redacted> AccessKeyId=<redacted>`)
+}
+
+// TestRecordCloudViewRedacted: --redact used to drop the cloud view; now
+// its ids, MACs and IPs are redacted like the rest of the recording, and
+// the doctor still judges the channel layout and matches ERIs to netdevs
+// (issue 27 item 14).
+func TestRecordCloudViewRedacted(t *testing.T) {
+	f, flags := eriEnv(t)
+	for i, mac := range []string{"00:16:3e:2f:37:75", "00:16:3e:2f:37:76"} {
+		f.AddENI(ecsfake.ENI{ID: "eni-secret" + strconv.Itoa(i), MAC: mac, Type: "Secondary", Mode: "HighPerformance",
+			IP: "172.16.5." + strconv.Itoa(20+i), Status: "InUse", InstanceID: "i-cli", CardIndex: 1, DeviceIndex: i + 1,
+			VSwitchID: "vsw-secret", SecurityGroups: []string{"sg-secret"}})
+	}
+	out := filepath.Join(t.TempDir(), "h.tar.gz")
+	code, _, stderr := runCLI(append([]string{"record", "--cloud", "--redact", "--out", out}, flags...)...)
+	require.Equal(t, ExitOK, code, stderr)
+	raw, err := os.ReadFile(out)
+	require.NoError(t, err)
+	gz, err := gzip.NewReader(bytes.NewReader(raw))
+	require.NoError(t, err)
+	all, err := io.ReadAll(gz)
+	require.NoError(t, err)
+	for _, secret := range []string{"eni-secret", "eni-primary", "00:16:3e:2f:37:75", "172.16.5.20", "i-cli", "vsw-secret", "sg-secret", "cn-hangzhou"} {
+		assert.NotContains(t, string(all), secret)
+	}
+
+	h, closer, err := erdma.OpenHost(out)
+	require.NoError(t, err)
+	defer closer.Close()
+	v, err := eri.RecordedView(h)
+	require.NoError(t, err)
+	require.NotNil(t, v, "the view is kept, redacted")
+	require.Len(t, v.ERIs(), 2)
+	assert.Equal(t, "eni-redacted2", v.ERIs()[0].ID)
+	assert.Equal(t, map[int][]string{1: {"eni-redacted2", "eni-redacted3"}}, v.SharedChannels())
+
+	t.Setenv(eri.EndpointEnv, "http://127.0.0.1:1") // a replay asks nothing
+	code, js, stderr := runCLI("doctor", "--json", "--root", out)
+	assert.Equal(t, ExitFail, code)
+	var rep erdma.Report
+	require.NoError(t, json.Unmarshal([]byte(js), &rep), stderr)
+	assert.Equal(t, health.Fail, findingOf(t, &rep, "network-card-channel").Severity)
+	assert.Equal(t, health.OK, findingOf(t, &rep, "eri-mode").Severity, "ERIs still match the redacted netdevs by MAC")
+}
+
+// TestFleetDoctorCloudOptIn: fleet doctor ran no cloud check; --cloud adds
+// them on every rank (here one rank on a recording with two ERIs on one
+// card), and without it the report is as before (issue 27 item 14).
+func TestFleetDoctorCloudOptIn(t *testing.T) {
+	f, flags := eriEnv(t)
+	for i, mac := range []string{"00:16:3e:2f:37:75", "00:16:3e:2f:37:76"} {
+		f.AddENI(ecsfake.ENI{ID: "eni-eri" + strconv.Itoa(i), MAC: mac, Type: "Secondary", Mode: "HighPerformance",
+			Status: "InUse", InstanceID: "i-cli", CardIndex: 1, DeviceIndex: i + 1})
+	}
+	out := filepath.Join(t.TempDir(), "h.tar.gz")
+	code, _, stderr := runCLI(append([]string{"record", "--cloud", "--out", out}, flags...)...)
+	require.Equal(t, ExitOK, code, stderr)
+	problems := func(extra ...string) []string {
+		args := append([]string{"fleet", "doctor", "--rank", "0", "--ranks", "1", "--rendezvous",
+			"127.0.0.1:" + strconv.Itoa(freePort(t)), "--root", out, "--json", "--join-timeout", "20s"}, extra...)
+		_, js, stderr := runCLI(args...)
+		var rep struct {
+			Hosts []struct {
+				Problems []string `json:"problems"`
+			} `json:"hosts"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(js), &rep), "%s\n%s", js, stderr)
+		require.Len(t, rep.Hosts, 1)
+		return rep.Hosts[0].Problems
+	}
+	assert.NotContains(t, problems(), "network-card-channel", "off by default")
+	assert.Contains(t, problems("--cloud", "on"), "network-card-channel")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/eri"
 	"github.com/erdmakit/erdmakit/monitor"
 	"github.com/spf13/cobra"
 )
@@ -22,6 +23,7 @@ func newExporterCmd(g *globals) *cobra.Command {
 		noDoctor bool
 		toolsTTL time.Duration
 		maxConns int
+		cloud    string
 	)
 	c := &cobra.Command{
 		Use:   "exporter",
@@ -43,7 +45,16 @@ so alerts can fire on "nvidia_peermem not loaded". --root serves a recorded host
 				return &exitError{code: ExitUnknown, err: err}
 			}
 			fmt.Fprintf(g.stderr, "erdmakit exporter: serving http://%s/metrics\n", l.Addr())
-			snap := hostSnapshot(h, !noDoctor, toolsTTL)
+			var cl *eri.CloudOptions
+			switch cloud {
+			case eri.CloudOff:
+			case eri.CloudAuto, eri.CloudOn:
+				// One API call per exporter run (refreshed hourly), never per scrape.
+				cl = &eri.CloudOptions{Mode: cloud, Cache: &eri.ViewCache{}}
+			default:
+				return &exitError{code: ExitUnknown, err: fmt.Errorf("--cloud %q: want auto, on or off", cloud)}
+			}
+			snap := hostSnapshot(h, !noDoctor, toolsTTL, exporterMetadata(), cl)
 			if maxConns < 1 {
 				return &exitError{code: ExitUnknown, err: fmt.Errorf("exporter: --max-conns %d: want at least 1", maxConns)}
 			}
@@ -60,12 +71,27 @@ so alerts can fire on "nvidia_peermem not loaded". --root serves a recorded host
 	f.BoolVar(&noDoctor, "no-doctor", false, "do not run the doctor's checks on each scrape")
 	f.IntVar(&maxConns, "max-conns", monitor.DefaultLimits().MaxConns, "connections held at once; one more closes an idle or slow one, never a scrape in progress (see docs/monitor.md, Reliability and security)")
 	f.DurationVar(&toolsTTL, "tools-ttl", 5*time.Minute, "how long the versions of eadm, ofed_info, ... are cached between scrapes")
+	f.StringVar(&cloud, "cloud", eri.CloudOff, "the doctor's cloud checks (network-card-channel from the ECS API, eri-mode): off, auto or on; the API is asked once per run (refreshed hourly), never per scrape")
+	completeValues(c, "cloud", eri.CloudOff, eri.CloudAuto, eri.CloudOn)
 	return c
+}
+
+// exporterMetadataTTL is how long the exporter keeps the instance the
+// metadata service named (a failure: a minute).
+const exporterMetadataTTL = 10 * time.Minute
+
+// exporterMetadata is the metadata client of one exporter run: the
+// instance is looked up once and then every exporterMetadataTTL, not on
+// every scrape (off Alibaba Cloud a lookup costs its whole timeout).
+func exporterMetadata() *erdma.MetadataClient {
+	return &erdma.MetadataClient{Cache: &erdma.MetadataCache{TTL: exporterMetadataTTL}}
 }
 
 // hostSnapshot reads the inventory on every scrape; the tool versions (which
 // cost process starts) are cached for ttl.
-func hostSnapshot(h erdma.Host, withDoctor bool, ttl time.Duration) monitor.SnapshotFunc {
+// The instance comes from md (cached: see exporterMetadata); cloud, when
+// set, adds the doctor's cloud checks with their view cached across scrapes.
+func hostSnapshot(h erdma.Host, withDoctor bool, ttl time.Duration, md *erdma.MetadataClient, cloud *eri.CloudOptions) monitor.SnapshotFunc {
 	var (
 		mu      sync.Mutex
 		tools   []erdma.Tool
@@ -92,6 +118,10 @@ func hostSnapshot(h erdma.Host, withDoctor bool, ttl time.Duration) monitor.Snap
 		// Prometheus computes their rates.
 		opt := doctor.DefaultOptions()
 		opt.Interval = 0
+		opt.Metadata = md
+		if cloud != nil {
+			opt.Checks = append(opt.Checks, eri.DoctorChecks(h, *cloud)...)
+		}
 		if snap.Report, err = doctor.Diagnose(ctx, h, inv, opt); err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/eri"
 	"github.com/erdmakit/erdmakit/fleet"
 	"github.com/spf13/cobra"
 )
@@ -58,6 +59,7 @@ func newFleetCmd(g *globals) *cobra.Command {
 
 func newFleetDoctorCmd(g *globals) *cobra.Command {
 	var ff fleetFlags
+	var cloud eri.CloudOptions
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Every rank runs the doctor on its host; rank 0 prints hosts by status and the checks that differ",
@@ -70,8 +72,16 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}
+			var cl *eri.CloudOptions
+			switch cloud.Mode {
+			case eri.CloudOff:
+			case eri.CloudAuto, eri.CloudOn:
+				cl = &cloud // each rank asks the API once for its own host
+			default:
+				return &exitError{code: ExitUnknown, err: fmt.Errorf("--cloud %q: want auto, on or off", cloud.Mode)}
+			}
 			rep, err := fleet.RunDoctor(cmd.Context(), me, addr, func(ctx context.Context) (*erdma.Report, error) {
-				return runDoctorOn(ctx, g.root, defaultDoctorFlags().options(), nil)
+				return runDoctorOn(ctx, g.root, defaultDoctorFlags().options(), cl)
 			}, opt)
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
@@ -83,5 +93,8 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
 		},
 	}
 	ff.add(c)
+	c.Flags().StringVar(&cloud.Mode, "cloud", eri.CloudOff, "the doctor's cloud checks on every rank (network-card-channel from the ECS API, eri-mode): off, auto or on; one API lookup per host per run")
+	c.Flags().StringVar(&cloud.Endpoint, "endpoint", "", "with --cloud: ECS endpoint (default: $"+eri.EndpointEnv+", else the region's)")
+	completeValues(c, "cloud", eri.CloudOff, eri.CloudAuto, eri.CloudOn)
 	return c
 }

@@ -286,7 +286,7 @@ func applyHostEnv(ctx context.Context, g *globals, f ncclRunFlags, c *nccl.Comma
 func printNCCLReport(g *globals, rep *nccl.RunReport, rowsShown bool) {
 	w := g.stdout
 	if !rowsShown && len(rep.Rows) > 0 {
-		_ = nccl.ResultTable(rep.TestResult).Write(w)
+		_ = nccl.WriteResultTable(w, rep.TestResult)
 	}
 	if rep.AvgBusBW > 0 {
 		fmt.Fprintf(w, "avg bus bandwidth %.3f GB/s\n", rep.AvgBusBW)

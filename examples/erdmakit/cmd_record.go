@@ -78,13 +78,9 @@ func newRecordCmd(g *globals) *cobra.Command {
 }
 
 // addCloudView asks the ECS API for this instance's view and adds it to the
-// recording. A redacted recording cannot carry it (ids, MACs and IPs would
-// leak), so --redact leaves it out and says so.
+// recording; with --redact its ids, MACs and IPs are redacted like the rest
+// of the recording (the channel layout stays).
 func addCloudView(ctx context.Context, g *globals, ef *eriFlags, redact bool, opt *erdma.RecordOptions) error {
-	if redact {
-		fmt.Fprintln(g.stderr, "erdmakit: record: --redact: the cloud view is not recorded (it names ENIs, MACs and IPs)")
-		return nil
-	}
 	t, c, err := ef.open(ctx)
 	if err != nil {
 		return err
@@ -99,6 +95,12 @@ func addCloudView(ctx context.Context, g *globals, ef *eriFlags, redact bool, op
 	}
 	for k, v := range files {
 		opt.Files[k] = v
+	}
+	if redact {
+		if opt.FileRedactors == nil {
+			opt.FileRedactors = map[string]func(*erdma.Redactor, []byte) ([]byte, error){}
+		}
+		opt.FileRedactors[eri.ViewFile] = eri.RedactViewFile
 	}
 	return nil
 }

@@ -20,7 +20,8 @@ func newReportCmd(g *globals) *cobra.Command {
 		Use:   "report [-o FILE.html] [--redact] RESULT.json...",
 		Short: "One self-contained HTML page from erdmakit --json results: the verdict, the findings per host, the charts",
 		Long: "Reads the --json output of doctor, fleet doctor, bw run/loopback/mesh/lat, perftest, nccl run and\n" +
-			"parse nccl/nccl-log/perftest/topo (- for stdin; the kind is recognised by its keys) and writes one HTML\n" +
+			"parse nccl/nccl-log/perftest/topo, fleet prove, setup (- for stdin; the kind is recognised by its keys) and\n" +
+			"writes one HTML " +
 			"page: the verdict first, then per host the findings, failing first, with evidence and fix, then the\n" +
 			"charts inline. The page fetches nothing from the network (it can be attached to a ticket). --redact\n" +
 			"replaces host names, MACs, addresses, GIDs, GUIDs, GPU UUIDs, instance ids and the region as record\n" +

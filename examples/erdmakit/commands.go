@@ -19,6 +19,7 @@ func subcommands(g *globals) []*cobra.Command {
 		newFleetCmd(g),
 		newReportCmd(g),
 		newERICmd(g),
+		newSetupCmd(g),
 		newVersionCmd(g),
 	}
 }

@@ -61,9 +61,9 @@ func TestExporterEndsWithinASecondOfASignal(t *testing.T) {
 // startExporter starts the built exporter on root at a free loopback port
 // and returns it, the address it says it serves, and its exit (cmd.Wait),
 // sent once it has ended.
-func startExporter(t *testing.T, ctx context.Context, bin, root string) (*exec.Cmd, string, <-chan error) {
+func startExporter(t *testing.T, ctx context.Context, bin, root string, args ...string) (*exec.Cmd, string, <-chan error) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, bin, "exporter", "--listen", "127.0.0.1:0", "--root", root)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"exporter", "--listen", "127.0.0.1:0", "--root", root}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

@@ -37,8 +37,16 @@ type ENI struct {
 	ID, MAC, Type, Mode, IP, Status, InstanceID, VSwitchID string
 	SecurityGroups                                         []string
 	CardIndex, DeviceIndex                                 int
+	QueuePairNumber                                        int
 	Tags                                                   map[string]string
 	describesToInUse                                       int
+}
+
+// Instance is what DescribeInstanceAttribute says of an instance; an
+// instance the fake does not hold is Running without jumbo frames.
+type Instance struct {
+	Status     string // "Running", "Stopped"
+	JumboFrame bool
 }
 
 // Fault is an error answer injected for an action, Times times (0: always).
@@ -67,6 +75,12 @@ type Server struct {
 	Types         map[string]Type
 	// AttachDescribes is how many describes an attached ENI stays Attaching.
 	AttachDescribes int
+	// Instances holds instance states by id (DescribeInstanceAttribute,
+	// and DetachNetworkInterface of an ERI, which needs it Stopped).
+	Instances map[string]Instance
+	// ApplyThenFail makes the next injected fault of an action answer
+	// after the action took effect (a 503 whose attach happened anyway).
+	ApplyThenFail bool
 
 	mu       sync.Mutex
 	enis     []*ENI
@@ -133,11 +147,15 @@ func writeErr(w http.ResponseWriter, status int, code, msg string) {
 }
 
 var messages = map[string]string{
-	"Forbidden.RAM":       "User not authorized to operate on the specified resource, or this API doesn't support RAM.",
-	"Throttling.User":     "Request was denied due to user flow control.",
-	"InvalidParameter":    "The specified parameter is not valid.",
-	"QuotaExceed.Eri":     "The maximum number of ERIs of the instance type is exceeded.",
-	"IncompleteSignature": "The request signature does not conform to Aliyun standards.",
+	"ServiceUnavailable":                      "The request has failed due to a temporary failure of the server.",
+	"IncorrectInstanceStatus":                 "The current status of the resource does not support this operation.",
+	"QuotaExceed.PortableNetworkInterface":    "The maximum number of network interfaces is exceeded.",
+	"OperationDenied.PrimaryNetworkInterface": "The primary network interface cannot be detached.",
+	"Forbidden.RAM":                           "User not authorized to operate on the specified resource, or this API doesn't support RAM.",
+	"Throttling.User":                         "Request was denied due to user flow control.",
+	"InvalidParameter":                        "The specified parameter is not valid.",
+	"QuotaExceed.Eri":                         "The maximum number of ERIs of the instance type is exceeded.",
+	"IncompleteSignature":                     "The request signature does not conform to Aliyun standards.",
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -168,12 +186,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if msg == "" {
 			msg = "injected"
 		}
+		if s.ApplyThenFail {
+			s.requests = append(s.requests, Request{Action: action, Params: q})
+			_, _ = s.do(action, q)
+		}
 		writeErr(w, f.Status, f.Code, msg)
 		return
 	}
 	s.requests = append(s.requests, Request{Action: action, Params: q})
-	var body any
-	var status int
+	body, status := s.do(action, q)
+	if status == 404 {
+		writeErr(w, 404, "InvalidAction.NotFound", "action "+action)
+		return
+	}
+	if status != 200 {
+		writeErr(w, status, body.(string), messages[body.(string)])
+		return
+	}
+	w.Header().Set("Content-Type", "application/json;charset=utf-8")
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func (s *Server) do(action string, q url.Values) (body any, status int) {
 	switch action {
 	case "DescribeInstanceTypes":
 		body, status = s.describeTypes(q)
@@ -185,16 +219,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body, status = s.attach(q)
 	case "ModifyNetworkInterfaceAttribute":
 		body, status = s.modify(q)
+	case "DetachNetworkInterface":
+		body, status = s.detach(q)
+	case "DescribeInstanceAttribute":
+		body, status = s.describeInstance(q)
 	default:
-		writeErr(w, 404, "InvalidAction.NotFound", "action "+action)
-		return
+		return nil, 404
 	}
-	if status != 200 {
-		writeErr(w, status, body.(string), messages[body.(string)])
-		return
-	}
-	w.Header().Set("Content-Type", "application/json;charset=utf-8")
-	_ = json.NewEncoder(w).Encode(body)
+	return body, status
 }
 
 // verify checks the ACS3-HMAC-SHA256 signature with the fake's key.
@@ -330,7 +362,7 @@ func (s *Server) describeENIs(q url.Values) (any, int) {
 			"NetworkInterfaceId": e.ID, "MacAddress": e.MAC, "Type": e.Type, "NetworkInterfaceTrafficMode": e.Mode,
 			"PrivateIpAddress": e.IP, "Status": e.Status, "VSwitchId": e.VSwitchID, "VpcId": "vpc-fake",
 			"SecurityGroupIds": map[string]any{"SecurityGroupId": e.SecurityGroups},
-			"Tags":             map[string]any{"Tag": tl},
+			"Tags":             map[string]any{"Tag": tl}, "QueuePairNumber": e.QueuePairNumber,
 		}
 		if e.InstanceID != "" {
 			m["InstanceId"] = e.InstanceID
@@ -364,6 +396,7 @@ func (s *Server) create(q url.Values) (any, int) {
 	e := &ENI{ID: fmt.Sprintf("eni-fake%04d", s.nextID), MAC: fmt.Sprintf("00:16:3e:aa:00:%02x", s.nextID),
 		Type: "Secondary", Mode: q.Get("NetworkInterfaceTrafficMode"), IP: fmt.Sprintf("10.0.1.%d", 10+s.nextID),
 		Status: "Available", VSwitchID: q.Get("VSwitchId"), SecurityGroups: list(q, "SecurityGroupIds"), Tags: tags(q)}
+	e.QueuePairNumber, _ = strconv.Atoi(q.Get("QueuePairNumber"))
 	if e.Mode == "" {
 		e.Mode = "Standard"
 	}
@@ -414,4 +447,68 @@ func (s *Server) modify(q url.Values) (any, int) {
 	}
 	e.Mode = mode
 	return map[string]any{"RequestId": "R5"}, 200
+}
+
+func (s *Server) instance(id string) Instance {
+	if in, ok := s.Instances[id]; ok {
+		return in
+	}
+	return Instance{Status: "Running"}
+}
+
+// detach follows the guide: an ERI is detached only from a stopped
+// instance, and the primary ENI never.
+func (s *Server) detach(q url.Values) (any, int) {
+	e := s.find(q.Get("NetworkInterfaceId"))
+	if e == nil || q.Get("InstanceId") == "" || e.InstanceID != q.Get("InstanceId") {
+		return "InvalidParameter", 400
+	}
+	if e.Type == "Primary" {
+		return "OperationDenied.PrimaryNetworkInterface", 403
+	}
+	if e.Mode == "HighPerformance" && s.instance(e.InstanceID).Status != "Stopped" {
+		return "IncorrectInstanceStatus", 403
+	}
+	e.InstanceID, e.Status, e.CardIndex, e.DeviceIndex = "", "Available", 0, 0
+	return map[string]any{"RequestId": "R6"}, 200
+}
+
+func (s *Server) describeInstance(q url.Values) (any, int) {
+	id := q.Get("InstanceId")
+	if id == "" {
+		return "InvalidParameter", 400
+	}
+	in := s.instance(id)
+	return map[string]any{"RequestId": "R7", "InstanceId": id, "Status": in.Status, "EnableJumboFrame": in.JumboFrame}, 200
+}
+
+// SetInstance sets an instance's state.
+func (s *Server) SetInstance(id string, in Instance) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Instances == nil {
+		s.Instances = map[string]Instance{}
+	}
+	s.Instances[id] = in
+}
+
+// DeleteENI removes an ENI, as DeleteNetworkInterface would; the client
+// tokens that created it still name it (as the API may answer a reused
+// token with the deleted ENI).
+func (s *Server) DeleteENI(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, e := range s.enis {
+		if e.ID == id {
+			s.enis = append(s.enis[:i], s.enis[i+1:]...)
+			return
+		}
+	}
+}
+
+// ClearFaults removes every injected fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
 }

@@ -24,6 +24,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/erdmakit/erdmakit/internal/benchstat"
@@ -37,7 +39,12 @@ type sample struct {
 	Rep  int     `json:"rep"`
 	Gbps float64 `json:"gbps"`
 	Mpps float64 `json:"mpps"`
-	Err  string  `json:"error,omitempty"`
+	// Switches is the context switches (voluntary and involuntary) of the
+	// tool's processes during the run: ours in this process (every
+	// thread, the in-process server included), perftest's server and
+	// client (the children reaped in the run).
+	Switches int64  `json:"context_switches"`
+	Err      string `json:"error,omitempty"`
 }
 
 // sizeResult is one QP count and size's runs, medians and ratios.
@@ -90,6 +97,7 @@ func main() {
 		binary   = flag.String("perftest", "ib_write_bw", "ib_write_bw program")
 		postList = flag.Int("post-list", 0, "erdmakit's post list (0: auto)")
 		cqMod    = flag.Int("cq-mod", 0, "CQ moderation for both (0: perftest's default)")
+		goLoop   = flag.Bool("go-loop", false, "also run erdmakit's write loop in Go (as before the loop moved to C), as a fourth tool")
 		inFlight = flag.Int("outstanding", perf.DefaultTxDepth, "writes in flight per device, shared by its QPs: tx depth per QP = max(8, this/QPs), both tools")
 	)
 	flag.Parse()
@@ -135,6 +143,9 @@ func main() {
 			if *plPeer > 0 {
 				tools = append(tools, plTool)
 			}
+			if *goLoop {
+				tools = append(tools, goTool)
+			}
 			for r := 0; r < *reps; r++ {
 				mpps := map[string]float64{}
 				for k := range tools {
@@ -142,15 +153,26 @@ func main() {
 					var s sample
 					switch tool {
 					case "erdmakit":
+						before := switches(syscall.RUSAGE_SELF)
 						s = runOurs(ctx, link, size, qps, depth, *duration, *margin, *postList, *cqMod)
+						s.Switches = switches(syscall.RUSAGE_SELF) - before
 					case "ib_write_bw":
+						before := switches(syscall.RUSAGE_CHILDREN)
 						s = runPerftest(ctx, *binary, *device, gidIndex, size, qps, depth, *duration, *margin, *cqMod, 0)
+						s.Switches = switches(syscall.RUSAGE_CHILDREN) - before
+					case goTool:
+						before := switches(syscall.RUSAGE_SELF)
+						s = runOurs(ctx, goOnly{link}, size, qps, depth, *duration, *margin, *postList, *cqMod)
+						s.Switches = switches(syscall.RUSAGE_SELF) - before
+						s.Tool = goTool
 					default:
+						before := switches(syscall.RUSAGE_CHILDREN)
 						s = runPerftest(ctx, *binary, *device, gidIndex, size, qps, depth, *duration, *margin, *cqMod, min(*plPeer, depth))
+						s.Switches = switches(syscall.RUSAGE_CHILDREN) - before
 						s.Tool = plTool
 					}
 					s.Rep = r + 1
-					fmt.Printf("  qps %2d  size %7d  round %2d  %-17s  %8.4f Gbit/s  %8.5f Mpps  %s\n", qps, size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Err)
+					fmt.Printf("  qps %2d  size %7d  round %2d  %-17s  %8.4f Gbit/s  %8.5f Mpps  %6d switches  %s\n", qps, size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Switches, s.Err)
 					sr.Samples = append(sr.Samples, s)
 					if s.Err == "" {
 						mpps[s.Tool] = s.Mpps
@@ -180,6 +202,18 @@ func main() {
 				sr.RatioMpps = sr.OursMpps / sr.PerftestMpps
 			}
 			rep.Sizes = append(rep.Sizes, sr)
+		}
+	}
+	fmt.Println()
+	fmt.Printf("bwbench: %s UTC, load average %s\n", time.Now().UTC().Format("2006-01-02 15:04"), loadAvg())
+	fmt.Println("| QPs | size | context switches per run, median: erdmakit / ib_write_bw / ib_write_bw -l / erdmakit's Go loop |")
+	fmt.Println("|---:|---:|---:|")
+	for _, s := range rep.Sizes {
+		fmt.Printf("| %d | %d | %.0f / %.0f / %.0f / %.0f |\n", s.QPs, s.Size, medianSwitches(s.Samples, "erdmakit"),
+			medianSwitches(s.Samples, "ib_write_bw"), medianSwitches(s.Samples, plTool), medianSwitches(s.Samples, goTool))
+		if *goLoop {
+			r := pairedRatios(s.Samples, "erdmakit", goTool)
+			fmt.Printf("|   |   | erdmakit (C loop) / its Go loop, per round: %s |\n", benchstat.Format(benchstat.Quartiles(r), len(r)))
 		}
 	}
 	fmt.Println()
@@ -254,6 +288,78 @@ func medians(ss []sample, tool string) (gbps, mpps float64) {
 		}
 	}
 	return benchstat.Median(g), benchstat.Median(m)
+}
+
+// goTool is erdmakit's write loop run in Go (-go-loop).
+const goTool = "erdmakit go-loop"
+
+// goOnly hides a link's native write loop: its sessions are only
+// perf.Session, so the engine runs the loop in Go.
+type goOnly struct{ perf.Link }
+
+func (g goOnly) Open(ctx context.Context, cfg perf.OpenConfig) (perf.Session, error) {
+	s, err := g.Link.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return struct{ perf.Session }{s}, nil
+}
+
+// pairedRatios is a's message rate over b's in each round both ran.
+func pairedRatios(ss []sample, a, b string) []float64 {
+	ra, rb := map[int]float64{}, map[int]float64{}
+	for _, s := range ss {
+		if s.Err != "" {
+			continue
+		}
+		switch s.Tool {
+		case a:
+			ra[s.Rep] = s.Mpps
+		case b:
+			rb[s.Rep] = s.Mpps
+		}
+	}
+	var r []float64
+	for rep, x := range ra {
+		if y := rb[rep]; y > 0 {
+			r = append(r, x/y)
+		}
+	}
+	return r
+}
+
+// switches is the context switches, voluntary and involuntary, of who
+// (RUSAGE_SELF: this process's threads; RUSAGE_CHILDREN: the children
+// reaped so far).
+func switches(who int) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		return 0
+	}
+	return ru.Nvcsw + ru.Nivcsw
+}
+
+func medianSwitches(ss []sample, tool string) float64 {
+	var v []float64
+	for _, s := range ss {
+		if s.Tool == tool && s.Err == "" {
+			v = append(v, float64(s.Switches))
+		}
+	}
+	return benchstat.Median(v)
+}
+
+// loadAvg is /proc/loadavg's three load averages (the guest's, in the lab).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func fatal(err error) {

@@ -1,0 +1,139 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/erdmakit/erdmakit/erdma"
+)
+
+// The guide's installer (domain section 1, step 2): Alibaba's env_setup.sh
+// with --egs installs the eRDMA driver, rdma-core with the erdma provider
+// and eadm, on Alibaba Cloud Linux, CentOS and Ubuntu alike.
+const (
+	InstallerURL = "http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh"
+	// CompatFile is where the driver stage sets compat (RoCE) mode.
+	CompatFile = "/etc/modprobe.d/erdmakit-erdma.conf"
+)
+
+// InstallerCommand is the guide's installer command for a host whose
+// /etc/os-release says osID ("alinux", "centos", "ubuntu", ...): the same
+// script for each, as the guide prints it.
+func InstallerCommand(osID string) []string {
+	return []string{"sh", "-c", "wget -qO /tmp/env_setup.sh " + InstallerURL + " && sh /tmp/env_setup.sh --egs"}
+}
+
+// driverFix: guide step 2, the eRDMA driver, rdma-core's erdma provider
+// and eadm; and, on a GPU instance, compat (RoCE v2) mode.
+func driverFix() *Fix {
+	return &Fix{Stage: StageDriver, Title: "eRDMA driver, rdma-core and eadm present; compat (RoCE) mode on GPU instances",
+		Plan: func(_ context.Context, in *Input, env *FixEnv) (*Plan, error) {
+			p := newPlan(StageDriver)
+			inv := in.Inventory
+			osID := osRelease(env, in)
+			install := InstallerCommand(osID)
+			installText := strings.Join(install[2:], " ")
+			var erdmaDevs []erdma.Device
+			for _, d := range inv.Devices {
+				if d.ERDMA {
+					erdmaDevs = append(erdmaDevs, d)
+				}
+			}
+			mod := moduleOf(inv, "erdma")
+			loaded := (mod != nil && mod.Loaded) || len(erdmaDevs) > 0
+			eadm, toolsLooked := toolOf(inv, "eadm")
+			switch {
+			case loaded:
+				p.Found = append(p.Found, fmt.Sprintf("erdma driver loaded, %d eRDMA device(s)", len(erdmaDevs)))
+			default:
+				p.Found = append(p.Found, "erdma driver not loaded")
+			}
+			switch {
+			case eadm != nil && eadm.Path != "":
+				p.Found = append(p.Found, "eadm "+orUnknownVersion(eadm.Version))
+			case toolsLooked:
+				p.Found = append(p.Found, "eadm not found on PATH")
+			}
+			missing := !loaded || (toolsLooked && (eadm == nil || eadm.Path == ""))
+			if missing {
+				if env.InstallDriver {
+					p.add(Change{Checks: []string{erdma.FindingERDMADriver, erdma.FindingEadm}, Kind: KindCommand,
+						Target: "eRDMA driver (" + osID + ")", Command: installText,
+						apply: func(ctx context.Context) error { return env.run(ctx, install) }})
+					if !loaded {
+						p.add(Change{Checks: []string{erdma.FindingERDMADriver}, Kind: KindCommand, Target: "erdma", Command: "modprobe erdma",
+							apply: func(ctx context.Context) error { return env.run(ctx, []string{"modprobe", "erdma"}) }})
+					}
+				} else {
+					what := "eadm (the eRDMA software package) is not installed"
+					if !loaded {
+						what = "the eRDMA driver is not loaded"
+					}
+					p.Blocked = what
+					p.Next = "install it with the guide's installer (" + osID + "): " + installText + "; or rerun erdmakit setup --install-driver"
+					if !loaded {
+						p.Next = "modprobe erdma; if the module is not installed: " + installText + " (or rerun erdmakit setup --install-driver)"
+					}
+					return p, nil
+				}
+			}
+			var iwarp []string
+			for _, d := range erdmaDevs {
+				if d.CompatMode == "N" {
+					iwarp = append(iwarp, d.Name)
+				}
+			}
+			if len(iwarp) == 0 || inv.Profile == nil {
+				if len(erdmaDevs) > 0 {
+					p.Found = append(p.Found, "transport mode as a GPU instance needs it (or no compat_mode parameter)")
+				}
+				return p, nil
+			}
+			checks := []string{erdma.FindingTransportMode}
+			p.Found = append(p.Found, strings.Join(iwarp, ", ")+": iWARP mode (compat_mode=N) on a GPU instance")
+			if err := p.AddFile(env.files(in), checks, CompatFile,
+				"# GPU instances run eRDMA in compat (RoCE v2) mode: NCCL and perftest connect that way (erdmakit doctor: transport-mode)\noptions erdma compat_mode=Y\n",
+				"compat", true, 0o644); err != nil {
+				return nil, err
+			}
+			if env.ReloadDriver {
+				p.add(Change{Checks: checks, Kind: KindCommand, Target: "erdma", Command: "modprobe -r erdma && modprobe erdma",
+					apply: func(ctx context.Context) error {
+						if err := env.run(ctx, []string{"modprobe", "-r", "erdma"}); err != nil {
+							return err
+						}
+						return env.run(ctx, []string{"modprobe", "erdma"})
+					}})
+			} else {
+				p.Notes = append(p.Notes, "compat mode applies when the erdma module is next loaded: at the next boot, or now with "+
+					"erdmakit setup --reload-driver (modprobe -r erdma && modprobe erdma: the eRDMA devices go down for a moment)")
+			}
+			return p, nil
+		}}
+}
+
+func toolOf(inv *erdma.Inventory, name string) (*erdma.Tool, bool) {
+	for i := range inv.Tools {
+		if inv.Tools[i].Name == name {
+			return &inv.Tools[i], true
+		}
+	}
+	return nil, len(inv.Tools) > 0
+}
+
+// osRelease is the ID of the host's /etc/os-release ("" when unreadable).
+func osRelease(env *FixEnv, in *Input) string {
+	s, ok, err := env.files(in).Read("/etc/os-release")
+	if !ok || err != nil {
+		if s, ok, err = env.files(in).Read("/usr/lib/os-release"); !ok || err != nil {
+			return "unknown OS"
+		}
+	}
+	for _, l := range strings.Split(s, "\n") {
+		if v, ok := strings.CutPrefix(l, "ID="); ok {
+			return strings.Trim(v, `"'`)
+		}
+	}
+	return "unknown OS"
+}

@@ -1,0 +1,91 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/nvml"
+)
+
+// PeermemFile is where the gpu stage persists nvidia_peermem.
+const PeermemFile = "/etc/modules-load.d/erdmakit-nvidia-peermem.conf"
+
+// gpuFix: guide step 2, GPUDirect RDMA. When the doctor's rule (nvml's GDR
+// decision, the one the gdr-peermem check reports) says DMA-BUF is the
+// path, nothing is needed; else nvidia_peermem loaded now and at boot.
+func gpuFix() *Fix {
+	return &Fix{Stage: StageGPU, Title: "GPUDirect RDMA ready, persisted",
+		Plan: func(_ context.Context, in *Input, env *FixEnv) (*Plan, error) {
+			p := newPlan(StageGPU)
+			checks := []string{erdma.FindingGDRPeermem}
+			inv := in.Inventory
+			version := ""
+			if inv.GPU != nil && inv.GPU.Available {
+				version = inv.GPU.DriverVersion
+			}
+			nvidia := moduleOf(inv, "nvidia")
+			if version == "" && nvidia != nil && nvidia.Loaded {
+				version = nvidia.Version
+			}
+			if (inv.GPU == nil || !inv.GPU.Available) && (nvidia == nil || !nvidia.Loaded) {
+				p.Found = append(p.Found, "no NVIDIA driver loaded")
+				if inv.Profile != nil {
+					p.Blocked = "no NVIDIA driver on a GPU instance type (" + inv.Profile.Family + ")"
+					p.Next = "install the NVIDIA GPU driver (>= 470) and CUDA, then `modprobe nvidia`; check with nvidia-smi; then rerun erdmakit setup"
+				}
+				return p, nil
+			}
+			p.Found = append(p.Found, "NVIDIA driver "+orUnknownVersion(version))
+			var gdr nvml.GDR
+			if in.GPUs != nil {
+				gdr = in.GPUs.GDR
+			}
+			if gdr.Ready && gdr.Path == nvml.GDRDMABUF {
+				p.Found = append(p.Found, "GPUDirect RDMA through DMA-BUF: nvidia_peermem not needed")
+				return p, nil
+			}
+			if major, err := strconv.Atoi(strings.SplitN(version, ".", 2)[0]); err == nil && major < 470 {
+				p.Blocked = fmt.Sprintf("NVIDIA driver %s is older than 470: it has no nvidia_peermem", version)
+				p.Next = "install an NVIDIA driver >= 470 (it bundles nvidia_peermem), or load nv_peer_mem yourself; then rerun erdmakit setup"
+				return p, nil
+			}
+			if m := moduleOf(inv, "nvidia_peermem"); m != nil && m.Loaded {
+				p.Found = append(p.Found, "nvidia_peermem loaded")
+			} else {
+				p.Notes = append(p.Notes, "or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, "+
+					"the NVIDIA open GPU kernel module, rdma-core >= 34")
+				p.add(Change{Checks: checks, Kind: KindCommand, Target: "nvidia_peermem", Command: "modprobe nvidia_peermem",
+					Revert: "modprobe -r nvidia_peermem",
+					apply: func(ctx context.Context) error {
+						return env.run(ctx, []string{"modprobe", "nvidia_peermem"})
+					}})
+			}
+			files := env.files(in)
+			if old, ok, _ := files.Read(PeermemFile); gdr.Persistent && !(ok && strings.Contains(old, "nvidia_peermem")) && gdr.Peermem != "" {
+				p.Found = append(p.Found, gdr.Peermem+" already loaded at boot by another file")
+				return p, nil
+			}
+			return p, p.AddFile(files, checks, PeermemFile,
+				"# GPUDirect RDMA over eRDMA (erdmakit doctor: gdr-peermem): load at boot\nnvidia_peermem\n",
+				"gdr", true, 0o644)
+		}}
+}
+
+func moduleOf(inv *erdma.Inventory, name string) *erdma.Module {
+	for i := range inv.Modules {
+		if inv.Modules[i].Name == name {
+			return &inv.Modules[i]
+		}
+	}
+	return nil
+}
+
+func orUnknownVersion(v string) string {
+	if v == "" {
+		return "(version unknown)"
+	}
+	return v
+}

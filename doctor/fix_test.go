@@ -1,0 +1,209 @@
+package doctor_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/doctor"
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/hostconf"
+)
+
+func findingOf(rep *erdma.Report, id string) health.Finding {
+	for _, f := range rep.Findings {
+		if f.ID == id {
+			return f
+		}
+	}
+	return health.Finding{}
+}
+
+// TestFixPlanIsTheRemediation: the remediation a failing check prints is
+// its fix's plan, command for command (one unit: advice and action cannot
+// drift), and doctor --fix plans exactly those changes.
+func TestFixPlanIsTheRemediation(t *testing.T) {
+	for host, check := range map[string]string{
+		"memlock-64k":     erdma.FindingMemlock,
+		"no-peermem":      erdma.FindingGDRPeermem,
+		"port-down-no-ip": erdma.FindingNetdevIP,
+	} {
+		t.Run(host, func(t *testing.T) {
+			dir := hostDir(t, host)
+			h := erdma.RecordedHost(dir)
+			rep, err := diagnoseRecorded(t, dir)
+			require.NoError(t, err)
+			f := findingOf(rep, check)
+			require.Equal(t, health.Fail, f.Severity)
+			plans, err := doctor.PlanFixes(context.Background(), h, rep, doctor.DefaultOptions(), &doctor.FixEnv{Describe: true})
+			require.NoError(t, err)
+			require.NotEmpty(t, plans)
+			n := 0
+			for _, p := range plans {
+				for _, c := range p.Changes {
+					if !contains(c.Checks, check) {
+						continue
+					}
+					n++
+					assert.Contains(t, f.Remediation, c.Command)
+				}
+			}
+			assert.Positive(t, n, "the fix plans something for %s", check)
+			assert.True(t, strings.HasPrefix(f.Remediation, "erdmakit doctor --fix (or: "), f.Remediation)
+		})
+	}
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDoctorFixOnARecordedHost applies the fixes of a recorded host's
+// failing checks to a copy of it (the files only: a recorded host has no
+// live network): the files appear under the root, modprobe is run through
+// FixEnv.Run, and a second plan of the same report changes no file.
+func TestDoctorFixOnARecordedHost(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		host  string
+		files map[string]string
+		runs  []string
+	}{
+		{"memlock-64k", map[string]string{
+			doctor.LimitsFile:        "root hard memlock unlimited",
+			doctor.SystemdLimitsFile: "[Manager]\nDefaultLimitMEMLOCK=infinity\n"}, nil},
+		{"no-peermem", map[string]string{doctor.PeermemFile: "\nnvidia_peermem\n"}, []string{"modprobe nvidia_peermem"}},
+		{"iwarp-mode", map[string]string{doctor.CompatFile: "options erdma compat_mode=Y\n"}, nil},
+	} {
+		t.Run(tc.host, func(t *testing.T) {
+			dir := hostDir(t, tc.host)
+			h := erdma.RecordedHost(dir)
+			rep, err := diagnoseRecorded(t, dir)
+			require.NoError(t, err)
+			var ran []string
+			env := &doctor.FixEnv{Files: &hostconf.Files{Root: dir, Stamp: "t"},
+				Run: func(_ context.Context, argv []string) error { ran = append(ran, strings.Join(argv, " ")); return nil }}
+			plans, err := doctor.PlanFixes(ctx, h, rep, doctor.DefaultOptions(), env)
+			require.NoError(t, err)
+			require.NotEmpty(t, plans)
+			for _, p := range plans {
+				require.NoError(t, doctor.Apply(ctx, p))
+			}
+			for path, want := range tc.files {
+				b, err := os.ReadFile(filepath.Join(dir, path))
+				require.NoError(t, err)
+				assert.Contains(t, string(b), want)
+				assert.True(t, hostconf.Owned(string(b)))
+			}
+			assert.Equal(t, tc.runs, ran)
+			again, err := doctor.PlanFixes(ctx, h, rep, doctor.DefaultOptions(), env)
+			require.NoError(t, err)
+			for _, p := range again {
+				for _, c := range p.Changes {
+					assert.NotEqual(t, doctor.KindFile, c.Kind, "rerun: %s", c.Command)
+				}
+			}
+		})
+	}
+}
+
+// TestDriverStageWithoutTheDriver: the stage is blocked, names the guide's
+// installer exactly, and with InstallDriver plans to run it then modprobe.
+func TestDriverStageWithoutTheDriver(t *testing.T) {
+	ctx := context.Background()
+	dir := hostDir(t, "no-erdma-driver")
+	h := erdma.RecordedHost(dir)
+	rep, err := diagnoseRecorded(t, dir)
+	require.NoError(t, err)
+	p, err := doctor.PlanStage(ctx, h, rep, doctor.DefaultOptions(), doctor.StageDriver, &doctor.FixEnv{})
+	require.NoError(t, err)
+	assert.Equal(t, "the eRDMA driver is not loaded", p.Blocked)
+	assert.Contains(t, p.Next, "wget -qO /tmp/env_setup.sh http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh && sh /tmp/env_setup.sh --egs")
+	assert.Contains(t, findingOf(rep, erdma.FindingERDMADriver).Remediation, "env_setup.sh --egs")
+
+	var ran [][]string
+	p, err = doctor.PlanStage(ctx, h, rep, doctor.DefaultOptions(), doctor.StageDriver, &doctor.FixEnv{InstallDriver: true,
+		Run: func(_ context.Context, argv []string) error { ran = append(ran, argv); return nil }})
+	require.NoError(t, err)
+	assert.Empty(t, p.Blocked)
+	require.NoError(t, doctor.Apply(ctx, p))
+	require.Len(t, ran, 2)
+	assert.Equal(t, doctor.InstallerCommand(""), ran[0])
+	assert.Equal(t, []string{"modprobe", "erdma"}, ran[1])
+}
+
+// TestIWARPCompatNeedsTheReloadFlag: compat mode goes to modprobe.d; the
+// module is reloaded only with ReloadDriver.
+func TestIWARPCompatNeedsTheReloadFlag(t *testing.T) {
+	ctx := context.Background()
+	dir := hostDir(t, "iwarp-mode")
+	h := erdma.RecordedHost(dir)
+	rep, err := diagnoseRecorded(t, dir)
+	require.NoError(t, err)
+	p, err := doctor.PlanStage(ctx, h, rep, doctor.DefaultOptions(), doctor.StageDriver, &doctor.FixEnv{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"mkdir -p /etc/modprobe.d && printf '%s\\n' 'options erdma compat_mode=Y' > /etc/modprobe.d/erdmakit-erdma.conf"}, p.Commands())
+	assert.Contains(t, strings.Join(p.Notes, " "), "--reload-driver")
+	p, err = doctor.PlanStage(ctx, h, rep, doctor.DefaultOptions(), doctor.StageDriver, &doctor.FixEnv{ReloadDriver: true})
+	require.NoError(t, err)
+	assert.Equal(t, "modprobe -r erdma && modprobe erdma", p.Commands()[1])
+}
+
+// TestDetectNetworkStack: each system by its own files, netplan first.
+func TestDetectNetworkStack(t *testing.T) {
+	for _, tc := range []struct {
+		files []string
+		want  string
+	}{
+		{[]string{"etc/netplan/50-cloud-init.yaml", "etc/NetworkManager/system-connections/x.nmconnection"}, doctor.StackNetplan},
+		{[]string{"etc/sysconfig/network-scripts/ifcfg-eth0", "etc/systemd/system/multi-user.target.wants/NetworkManager.service"}, doctor.StackIfcfg},
+		{[]string{"etc/sysconfig/network-scripts/ifcfg-lo", "etc/systemd/system/multi-user.target.wants/NetworkManager.service"}, doctor.StackNetworkManager},
+		{[]string{"etc/systemd/network/10-eth0.network"}, doctor.StackNetworkd},
+		{[]string{"etc/hostname"}, ""},
+	} {
+		root := t.TempDir()
+		for _, f := range tc.files {
+			require.NoError(t, os.MkdirAll(filepath.Join(root, filepath.Dir(f)), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(root, f), nil, 0o644))
+		}
+		got, why, err := doctor.DetectNetworkStack(&hostconf.Files{Root: root})
+		assert.Equal(t, tc.want, got, "%v: %s", tc.files, why)
+		if tc.want == "" {
+			assert.ErrorIs(t, err, doctor.ErrNoNetworkStack)
+		}
+	}
+}
+
+// TestMTUCheckJudgesByJumboFrames: the mtu check and the os stage ask the
+// same fact (erdma.ERIMTU): 8500 without jumbo frames fails.
+func TestMTUCheckJudgesByJumboFrames(t *testing.T) {
+	dir := hostDir(t, "ebmgn8is-healthy")
+	for _, tc := range []struct {
+		jumbo *bool
+		want  health.Severity
+	}{{nil, health.OK}, {ptr(true), health.OK}, {ptr(false), health.Fail}} {
+		opt := doctor.DefaultOptions()
+		opt.JumboFrames = tc.jumbo
+		rep, err := doctor.Run(context.Background(), erdma.RecordedHost(dir), opt)
+		require.NoError(t, err)
+		f := findingOf(rep, erdma.FindingMTU)
+		assert.Equal(t, tc.want, f.Severity, f.Summary)
+		if tc.want == health.Fail {
+			assert.Contains(t, f.Summary, "jumbo frames not enabled")
+			assert.Contains(t, f.Remediation, "mtu 1400")
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,31 @@
+package eri
+
+import (
+	"strings"
+
+	"github.com/erdmakit/erdmakit/erdma"
+)
+
+// cniConfigDir is where a Kubernetes node keeps its CNI configuration.
+const cniConfigDir = "etc/cni/net.d"
+
+// DetectTerway reports whether h is a Kubernetes node whose CNI is Terway
+// (Alibaba Cloud's, which hands ENI addresses to pods): a Terway
+// configuration in /etc/cni/net.d. Where it is, new ERIs get the tag
+// terway.alibabacloud.com/excluded=true (AttachOptions.TerwayExclude), as
+// Alibaba's erdma-controller sets it. evidence names the file.
+func DetectTerway(h erdma.Host) (found bool, evidence string) {
+	names, err := h.ReadDir(cniConfigDir)
+	if err != nil {
+		return false, ""
+	}
+	for i, n := range names {
+		if i >= 256 {
+			break
+		}
+		if strings.Contains(strings.ToLower(n), "terway") {
+			return true, h.Path(cniConfigDir, n)
+		}
+	}
+	return false, ""
+}

@@ -1,0 +1,352 @@
+// Package setup is `erdmakit setup` as a library: Alibaba's eRDMA guide
+// applied to a host, stage by stage (cloud, driver, os, gpu, limits,
+// verify), planned first, then applied, persisted and proven.
+//
+// The host stages are the doctor's fixes (doctor.Fix): the check that finds
+// a problem and the change that removes it are one unit, and `erdmakit
+// doctor --fix` runs the same fixes for the failing checks only. This
+// package orders them, stops at a stage that cannot complete, re-reads the
+// host between stages, and proves the result (the doctor, then what the
+// Verify hook measures).
+package setup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/erdmakit/erdmakit/doctor"
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/hostconf"
+	"github.com/erdmakit/erdmakit/perf"
+)
+
+// ErrOptions is what every invalid option wraps.
+var ErrOptions = errors.New("invalid setup options")
+
+// Stage statuses.
+const (
+	StatusUnchanged  = "unchanged"   // nothing to change
+	StatusPlanned    = "planned"     // dry run: Changes would be made
+	StatusChanged    = "changed"     // Changes were made
+	StatusBlocked    = "blocked"     // cannot complete: Blocked says why, Next what to do
+	StatusFailed     = "failed"      // a change failed: Error names it
+	StatusSkipped    = "skipped"     // --only/--skip, or not applicable (Notes say why)
+	StatusNotReached = "not reached" // an earlier stage stopped the run
+)
+
+// Verdicts of a run.
+const (
+	VerdictProven         = "proven"
+	VerdictProvenWarnings = "proven with warnings"
+	VerdictNotProven      = "not proven"
+	VerdictPlanned        = "planned" // dry run
+)
+
+// Options tune a run. The zero value sets up this host with the doctor's
+// defaults; DryRun plans only.
+type Options struct {
+	// Root is the host ("" or "/": this host; a directory: a root the file
+	// changes go to, for tests and images; netlink then is not touched).
+	Root string
+	// DryRun plans every stage and changes nothing.
+	DryRun bool
+	// Only and Skip select stages by name (doctor.Stages()).
+	Only, Skip []string
+	// Doctor are the doctor's options for reading and judging the host.
+	Doctor doctor.Options
+	// Fix is what the host stages act through (files, metadata, netdevs,
+	// --install-driver, --reload-driver).
+	Fix doctor.FixEnv
+	// Cloud plans (and, unless DryRun, applies) the cloud stage; nil skips
+	// it with a note. Package eri provides it.
+	Cloud func(ctx context.Context, dryRun bool) (*doctor.Plan, error)
+	// VerifyOptions tune the verify stage: bw loopback on every eRDMA
+	// device (a peer too), the NCCL environment file.
+	VerifyOptions VerifyOptions
+	// FailingOnly runs only the host stages one of whose checks warns or
+	// fails, and no cloud stage: `erdmakit doctor --fix`.
+	FailingOnly bool
+	// Now stamps the backup directory; nil means time.Now.
+	Now func() time.Time
+}
+
+// StageResult is one stage's outcome.
+type StageResult struct {
+	Name    string          `json:"name"`
+	Status  string          `json:"status"`
+	Found   []string        `json:"found"`
+	Changes []doctor.Change `json:"changes"`
+	Notes   []string        `json:"notes"`
+	Blocked string          `json:"blocked,omitempty"`
+	Next    string          `json:"next,omitempty"`
+	Error   string          `json:"error,omitempty"`
+}
+
+// Revert is how to undo one applied change.
+type Revert struct {
+	Stage   string `json:"stage"`
+	Change  string `json:"change"`
+	Backup  string `json:"backup,omitempty"`
+	Command string `json:"command"`
+}
+
+// Left is a check still not ok after the run, and its next step.
+type Left struct {
+	Check    string          `json:"check"`
+	Severity health.Severity `json:"severity"`
+	Summary  string          `json:"summary"`
+	Next     string          `json:"next,omitempty"`
+}
+
+// Result is a whole run.
+type Result struct {
+	DryRun  bool            `json:"dry_run"`
+	Verdict string          `json:"verdict"`
+	Status  health.Severity `json:"status"`
+	// Changed counts the changes made (planned, in a dry run).
+	Changed int           `json:"changed"`
+	Stages  []StageResult `json:"stages"`
+	// Reverts lists how to undo each change made, in the order to run them.
+	Reverts []Revert `json:"reverts"`
+	// Left is every check not ok at the end, with its next step.
+	Left []Left `json:"left"`
+	// Doctor is the final doctor report (after the run; before it in a dry run).
+	Doctor *erdma.Report `json:"doctor,omitempty"`
+	// Bandwidth is the verify stage's bw report (absent when not measured).
+	Bandwidth *perf.Report `json:"bandwidth,omitempty"`
+}
+
+// Selected reports the stages a run with only/skip makes, in order, or an
+// error naming an unknown stage.
+func Selected(only, skip []string) ([]string, error) {
+	all := doctor.Stages()
+	for _, s := range append(slices.Clone(only), skip...) {
+		if !slices.Contains(all, s) {
+			return nil, fmt.Errorf("%w: no stage %q (stages: %s)", ErrOptions, s, strings.Join(all, ", "))
+		}
+	}
+	var out []string
+	for _, s := range all {
+		if (len(only) == 0 || slices.Contains(only, s)) && !slices.Contains(skip, s) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// Run plans (DryRun) or applies every selected stage in the guide's order.
+// A stage that cannot complete stops the run there (status blocked or
+// failed, the result's Status fail); a rerun continues from there, since
+// every stage plans from what the host has now. The error is for what
+// stops the run before any judgment (bad options, an unreadable host, a
+// cancelled context).
+func Run(ctx context.Context, opt Options) (*Result, error) {
+	stages, err := Selected(opt.Only, opt.Skip)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now
+	if opt.Now != nil {
+		now = opt.Now
+	}
+	h, closer, err := erdma.OpenHostContext(ctx, opt.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	if !opt.DryRun && h.Source() != h.Root() {
+		return nil, fmt.Errorf("%w: %s is an archive: there is nothing to apply changes to (plan with a dry run, or use a directory root)", ErrOptions, h.Source())
+	}
+	if opt.Fix.Files == nil {
+		opt.Fix.Files = &hostconf.Files{Root: h.Root()}
+	}
+	if opt.Fix.Files.Stamp == "" {
+		opt.Fix.Files.Stamp = now().UTC().Format("20060102T150405Z")
+	}
+	quick := opt.Doctor
+	quick.Interval = 0
+	quick.Progress = nil
+	rep, err := doctor.Run(ctx, h, quick)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{DryRun: opt.DryRun, Stages: []StageResult{}, Reverts: []Revert{}, Left: []Left{}, Status: health.OK}
+	stopped := false
+	for _, name := range doctor.Stages() {
+		sr := StageResult{Name: name, Found: []string{}, Changes: []doctor.Change{}, Notes: []string{}}
+		switch {
+		case stopped:
+			sr.Status = StatusNotReached
+		case !slices.Contains(stages, name):
+			sr.Status = StatusSkipped
+			sr.Notes = append(sr.Notes, "not selected (--only/--skip)")
+		default:
+			var p *doctor.Plan
+			var perr error
+			switch name {
+			case doctor.StageCloud:
+				if opt.Cloud == nil || opt.FailingOnly {
+					sr.Status = StatusSkipped
+					sr.Notes = append(sr.Notes, "no cloud stage (no credentials or RAM role, or --no-cloud): the ERIs are taken as attached")
+					break
+				}
+				p, perr = opt.Cloud(ctx, opt.DryRun)
+			case doctor.StageVerify:
+				if !opt.DryRun {
+					full := opt.Doctor
+					full.Progress = nil
+					if rep, err = doctor.Run(ctx, h, full); err != nil {
+						return nil, err
+					}
+				}
+				p = verifyPlan(rep, opt.DryRun)
+				if p.Blocked == "" {
+					perr = verifyMeasure(ctx, h, rep, &opt, p, res)
+					if perr == nil && !opt.DryRun {
+						perr = doctor.Apply(ctx, p)
+					}
+				}
+			default:
+				if opt.FailingOnly && !failing(rep, name) {
+					sr.Status = StatusSkipped
+					sr.Notes = append(sr.Notes, "its checks pass")
+					break
+				}
+				p, perr = doctor.PlanStage(ctx, h, rep, opt.Doctor, name, &opt.Fix)
+			}
+			if sr.Status == StatusSkipped {
+				break
+			}
+			if perr == nil && p != nil && !opt.DryRun && p.Blocked == "" && name != doctor.StageVerify && name != doctor.StageCloud {
+				perr = doctor.Apply(ctx, p)
+				if perr == nil && len(p.Changes) > 0 {
+					// Later stages plan from the host as it is now.
+					if rep, err = doctor.Run(ctx, h, quick); err != nil {
+						return nil, err
+					}
+				}
+			}
+			if p != nil {
+				sr.Found, sr.Notes, sr.Blocked, sr.Next = nonNil(p.Found), nonNil(p.Notes), p.Blocked, p.Next
+				sr.Changes = p.Changes
+			}
+			switch {
+			case errors.Is(perr, context.Canceled) || errors.Is(perr, context.DeadlineExceeded):
+				return nil, perr
+			case perr != nil:
+				sr.Status, sr.Error = StatusFailed, perr.Error()
+				stopped = !opt.DryRun
+			case p.Blocked != "":
+				sr.Status = StatusBlocked
+				// A dry run plans every stage; a run stops here.
+				stopped = name != doctor.StageVerify && !opt.DryRun
+			case len(p.Changes) == 0 && !(opt.DryRun && name == doctor.StageVerify):
+				sr.Status = StatusUnchanged
+			case opt.DryRun:
+				sr.Status = StatusPlanned
+			default:
+				sr.Status = StatusChanged
+			}
+			for _, c := range sr.Changes {
+				if c.Done || opt.DryRun {
+					res.Changed++
+				}
+				if c.Done && c.Revert != "" {
+					rv := Revert{Stage: name, Change: c.Command, Command: c.Revert}
+					if c.File != nil {
+						rv.Backup = c.File.Backup
+					}
+					res.Reverts = append(res.Reverts, rv)
+				}
+			}
+		}
+		res.Stages = append(res.Stages, sr)
+	}
+	slices.Reverse(res.Reverts)
+	res.Doctor = rep
+	for _, f := range rep.Findings {
+		if f.Severity == health.Warn || f.Severity == health.Fail {
+			res.Left = append(res.Left, Left{Check: f.ID, Severity: f.Severity, Summary: f.Summary, Next: f.Remediation})
+		}
+	}
+	res.Status, res.Verdict = verdict(res, rep)
+	return res, nil
+}
+
+func verdict(res *Result, rep *erdma.Report) (health.Severity, string) {
+	st := rep.Status
+	if st == health.Skip || res.DryRun {
+		// A dry run proves nothing: it fails only where a stage cannot
+		// complete.
+		st = health.OK
+	}
+	if res.Bandwidth != nil && !res.DryRun {
+		st = health.Worst(st, res.Bandwidth.Status)
+	}
+	for _, s := range res.Stages {
+		if s.Status == StatusBlocked || s.Status == StatusFailed {
+			st = health.Fail
+		}
+	}
+	switch {
+	case res.DryRun:
+		return st, VerdictPlanned
+	case st == health.OK:
+		return st, VerdictProven
+	case st == health.Warn:
+		return st, VerdictProvenWarnings
+	}
+	return st, VerdictNotProven
+}
+
+// verifyPlan is the verify stage's judgement of the doctor's report.
+func verifyPlan(rep *erdma.Report, dryRun bool) *doctor.Plan {
+	p := &doctor.Plan{Stage: doctor.StageVerify, Found: []string{}, Changes: []doctor.Change{}, Notes: []string{}}
+	if dryRun {
+		p.Notes = append(p.Notes, "after the other stages: erdmakit doctor (with the verbs probe), then the measurements")
+		return p
+	}
+	counts := map[health.Severity]int{}
+	var first *health.Finding
+	for i, f := range rep.Findings {
+		counts[f.Severity]++
+		if f.Severity == health.Fail && first == nil {
+			first = &rep.Findings[i]
+		}
+	}
+	p.Found = append(p.Found, fmt.Sprintf("doctor: %s (%d ok, %d warn, %d fail, %d skip)", rep.Status,
+		counts[health.OK], counts[health.Warn], counts[health.Fail], counts[health.Skip]))
+	if first != nil {
+		p.Blocked = "doctor: " + first.ID + ": " + first.Summary
+		p.Next = first.Remediation
+	}
+	return p
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// failing reports whether one of the checks the stage's fix serves warns or
+// fails in rep.
+func failing(rep *erdma.Report, stage string) bool {
+	for _, sf := range doctor.StageFixes() {
+		if sf.Fix.Stage != stage {
+			continue
+		}
+		for _, f := range rep.Findings {
+			if slices.Contains(sf.Checks, f.ID) && (f.Severity == health.Warn || f.Severity == health.Fail) {
+				return true
+			}
+		}
+	}
+	return false
+}
