@@ -157,9 +157,14 @@ func (c *Client) attachedAnyway(ctx context.Context, t Target, id string, card i
 }
 
 // finish reads what exists now (best effort, briefly, even after the
-// caller's context ended) and returns the result with err.
+// caller's context ended: then within half a second) and returns the
+// result with err.
 func (c *Client) finish(ctx context.Context, res *AttachResult, ours []string, err error) (*AttachResult, error) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(c.cfg.Timeout, 5*time.Second))
+	bound := min(c.cfg.Timeout, 5*time.Second)
+	if ctx.Err() != nil {
+		bound = min(bound, 500*time.Millisecond) // interrupted: the README's one second
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
 	defer cancel()
 	t := res.Plan.Target
 	if v, derr := c.Describe(rctx, t); derr == nil {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/erdma"
+
 	ecs "github.com/alibabacloud-go/ecs-20140526/v7/client"
 	"github.com/alibabacloud-go/tea/dara"
 )
@@ -36,5 +38,29 @@ func FuzzDescribeAnswer(f *testing.F) {
 		}
 		_ = v.SharedChannels()
 		_ = Match(v, nil).Findings()
+	})
+}
+
+// FuzzRedactViewFile: a recorded view of any shape is redacted or refused
+// with an error, never a panic, and what comes out parses again.
+func FuzzRedactViewFile(f *testing.F) {
+	one := 1
+	seed, _ := MarshalView(&View{Target: Target{Region: "cn-hangzhou", InstanceID: "i-fake0001", InstanceType: "ecs.ebmgn8is.32xlarge"},
+		TypeInfo: TypeInfo{Type: "ecs.ebmgn8is.32xlarge", EriQuantity: 2, NetworkCardIndexes: []int{0, 1}},
+		ENIs: []ENI{{ID: "eni-1", MAC: "00:16:3e:00:00:01", TrafficMode: ModeHighPerformance, IP: "10.0.1.2", NetworkCardIndex: &one,
+			InstanceID: "i-fake0001", SecurityGroupIDs: []string{"sg-1"}, Tags: map[string]string{TagInstance: "i-fake0001", "team": "x"}}},
+		Source: "api"})
+	f.Add(seed)
+	f.Add([]byte(`{"enis":[null,{"mac":"zz","ip":"::1","tags":{}}]}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := RedactViewFile(erdma.NewRedactor(), data)
+		if err != nil {
+			return
+		}
+		var v View
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("redacted view does not parse: %v", err)
+		}
 	})
 }

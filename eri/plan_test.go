@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/eri"
@@ -289,4 +290,27 @@ func TestTerwayExclusion(t *testing.T) {
 			assert.Equal(t, "true", e.Tags[eri.TagTerwayExcluded])
 		}
 	}
+}
+
+// TestInterruptedApplyNamesWhatItCreated: cancelled while waiting for the
+// attach, Apply returns at once and still names the ENI it created.
+func TestInterruptedApplyNamesWhatItCreated(t *testing.T) {
+	f, url := newFake(t)
+	f.AttachDescribes = 1 << 30 // never InUse
+	c := newClient(t, url)
+	ctx, cancel := context.WithCancel(context.Background())
+	opt := eri.AttachOptions{Count: 1, Wait: time.Minute, Poll: 10 * time.Millisecond,
+		Progress: func(s string) {
+			if strings.Contains(s, "waiting for InUse") {
+				cancel()
+			}
+		}}
+	start := time.Now()
+	res, err := c.Attach(ctx, target, opt)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Less(t, time.Since(start), time.Second)
+	assert.False(t, res.Complete)
+	require.Len(t, res.Made, 2)
+	assert.Equal(t, "ok", res.Made[1].Result, "the attach call was made")
+	assert.Contains(t, res.Summary(), "now ")
 }

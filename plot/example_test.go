@@ -53,3 +53,30 @@ func ExampleLatencyHistogram() {
 	// Output:
 	// <nil> true
 }
+
+// What NCCL used, from an NCCL_DEBUG=INFO log: channels per transport and
+// per NET/IB device, and how many went over GPUDirect RDMA.
+func ExampleNCCLUse() {
+	s, err := ncclog.Analyze(context.Background(), strings.NewReader(`host:1:1 [0] NCCL INFO NET/IB : Using [0]erdma_0:1/RoCE [1]erdma_1:1/RoCE ; OOB eth0:10.0.0.1<0>
+host:1:1 [0] NCCL INFO Using network IB
+host:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA
+host:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 8[0] [send] via NET/IB/1/GDRDMA
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var svg bytes.Buffer
+	fmt.Println(plot.NCCLUse(&svg, "NCCL", s), strings.Contains(svg.String(), "erdma_1"))
+	// Output: <nil> true
+}
+
+// `bw lat` read back from its JSON has no samples: the percentiles instead
+// of the histogram.
+func ExampleLatencyPercentiles() {
+	r := perf.LatencyResult{Device: "erdma_0", Size: 2,
+		LatencyStats: perf.LatencyStats{Iterations: 1000, MinUS: 14.1, MedianUS: 15.2, P99US: 17.9, P999US: 24.0, MaxUS: 61.3}}
+	var svg bytes.Buffer
+	fmt.Println(plot.LatencyPercentiles(&svg, "bw lat", []perf.LatencyResult{r}), svg.Len() > 0)
+	// Output: <nil> true
+}

@@ -14,6 +14,9 @@ import (
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette/moreland"
+	"gonum.org/v1/plot/plotter"
 )
 
 func TestBusBW(t *testing.T) {
@@ -161,4 +164,25 @@ func TestLatencyPercentiles(t *testing.T) {
 		assert.Contains(t, b.String(), want)
 	}
 	assert.ErrorIs(t, LatencyPercentiles(&b, "", []perf.LatencyResult{{Device: "x"}}), ErrNoData)
+}
+
+// cornerGlyphs pads the heat map as gonum's box per cell does: the same
+// drawing, byte for byte.
+func TestCornerGlyphsDrawTheSame(t *testing.T) {
+	for _, n := range []int{2, 12, 40} {
+		rep := mesh(n)
+		draw := func(wrap bool) string {
+			p := gplot.New()
+			h := plotter.NewHeatMap(matrixGrid(rep.Matrix), moreland.SmoothBlueRed().Palette(8))
+			if wrap {
+				p.Add(cornerGlyphs{h})
+			} else {
+				p.Add(h)
+			}
+			var b strings.Builder
+			require.NoError(t, writeSVG(&b, p, 4, 4))
+			return b.String()
+		}
+		assert.True(t, draw(false) == draw(true), "%d hosts: the drawings differ", n)
+	}
 }

@@ -57,6 +57,7 @@ type Input struct {
 	Name  string
 	Kind  Kind
 	value any
+	raw   []byte // the JSON it was read from (nil from a Go value)
 	// unknown are the JSON keys (as paths) the value's type has no field
 	// for: the input may come from a newer erdmakit.
 	unknown []string
@@ -234,7 +235,7 @@ func FromJSON(name string, data []byte) (Input, error) {
 	}
 	unknown := map[string]bool{}
 	unknownKeys(generic, typeOf(v), "", unknown)
-	in := Input{Name: name, Kind: k, value: v}
+	in := Input{Name: name, Kind: k, value: v, raw: bytes.Clone(data)}
 	for p := range unknown {
 		in.unknown = append(in.unknown, p)
 	}

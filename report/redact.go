@@ -45,9 +45,12 @@ func redactInputs(inputs []Input) ([]Input, error) {
 	rd := &redactor{r: erdma.NewRedactor(), names: map[string]bool{}, regions: map[string]bool{}}
 	trees := make([]any, len(inputs))
 	for i, in := range inputs {
-		b, err := json.Marshal(in.value)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", in.Name, err)
+		b := in.raw
+		if b == nil {
+			var err error
+			if b, err = json.Marshal(in.value); err != nil {
+				return nil, fmt.Errorf("%s: %w", in.Name, err)
+			}
 		}
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.UseNumber() // a uint64 (memlock unlimited) survives the trip

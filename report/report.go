@@ -60,13 +60,11 @@ func Write(w io.Writer, opts Options, inputs ...Input) error {
 // Status is the page's verdict over inputs: the worst of their statuses
 // (ok, warn or fail), as the page's headline gives it.
 func Status(inputs ...Input) health.Severity {
-	st := health.OK
-	for _, in := range inputs {
-		s := &section{}
-		buildSection(s, in)
-		st = worst(st, s.Status)
+	p, err := build(Options{}, inputs)
+	if err != nil {
+		return health.Fail
 	}
-	return st
+	return p.Status
 }
 
 //go:embed page.html.tmpl

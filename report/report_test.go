@@ -230,3 +230,17 @@ func TestHugeInputMakesABoundedPage(t *testing.T) {
 	has(t, out.String(), "more bytes)")
 	has(t, out.String(), "... and 76 more lines")
 }
+
+// Status is the page's verdict: a setup dry run (ok as a plan) whose
+// doctor fails now is fail, as its page says.
+func TestStatusIsThePagesVerdict(t *testing.T) {
+	in, err := ReadFile(context.Background(), filepath.Join("testdata", "setup-dry-memlock-64k.json"))
+	require.NoError(t, err)
+	assert.Equal(t, health.Fail, Status(in))
+	ok, err := ReadFile(context.Background(), filepath.Join("testdata", "doctor-healthy.json"))
+	require.NoError(t, err)
+	assert.Equal(t, health.OK, Status(ok))
+	var out bytes.Buffer
+	require.NoError(t, Write(&out, Options{}, in))
+	has(t, out.String(), `<p class="head">FAIL: `)
+}

@@ -19,6 +19,12 @@ func typeOf(v any) reflect.Type { return reflect.TypeOf(v) }
 // (".hosts[].new_key"): what a newer erdmakit added. A type that decodes
 // itself, a map and an interface take any key.
 func unknownKeys(v any, t reflect.Type, path string, out map[string]bool) {
+	walkUnknown(v, t, path, out, map[reflect.Type]map[string]reflect.Type{})
+}
+
+// walkUnknown is unknownKeys with the fields of each struct type read
+// once (a mesh has 32640 results of one type).
+func walkUnknown(v any, t reflect.Type, path string, out map[string]bool, cache map[reflect.Type]map[string]reflect.Type) {
 	for t.Kind() == reflect.Pointer {
 		if t.Implements(jsonUnmarshaler) || t.Implements(textUnmarshaler) {
 			return
@@ -33,12 +39,16 @@ func unknownKeys(v any, t reflect.Type, path string, out map[string]bool) {
 		if t.Kind() != reflect.Struct {
 			if t.Kind() == reflect.Map {
 				for _, e := range x {
-					unknownKeys(e, t.Elem(), path+"{}", out)
+					walkUnknown(e, t.Elem(), path+"{}", out, cache)
 				}
 			}
 			return
 		}
-		fields := jsonFields(t)
+		fields, ok := cache[t]
+		if !ok {
+			fields = jsonFields(t)
+			cache[t] = fields
+		}
 		for k, e := range x {
 			ft, ok := fields[k]
 			if !ok {
@@ -54,12 +64,12 @@ func unknownKeys(v any, t reflect.Type, path string, out map[string]bool) {
 				out[path+"."+k] = true
 				continue
 			}
-			unknownKeys(e, ft, path+"."+k, out)
+			walkUnknown(e, ft, path+"."+k, out, cache)
 		}
 	case []any:
 		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
 			for _, e := range x {
-				unknownKeys(e, t.Elem(), path+"[]", out)
+				walkUnknown(e, t.Elem(), path+"[]", out, cache)
 			}
 		}
 	}

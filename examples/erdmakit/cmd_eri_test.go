@@ -409,3 +409,31 @@ func TestFleetDoctorCloudOptIn(t *testing.T) {
 	assert.NotContains(t, problems(), "network-card-channel", "off by default")
 	assert.Contains(t, problems("--cloud", "on"), "network-card-channel")
 }
+
+// TestERIEndlessBodyEveryCommand: status, attach --dry-run and record
+// --cloud grew to GBs and ran 22-50 s against an endpoint streaming an
+// endless body (exit 2); each now stops at the 4 MiB cap at once, exit 3
+// (issue 27 item 2).
+func TestERIEndlessBodyEveryCommand(t *testing.T) {
+	_, flags := eriEnv(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"RequestId":"`))
+		chunk := []byte(strings.Repeat("a", 64<<10))
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	t.Setenv(eri.EndpointEnv, srv.URL)
+	for _, args := range [][]string{{"eri", "status"}, {"eri", "attach", "--dry-run"},
+		{"record", "--cloud", "--out", filepath.Join(t.TempDir(), "h.tar.gz")}} {
+		start := time.Now()
+		code, _, stderr := runCLI(append(args, flags...)...)
+		assert.Equal(t, ExitUnknown, code, "%v: %s", args, stderr)
+		assert.Contains(t, stderr, "is larger than 4 MiB: ended there", "%v", args)
+		assert.Less(t, time.Since(start), 5*time.Second, "%v", args)
+	}
+}
