@@ -166,9 +166,8 @@ func apiError(action string, err error, ci *callInfo, timeout time.Duration) err
 		kind := ErrUnavailable
 		switch {
 		case status >= 400:
-			if status == 403 {
-				kind = ErrForbidden
-			}
+			// Not the API's answer (a proxy's or load balancer's page): even
+			// a 403 says nothing of RAM permissions.
 			return &APIError{Action: action, HTTPStatus: status, kind: kind,
 				Message: fmt.Sprintf("HTTP %d %s from %s (%s, not the API's JSON)", status, statusText, host, bodyKind(ctype))}
 		case errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) || ctype != "" && !strings.Contains(ctype, "json"):

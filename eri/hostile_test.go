@@ -127,6 +127,8 @@ func TestUnusableAnswersAreNamed(t *testing.T) {
 	}{
 		"html 502": {502, "text/html", "<html><head><title>502 Bad Gateway</title></head><body><center>502 Bad Gateway</center><hr><center>nginx</center></body></html>",
 			[]string{"HTTP 502 Bad Gateway from 127.0.0.1:", "(text/html, not the API's JSON)"}, 3},
+		"html 403 of a proxy": {403, "text/html", "<html><body>Access denied by proxy</body></html>",
+			[]string{"HTTP 403 Forbidden from 127.0.0.1:", "(text/html, not the API's JSON)"}, 1},
 		"garbage": {200, "application/json", "\x00\x01garbage",
 			[]string{"is not the API's JSON"}, 1},
 		"wrong types": {200, "application/json", `{"RequestId":"R","InstanceTypes":{"InstanceType":"oops"}}`,
@@ -144,6 +146,7 @@ func TestUnusableAnswersAreNamed(t *testing.T) {
 			for _, w := range tc.want {
 				assert.Contains(t, err.Error(), w)
 			}
+			assert.NotErrorIs(t, err, eri.ErrForbidden, "not the API's answer: nothing about RAM")
 			assert.NotContains(t, err.Error(), "<html")
 			assert.NotContains(t, err.Error(), "invalid character")
 			assert.Less(t, len(err.Error()), 400, "brief: %s", err)

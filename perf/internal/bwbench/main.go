@@ -206,11 +206,15 @@ func main() {
 	}
 	fmt.Println()
 	fmt.Printf("bwbench: %s UTC, load average %s\n", time.Now().UTC().Format("2006-01-02 15:04"), loadAvg())
-	fmt.Println("| QPs | size | context switches per run, median: erdmakit / ib_write_bw / ib_write_bw -l / erdmakit's Go loop |")
+	fmt.Println("| QPs | size | context switches per run, median: erdmakit / ib_write_bw / ib_write_bw -l [/ erdmakit's Go loop] |")
 	fmt.Println("|---:|---:|---:|")
 	for _, s := range rep.Sizes {
-		fmt.Printf("| %d | %d | %.0f / %.0f / %.0f / %.0f |\n", s.QPs, s.Size, medianSwitches(s.Samples, "erdmakit"),
-			medianSwitches(s.Samples, "ib_write_bw"), medianSwitches(s.Samples, plTool), medianSwitches(s.Samples, goTool))
+		goCol := ""
+		if *goLoop {
+			goCol = fmt.Sprintf(" / %.0f", medianSwitches(s.Samples, goTool))
+		}
+		fmt.Printf("| %d | %d | %.0f / %.0f / %.0f%s |\n", s.QPs, s.Size, medianSwitches(s.Samples, "erdmakit"),
+			medianSwitches(s.Samples, "ib_write_bw"), medianSwitches(s.Samples, plTool), goCol)
 		if *goLoop {
 			r := pairedRatios(s.Samples, "erdmakit", goTool)
 			fmt.Printf("|   |   | erdmakit (C loop) / its Go loop, per round: %s |\n", benchstat.Format(benchstat.Quartiles(r), len(r)))
