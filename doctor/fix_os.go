@@ -415,3 +415,27 @@ func uuidOf(s string) string {
 	h[8] = h[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 }
+
+// PlanNetdev plans one ERI netdev's live configuration as the os stage
+// does (MTU, the address with noprefixroute, up, the subnet and default
+// routes at metric, the kernel's metric-0 prefix route removed): `erdmakit
+// eri configure` uses it, so the two cannot differ. address is CIDR
+// ("10.0.1.5/24"), gateway may be "". Apply the plan with Apply.
+func PlanNetdev(name, address, gateway string, mtu, metric int) (*Plan, error) {
+	ip, n, err := net.ParseCIDR(address)
+	if err != nil || ip.To4() == nil {
+		return nil, fmt.Errorf("%s: address %q: want IPv4 CIDR", name, address)
+	}
+	e := eri{name: name, addr: &net.IPNet{IP: ip.To4(), Mask: n.Mask}, mtu: mtu, metric: metric}
+	if gateway != "" {
+		if e.gateway = net.ParseIP(gateway).To4(); e.gateway == nil {
+			return nil, fmt.Errorf("%s: gateway %q: want IPv4", name, gateway)
+		}
+	}
+	p := newPlan(StageOS)
+	return p, planLink(p, e)
+}
+
+// PrimaryMetric is the lowest metric of the default routes that do not go
+// through one of the netdevs named (the primary ENI's), 0 when none.
+func PrimaryMetric(eris []string) int { return primaryMetricOf(eris) }

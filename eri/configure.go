@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/vishvananda/netlink"
 )
@@ -52,8 +53,11 @@ func NetConfigFor(ctx context.Context, md *erdma.MetadataClient, mac string) (Ne
 }
 
 // Configure brings each ERI netdev (found by MAC) up with the address and
-// gateway the metadata service gives, a default route with a metric above
-// the primary's (primary+100, +1 per further ERI), and the MTU. A netdev already up with an IPv4 is left
+// gateway the metadata service gives, its subnet and default routes at a
+// metric above the primary's (primary+100, +1 per further ERI; the address
+// added with noprefixroute, so that no route at metric 0 competes with the
+// primary's in the same vSwitch), and the MTU: setup's os stage's
+// planner (doctor.PlanNetdev), without persisting (erdmakit setup does). A netdev already up with an IPv4 is left
 // alone and reported. Netlink in the caller's network namespace.
 func Configure(ctx context.Context, macs []string, opt ConfigureOptions) ([]LinkResult, error) {
 	mtu := opt.MTU
@@ -116,41 +120,19 @@ func configureOne(ctx context.Context, r *LinkResult, l netlink.Link, mtu, metri
 		return fmt.Errorf("%s: %w: %w", a.Name, ErrConfigure, err)
 	}
 	r.Config = &nc
-	addr, err := netlink.ParseAddr(nc.Address)
+	// The os stage's planner (doctor.PlanNetdev): the address without the
+	// kernel's prefix route at metric 0, the subnet and default routes at
+	// metric, the MTU.
+	plan, err := doctor.PlanNetdev(a.Name, nc.Address, nc.Gateway, mtu, metric)
 	if err != nil {
-		return fmt.Errorf("%s: %w: %w", a.Name, ErrConfigure, err)
+		return fmt.Errorf("%w: %w", ErrConfigure, err)
 	}
-	hasAddr := false
-	for _, ad := range addrs {
-		if ad.IPNet.String() == addr.IPNet.String() {
-			hasAddr = true
-		}
+	r.Actions = plan.Commands()
+	if opt.DryRun {
+		return nil
 	}
-	gw := net.ParseIP(nc.Gateway)
-	route := &netlink.Route{LinkIndex: a.Index, Gw: gw, Priority: metric,
-		Dst: &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}}
-	steps := []struct {
-		desc string
-		skip bool
-		do   func() error
-	}{
-		{fmt.Sprintf("ip link set %s mtu %d", a.Name, mtu), a.MTU == mtu, func() error { return netlink.LinkSetMTU(l, mtu) }},
-		{fmt.Sprintf("ip addr add %s dev %s", nc.Address, a.Name), hasAddr, func() error { return netlink.AddrAdd(l, addr) }},
-		{fmt.Sprintf("ip link set %s up", a.Name), a.Flags&net.FlagUp != 0, func() error { return netlink.LinkSetUp(l) }},
-		{fmt.Sprintf("ip route add default via %s dev %s metric %d", nc.Gateway, a.Name, metric), hasRoute(l, gw),
-			func() error { return netlink.RouteAdd(route) }},
-	}
-	for _, s := range steps {
-		if s.skip {
-			continue
-		}
-		r.Actions = append(r.Actions, s.desc)
-		if opt.DryRun {
-			continue
-		}
-		if err := s.do(); err != nil {
-			return fmt.Errorf("%s: %w: %w", s.desc, ErrConfigure, err)
-		}
+	if err := doctor.Apply(ctx, plan); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfigure, err)
 	}
 	return nil
 }

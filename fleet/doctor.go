@@ -19,6 +19,9 @@ type HostReport struct {
 	Host   string        `json:"host"`
 	Report *erdma.Report `json:"report,omitempty"`
 	Error  string        `json:"error,omitempty"` // the doctor could not run there
+	// NoMesh says why this host cannot take part in a mesh (fleet prove:
+	// no RDMA device); "" when it can.
+	NoMesh string `json:"no_mesh,omitempty"`
 }
 
 // FleetReport is what `erdmakit fleet doctor` prints: the public schema of

@@ -7,6 +7,8 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/fleet"
+	"github.com/erdmakit/erdmakit/nccl"
+	"github.com/erdmakit/erdmakit/perf"
 )
 
 // Four hosts meet in three rounds of two disjoint pairs: every pair once.
@@ -106,4 +108,55 @@ func ExampleJobSecret() {
 	// Output:
 	// SLURM_JOB_ID authenticated: false
 	// ERDMAKIT_FLEET_SECRET authenticated: true
+}
+
+// Judge weighs the stages' reports: one host without nvidia_peermem makes
+// the cluster broken, and its first thing to fix is the doctor's own.
+func ExampleJudge() {
+	peermem := erdma.Finding{ID: "gdr-peermem", Severity: erdma.SeverityFail, Summary: "nvidia_peermem is not loaded", Remediation: "modprobe nvidia_peermem"}
+	ok := erdma.Finding{ID: "gdr-peermem", Severity: erdma.SeverityOK, Summary: "nvidia_peermem loaded"}
+	reports := []fleet.HostReport{
+		{Rank: 0, Host: "gpu1", Report: &erdma.Report{Status: erdma.SeverityOK, Findings: []erdma.Finding{ok}}},
+		{Rank: 1, Host: "gpu2", Report: &erdma.Report{Status: erdma.SeverityFail, Findings: []erdma.Finding{peermem}}},
+	}
+	doc := fleet.Aggregate(2, append([]fleet.HostReport(nil), reports...), nil)
+	p := fleet.Judge(fleet.Judgement{Size: 2, Doctor: doc, Reports: reports,
+		Stages: []fleet.Stage{{Name: fleet.StageDoctor, Status: doc.Status}}})
+	fmt.Println(p.Verdict, "exit", p.Exit())
+	for _, c := range p.Culprits {
+		fmt.Println(c.Kind, c.Hosts, "fix:", c.Fix, "from", c.FixFrom)
+	}
+	// Output:
+	// broken exit 2
+	// host [gpu2] fix: modprobe nvidia_peermem from gdr-peermem
+}
+
+// Prove as a job of one rank: the doctor runs, the mesh has no pair to
+// test and the NCCL stage is skipped, each saying so.
+func ExampleProve() {
+	me, _ := fleet.NewRank(0, 1, "flag")
+	p, err := fleet.Prove(context.Background(), me, "127.0.0.1:0", fleet.ProveConfig{
+		Options: fleet.Options{Hostname: "gpu1"},
+		// This host's side of the mesh's pair tests; an emulated device here.
+		Worker: &fleet.BwWorker{Links: []perf.Link{perf.NewEmulatedLink("erdma_0", 100, 0)}},
+		Doctor: func(context.Context) (*erdma.Report, error) {
+			return &erdma.Report{Status: erdma.SeverityOK, Findings: []erdma.Finding{}}, nil
+		},
+		NCCL: func(context.Context, []fleet.JobHost) (*nccl.RunReport, error) {
+			return nil, fmt.Errorf("nccl-tests all_reduce_perf not found: %w", fleet.ErrSkipped)
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(p.Verdict)
+	for _, s := range p.Stages {
+		fmt.Println(s.Name, s.Status, s.Summary)
+	}
+	// Output:
+	// proven
+	// doctor ok 1 hosts: 1 ok
+	// mesh skip 1 host(s) can take part: no pair to test
+	// nccl skip nccl-tests all_reduce_perf not found
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -174,6 +175,11 @@ func RunMesh(ctx context.Context, hosts []string, t PairTester, opt MeshOptions)
 			break
 		}
 		res := runBatch(ctx, t, round, 1, r+1, opt.PairTimeout)
+		if ctx.Err() != nil {
+			// Interrupted during the round: a test that failed was cut
+			// short, not reached; it says nothing about the hosts.
+			res = slices.DeleteFunc(res, func(r PairResult) bool { return r.Error != "" })
+		}
 		rep.Results = append(rep.Results, res...)
 		if opt.Progress != nil {
 			opt.Progress(r+1, len(rounds), res)

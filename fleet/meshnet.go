@@ -120,6 +120,13 @@ type netTester struct {
 	nextID  chan int
 }
 
+// isSelf says whether mesh position pos is rank 0 itself (no member
+// connection).
+func (nt *netTester) isSelf(pos int) bool {
+	_, ok := nt.members[pos]
+	return !ok
+}
+
 func (nt *netTester) id() int {
 	id := <-nt.nextID
 	nt.nextID <- id + 1
@@ -149,7 +156,7 @@ func (nt *netTester) TestPair(ctx context.Context, p Pair) PairResult {
 	served := make(chan error, 1)
 	ready := make(chan struct{})
 	var stopServer func()
-	if p.Server == 0 {
+	if nt.isSelf(p.Server) {
 		sctx, stop := context.WithCancel(ctx)
 		stopServer = stop
 		go func() { served <- nt.self.Serve(sctx, port, func() { close(ready) }) }()
@@ -185,7 +192,7 @@ func (nt *netTester) TestPair(ctx context.Context, p Pair) PairResult {
 		return PairResult{Error: "server did not get ready: " + ctx.Err().Error()}
 	}
 	var res PairResult
-	if p.Client == 0 {
+	if nt.isSelf(p.Client) {
 		res = nt.self.Client(ctx, serverIP, port)
 	} else {
 		m := nt.members[p.Client]

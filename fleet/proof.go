@@ -215,6 +215,34 @@ func Judge(j Judgement) *Proof {
 		}
 	}
 
+	// A host that could not take part in the mesh (no RDMA device) is not
+	// proven: a culprit, with its doctor's fix when the doctor saw why.
+	var noMesh []int
+	for r := range j.NoMesh {
+		noMesh = append(noMesh, r)
+	}
+	sort.Ints(noMesh)
+	for _, r := range noMesh {
+		why := "mesh: could not take part: " + j.NoMesh[r]
+		if c := byHost[r]; c != nil {
+			c.Severity = health.Fail
+			c.Stages = append(c.Stages, StageMesh)
+			c.Evidence = append(c.Evidence, why)
+			continue
+		}
+		h := hosts[r]
+		if h == nil {
+			continue
+		}
+		h.Status = health.Worst(h.Status, health.Fail)
+		c := &ProofCulprit{Kind: CulpritHost, Severity: health.Fail, Hosts: []string{h.Host}, Ranks: []int{r},
+			Stages: []string{StageMesh}, Reason: why, Evidence: []string{}, Devices: []string{}, FixFrom: StageMesh,
+			Fix: "the host has no RDMA device erdmakit could open while its doctor passed: run `erdmakit devices` and `erdmakit doctor -v` on it " +
+				"(driver loaded, ERIs attached: `erdmakit eri status`), and check -d names a device it has"}
+		byHost[r] = c
+		culprits = append(culprits, c)
+	}
+
 	// The mesh: dead and bad hosts join the doctor's culprit for the host,
 	// whose remediation comes first; bad links are culprits of their own.
 	if m := j.Mesh; m != nil {

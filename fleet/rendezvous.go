@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -223,11 +225,17 @@ func join(ctx context.Context, addr string, h helloMsg, wait, msgTimeout time.Du
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
 			conn := newPeerConn(c, msgTimeout)
-			if err := hello(ctx, conn, h, min(helloTimeout, msgTimeout), key); err != nil {
-				_ = conn.Close()
+			err = hello(ctx, conn, h, min(helloTimeout, msgTimeout), key)
+			if err == nil {
+				return conn, nil
+			}
+			_ = conn.Close()
+			if !closedEarly(err) || ctx.Err() != nil {
 				return nil, err
 			}
-			return conn, nil
+			// Rank 0 closed the connection before its welcome: with more
+			// than maxPending connections waiting (hundreds of ranks
+			// starting at once) it sheds the oldest. Connect again.
 		}
 		select {
 		case <-ctx.Done():
@@ -268,4 +276,15 @@ func hello(ctx context.Context, conn *peerConn, h helloMsg, wait time.Duration, 
 	}
 	conn.lenientErrors = false
 	return nil
+}
+
+// closedEarly says whether a hello failed because rank 0 closed the
+// connection (it sheds waiting connections beyond maxPending), not because
+// it refused the rank.
+func closedEarly(err error) bool {
+	var pe *PeerError
+	if errors.As(err, &pe) || errors.Is(err, ErrNotAuthentic) {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,10 @@ type RunOptions struct {
 	OnRow func(Row)
 	// Env is added to the launcher's own environment (NAME=VALUE).
 	Env []string
+	// Environ, when not nil, is the launcher's own environment instead of
+	// this process's (os.Environ()): a launcher started from a rank of
+	// another job is given one without that job's per-rank variables.
+	Environ []string
 	// Dir is the launcher's working directory ("" for the current one).
 	Dir string
 	// HostOfRank names the host of a rank when the output does not
@@ -115,8 +120,12 @@ func RunArgv(ctx context.Context, argv []string, opts RunOptions) (*RunResult, e
 	res := &RunResult{Argv: argv, ExitCode: -1}
 	cmd := execx.Command(ctx, argv[0], argv[1:]...)
 	cmd.Dir = opts.Dir
-	if len(opts.Env) > 0 {
-		cmd.Env = append(os.Environ(), opts.Env...)
+	if len(opts.Env) > 0 || opts.Environ != nil {
+		base := opts.Environ
+		if base == nil {
+			base = os.Environ()
+		}
+		cmd.Env = append(slices.Clip(base), opts.Env...)
 	}
 	sweepOnCancel(cmd)
 	s := newStream(opts)

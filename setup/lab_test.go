@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/ecsfake"
 	"github.com/erdmakit/erdmakit/internal/execx"
+	"github.com/erdmakit/erdmakit/internal/hostconf"
 	"github.com/erdmakit/erdmakit/internal/lab/labtest"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/setup"
@@ -69,18 +71,23 @@ func TestLabSetupFromUnconfigured(t *testing.T) {
 		assert.Contains(t, string(out), "--- PASS: TestLabSetupFromUnconfigured")
 		return
 	}
+	// The guest's / is the host's tree over 9p, read-only, and its kernel
+	// has no overlayfs module loaded: the files go to a tmpfs root
+	// (FixEnv.Files), netlink and the limits to the real kernel. The files
+	// themselves are validated per stack in TestNetnsSetupPerStack.
 	require.NoError(t, syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""))
 	base := t.TempDir()
 	require.NoError(t, syscall.Mount("tmpfs", base, "tmpfs", 0, "size=64m"))
 	t.Cleanup(func() { _ = syscall.Unmount(base, syscall.MNT_DETACH) })
-	etcUpper := overlay(t, base, "/etc")
-	overlay(t, base, "/var/lib")
+	hf := &hostconf.Files{Root: base}
+	etcUpper := filepath.Join(base, "etc")
 
 	dev, nd, ip := labtest.Device(), labtest.Netdev(), labtest.IP()
 	l, err := netlink.LinkByName(nd)
 	require.NoError(t, err)
 	mac := l.Attrs().HardwareAddr.String()
-	md := &ecsfake.Metadata{InstanceID: "i-lab", InstanceType: "ecs.ebmgn8is.32xlarge", Region: "cn-lab",
+	// No instance type: a GPU type would make the missing NVIDIA driver block the gpu stage.
+	md := &ecsfake.Metadata{InstanceID: "i-lab", Region: "cn-lab",
 		NICs: map[string]ecsfake.NIC{mac: {IP: ip, CIDR: "10.0.9.0/24", Gateway: "10.0.9.254"}}}
 	srv := httptest.NewServer(md)
 	defer srv.Close()
@@ -95,9 +102,9 @@ func TestLabSetupFromUnconfigured(t *testing.T) {
 	require.NoError(t, unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: 64 << 10, Max: 64 << 10}))
 
 	opt := setup.Options{Skip: []string{doctor.StageCloud, doctor.StageDriver},
-		Doctor: doctor.Options{Metadata: &erdma.MetadataClient{BaseURL: srv.URL}, InstanceType: "", SkipTools: true,
+		Doctor: doctor.Options{Metadata: &erdma.MetadataClient{BaseURL: srv.URL, Timeout: 20 * time.Second}, InstanceType: "", SkipTools: true,
 			Checks: rxeStandIn(dev)},
-		Fix:           doctor.FixEnv{Metadata: &erdma.MetadataClient{BaseURL: srv.URL}, Netdevs: []string{nd}, NetworkStack: doctor.StackNetworkd},
+		Fix:           doctor.FixEnv{Files: hf, Metadata: &erdma.MetadataClient{BaseURL: srv.URL, Timeout: 20 * time.Second}, Netdevs: []string{nd}, NetworkStack: doctor.StackNetworkd},
 		VerifyOptions: setup.VerifyOptions{Devices: []string{dev}, Config: perf.Config{Size: 65536, QPs: 1, Iterations: 200}},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

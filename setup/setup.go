@@ -63,8 +63,11 @@ type Options struct {
 	// --install-driver, --reload-driver).
 	Fix doctor.FixEnv
 	// Cloud plans (and, unless DryRun, applies) the cloud stage; nil skips
-	// it with a note. Package eri provides it.
-	Cloud func(ctx context.Context, dryRun bool) (*doctor.Plan, error)
+	// it with a note. ERICloud is package eri's.
+	Cloud Cloud
+	// CloudSkipped, with Cloud nil, says why there is no cloud stage (no
+	// credentials or RAM role): the stage's note.
+	CloudSkipped string
 	// VerifyOptions tune the verify stage: bw loopback on every eRDMA
 	// device (a peer too), the NCCL environment file.
 	VerifyOptions VerifyOptions
@@ -192,10 +195,29 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 			case doctor.StageCloud:
 				if opt.Cloud == nil || opt.FailingOnly {
 					sr.Status = StatusSkipped
-					sr.Notes = append(sr.Notes, "no cloud stage (no credentials or RAM role, or --no-cloud): the ERIs are taken as attached")
+					why := opt.CloudSkipped
+					if why == "" {
+						why = "no cloud stage (no credentials or RAM role, or --no-cloud)"
+					}
+					sr.Notes = append(sr.Notes, why+": the ERIs are taken as attached")
 					break
 				}
-				p, perr = opt.Cloud(ctx, opt.DryRun)
+				var jumbo *bool
+				p, jumbo, perr = opt.Cloud.Stage(ctx, opt.DryRun)
+				if cloudSkips(perr) {
+					sr.Status = StatusSkipped
+					sr.Notes = append(sr.Notes, perr.Error()+": the cloud stage is skipped, the ERIs are taken as attached")
+					perr, p = nil, nil
+					break
+				}
+				if jumbo != nil && opt.Doctor.JumboFrames == nil {
+					// The os stage and the mtu check judge by the cloud's answer.
+					opt.Doctor.JumboFrames = jumbo
+					quick.JumboFrames = jumbo
+					if rep, err = doctor.Run(ctx, h, quick); err != nil {
+						return nil, err
+					}
+				}
 			case doctor.StageVerify:
 				if !opt.DryRun {
 					full := opt.Doctor
@@ -224,11 +246,11 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 			}
 			if perr == nil && p != nil && !opt.DryRun && p.Blocked == "" && name != doctor.StageVerify && name != doctor.StageCloud {
 				perr = doctor.Apply(ctx, p)
-				if perr == nil && len(p.Changes) > 0 {
-					// Later stages plan from the host as it is now.
-					if rep, err = doctor.Run(ctx, h, quick); err != nil {
-						return nil, err
-					}
+			}
+			if p != nil && !opt.DryRun && slices.ContainsFunc(p.Changes, func(c doctor.Change) bool { return c.Done }) && name != doctor.StageVerify {
+				// Later stages plan from the host as it is now.
+				if rep, err = doctor.Run(ctx, h, quick); err != nil {
+					return nil, err
 				}
 			}
 			if p != nil {

@@ -53,7 +53,7 @@ func newFleetCmd(g *globals) *cobra.Command {
 		Use:   "fleet",
 		Short: "Run erdmakit on every host of an mpirun or srun job and gather one report",
 	}
-	c.AddCommand(newFleetDoctorCmd(g))
+	c.AddCommand(newFleetDoctorCmd(g), newFleetProveCmd(g))
 	return c
 }
 

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/eri"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/setup"
 	"github.com/spf13/cobra"
@@ -27,6 +30,8 @@ type setupFlags struct {
 	instanceType          string
 	jumbo                 string
 	noCloud               bool
+	endpoint              string
+	eriCount              int
 	verify                setup.VerifyOptions
 }
 
@@ -109,6 +114,8 @@ func newSetupCmd(g *globals) *cobra.Command {
 	fl.StringSliceVar(&f.only, "only", nil, "run only these stages (cloud, driver, os, gpu, limits, verify)")
 	fl.StringSliceVar(&f.skip, "skip", nil, "skip these stages")
 	fl.BoolVar(&f.noCloud, "no-cloud", false, "skip the cloud stage (no credentials or RAM role)")
+	fl.StringVar(&f.endpoint, "endpoint", "", "cloud stage: ECS endpoint (default: $"+eri.EndpointEnv+", else the region's)")
+	fl.IntVar(&f.eriCount, "eri-count", 0, "cloud stage: ERIs wanted (default: what the instance type allows, at most 2)")
 	fl.StringVar(&f.verify.Peer, "peer", "", "verify stage: also run bw to an `erdmakit bw serve` at HOST:PORT")
 	fl.BoolVar(&f.verify.NoBandwidth, "no-bw", false, "verify stage: do not run bw loopback")
 	fl.StringSliceVar(&f.verify.Devices, "device", nil, "verify stage: the devices bw loopback tests (default: every eRDMA device)")
@@ -128,7 +135,38 @@ func runSetup(ctx context.Context, g *globals, f *setupFlags, stdin io.Reader) e
 	if f.noCloud {
 		opt.Skip = append(opt.Skip, doctor.StageCloud)
 	}
+	if sel, _ := setup.Selected(opt.Only, opt.Skip); slices.Contains(sel, doctor.StageCloud) {
+		cloud, closer, why := f.cloud(ctx, g, opt.Doctor.Metadata)
+		if closer != nil {
+			defer closer.Close()
+		}
+		opt.Cloud, opt.CloudSkipped = cloud, why
+	}
 	return applySetup(ctx, g, f, opt, stdin)
+}
+
+// cloud is the cloud stage through package eri, or why there is none.
+func (f *setupFlags) cloud(ctx context.Context, g *globals, md *erdma.MetadataClient) (setup.Cloud, io.Closer, string) {
+	if g.root != "" && g.root != "/" {
+		return nil, nil, "a recorded host: no cloud to ask"
+	}
+	t, err := eri.ResolveTarget(ctx, md, eri.Target{})
+	if err != nil {
+		return nil, nil, err.Error()
+	}
+	c, err := eri.New(eri.Config{Region: t.Region, Endpoint: f.endpoint, Logger: slog.Default()})
+	if err != nil {
+		return nil, nil, err.Error()
+	}
+	att := eri.AttachOptions{Count: f.eriCount}
+	if h, closer, herr := erdma.OpenHostContext(ctx, "/"); herr == nil {
+		att.TerwayExclude, _ = eri.DetectTerway(h)
+		closer.Close()
+	}
+	if !g.json {
+		att.Progress = func(s string) { fmt.Fprintln(g.stderr, "erdmakit setup: cloud:", s) }
+	}
+	return &setup.ERICloud{Client: c, Target: t, Attach: att}, c, ""
 }
 
 // applySetup plans, asks (on a terminal, unless --yes) and runs: setup's

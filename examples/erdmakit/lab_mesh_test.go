@@ -46,3 +46,46 @@ func TestLab2HostBwMesh(t *testing.T) {
 	require.NotNil(t, rep.Matrix[0][1])
 	assert.InDelta(t, r.Gbps, *rep.Matrix[0][1], 1e-9)
 }
+
+// TestLab2HostFleetProve runs `erdmakit fleet prove` across the lab's two
+// VMs, one rank each, the mesh over their real rxe0 devices: the mesh
+// stage tests the pair with real RDMA and blames neither host, the NCCL
+// stage says nccl-tests is not there, and every culprit comes from the
+// doctor (a Soft-RoCE VM is no eRDMA instance), with the doctor's fix.
+func TestLab2HostFleetProve(t *testing.T) {
+	labtest.Require2Host(t)
+	rank, rdv := "1", labtest.Peer()
+	if labtest.IsServer() {
+		rank, rdv = "0", labtest.IP()
+	}
+	code, out, stderr := runCLI("fleet", "prove", "--rank", rank, "--ranks", "2",
+		"--rendezvous", fmt.Sprintf("%s:18730", rdv), "-p", "18740", "-d", labtest.Device(),
+		"-D", "1s", "--warmup", "300ms", "--cooldown", "300ms", "--join-timeout", "90s", "--timeout", "90s",
+		"--nccl-binary", "/nonexistent/all_reduce_perf", "--json")
+	if !labtest.IsServer() {
+		require.Equal(t, ExitOK, code, "stdout: %s\nstderr: %s", out, stderr)
+		assert.Empty(t, out, "only rank 0 reports")
+		return
+	}
+	require.Less(t, code, ExitUnknown, "stdout: %s\nstderr: %s", out, stderr)
+	var p fleet.Proof
+	require.NoError(t, json.Unmarshal([]byte(out), &p), out)
+	t.Logf("verdict %s; stages %+v", p.Verdict, p.Stages)
+	require.Len(t, p.Stages, 3)
+	assert.Equal(t, "ok", string(p.Stages[1].Status), "mesh: %+v", p.Stages[1])
+	require.NotNil(t, p.Mesh)
+	require.Len(t, p.Mesh.Results, 1)
+	r := p.Mesh.Results[0]
+	assert.Empty(t, r.Error)
+	assert.Greater(t, r.Gbps, 0.0)
+	require.Len(t, r.Devices, 1)
+	assert.Equal(t, labtest.Device(), r.Devices[0].Name)
+	assert.Equal(t, "skip", string(p.Stages[2].Status))
+	assert.Contains(t, p.Stages[2].Summary, "not found")
+	assert.Nil(t, p.NCCL)
+	for _, c := range p.Culprits {
+		assert.Equal(t, []string{"doctor"}, c.Stages, "%+v", c)
+		assert.NotEmpty(t, c.Fix, "%+v", c)
+	}
+	assert.Equal(t, code, p.Exit())
+}

@@ -1,0 +1,98 @@
+package setup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/erdmakit/erdmakit/doctor"
+	"github.com/erdmakit/erdmakit/eri"
+)
+
+// Cloud is the cloud stage: it plans (and, unless dryRun, makes) the
+// instance's ERIs, and says whether the instance has jumbo frames (nil:
+// unknown), which the os stage and the mtu check then judge by.
+type Cloud interface {
+	Stage(ctx context.Context, dryRun bool) (plan *doctor.Plan, jumbo *bool, err error)
+}
+
+// ERICloud is the cloud stage through package eri's plan and apply: the
+// ERIs the instance type allows, each HighPerformance on its own network
+// card (eri.Client.Plan, eri.Client.Apply), and EnableJumboFrame
+// (eri.Client.InstanceStatus).
+type ERICloud struct {
+	Client *eri.Client
+	Target eri.Target
+	Attach eri.AttachOptions
+}
+
+// KindAPI is a cloud stage change: one ECS API call.
+const KindAPI = "api"
+
+// Stage implements Cloud.
+func (e *ERICloud) Stage(ctx context.Context, dryRun bool) (*doctor.Plan, *bool, error) {
+	p := &doctor.Plan{Stage: doctor.StageCloud, Found: []string{}, Changes: []doctor.Change{}, Notes: []string{}}
+	st, err := e.Client.InstanceStatus(ctx, e.Target.InstanceID)
+	if err != nil {
+		return p, nil, err
+	}
+	jumbo := st.JumboFrame
+	p.Found = append(p.Found, fmt.Sprintf("instance %s (%s), %s, jumbo frames %s", e.Target.InstanceID, e.Target.InstanceType, st.Status, yesNo(jumbo)))
+	plan, err := e.Client.Plan(ctx, e.Target, e.Attach)
+	if err != nil {
+		return p, &jumbo, err
+	}
+	p.Found = append(p.Found, fmt.Sprintf("%d ERI(s) attached on distinct network cards, %d wanted", plan.Have, plan.Want))
+	p.Notes = append(p.Notes, plan.Notes...)
+	if len(plan.Steps) == 0 {
+		return p, &jumbo, nil
+	}
+	if dryRun {
+		for _, s := range plan.Steps {
+			for _, c := range s.Calls {
+				p.Changes = append(p.Changes, doctor.Change{Stage: doctor.StageCloud, Checks: []string{}, Kind: KindAPI,
+					Target: stepTarget(s), Command: c.String()})
+			}
+		}
+		return p, &jumbo, nil
+	}
+	res, err := e.Client.Apply(ctx, plan, e.Attach)
+	if res != nil {
+		// Only the calls made, with their outcome.
+		for _, m := range res.Made {
+			c := doctor.Change{Stage: doctor.StageCloud, Checks: []string{}, Kind: KindAPI, Target: m.Call.Action, Command: m.Call.String(), Done: m.Result == "ok"}
+			if !c.Done {
+				c.Error = m.Result
+			}
+			p.Changes = append(p.Changes, c)
+		}
+		for _, u := range res.Unattached {
+			p.Notes = append(p.Notes, fmt.Sprintf("ENI %s (%s) was created but is not attached: a rerun attaches it; or delete it: %s", u.ID, u.Status, u.Delete))
+		}
+		if res.Complete {
+			p.Found = append(p.Found, fmt.Sprintf("%d ERI(s) attached now", len(res.ERIs)))
+		}
+	}
+	return p, &jumbo, err
+}
+
+func stepTarget(s eri.Step) string {
+	if s.ENIID != "" {
+		return s.ENIID
+	}
+	return fmt.Sprintf("a new ERI on network card %d", s.CardIndex)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "enabled (MTU 8500)"
+	}
+	return "not enabled (MTU 1400)"
+}
+
+// cloudSkips reports whether err means the cloud cannot be asked at all
+// (no credentials or RAM role, not on ECS): the stage is skipped with one
+// line, not failed.
+func cloudSkips(err error) bool {
+	return errors.Is(err, eri.ErrNoCredentials) || errors.Is(err, eri.ErrNotOnECS)
+}

@@ -1,0 +1,107 @@
+package setup_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/alibabacloud-go/tea/tea"
+	"github.com/aliyun/credentials-go/credentials"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/doctor"
+	"github.com/erdmakit/erdmakit/eri"
+	"github.com/erdmakit/erdmakit/internal/ecsfake"
+	"github.com/erdmakit/erdmakit/internal/fixture"
+	"github.com/erdmakit/erdmakit/setup"
+)
+
+const (
+	cloudAK   = "LTAI5tFakeKeyForTests"
+	cloudSK   = "fake-secret-never-real"
+	cloudInst = "i-fake0001"
+	cloudType = "ecs.ebmgn8is.32xlarge"
+)
+
+func fakeCloud(t *testing.T) (*ecsfake.Server, *setup.ERICloud) {
+	f := &ecsfake.Server{AccessKeyID: cloudAK, AccessKeySecret: cloudSK, AttachDescribes: 1,
+		Types:     map[string]ecsfake.Type{cloudType: {ID: cloudType, EriQuantity: 2, Cards: []int{0, 1}, QPs: 8}},
+		Instances: map[string]ecsfake.Instance{cloudInst: {Status: "Running", JumboFrame: true}}}
+	f.AddENI(ecsfake.ENI{ID: "eni-primary", MAC: "00:16:3E:00:00:01", Type: "Primary", Mode: "Standard",
+		IP: "10.0.1.2", Status: "InUse", InstanceID: cloudInst, VSwitchID: "vsw-fake", SecurityGroups: []string{"sg-fake"}})
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	cred, err := credentials.NewCredential(&credentials.Config{Type: tea.String("access_key"),
+		AccessKeyId: tea.String(cloudAK), AccessKeySecret: tea.String(cloudSK)})
+	require.NoError(t, err)
+	c, err := eri.New(eri.Config{Region: "cn-hangzhou", Endpoint: srv.URL, Credential: cred, RetryBase: time.Millisecond, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return f, &setup.ERICloud{Client: c, Target: eri.Target{Region: "cn-hangzhou", InstanceID: cloudInst, InstanceType: cloudType},
+		Attach: eri.AttachOptions{Wait: 5 * time.Second, Poll: time.Millisecond}}
+}
+
+// TestCloudStageThroughERI: setup's cloud stage is package eri's plan and
+// apply against the fake ECS behind the official SDK: the dry run lists the
+// calls and makes none; the run attaches two ERIs on distinct cards and
+// lists the calls made; the instance's EnableJumboFrame reaches the doctor
+// (the mtu check and the os stage); the rerun makes no changing call.
+func TestCloudStageThroughERI(t *testing.T) {
+	f, cloud := fakeCloud(t)
+	dir := fixture.Host(t, "ebmgn8is-healthy")
+	ctx := context.Background()
+	opt := setup.Options{Root: dir, Only: []string{doctor.StageCloud}, Cloud: cloud, DryRun: true}
+	res, err := setup.Run(ctx, opt)
+	require.NoError(t, err)
+	st := stageOf(t, res, doctor.StageCloud)
+	assert.Equal(t, setup.StatusPlanned, st.Status, "%+v", st)
+	assert.NotEmpty(t, st.Changes)
+	for _, c := range st.Changes {
+		assert.Equal(t, setup.KindAPI, c.Kind)
+		assert.False(t, c.Done)
+	}
+	assert.Zero(t, f.Count("CreateNetworkInterface")+f.Count("AttachNetworkInterface"), "the dry run made no changing call")
+	require.NotNil(t, res.Doctor.Host.Instance.JumboFrames)
+	assert.True(t, *res.Doctor.Host.Instance.JumboFrames, "EnableJumboFrame reached the doctor")
+
+	opt.DryRun = false
+	res, err = setup.Run(ctx, opt)
+	require.NoError(t, err)
+	st = stageOf(t, res, doctor.StageCloud)
+	assert.Equal(t, setup.StatusChanged, st.Status, "%+v", st)
+	assert.Equal(t, 2, f.Count("CreateNetworkInterface"))
+	assert.Equal(t, 2, f.Count("AttachNetworkInterface"))
+	for _, c := range st.Changes {
+		assert.True(t, c.Done, c.Command)
+	}
+	assert.Contains(t, fmt.Sprint(st.Found), "2 ERI(s) attached now")
+
+	res, err = setup.Run(ctx, opt)
+	require.NoError(t, err)
+	st = stageOf(t, res, doctor.StageCloud)
+	assert.Equal(t, setup.StatusUnchanged, st.Status, "%+v", st)
+	assert.Equal(t, 2, f.Count("CreateNetworkInterface"), "the rerun made no changing call")
+	assert.Equal(t, 2, f.Count("AttachNetworkInterface"))
+}
+
+type noCreds struct{}
+
+func (noCreds) Stage(context.Context, bool) (*doctor.Plan, *bool, error) {
+	return nil, nil, eri.ErrNoCredentials
+}
+
+// TestCloudStageWithoutCredentialsIsSkipped: one line, and the host stages
+// go on.
+func TestCloudStageWithoutCredentialsIsSkipped(t *testing.T) {
+	dir := fixture.Host(t, "ebmgn8is-healthy")
+	res, err := setup.Run(context.Background(), setup.Options{Root: dir, Only: []string{doctor.StageCloud, doctor.StageLimits}, Cloud: noCreds{}, DryRun: true})
+	require.NoError(t, err)
+	st := stageOf(t, res, doctor.StageCloud)
+	assert.Equal(t, setup.StatusSkipped, st.Status)
+	require.Len(t, st.Notes, 1)
+	assert.Contains(t, st.Notes[0], "no Alibaba Cloud credentials")
+	assert.Equal(t, setup.StatusPlanned, stageOf(t, res, doctor.StageLimits).Status)
+}
