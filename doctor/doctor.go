@@ -266,7 +266,8 @@ func Instance(ctx context.Context, h erdma.Host, opt Options) (*erdma.Instance, 
 }
 
 // GPUs reads the host's GPUs through lib (nil: nvml.ForRoot(host root))
-// and fills inv.GPU, the GPU facts the checks and nccl.AdviseEnv use. What
+// and fills inv.GPU, the GPU facts the checks and nccl.AdviseEnv use. On a
+// live host each RDMA device is probed for DMA-BUF (ProbeDMABUF). What
 // cannot be read is the report's reason, never an error.
 func GPUs(ctx context.Context, h erdma.Host, inv *erdma.Inventory, lib nvml.Library) *nvml.Report {
 	if lib == nil {
@@ -276,7 +277,9 @@ func GPUs(ctx context.Context, h erdma.Host, inv *erdma.Inventory, lib nvml.Libr
 		}
 	}
 	nics, _ := NICsOf(inv.Devices)
-	rep, err := nvml.Inspect(ctx, lib, h.Root(), nics)
+	// On a live host the RDMA providers are asked about DMA-BUF as NCCL
+	// asks them; a recording replays what was recorded.
+	rep, err := nvml.Inspect(ctx, lib, h.Root(), nics, liveDMABUFProbe(ctx, h, inv.Devices)...)
 	if err != nil {
 		return nvml.Unavailable(h.Root(), err)
 	}

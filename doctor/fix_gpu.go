@@ -55,8 +55,14 @@ func gpuFix() *Fix {
 			if m := moduleOf(inv, "nvidia_peermem"); m != nil && m.Loaded {
 				p.Found = append(p.Found, "nvidia_peermem loaded")
 			} else {
-				p.Notes = append(p.Notes, "or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, "+
-					"the NVIDIA open GPU kernel module, rdma-core >= 34")
+				if refused := gdr.DMABUF.RefusedBy(); len(refused) > 0 {
+					// The RDMA provider registers no dma-buf (eRDMA's):
+					// the module is the only way (nvml.ReadGDR).
+					p.Notes = append(p.Notes, "DMA-BUF is no alternative here: the "+strings.Join(refused, ", ")+" provider registers no dma-buf")
+				} else {
+					p.Notes = append(p.Notes, "or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, "+
+						"the NVIDIA open GPU kernel module, rdma-core >= 34, an RDMA provider with reg_dmabuf_mr")
+				}
 				p.add(Change{Checks: checks, Kind: KindCommand, Target: "nvidia_peermem", Command: "modprobe nvidia_peermem",
 					Revert: "modprobe -r nvidia_peermem",
 					apply: func(ctx context.Context) error {

@@ -17,7 +17,8 @@ import (
 // GPUInfo is the inventory's summary of a GPU report (erdma.GPUInfo): what
 // erdma.DecideGDRLevel and nccl.AdviseEnv read.
 func GPUInfo(r *nvml.Report) erdma.GPUInfo {
-	info := erdma.GPUInfo{Available: r.Available, Reason: r.Reason, GDRPath: r.GDR.Path, DMABUF: string(r.GDR.DMABUF.Supported)}
+	info := erdma.GPUInfo{Available: r.Available, Reason: r.Reason, GDRPath: r.GDR.Path, DMABUF: string(r.GDR.DMABUF.Supported),
+		DMABUFRefusedBy: r.GDR.DMABUF.RefusedBy()}
 	if r.GPUs != nil {
 		info.Count = len(r.GPUs.GPUs)
 		info.DriverVersion = r.GPUs.DriverVersion

@@ -13,9 +13,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/erdmakit/erdmakit/doctor"
+	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/ibverbs"
 	"github.com/erdmakit/erdmakit/internal/execx"
 	"github.com/erdmakit/erdmakit/internal/lab/labtest"
+	"github.com/erdmakit/erdmakit/nvml"
 )
 
 const verbsLabHiddenEnv = "ERDMAKIT_VERBS_LAB_HIDDEN"
@@ -54,4 +58,35 @@ func TestLabVerbsCheck(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "child:\n%s", out)
 	assert.Contains(t, string(out), "--- PASS: TestLabVerbsCheck", "child:\n%s", out)
+}
+
+// TestLabProbeDMABUF: the doctor's DMA-BUF probe on rxe0 (rdma-core's rxe
+// provider has no reg_dmabuf_mr, like erdma's) answers EOPNOTSUPP, nvml's
+// rule takes that answer over its provider table, and the recorded form
+// replays it.
+func TestLabProbeDMABUF(t *testing.T) {
+	labtest.Require(t)
+	dev := labtest.Device()
+	got := doctor.ProbeDMABUF(t.Context(), ibverbs.Loader{}, []string{dev, "no-such-device"})
+	require.Equal(t, []nvml.ProbeResult{{Device: dev, Supported: false, Result: "EOPNOTSUPP"}}, got)
+
+	d := nvml.ReadDMABUF("/", got...)
+	var p *nvml.RDMAProvider
+	for i := range d.Providers {
+		if d.Providers[i].Device == dev {
+			p = &d.Providers[i]
+		}
+	}
+	require.NotNil(t, p, "%+v", d.Providers)
+	assert.Equal(t, nvml.SupportNo, p.DMABUF)
+	assert.Equal(t, "probe", p.Source)
+	assert.Contains(t, p.Reason, "-> EOPNOTSUPP (live probe)")
+	assert.Equal(t, nvml.SupportNo, d.Supported)
+
+	h, closer, err := erdma.OpenHost("/")
+	require.NoError(t, err)
+	defer closer.Close()
+	files, err := doctor.DMABUFRecordFiles(t.Context(), h)
+	require.NoError(t, err)
+	assert.Contains(t, string(files[nvml.DMABUFProbePath]), `"result": "EOPNOTSUPP"`)
 }

@@ -17,9 +17,13 @@ const (
 	fixAttachERI = "attach an ERI to a supported GPU instance type (ebmgn7ex/ebmgn7ix/ebmgn7vx, ebmgn8is, gn8is, " +
 		"ebmgn9g/ebmgn9gc/ebmgn9ge): OpenAPI CreateNetworkInterface with NetworkInterfaceTrafficMode=HighPerformance, " +
 		"then AttachNetworkInterface with NetworkCardIndex=0 (and NetworkCardIndex=1 for a second ERI); " +
-		"install the driver with `env_setup.sh --egs` and check it with `eadm ver`"
-	fixDriver  = "modprobe erdma; if the module is not installed: run the eRDMA installer `env_setup.sh --egs`, then `eadm ver`"
-	mdTokenCmd = `TOKEN=$(curl -s -X PUT -H 'X-aliyun-ecs-metadata-token-ttl-seconds: 60' http://100.100.100.200/latest/api/token)`
+		"install the driver with `env_setup.sh --egs` (Ubuntu 24.04: the guide's installer variant for it) and check it with `eadm ver`"
+	fixDriver = "modprobe erdma; if the module is not installed: run the eRDMA installer `env_setup.sh --egs` " +
+		"(Ubuntu 24.04 has its own installer variant in the guide, with MLNX OFED 24.10), then `eadm ver`"
+	// ERIDetachNote is the guide's condition on every "detach and attach
+	// again" remedy: an ERI is detached only from a stopped instance.
+	ERIDetachNote = "detaching an ERI requires stopping the instance first (the guide)"
+	mdTokenCmd    = `TOKEN=$(curl -s -X PUT -H 'X-aliyun-ecs-metadata-token-ttl-seconds: 60' http://100.100.100.200/latest/api/token)`
 )
 
 // checkHostRead reports the reads that failed while the inventory was
@@ -118,7 +122,7 @@ func checkERDMADevices(_ context.Context, d *diag) Finding {
 	case n > MaxERIs:
 		return Finding{Severity: SeverityWarn,
 			Summary:  fmt.Sprintf("%d eRDMA devices (%s): the guide allows at most %d per instance", n, strings.Join(names, ", "), MaxERIs),
-			Evidence: ev, Remediation: "detach the extra ERIs: OpenAPI DetachNetworkInterface"}
+			Evidence: ev, Remediation: "stop the instance, then detach the extra ERIs: OpenAPI DetachNetworkInterface (" + ERIDetachNote + ")"}
 	case p != nil && p.ERIs > 0 && n < p.ERIs:
 		return Finding{Severity: SeverityWarn,
 			Summary: fmt.Sprintf("%d eRDMA device(s) (%s) but %s has %d ERIs: bandwidth is below what the type offers",
@@ -162,8 +166,8 @@ func checkNetworkCardChannel(_ context.Context, d *diag) Finding {
 		}
 	}
 	fix := "check with OpenAPI DescribeNetworkInterfaces (InstanceId=<id>): each ERI's NetworkCardIndex must differ; " +
-		"if they do not, DetachNetworkInterface the second ERI and AttachNetworkInterface it again with the other NetworkCardIndex " +
-		"(ModifyNetworkInterfaceAttribute without NetworkCardIndex can move it back onto one channel)"
+		"if they do not, stop the instance, DetachNetworkInterface the second ERI and AttachNetworkInterface it again with the other NetworkCardIndex " +
+		"(" + ERIDetachNote + "; ModifyNetworkInterfaceAttribute without NetworkCardIndex can move it back onto one channel)"
 	if p := d.inv.Profile; p != nil && p.WriteGbps > 0 {
 		fix += fmt.Sprintf("; or measure: ib_write_bw on both devices at once (guide step 5) should reach about %g Gbit/s in total", p.WriteGbps)
 	}
@@ -262,7 +266,18 @@ func checkEadm(_ context.Context, d *diag) Finding {
 	if v == "" {
 		v = "(version not read)"
 	}
-	return Finding{Severity: SeverityOK, Summary: "eadm " + v, Evidence: []string{fmt.Sprintf("%s: `eadm ver` -> %q", t.Path, t.Version)}}
+	ev := []string{fmt.Sprintf("%s: `eadm ver` -> %q", t.Path, t.Version)}
+	sum := "eadm " + v
+	// The guide records the OFED version too (`ofed_info -s`).
+	if o := d.tools["ofed_info"]; o != nil && o.Path != "" {
+		ev = append(ev, fmt.Sprintf("%s: `ofed_info -s` -> %q", o.Path, o.Version))
+		if o.Version != "" {
+			sum += ", OFED " + o.Version
+		}
+	} else {
+		ev = append(ev, "ofed_info: not found ("+d.source("PATH", "erdmakit/tools.json")+"): the OFED version the guide records is unknown")
+	}
+	return Finding{Severity: SeverityOK, Summary: sum, Evidence: ev}
 }
 
 // checkUVerbs: guide step 2, user-space verbs need ib_uverbs and a
@@ -404,8 +419,14 @@ func checkPeermem(_ context.Context, d *diag) Finding {
 			path = m
 		}
 	}
+	refused := ""
 	if gi := d.inv.GPU; gi != nil && gi.DMABUF != "" {
-		ev = append(ev, "GPUDirect RDMA through DMA-BUF (kernel >= 5.12, open NVIDIA module, rdma-core >= 34): "+gi.DMABUF)
+		ev = append(ev, "GPUDirect RDMA through DMA-BUF (kernel >= 5.12, open NVIDIA module, rdma-core >= 34, an RDMA provider with reg_dmabuf_mr): "+gi.DMABUF)
+		if len(gi.DMABUFRefusedBy) > 0 {
+			refused = strings.Join(gi.DMABUFRefusedBy, ", ")
+			ev = append(ev, "DMA-BUF is not supported by the RDMA provider "+refused+
+				" (rdma-core's provider has no reg_dmabuf_mr, or NCCL's probe ibv_reg_dmabuf_mr(fd -1) answered EOPNOTSUPP): GPUDirect RDMA there needs nvidia_peermem")
+		}
 	}
 	if path == "" {
 		f := Finding{Severity: SeverityFail,
@@ -413,11 +434,18 @@ func checkPeermem(_ context.Context, d *diag) Finding {
 			Evidence: ev,
 			Remediation: "modprobe nvidia_peermem (bundled with NVIDIA driver >= 470; older drivers: install and load nv_peer_mem); " +
 				"it must be loaded again after every reboot: echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf; " +
-				"or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, the NVIDIA open GPU kernel module, rdma-core >= 34",
+				"or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, the NVIDIA open GPU kernel module, rdma-core >= 34, an RDMA provider with reg_dmabuf_mr",
 		}
-		if gi := d.inv.GPU; gi == nil || gi.DMABUF == "" {
+		switch gi := d.inv.GPU; {
+		case gi == nil || gi.DMABUF == "":
 			f.Evidence = append(f.Evidence, "GPUDirect RDMA through DMA-BUF: not checked (no GPU facts)")
-		} else if gi.DMABUF == "unknown" {
+		case refused != "":
+			// No DMA-BUF way out: the provider refuses dma-bufs.
+			f.Summary = "GPUDirect RDMA not ready: neither nvidia_peermem nor nv_peer_mem is loaded, and DMA-BUF is not supported by the RDMA provider " + refused
+			f.Remediation = "modprobe nvidia_peermem (bundled with NVIDIA driver >= 470; older drivers: install and load nv_peer_mem); " +
+				"it must be loaded again after every reboot: echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf " +
+				"(DMA-BUF is no alternative here: the " + refused + " provider registers no dma-buf)"
+		case gi.DMABUF == "unknown":
 			// DMA-BUF may work: what decides it was not all seen.
 			f.Severity = SeverityWarn
 			f.Summary = "GPUDirect RDMA not proven: neither nvidia_peermem nor nv_peer_mem is loaded, and DMA-BUF support could not be decided"
@@ -641,12 +669,19 @@ func checkGIDIndex(_ context.Context, d *diag) Finding {
 		return Finding{Severity: SeverityOK, Summary: fmt.Sprintf("RoCE v2 IPv4 GID at index %d: NCCL_IB_GID_INDEX=%d", list[0], list[0]), Evidence: ev}
 	}
 	return Finding{Severity: SeverityOK,
-		Summary:  fmt.Sprintf("RoCE v2 IPv4 GIDs at indexes %v (they differ per device): NCCL_IB_GID_INDEX=-1 NCCL_IB_ADDR_FAMILY=AF_INET NCCL_IB_ROCE_VERSION_NUM=2", list),
+		Summary: fmt.Sprintf("RoCE v2 IPv4 GIDs at indexes %v (they differ per device): NCCL_IB_GID_INDEX=-1 NCCL_IB_ADDR_FAMILY=AF_INET NCCL_IB_ROCE_VERSION_NUM=2 "+
+			"(NCCL >= 2.21.5; an older NCCL takes one index for every device)", list),
 		Evidence: ev}
 }
 
-// checkMTU: the MTU guide, 8500 with jumbo frames, else 1400, the same on
-// every ERI (a wrong MTU corrupts data).
+// mtuSource is where the MTU rule comes from: Alibaba's "Enable eRDMA on a
+// GPU instance" page (alibabacloud.com/help/ecs/user-guide/on-the-gpu-instance-configuration-erdma,
+// "Enable Jumbo Frames"): 8500 with jumbo frames when NCCL uses the LL128
+// protocol, else 1400; a wrong MTU setting causes data consistency problems.
+const mtuSource = "Alibaba's guide, Enable Jumbo Frames: 8500 with jumbo frames (NCCL with LL128), else 1400; " +
+	"it warns that a wrong MTU causes data consistency problems"
+
+// checkMTU: the guide's MTU rule (mtuSource), the same on every ERI.
 func checkMTU(_ context.Context, d *diag) Finding {
 	if len(d.erdma) == 0 {
 		return noERDMA()
@@ -685,8 +720,8 @@ func checkMTU(_ context.Context, d *diag) Finding {
 			parts = append(parts, fmt.Sprintf("%d on %s", m, strings.Join(mtus[m], ", ")))
 		}
 		return Finding{Severity: SeverityFail,
-			Summary:  "ERI MTUs disagree (" + strings.Join(parts, "; ") + "): a wrong MTU causes data corruption",
-			Evidence: ev, Remediation: fix}
+			Summary:  "ERI MTUs disagree (" + strings.Join(parts, "; ") + "): the guide allows 8500 (jumbo frames) or 1400, one of them everywhere",
+			Evidence: append(ev, "source: "+mtuSource), Remediation: fix}
 	}
 	var mtu int
 	for m := range mtus {
@@ -708,15 +743,23 @@ func checkMTU(_ context.Context, d *diag) Finding {
 	case 8500:
 		return Finding{Severity: SeverityOK, Summary: "MTU 8500 on every ERI (jumbo frames; port active_mtu 4096)", Evidence: ev}
 	case 1400:
-		return Finding{Severity: SeverityOK, Summary: "MTU 1400 on every ERI (no jumbo frames; with jumbo frames in the VPC use 8500 for NCCL LL128)", Evidence: ev}
+		return Finding{Severity: SeverityOK, Summary: "MTU 1400 on every ERI (no jumbo frames; with jumbo frames the guide gives 8500 for NCCL with LL128)", Evidence: ev}
 	}
 	return Finding{Severity: SeverityWarn,
-		Summary:  fmt.Sprintf("MTU %d: the guide says 8500 with jumbo frames, else 1400 (a wrong MTU causes data corruption)", mtu),
-		Evidence: ev, Remediation: fix}
+		Summary:  fmt.Sprintf("MTU %d: the guide gives 8500 with jumbo frames, else 1400, and warns that a wrong MTU causes data consistency problems", mtu),
+		Evidence: append(ev, "source: "+mtuSource), Remediation: fix}
 }
 
-// checkMemlock: domain section 5, memlock must be unlimited; at 64 KiB every
-// ibv_create_qp fails with ENOMEM.
+// memlockSource is where "unlimited" comes from: not Alibaba's guide, but
+// rdma-core (Documentation/libibverbs.md: a verbs process must be allowed to
+// lock all of its registered memory plus the memory of its QPs and CQs) and
+// NCCL-over-RDMA practice (an eRDMA pod with LimitMEMLOCK=64K failed every
+// ibv_create_qp with "Unknown error -12": domain doc section 5).
+const memlockSource = "rdma-core Documentation/libibverbs.md (verbs must lock every registered region and the QP and CQ memory) " +
+	"and NCCL-over-RDMA practice; not a step of Alibaba's guide"
+
+// checkMemlock: domain section 5, memlock unlimited (memlockSource); at 64
+// KiB every ibv_create_qp fails with ENOMEM.
 func checkMemlock(_ context.Context, d *diag) Finding {
 	l := d.inv.Memlock
 	if l == nil {
@@ -727,17 +770,18 @@ func checkMemlock(_ context.Context, d *diag) Finding {
 	if l.Unlimited || l.Soft == ^uint64(0) {
 		return Finding{Severity: SeverityOK, Summary: "memlock unlimited", Evidence: ev}
 	}
+	ev = append(ev, "why unlimited: "+memlockSource)
 	fix := "ulimit -l unlimited (this shell); persistent: add '* soft memlock unlimited' and '* hard memlock unlimited' to /etc/security/limits.conf; " +
 		"systemd services (containerd, docker): LimitMEMLOCK=infinity; containers: --ulimit memlock=-1"
 	const sixteenGiB = 16 << 30
 	if l.Soft >= sixteenGiB {
 		return Finding{Severity: SeverityWarn,
-			Summary:  fmt.Sprintf("memlock limited to %s: large registrations may fail; the guide wants unlimited", limitString(l.Soft, false)),
+			Summary:  fmt.Sprintf("memlock limited to %s: large registrations may fail; rdma-core and NCCL deployments use unlimited", limitString(l.Soft, false)),
 			Evidence: ev, Remediation: fix}
 	}
 	sum := fmt.Sprintf("memlock %s: every ibv_create_qp fails with ENOMEM (NCCL WARN Call to ibv_create_qp failed with error Unknown error -12)", limitString(l.Soft, false))
 	if l.Soft > 64<<10 {
-		sum = fmt.Sprintf("memlock %s: queue pairs and memory registrations beyond it fail with ENOMEM; the guide requires unlimited", limitString(l.Soft, false))
+		sum = fmt.Sprintf("memlock %s: queue pairs and memory registrations beyond it fail with ENOMEM; rdma-core and NCCL deployments use unlimited", limitString(l.Soft, false))
 	}
 	return Finding{Severity: SeverityFail, Summary: sum, Evidence: ev, Remediation: fix}
 }

@@ -107,8 +107,8 @@ func HostChecks() []HostCheck {
 		hostCheck(FindingPortActive, "guide step 4", "every eRDMA port is ACTIVE", checkPortActive),
 		hostCheck(FindingTransportMode, "domain section 3", "compat (RoCE v2) vs iWARP, the same on every device", checkTransport),
 		hostCheck(FindingGIDIndex, "domain section 3", "a RoCE v2 GID ::ffff:<IPv4> exists; its index", checkGIDIndex),
-		hostCheck(FindingMTU, "MTU guide", "ERI MTUs are 8500 (jumbo frames) or 1400 and agree", checkMTU),
-		hostCheck(FindingMemlock, "domain section 5", "RLIMIT_MEMLOCK is unlimited", checkMemlock),
+		hostCheck(FindingMTU, "guide, Enable Jumbo Frames", "ERI MTUs are 8500 (jumbo frames) or 1400 and agree", checkMTU),
+		hostCheck(FindingMemlock, "rdma-core, NCCL practice", "RLIMIT_MEMLOCK is unlimited", checkMemlock),
 		hostCheck(FindingRateLimitDrops, "domain section 4", "the *_limit_drop_cnt counters are not rising", checkRateLimitDrops),
 	}
 }

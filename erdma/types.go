@@ -178,9 +178,13 @@ type GPUInfo struct {
 	// "nvidia_peermem", "nv_peer_mem", "memory_peers", or "" when none.
 	GDRPath string `json:"gdr_path,omitempty"`
 	// DMABUF says whether GPUDirect RDMA through DMA-BUF is supported:
-	// "yes", "no", "unknown" (not all of kernel, module flavour and
-	// rdma-core were seen), "" when not checked.
+	// "yes", "no", "unknown" (not all of kernel, module flavour, rdma-core
+	// and the RDMA provider were seen), "" when not checked.
 	DMABUF string `json:"dmabuf,omitempty"`
+	// DMABUFRefusedBy names the RDMA providers that register no dma-buf
+	// ("erdma": rdma-core's providers/erdma has no reg_dmabuf_mr): there
+	// GPUDirect RDMA needs nvidia_peermem whatever else holds.
+	DMABUFRefusedBy []string `json:"dmabuf_refused_by,omitempty"`
 	// NVLink says whether the GPUs have NVLink between them: "yes", "no",
 	// "unknown" (NVML could not say), "" when not read. Without it
 	// intra-node collectives go over PCIe.

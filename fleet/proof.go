@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/nccl"
 )
@@ -478,7 +479,7 @@ func meshHostFix(label string) string {
 			"if both pass, check that the security group lets the other hosts reach its bandwidth port"
 	}
 	return "slow against known-good hosts while its doctor found nothing: run `erdmakit bw run` from it to a known-good host per device (-d) " +
-		"to find the slow ERI; detach and re-attach that ERI (erdmakit eri), or open a ticket with Alibaba Cloud support naming the instance"
+		"to find the slow ERI; detach and re-attach that ERI (erdmakit eri; " + erdma.ERIDetachNote + "), or open a ticket with Alibaba Cloud support naming the instance"
 }
 
 func boundedEvidence(ev []string, n int) []string {

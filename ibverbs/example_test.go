@@ -206,3 +206,20 @@ func ExampleEndpoint_MarshalBinary() {
 	fmt.Println(len(b), e.QPN, ip, e.MTU)
 	// Output: 52 17 10.0.9.1 1024 (3)
 }
+
+// NCCL's DMA-BUF question, asked of every device: does its provider
+// register dma-bufs? (rxe and erdma answer EOPNOTSUPP: no.)
+func ExampleContext_ProbeDMABUF() {
+	c, err := ibverbs.Open("erdma_0")
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	defer c.Close()
+	p, err := c.ProbeDMABUF()
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	fmt.Printf("%s: ibv_reg_dmabuf_mr(fd -1) -> %s, DMA-BUF supported %v\n", p.Device, p.Result(), p.Supported)
+}

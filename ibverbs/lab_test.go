@@ -752,6 +752,27 @@ func BenchmarkLabPollEmpty(b *testing.B) {
 	}
 }
 
+// TestLabProbeDMABUF: NCCL's DMA-BUF probe on rxe0. rdma-core's rxe provider
+// (providers/rxe/rxe.c) has no reg_dmabuf_mr, so libibverbs answers with
+// dummy_ops' EOPNOTSUPP: the "not supported" path, exactly what eRDMA's
+// provider (providers/erdma/erdma.c, also without reg_dmabuf_mr) answers.
+// The PD is freed again (no resource left behind).
+func TestLabProbeDMABUF(t *testing.T) {
+	c := openLab(t)
+	before, err := labtest.ResourcesOf(t.Context(), labtest.Device())
+	require.NoError(t, err)
+	p, err := c.ProbeDMABUF()
+	require.NoError(t, err)
+	t.Logf("rxe0: ibv_reg_dmabuf_mr(pd, 0, 0, 0, -1, 0) -> %s (errno %d, no symbol %v)", p.Result(), int(p.Errno), p.NoSymbol)
+	assert.Equal(t, labtest.Device(), p.Device)
+	assert.False(t, p.NoSymbol, "Debian's rdma-core is >= 34: libibverbs has ibv_reg_dmabuf_mr")
+	assert.Equal(t, syscall.EOPNOTSUPP, p.Errno, p.Result())
+	assert.False(t, p.Supported)
+	after, err := labtest.ResourcesOf(t.Context(), labtest.Device())
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "the probe's PD is freed")
+}
+
 // TestLabWriteStream: the C write loop writes the MR's first Size bytes into
 // the peer's buffer on every QP, completes exactly the writes of
 // Iterations mode (one signalled in four), honours StopPosting and Stop,

@@ -30,6 +30,8 @@ struct ek_lib {
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *);
 	int (*dealloc_pd)(struct ibv_pd *);
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *, void *, size_t, int);
+	// rdma-core >= 34 (IBVERBS_1.12); NULL before.
+	struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *, uint64_t, size_t, uint64_t, int, int);
 	int (*dereg_mr)(struct ibv_mr *);
 	struct ibv_cq *(*create_cq)(struct ibv_context *, int, void *, struct ibv_comp_channel *, int);
 	int (*destroy_cq)(struct ibv_cq *);
@@ -97,6 +99,7 @@ int ek_load(const char *verbs, const char *cm, ek_lib **out, char *err, int errl
 	SYM(lib->vh, alloc_pd, "ibv_alloc_pd", 1);
 	SYM(lib->vh, dealloc_pd, "ibv_dealloc_pd", 1);
 	SYM(lib->vh, reg_mr, "ibv_reg_mr", 1);
+	SYM(lib->vh, reg_dmabuf_mr, "ibv_reg_dmabuf_mr", 0);
 	SYM(lib->vh, dereg_mr, "ibv_dereg_mr", 1);
 	SYM(lib->vh, create_cq, "ibv_create_cq", 1);
 	SYM(lib->vh, destroy_cq, "ibv_destroy_cq", 1);
@@ -293,6 +296,21 @@ int ek_reg_mr(ek_lib *lib, struct ibv_pd *pd, void *addr, size_t len, int access
 }
 
 int ek_dereg_mr(ek_lib *lib, struct ibv_mr *mr) { return lib->dereg_mr(mr); }
+
+int ek_probe_dmabuf(ek_lib *lib, struct ibv_pd *pd)
+{
+	if (!lib->reg_dmabuf_mr)
+		return EK_PROBE_NOSYM;
+	errno = 0;
+	// NCCL's probe (src/transport/net_ib/gdr.cc ibDmaBufSupportInitOnce):
+	// offset 0, length 0, iova 0, fd -1, no access flags.
+	struct ibv_mr *mr = lib->reg_dmabuf_mr(pd, 0, 0, 0, -1, 0);
+	if (mr) {
+		lib->dereg_mr(mr);
+		return 0;
+	}
+	return errno;
+}
 
 int ek_create_cq(ek_lib *lib, struct ibv_context *ctx, int cqe, struct ibv_cq **out)
 {

@@ -43,6 +43,12 @@ int ek_alloc_pd(ek_lib *lib, struct ibv_context *ctx, struct ibv_pd **out);
 int ek_dealloc_pd(ek_lib *lib, struct ibv_pd *pd);
 int ek_reg_mr(ek_lib *lib, struct ibv_pd *pd, void *addr, size_t len, int access, struct ibv_mr **out);
 int ek_dereg_mr(ek_lib *lib, struct ibv_mr *mr);
+
+// ek_probe_dmabuf calls ibv_reg_dmabuf_mr(pd, 0, 0, 0, -1, 0) as NCCL does
+// and returns the errno it left (0 if it registered, which fd -1 should
+// never do), or EK_PROBE_NOSYM when libibverbs has no ibv_reg_dmabuf_mr.
+enum { EK_PROBE_NOSYM = -1 };
+int ek_probe_dmabuf(ek_lib *lib, struct ibv_pd *pd);
 int ek_create_cq(ek_lib *lib, struct ibv_context *ctx, int cqe, struct ibv_cq **out);
 int ek_destroy_cq(ek_lib *lib, struct ibv_cq *cq);
 

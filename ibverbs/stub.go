@@ -67,6 +67,9 @@ func (c *Context) AllocPD() (*PD, error) { return nil, ErrNotSupported }
 // CreateCQ is ibv_create_cq with cqe entries.
 func (c *Context) CreateCQ(cqe int) (*CQ, error) { return nil, ErrNotSupported }
 
+// ProbeDMABUF is not supported in this build.
+func (c *Context) ProbeDMABUF() (DMABUFProbe, error) { return DMABUFProbe{}, ErrNotSupported }
+
 // Close closes the device.
 func (c *Context) Close() error { return nil }
 

@@ -439,6 +439,21 @@ func (c *Context) AllocPD() (*PD, error) {
 	return pd, nil
 }
 
+// ProbeDMABUF asks the device's provider whether it registers dma-bufs,
+// as NCCL does (see DMABUFProbe): a PD, ibv_reg_dmabuf_mr with fd -1, the
+// PD freed. Only a failing ibv_alloc_pd is an error.
+func (c *Context) ProbeDMABUF() (DMABUFProbe, error) {
+	pd, err := c.AllocPD()
+	if err != nil {
+		return DMABUFProbe{Device: c.info.Name}, err
+	}
+	rc := C.ek_probe_dmabuf(c.lib.p, pd.pd)
+	if err := pd.Close(); err != nil {
+		return DMABUFProbe{Device: c.info.Name}, err
+	}
+	return dmabufProbe(c.info.Name, int(rc)), nil
+}
+
 // CreateCQ is ibv_create_cq with at least cqe entries.
 func (c *Context) CreateCQ(cqe int) (*CQ, error) {
 	if cqe <= 0 {

@@ -22,6 +22,10 @@ type Expectation struct {
 	// (NVML, or nvidia-smi nvlink -s empty): intra-node all_reduce then
 	// goes over PCIe, which caps what a second NIC adds.
 	NoNVLink bool
+	// HostPeerMem is the peer-memory module the hosts had loaded
+	// (HostPeerMem), "none", or "" when not known: it decides whether the
+	// log's DMA-BUF lines mean GDR ran through DMA-BUF (ncclog.Summary).
+	HostPeerMem string
 }
 
 // profileBusBWShare is the share of the profile's aggregate RDMA write
@@ -73,8 +77,17 @@ func Diagnose(res *TestResult, exp Expectation) []erdma.Finding {
 	if f, ok := blackwellFinding(res); ok {
 		fs = append(fs, f)
 	}
+	if f, ok := gidAutoFinding(res); ok {
+		fs = append(fs, f)
+	}
 	if res.NCCL != nil {
-		fs = append(fs, ncclog.Diagnose(res.NCCL)...)
+		l := res.NCCL
+		if exp.HostPeerMem != "" && l.HostPeerMem == "" {
+			c := *l
+			c.HostPeerMem = exp.HostPeerMem
+			l = &c
+		}
+		fs = append(fs, ncclog.Diagnose(l)...)
 	}
 	fs = append(fs, diagnoseRows(res)...)
 	fs = append(fs, diagnoseBusBW(res, exp)...)
@@ -91,7 +104,14 @@ func DiagnoseRun(run *RunResult, exp Expectation) []erdma.Finding {
 		fs = append(fs, f.Finding())
 	}
 	if len(fs) > 0 && (run.Result == nil || len(run.Result.Rows) == 0) {
-		return fs // the launch failed: the missing table says nothing more
+		// The launch failed: the missing table says nothing more, but a
+		// graph file that names GPUs the ranks lack is why init failed.
+		if run.Result != nil && run.Result.NCCL != nil {
+			if f, ok := ncclog.GraphFileFinding(withPassedEnv(run.Result, run.Env).NCCL); ok {
+				fs = append(fs, f)
+			}
+		}
+		return fs
 	}
 	return append(fs, Diagnose(withPassedEnv(run.Result, run.Env), exp)...)
 }
@@ -185,6 +205,23 @@ func blackwellFinding(res *TestResult) (erdma.Finding, bool) {
 		Remediation: "use NCCL " + BlackwellMinNCCL + " or later (not 2.28.7 or 2.28.9, which crash on eRDMA) with a CUDA that supports the GPU, and rebuild nccl-tests against it"}, true
 }
 
+// gidAutoFinding: NCCL_IB_GID_INDEX=-1 given to an NCCL older than
+// GIDAutoMinNCCL, which takes it as a GID table index.
+func gidAutoFinding(res *TestResult) (erdma.Finding, bool) {
+	if res.NCCL == nil {
+		return erdma.Finding{}, false
+	}
+	v, version := res.NCCL.Env["NCCL_IB_GID_INDEX"], res.NCCL.NCCLVersion
+	if strings.TrimSpace(v) != "-1" || version == "" || !versionLess(version, GIDAutoMinNCCL) {
+		return erdma.Finding{}, false
+	}
+	return erdma.Finding{ID: "nccl-gid-index", Severity: erdma.SeverityFail,
+		Summary:  fmt.Sprintf("NCCL_IB_GID_INDEX=-1 with NCCL %s: automatic GID choice exists only from NCCL %s", version, GIDAutoMinNCCL),
+		Evidence: []string{"NCCL version " + version, "NCCL_IB_GID_INDEX set to -1"},
+		Remediation: "use NCCL >= " + GIDAutoMinNCCL + ", or give the RoCE v2 IPv4 GID index (erdmakit nccl env --nccl-version " + version +
+			" says which, and which devices share it)"}, true
+}
+
 // versionLess compares dotted versions ("2.21.5" < "2.27").
 func versionLess(a, b string) bool {
 	a, _, _ = strings.Cut(a, "+")
@@ -230,8 +267,8 @@ func diagnoseRows(res *TestResult) []erdma.Finding {
 	return []erdma.Finding{{ID: "nccl-wrong", Severity: erdma.SeverityFail,
 		Summary:  "data corruption: results differ from the expected values",
 		Evidence: firstN(ev, 8),
-		Remediation: "check the MTU of every eRDMA netdev on every host: 8500 with jumbo frames enabled, else 1400 " +
-			"(ip link set dev ethX mtu 8500); a mismatched MTU corrupts NCCL data over eRDMA; then rerun"}}
+		Remediation: "check the MTU of every eRDMA netdev on every host: Alibaba's guide gives 8500 with jumbo frames (NCCL with LL128), " +
+			"else 1400, and warns that a wrong MTU causes data consistency problems (ip link set dev ethX mtu 8500); then rerun"}}
 }
 
 func wrong(m Measurement) int64 { return m.Wrong.N }

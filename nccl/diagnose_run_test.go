@@ -105,3 +105,51 @@ func analyzeFile(t *testing.T, name string) *LogSummary {
 	require.NoError(t, err)
 	return s
 }
+
+// TestDiagnoseGraphFileDevNotFound: a communicator with fewer GPUs per host
+// than the graph file names fails init in NCCL's loader
+// (src/graph/search.cc ncclTopoGetChannelFromXml: WARN "XML Import Channel :
+// dev %ld not found."); the diagnosis names the graph file, also when the
+// launch failed and there is no result table.
+func TestDiagnoseGraphFileDevNotFound(t *testing.T) {
+	log := "gpu-a:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.2\n" +
+		"gpu-a:1:1 [0] NCCL INFO NCCL_GRAPH_FILE set by environment to /root/nccl-graph.xml\n" +
+		"gpu-a:1:1 [0] search.cc:1 NCCL WARN XML Import Channel : dev 1 not found.\n" +
+		"gpu-a:1:1 [0] NCCL INFO init.cc:1 -> 2\n"
+	s, err := ncclog.Analyze(context.Background(), strings.NewReader(log))
+	require.NoError(t, err)
+	f, ok := byFindingID(ncclog.Diagnose(s))["nccl-graph-file"]
+	require.True(t, ok, "%+v", ncclog.Diagnose(s))
+	assert.Equal(t, health.Fail, f.Severity)
+	assert.Contains(t, f.Summary, "XML Import Channel : dev N not found")
+	assert.Contains(t, f.Evidence, "XML Import Channel : dev 1 not found.")
+	assert.Contains(t, f.Evidence, "NCCL_GRAPH_FILE set to /root/nccl-graph.xml")
+	assert.Contains(t, f.Remediation, "unset NCCL_GRAPH_FILE for splits")
+
+	// The ranks exited: the launcher failure and the reason.
+	run := &RunResult{Result: &TestResult{NCCL: s},
+		Failures: []LaunchFailure{{Kind: ncclog.FailRankExit, Summary: "rank 0 exited with 1", Rank: 0, ExitCode: 1}}}
+	fs := byFindingID(DiagnoseRun(run, Expectation{}))
+	assert.Contains(t, fs, "launch-rank-exited")
+	assert.Contains(t, fs, "nccl-graph-file")
+}
+
+// TestDiagnoseGIDAutoOnOldNCCL: NCCL_IB_GID_INDEX=-1 means "pick the GID"
+// only from NCCL 2.21.5; an older NCCL in the log is named.
+func TestDiagnoseGIDAutoOnOldNCCL(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		want    bool
+	}{{"2.20.5", true}, {"2.18.3", true}, {"2.21.5", false}, {"2.27.5", false}} {
+		log := "gpu-a:1:1 [0] NCCL INFO NCCL version " + tc.version + "+cuda12.2\n"
+		s, err := ncclog.Analyze(context.Background(), strings.NewReader(log))
+		require.NoError(t, err)
+		run := &RunResult{Result: &TestResult{NCCL: s, Rows: []Row{{Size: 1 << 20}}}, Env: []Var{{Name: "NCCL_IB_GID_INDEX", Value: "-1"}}}
+		f, ok := byFindingID(DiagnoseRun(run, Expectation{}))["nccl-gid-index"]
+		assert.Equal(t, tc.want, ok, tc.version)
+		if ok {
+			assert.Contains(t, f.Summary, "NCCL_IB_GID_INDEX=-1 with NCCL "+tc.version)
+			assert.Contains(t, f.Remediation, "NCCL >= 2.21.5")
+		}
+	}
+}

@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"path"
@@ -77,8 +78,8 @@ func AdviseEnv(inv *erdma.Inventory, opts EnvOptions) *EnvAdvice {
 	}
 	a.socketIfname(inv, opts.SocketIfname)
 	devs := a.hca(inv)
-	a.gidIndex(inv, devs)
-	a.gdr(inv, devs, opts.GDR, opts.GraphFile != "" && graphPlanned(inv))
+	a.gidIndex(inv, devs, opts.NCCL)
+	a.gdr(inv, devs, opts.GDR, opts.GraphFile != "" && a.graphPlanned(inv))
 	a.graph(inv, opts.GraphFile)
 	if inv.Memlock != nil && !inv.Memlock.Unlimited {
 		a.warn(fmt.Sprintf("locked-memory limit is %s (soft), not unlimited: NCCL's ibv_create_qp fails with ENOMEM "+
@@ -99,10 +100,20 @@ func (a *EnvAdvice) set(name, value, reason string) {
 
 func (a *EnvAdvice) warn(s string) { a.Warnings = append(a.Warnings, s) }
 
+// setValue changes the value of an advised variable and adds to its reason.
+func (a *EnvAdvice) setValue(name, value, why string) {
+	for i := range a.Vars {
+		if a.Vars[i].Name == name {
+			a.Vars[i].Value = value
+			a.Vars[i].Reason += why
+		}
+	}
+}
+
 // graph advises the multi-NIC graph file: NCCL puts every GPU on the first
 // of two NICs at equal distance (the runbook's finding).
 func (a *EnvAdvice) graph(inv *erdma.Inventory, path string) {
-	p, err := PlanGraph(inv)
+	p, err := a.planGraph(inv)
 	if err != nil {
 		if path != "" {
 			a.warn("NCCL_GRAPH_FILE not set: " + strings.TrimPrefix(err.Error(), ErrGraph.Error()+": "))
@@ -123,20 +134,34 @@ func (a *EnvAdvice) graph(inv *erdma.Inventory, path string) {
 			strconv.Itoa(len(p.GPUs))+" GPUs (NCCL_GRAPH_FILE, runbook)")
 		return
 	}
-	a.set("NCCL_GRAPH_FILE", path, fmt.Sprintf("%s; this graph gives channel i to net dev i (%s), all %d GPUs in each "+
-		"(run %d ranks per host: NCCL refuses a graph naming GPUs it does not have)",
+	a.set("NCCL_GRAPH_FILE", path, fmt.Sprintf("%s; this graph gives channel i to net dev i (%s, in libibverbs' device order), all %d GPUs in each "+
+		"(run %d ranks per host). Every communicator reads it: one with fewer GPUs per host (a split, a sub-communicator, "+
+		"a 1-GPU test) fails init with 'XML Import Channel : dev N not found', so unset it for those",
 		what, strings.Join(p.NICs, ", "), len(p.GPUs), len(p.GPUs)))
 }
 
 // graphPlanned reports whether the host gets a graph file (PlanGraph and
-// MultiNICGraph succeed).
-func graphPlanned(inv *erdma.Inventory) bool {
-	p, err := PlanGraph(inv)
+// MultiNICGraph succeed, and NCCL_IB_HCA names the plan's NICs).
+func (a *EnvAdvice) graphPlanned(inv *erdma.Inventory) bool {
+	p, err := a.planGraph(inv)
 	if err != nil {
 		return false
 	}
 	_, err = MultiNICGraph(p)
 	return err == nil
+}
+
+// planGraph is PlanGraph, refused when the advice's NCCL_IB_HCA leaves some
+// of the plan's NICs out (an NCCL too old for differing GID indexes).
+func (a *EnvAdvice) planGraph(inv *erdma.Inventory) (GraphPlan, error) {
+	p, err := PlanGraph(inv)
+	if err != nil {
+		return p, err
+	}
+	if hca, ok := a.Get("NCCL_IB_HCA"); ok && hca != strings.Join(p.NICs, ",") {
+		return p, fmt.Errorf("%w: NCCL_IB_HCA=%s does not name every eRDMA NIC (%s)", ErrGraph, hca, strings.Join(p.NICs, ", "))
+	}
+	return p, nil
 }
 
 // Get returns the advised value of name and whether it is set.
@@ -206,6 +231,9 @@ func (a *EnvAdvice) hca(inv *erdma.Inventory) []erdma.Device {
 	if len(usable) == 0 {
 		return nil
 	}
+	// Listed in NCCL's net dev order (NetDevOrder), so net dev i is the
+	// i-th name; NCCL itself ignores the order of the names here.
+	NetDevOrder(usable)
 	names := make([]string, len(usable))
 	desc := make([]string, len(usable))
 	for i, d := range usable {
@@ -216,9 +244,8 @@ func (a *EnvAdvice) hca(inv *erdma.Inventory) []erdma.Device {
 	return usable
 }
 
-// usableDevices are the eRDMA devices NCCL can use, in inventory order
-// (NCCL_IB_HCA's order, hence NCCL's net dev numbers): not in iWARP mode,
-// with an ACTIVE port.
+// usableDevices are the eRDMA devices NCCL can use (not in iWARP mode,
+// with an ACTIVE port) in NCCL's net dev order (NetDevOrder).
 func usableDevices(inv *erdma.Inventory) []erdma.Device {
 	var out []erdma.Device
 	for _, d := range inv.Devices {
@@ -226,7 +253,37 @@ func usableDevices(inv *erdma.Inventory) []erdma.Device {
 			out = append(out, d)
 		}
 	}
+	NetDevOrder(out)
 	return out
+}
+
+// NetDevOrder sorts devs into the order NCCL numbers its IB net devices.
+// NCCL walks ibv_get_device_list and keeps the devices NCCL_IB_HCA matches
+// (src/transport/net_ib/init.cc ncclIbInitDevices): the order of the names
+// in NCCL_IB_HCA does not matter. libibverbs lists the devices in the
+// kernel's registration order (rdma-core libibverbs/init.c
+// ibverbs_get_device_list, from the netlink dump by device index). What a
+// host root shows of that order is the uverbs char device number, given
+// at registration (uverbsN, lowest free); then the PCI address (the order
+// the driver probes at boot); then the name.
+func NetDevOrder(devs []erdma.Device) {
+	uverbs := func(d erdma.Device) int {
+		n, err := strconv.Atoi(strings.TrimPrefix(d.UVerbs, "uverbs"))
+		if err != nil || !strings.HasPrefix(d.UVerbs, "uverbs") {
+			return math.MaxInt
+		}
+		return n
+	}
+	sort.SliceStable(devs, func(i, j int) bool {
+		a, b := devs[i], devs[j]
+		if ua, ub := uverbs(a), uverbs(b); ua != ub {
+			return ua < ub
+		}
+		if a.PCIAddress != b.PCIAddress {
+			return a.PCIAddress < b.PCIAddress
+		}
+		return a.Name < b.Name
+	})
 }
 
 func activePort(d erdma.Device) *erdma.Port {
@@ -238,18 +295,45 @@ func activePort(d erdma.Device) *erdma.Port {
 	return nil
 }
 
-func (a *EnvAdvice) gidIndex(inv *erdma.Inventory, devs []erdma.Device) {
+// GIDAutoMinNCCL is the first NCCL that takes NCCL_IB_GID_INDEX=-1 (pick
+// the GID by NCCL_IB_ADDR_FAMILY, NCCL_IB_ROCE_VERSION_NUM and
+// NCCL_IB_ADDR_RANGE: ncclIbGetGidIndex, src/transport/net_ib.cc of
+// v2.21.5-1, where -1 also became the default). Older releases pass the
+// number to ibv_query_gid and the QP's sgid_index as it is (v2.20.5-1:
+// NCCL_PARAM(IbGidIndex, "IB_GID_INDEX", 0)), so -1 there is no GID.
+const GIDAutoMinNCCL = "2.21.5"
+
+// oldestNCCL is the oldest of the installed NCCL versions, "" when none
+// is known.
+func oldestNCCL(ns []NCCLInstall) string {
+	oldest := ""
+	for _, n := range ns {
+		if n.Version != "" && (oldest == "" || versionLess(n.Version, oldest)) {
+			oldest = n.Version
+		}
+	}
+	return oldest
+}
+
+// gidIndex advises NCCL_IB_GID_INDEX: the RoCE v2 IPv4 entry when every
+// device has it at the same index; -1 with the address filters when they
+// differ and NCCL >= 2.21.5 (or the version is unknown: the requirement is
+// then said); with an older NCCL, which takes one index for every device,
+// the first device's index and only the devices that share it.
+func (a *EnvAdvice) gidIndex(inv *erdma.Inventory, devs []erdma.Device, ncclVersions []NCCLInstall) {
 	if len(devs) == 0 {
 		return
 	}
 	idx := map[int][]string{}
-	for _, d := range devs {
+	byDev := make([]int, len(devs))
+	for k, d := range devs {
 		i := activePort(d).RecommendedGIDIndex
 		if i < 0 {
 			a.warn(fmt.Sprintf("%s has no RoCE v2 GID holding its netdev's IPv4 (::ffff:a.b.c.d): "+
 				"give %s an IPv4 address (guide step 3)", d.Name, orUnknown(d.Netdev)))
 			i = -1
 		}
+		byDev[k] = i
 		idx[i] = append(idx[i], fmt.Sprintf("%s: %d", d.Name, i))
 	}
 	if len(idx) == 1 {
@@ -266,7 +350,32 @@ func (a *EnvAdvice) gidIndex(inv *erdma.Inventory, devs []erdma.Device) {
 		who = append(who, w...)
 	}
 	sort.Strings(who)
+	if old := oldestNCCL(ncclVersions); old != "" && versionLess(old, GIDAutoMinNCCL) && byDev[0] >= 0 {
+		// One index for every device: keep the devices that share the
+		// first one's, name the others.
+		first := byDev[0]
+		var keep, drop []string
+		for k, d := range devs {
+			if byDev[k] == first {
+				keep = append(keep, d.Name)
+			} else {
+				drop = append(drop, d.Name)
+			}
+		}
+		a.setValue("NCCL_IB_HCA", strings.Join(keep, ","), fmt.Sprintf("; NCCL %s: only those at GID index %d", old, first))
+		a.set("NCCL_IB_GID_INDEX", strconv.Itoa(first), fmt.Sprintf("NCCL %s predates %s, which takes one GID index for every device "+
+			"(no -1): the index of %s (%s)", old, GIDAutoMinNCCL, strings.Join(keep, ", "), strings.Join(who, ", ")))
+		a.warn(fmt.Sprintf("NCCL %s takes one NCCL_IB_GID_INDEX for every device and the eRDMA devices' IPv4 GIDs differ (%s): "+
+			"NCCL_IB_HCA leaves out %s; use NCCL >= %s (NCCL_IB_GID_INDEX=-1 picks each device's GID) to use every device",
+			old, strings.Join(who, ", "), strings.Join(drop, ", "), GIDAutoMinNCCL))
+		return
+	}
 	reason := "the eRDMA devices use different GID indexes (" + strings.Join(who, ", ") + "): let NCCL pick the GID by address"
+	if oldestNCCL(ncclVersions) == "" {
+		reason += " (needs NCCL >= " + GIDAutoMinNCCL + "; older NCCL takes the number as it is: see the note)"
+		a.Notes = append(a.Notes, "NCCL_IB_GID_INDEX=-1 needs NCCL >= "+GIDAutoMinNCCL+" (the NCCL version was not found: "+
+			"--nccl-version tells it); with an older NCCL use one device per job with its own index ("+strings.Join(who, ", ")+")")
+	}
 	a.set("NCCL_IB_GID_INDEX", "-1", reason)
 	a.set("NCCL_IB_ADDR_FAMILY", "AF_INET", "with NCCL_IB_GID_INDEX=-1: use the IPv4 GIDs")
 	a.set("NCCL_IB_ROCE_VERSION_NUM", "2", "with NCCL_IB_GID_INDEX=-1: use the RoCE v2 GIDs")
@@ -339,7 +448,7 @@ func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode,
 		reason := "GPUDirect RDMA asked for on the command line"
 		if g == nil || g.GDRPath == "" {
 			a.warn("NCCL_NET_GDR_LEVEL=SYS without a GPUDirect RDMA path (nvidia_peermem or DMA-BUF): NCCL reports 'GPU Direct RDMA Disabled'; " +
-				"modprobe nvidia_peermem, or DMA-BUF: kernel >= 5.12, the NVIDIA open kernel module, rdma-core >= 34")
+				"modprobe nvidia_peermem" + dmabufAlternative(g))
 		}
 		a.set("NCCL_NET_GDR_LEVEL", "SYS", reason)
 		return
@@ -367,7 +476,7 @@ func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode,
 			next = "NCCL's default GDR level then covers every GPU"
 		}
 		a.warn("GPUDirect RDMA is not ready (no nvidia_peermem/nv_peer_mem, DMA-BUF " + orUnknown(g.DMABUF) + "): NCCL copies through host memory; " +
-			"modprobe nvidia_peermem (again after every reboot), or DMA-BUF (kernel >= 5.12, the NVIDIA open kernel module, rdma-core >= 34); " + next)
+			"modprobe nvidia_peermem (again after every reboot)" + dmabufAlternative(g) + "; " + next)
 		return
 	}
 	if lvl.Level == "" {
@@ -376,12 +485,39 @@ func (a *EnvAdvice) gdr(inv *erdma.Inventory, devs []erdma.Device, mode GDRMode,
 	a.set("NCCL_NET_GDR_LEVEL", lvl.Level, fmt.Sprintf("GPUDirect RDMA is ready through %s and %s", gdrPathName(g.GDRPath), lvl.Reason))
 }
 
+// dmabufAlternative is the DMA-BUF way to GPUDirect RDMA, as a clause
+// after "modprobe nvidia_peermem"; where the RDMA provider registers no
+// dma-buf (eRDMA: rdma-core's providers/erdma has no reg_dmabuf_mr), it
+// says there is none.
+func dmabufAlternative(g *erdma.GPUInfo) string {
+	if g != nil && len(g.DMABUFRefusedBy) > 0 {
+		return " (DMA-BUF is no alternative: the " + strings.Join(g.DMABUFRefusedBy, ", ") + " provider registers no dma-buf)"
+	}
+	return ", or DMA-BUF (kernel >= 5.12, the NVIDIA open kernel module, rdma-core >= 34, an RDMA provider with reg_dmabuf_mr)"
+}
+
 // gdrPathName names a GPUInfo.GDRPath for people.
 func gdrPathName(p string) string {
 	if p == "dmabuf" {
 		return "DMA-BUF"
 	}
 	return p
+}
+
+// HostPeerMem is the peer-memory module inv's host has for GPUDirect RDMA
+// ("nvidia_peermem", "nv_peer_mem", "memory_peers"), or "none"
+// (Expectation.HostPeerMem).
+func HostPeerMem(inv *erdma.Inventory) string {
+	if inv == nil {
+		return ""
+	}
+	if m := peerMemModule(inv); m != "" {
+		return m
+	}
+	if inv.GPU != nil && inv.GPU.GDRPath != "" && inv.GPU.GDRPath != "dmabuf" {
+		return inv.GPU.GDRPath
+	}
+	return "none"
 }
 
 // peerMemModule returns the loaded GPUDirect RDMA module, "" if none.

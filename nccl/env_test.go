@@ -48,6 +48,19 @@ func TestAdviseEnv(t *testing.T) {
 		{"two NICs with different GID indexes", func(i *erdma.Inventory) { i.Devices[0].Ports[0].RecommendedGIDIndex = 2 }, EnvOptions{},
 			map[string]string{"NCCL_IB_GID_INDEX": "-1", "NCCL_IB_ADDR_FAMILY": "AF_INET", "NCCL_IB_ROCE_VERSION_NUM": "2",
 				"NCCL_IB_ADDR_RANGE": "10.0.0.0/22"}, nil},
+		// NCCL_IB_GID_INDEX=-1 exists from NCCL 2.21.5 (ncclIbGetGidIndex,
+		// src/transport/net_ib.cc of v2.21.5-1; v2.20.5-1 passes the number
+		// to ibv_query_gid as it is).
+		{"different indexes, NCCL 2.21.5", func(i *erdma.Inventory) { i.Devices[0].Ports[0].RecommendedGIDIndex = 2 },
+			EnvOptions{NCCL: []NCCLInstall{{Version: "2.21.5", Path: "usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5"}}},
+			map[string]string{"NCCL_IB_HCA": "erdma_0,erdma_1", "NCCL_IB_GID_INDEX": "-1", "NCCL_IB_ADDR_FAMILY": "AF_INET"}, nil},
+		{"different indexes, NCCL 2.20.5: one index, the devices that share it", func(i *erdma.Inventory) { i.Devices[0].Ports[0].RecommendedGIDIndex = 2 },
+			EnvOptions{NCCL: []NCCLInstall{{Version: "2.20.5", Path: "usr/lib/x86_64-linux-gnu/libnccl.so.2.20.5"}}},
+			map[string]string{"NCCL_IB_HCA": "erdma_0", "NCCL_IB_GID_INDEX": "2", "NCCL_IB_ADDR_FAMILY": "", "NCCL_IB_ADDR_RANGE": ""},
+			[]string{"NCCL 2.20.5 takes one NCCL_IB_GID_INDEX for every device and the eRDMA devices' IPv4 GIDs differ (erdma_0: 2, erdma_1: 1): NCCL_IB_HCA leaves out erdma_1; use NCCL >= 2.21.5"}},
+		{"same index, old NCCL: nothing to say", nil,
+			EnvOptions{NCCL: []NCCLInstall{{Version: "2.18.3", Path: "usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3"}}},
+			map[string]string{"NCCL_IB_HCA": "erdma_0,erdma_1", "NCCL_IB_GID_INDEX": "1"}, nil},
 		{"different indexes, same subnet", func(i *erdma.Inventory) {
 			i.Devices[0].Ports[0].RecommendedGIDIndex = 2
 			i.Netdevs[2].IPv4 = []string{"192.168.7.5/24"}
@@ -112,6 +125,31 @@ func TestAdviseEnv(t *testing.T) {
 	assert.NotEmpty(t, AdviseEnv(nil, EnvOptions{}).Warnings)
 }
 
+// TestAdviseEnvGIDAutoNeedsNCCL2215: with the NCCL version unknown, -1 is
+// advised with its requirement said (reason and a note).
+func TestAdviseEnvGIDAutoNeedsNCCL2215(t *testing.T) {
+	inv := host()
+	inv.Devices[0].Ports[0].RecommendedGIDIndex = 2
+	a := AdviseEnv(inv, EnvOptions{})
+	v, _ := a.Get("NCCL_IB_GID_INDEX")
+	require.Equal(t, "-1", v)
+	for _, e := range a.Vars {
+		if e.Name == "NCCL_IB_GID_INDEX" {
+			assert.Contains(t, e.Reason, "needs NCCL >= 2.21.5")
+		}
+	}
+	require.NotEmpty(t, a.Notes)
+	assert.Contains(t, a.Notes[0], "NCCL_IB_GID_INDEX=-1 needs NCCL >= 2.21.5")
+	assert.Contains(t, a.Notes[0], "erdma_0: 2, erdma_1: 1")
+
+	// An old NCCL leaves one device: no graph file naming both.
+	inv.GPU.Count = 8
+	a = AdviseEnv(inv, EnvOptions{NCCL: []NCCLInstall{{Version: "2.20.5"}}, GraphFile: "/root/g.xml"})
+	_, ok := a.Get("NCCL_GRAPH_FILE")
+	assert.False(t, ok)
+	assert.Contains(t, strings.Join(a.Warnings, "\n"), "NCCL_GRAPH_FILE not set: NCCL_IB_HCA=erdma_0 does not name every eRDMA NIC")
+}
+
 func TestAdviseEnvGDRThroughDMABUF(t *testing.T) {
 	inv := host()
 	inv.GPU.GDRPath, inv.GPU.DMABUF = "dmabuf", "yes"
@@ -127,6 +165,14 @@ func TestAdviseEnvGDRThroughDMABUF(t *testing.T) {
 	assert.False(t, ok)
 	require.NotEmpty(t, a.Warnings)
 	assert.Contains(t, a.Warnings[0], "DMA-BUF no")
+	assert.Contains(t, a.Warnings[0], "or DMA-BUF (kernel >= 5.12")
+
+	// eRDMA: the provider registers no dma-buf, so the only way is the module.
+	inv.GPU.DMABUFRefusedBy = []string{"erdma"}
+	a = AdviseEnv(inv, EnvOptions{})
+	require.NotEmpty(t, a.Warnings)
+	assert.Contains(t, a.Warnings[0], "modprobe nvidia_peermem (again after every reboot) (DMA-BUF is no alternative: the erdma provider registers no dma-buf)")
+	assert.NotContains(t, a.Warnings[0], "or DMA-BUF (kernel")
 }
 
 func TestEnvAdviceFormats(t *testing.T) {

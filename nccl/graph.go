@@ -95,15 +95,24 @@ type GraphPlan struct {
 	// ("XML Import Channel : dev N not found"), so this must be the GPUs
 	// the ranks on one host use.
 	GPUs []int `json:"gpus"`
-	// NICs are the eRDMA devices in net dev order (their order in
-	// NCCL_IB_HCA): channel i enters and leaves by NICs[i].
+	// NICs are the eRDMA devices in NCCL's net dev order (NetDevOrder:
+	// libibverbs' device order filtered by NCCL_IB_HCA, not the order of
+	// the names in NCCL_IB_HCA): channel i enters and leaves by NICs[i].
 	NICs []string `json:"nics"`
+	// NVLink: NVML reports NVLink between the GPUs, so the channels'
+	// intra-node type is NVL; otherwise SYS (PCIe through the CPUs).
+	NVLink bool `json:"nvlink,omitempty"`
 }
 
 // MultiNICGraph builds the runbook's graph for p: a ring graph (id 0) and a
-// balanced-tree graph (id 1), one channel per NIC with every GPU in it, and
-// the other graphs empty so NCCL searches them itself. It refuses fewer
-// than two NICs (NCCL's own search is right then) and no GPU.
+// balanced-tree graph (id 1), one channel per NIC with every GPU in it. The
+// other graphs (collnet, NVLS: ids 2-4) are left out, not written empty:
+// NCCL's loader (src/graph/search.cc ncclTopoGetGraphFromXmlSub) copies a
+// matching entry's pattern, types and samechannels into the graph even with
+// nchannels 0 before it searches, so only an absent entry leaves NCCL's own
+// search untouched. typeintra is NVL when p.NVLink (NCCL otherwise treats
+// the GPUs as joined by PCIe), SYS without. It refuses fewer than two NICs
+// (NCCL's own search is right then) and no GPU.
 func MultiNICGraph(p GraphPlan) (*Graphs, error) {
 	if len(p.NICs) < 2 {
 		return nil, fmt.Errorf("%w: %d eRDMA NIC(s): a graph only helps with two or more", ErrGraph, len(p.NICs))
@@ -125,29 +134,27 @@ func MultiNICGraph(p GraphPlan) (*Graphs, error) {
 		}
 		return cs
 	}
+	intraType := "SYS"
+	if p.NVLink {
+		intraType = "NVL"
+	}
 	full := func(id, pattern int, intra string) TopoGraph {
 		return TopoGraph{ID: id, Pattern: pattern, NChannels: len(p.NICs), SpeedIntra: intra, SpeedInter: "12",
-			LatencyInter: "0", TypeIntra: "SYS", TypeInter: "SYS", SameChannels: 1, Channels: chans()}
-	}
-	empty := func(id, pattern int) TopoGraph {
-		return TopoGraph{ID: id, Pattern: pattern, SpeedIntra: "0", SpeedInter: "0", LatencyInter: "0",
-			TypeIntra: "LOC", TypeInter: "LOC", Channels: []TopoChannel{}}
+			LatencyInter: "0", TypeIntra: intraType, TypeInter: "SYS", SameChannels: 1, Channels: chans()}
 	}
 	// The speeds are the runbook's (GB/s per channel); NCCL uses them
 	// for its tuning model, not to pick the paths.
 	return &Graphs{Version: GraphXMLVersion, Graphs: []TopoGraph{
 		full(GraphRing, PatternRing, "12"),
 		full(GraphTree, PatternBalancedTree, "17.5"),
-		empty(GraphCollNetDirect, PatternCollNetDirect),
-		empty(GraphCollNetChain, PatternTree),
-		empty(GraphNVLS, PatternNVLS),
 	}}, nil
 }
 
 // PlanGraph decides whether a host gets a graph file and from what: two or
-// more eRDMA devices with an ACTIVE port (in NCCL_IB_HCA's order, as
-// AdviseEnv picks them) and the GPU count NVML saw. It returns why not
-// when the host does not qualify or the facts are missing.
+// more eRDMA devices with an ACTIVE port (in NCCL's net dev order,
+// NetDevOrder, as AdviseEnv picks them), the GPU count NVML saw, and
+// whether NVML reports NVLink. It returns why not when the host does not
+// qualify or the facts are missing.
 func PlanGraph(inv *erdma.Inventory) (GraphPlan, error) {
 	if inv == nil {
 		return GraphPlan{}, fmt.Errorf("%w: no inventory", ErrGraph)
@@ -169,6 +176,7 @@ func PlanGraph(inv *erdma.Inventory) (GraphPlan, error) {
 	for i := 0; i < inv.GPU.Count; i++ {
 		p.GPUs = append(p.GPUs, i)
 	}
+	p.NVLink = inv.GPU.NVLink == "yes"
 	return p, nil
 }
 

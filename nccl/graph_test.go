@@ -29,16 +29,46 @@ func gpus(n int) []int {
 	return out
 }
 
+// TestMultiNICGraphIsTheRunbooksGraph: the ring and tree graphs are the
+// runbook's; its empty collnet/NVLS entries (ids 2-4, nchannels 0) are left
+// out, because NCCL's loader (src/graph/search.cc ncclTopoGetGraphFromXmlSub)
+// copies an entry's pattern, typeintra/typeinter and samechannels into the
+// graph whatever its nchannels, before NCCL searches that id itself.
 func TestMultiNICGraphIsTheRunbooksGraph(t *testing.T) {
 	f, err := os.Open(runbookGraph)
 	require.NoError(t, err)
 	defer f.Close()
 	want, err := ParseGraph(context.Background(), f)
 	require.NoError(t, err)
+	require.Len(t, want.Graphs, 5)
+	for _, g := range want.Graphs[2:] {
+		assert.Zero(t, g.NChannels, "the runbook's graph %d is empty", g.ID)
+	}
 
 	got, err := MultiNICGraph(GraphPlan{GPUs: gpus(8), NICs: []string{"erdma_0", "erdma_1"}})
 	require.NoError(t, err)
-	assert.Equal(t, want, got, "same structure as the runbook's graph for an 8-GPU, 2-NIC host")
+	assert.Equal(t, want.Graphs[:2], got.Graphs, "the runbook's ring and tree graphs for an 8-GPU, 2-NIC host")
+	for _, g := range got.Graphs {
+		assert.NotZero(t, g.NChannels, "no empty graph entry (id %d)", g.ID)
+	}
+
+	// NVLink between the GPUs (NVML): the intra-node type is NVL, a word
+	// NCCL's kvDictLinkType knows; without, SYS (PCIe through the CPUs).
+	nvl, err := MultiNICGraph(GraphPlan{GPUs: gpus(8), NICs: []string{"erdma_0", "erdma_1"}, NVLink: true})
+	require.NoError(t, err)
+	for _, g := range nvl.Graphs {
+		assert.Equal(t, "NVL", g.TypeIntra)
+		assert.Equal(t, "SYS", g.TypeInter)
+	}
+	inv := host()
+	inv.GPU.NVLink = "yes"
+	p, err := PlanGraph(inv)
+	require.NoError(t, err)
+	assert.True(t, p.NVLink)
+	inv.GPU.NVLink = "unknown"
+	p, err = PlanGraph(inv)
+	require.NoError(t, err)
+	assert.False(t, p.NVLink, "NVL only where NVML reports NVLink")
 }
 
 func TestMultiNICGraphRoundTrip(t *testing.T) {
@@ -111,7 +141,19 @@ func TestPlanGraph(t *testing.T) {
 		{"second NIC down", func(i *erdma.Inventory) { i.Devices[1].Ports[0].State, i.Devices[1].Ports[0].StateCode = "DOWN", 1 }, 0, nil, "1 eRDMA device"},
 		{"second NIC in iWARP mode", func(i *erdma.Inventory) { i.Devices[1].Transport = erdma.TransportIWARP }, 0, nil, "1 eRDMA device"},
 		{"no GPU facts", func(i *erdma.Inventory) { i.GPU = &erdma.GPUInfo{Reason: "libnvidia-ml not found"} }, 0, nil, "libnvidia-ml not found"},
-		{"NIC order is the inventory's", func(i *erdma.Inventory) { i.Devices[0], i.Devices[1] = i.Devices[1], i.Devices[0] }, 2, []string{"erdma_1", "erdma_0"}, ""},
+		// NCCL numbers net devs in ibv_get_device_list order filtered by
+		// NCCL_IB_HCA (src/transport/net_ib/init.cc ncclIbInitDevices),
+		// which is the kernel's registration order: the uverbs number,
+		// then the PCI address; never the inventory's or a name's order.
+		{"net dev order is libibverbs' (uverbs number)", func(i *erdma.Inventory) {
+			i.Devices[0].UVerbs, i.Devices[1].UVerbs = "uverbs1", "uverbs0"
+		}, 2, []string{"erdma_1", "erdma_0"}, ""},
+		{"then the PCI address", func(i *erdma.Inventory) {
+			i.Devices[0].PCIAddress, i.Devices[1].PCIAddress = "0000:80:05.0", "0000:00:05.0"
+		}, 2, []string{"erdma_1", "erdma_0"}, ""},
+		{"the inventory's order does not matter", func(i *erdma.Inventory) {
+			i.Devices[0], i.Devices[1] = i.Devices[1], i.Devices[0]
+		}, 2, []string{"erdma_0", "erdma_1"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,7 +170,8 @@ func TestPlanGraph(t *testing.T) {
 			require.NoError(t, err)
 			assert.Len(t, p.GPUs, tt.wantGPUs)
 			assert.Equal(t, tt.wantNICs, p.NICs)
-			// NICs follow NCCL_IB_HCA's order: net dev i is NICs[i].
+			// NCCL_IB_HCA lists them in the same order (for the reader:
+			// NCCL ignores the order of its names): net dev i is NICs[i].
 			hca, _ := AdviseEnv(inv, EnvOptions{}).Get("NCCL_IB_HCA")
 			assert.Equal(t, strings.Join(tt.wantNICs, ","), hca)
 		})

@@ -19,9 +19,10 @@ const maxLibIBVerbs = 16
 // Operator documentation: Linux kernel >= 5.12, the NVIDIA *open* GPU
 // kernel module, rdma-core >= 34; NVIDIA recommends it over nvidia_peermem
 // where supported, and NCCL prefers it when both work (src/transport/net.cc:
-// useDmaBuf = useGdr && dmaBufSupport && NCCL_PTR_DMABUF). NCCL still
-// probes the device at run time (ibv_reg_dmabuf_mr with fd -1), so only its
-// log proves the RDMA driver takes dma-bufs.
+// useDmaBuf = useGdr && dmaBufSupport && NCCL_PTR_DMABUF). And the RDMA
+// provider must implement reg_dmabuf_mr: NCCL probes each device
+// (ibv_reg_dmabuf_mr with fd -1, src/transport/net_ib/gdr.cc), and eRDMA's
+// provider does not (provider.go).
 
 // GDRDMABUF is the GDR path "DMA-BUF" (GDR.Path, erdma.GPUInfo.GDRPath).
 const GDRDMABUF = "dmabuf"
@@ -61,6 +62,9 @@ type DMABUF struct {
 	// RDMACore is rdma-core's version from libibverbs' file name
 	// (libibverbs.so.1.14.50.0 -> "50"), "" when not found.
 	RDMACore string `json:"rdma_core,omitempty"`
+	// Providers is each RDMA device's provider and its answer
+	// (readProviders): DMA-BUF needs one that registers dma-bufs.
+	Providers []RDMAProvider `json:"providers"`
 	// Missing names each requirement seen unmet or not decided.
 	Missing  []string `json:"missing,omitempty"`
 	Evidence []string `json:"evidence"`
@@ -81,18 +85,22 @@ var (
 	libibverbsVer = regexp.MustCompile(`^libibverbs\.so\.1\.\d+\.(\d+)\.\d+$`)
 )
 
-// ReadDMABUF reads what decides DMA-BUF registration under root.
-func ReadDMABUF(root string) DMABUF {
+// ReadDMABUF reads what decides DMA-BUF registration under root: the
+// kernel, the NVIDIA module's flavour, rdma-core, and each RDMA device's
+// provider. probes are a live probe's answers (ibverbs.Context.ProbeDMABUF);
+// without them a recorded DMABUFProbePath is read, else the provider table
+// (ProviderDMABUF) decides.
+func ReadDMABUF(root string, probes ...ProbeResult) DMABUF {
 	r, err := hostfs.Open(root)
 	if err != nil {
-		return DMABUF{Supported: SupportUnknown, Missing: []string{err.Error()}, Evidence: []string{}}
+		return DMABUF{Supported: SupportUnknown, Missing: []string{err.Error()}, Evidence: []string{}, Providers: []RDMAProvider{}}
 	}
 	defer r.Close()
-	return readDMABUF(r)
+	return readDMABUF(r, probes)
 }
 
-func readDMABUF(r *hostfs.Root) DMABUF {
-	d := DMABUF{Evidence: []string{}}
+func readDMABUF(r *hostfs.Root, probes []ProbeResult) DMABUF {
+	d := DMABUF{Evidence: []string{}, Providers: []RDMAProvider{}}
 	read := func(rel string) (string, bool) {
 		b, err := r.ReadFile(rel, maxSysfsFile)
 		if err != nil {
@@ -206,6 +214,15 @@ func readDMABUF(r *hostfs.Root) DMABUF {
 		verdict(SupportNo, fmt.Sprintf("rdma-core %d predates %d (ibv_reg_dmabuf_mr)", best, DMABUFMinRDMACore))
 	}
 
+	// The RDMA provider: does it register dma-bufs at all?
+	provs, pev := readProviders(r, probes)
+	if provs != nil {
+		d.Providers = provs
+	}
+	d.Evidence = append(d.Evidence, pev...)
+	v, why := providersVerdict(provs)
+	verdict(v, why)
+
 	d.Supported = SupportYes
 	for _, v := range verdicts {
 		switch {
@@ -219,7 +236,7 @@ func readDMABUF(r *hostfs.Root) DMABUF {
 }
 
 // Summary says in a few words what was found: "kernel 6.8.0, open module,
-// rdma-core 50".
+// rdma-core 50, provider erdma".
 func (d DMABUF) Summary() string {
 	var parts []string
 	if d.Kernel != "" {
@@ -230,6 +247,13 @@ func (d DMABUF) Summary() string {
 	}
 	if d.RDMACore != "" {
 		parts = append(parts, "rdma-core "+d.RDMACore)
+	}
+	seen := map[string]bool{}
+	for _, p := range d.Providers {
+		if p.Provider != "" && !seen[p.Provider] {
+			seen[p.Provider] = true
+			parts = append(parts, "provider "+p.Provider)
+		}
 	}
 	return strings.Join(parts, ", ")
 }

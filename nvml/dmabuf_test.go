@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/erdmakit/erdmakit/erdma"
@@ -20,6 +21,15 @@ const (
 	libibverbs50       = "usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.50.0"
 )
 
+// The driver link of an RDMA device whose provider takes dma-bufs (mlx5),
+// and of an eRDMA device (whose provider does not).
+const (
+	mlx5Driver  = "sys/class/infiniband/mlx5_0/device/driver"
+	erdmaDriver = "sys/class/infiniband/erdma_0/device/driver"
+)
+
+// dmabufHost has every DMA-BUF precondition: kernel 6.8, the open module,
+// rdma-core 50 and an mlx5 device (extra adds, "-" removes).
 func dmabufHost(extra map[string]string) map[string]string {
 	files := map[string]string{
 		"proc/sys/kernel/osrelease":  "6.8.0-45-generic\n",
@@ -27,6 +37,7 @@ func dmabufHost(extra map[string]string) map[string]string {
 		"sys/module/nvidia/taint":    "O\n",
 		"sys/module/nvidia/version":  "570.133.20\n",
 		libibverbs50:                 "",
+		mlx5Driver:                   "-> ../../../../bus/pci/drivers/mlx5_core",
 	}
 	for k, v := range extra {
 		if v == "-" {
@@ -70,6 +81,27 @@ func TestReadDMABUF(t *testing.T) {
 		{name: "the newest libibverbs counts", extra: map[string]string{"usr/lib/libibverbs.so.1.1.17.0": ""}, want: SupportYes, flavour: FlavourOpen, rdmaCore: "50"},
 		{name: "kernel release garbage", extra: map[string]string{"proc/sys/kernel/osrelease": "linux\n"}, want: SupportUnknown, flavour: FlavourOpen, rdmaCore: "50",
 			missing: `kernel release "linux" not understood`},
+		// The RDMA provider (rdma-core's providers/<name>: reg_dmabuf_mr).
+		{name: "erdma: the provider has no reg_dmabuf_mr", extra: map[string]string{mlx5Driver: "-", erdmaDriver: "-> ../../../../bus/pci/drivers/erdma"},
+			want: SupportNo, flavour: FlavourOpen, rdmaCore: "50", missing: "the RDMA provider registers no dma-buf: erdma_0 (erdma)",
+			evidence: "erdma_0: DMA-BUF no (driver erdma: rdma-core providers/erdma/erdma.c has no reg_dmabuf_mr (ibv_reg_dmabuf_mr: EOPNOTSUPP from libibverbs/dummy_ops.c); " +
+				"the erdma kernel driver registers GPU memory through peer memory (nvidia_peermem))"},
+		{name: "erdma beside mlx5: the refusing provider decides", extra: map[string]string{erdmaDriver: "-> ../../../../bus/pci/drivers/erdma"},
+			want: SupportNo, flavour: FlavourOpen, rdmaCore: "50", missing: "erdma_0 (erdma)"},
+		{name: "efa", extra: map[string]string{mlx5Driver: "-", "sys/class/infiniband/efa_0/device/driver": "-> ../../../../bus/pci/drivers/efa"},
+			want: SupportYes, flavour: FlavourOpen, rdmaCore: "50", evidence: "efa_0: DMA-BUF yes (driver efa: rdma-core providers/efa (verbs.c efa_reg_dmabuf_mr))"},
+		{name: "a recorded probe beats the table", extra: map[string]string{mlx5Driver: "-", erdmaDriver: "-> ../../../../bus/pci/drivers/erdma",
+			DMABUFProbePath: `[{"device": "erdma_0", "supported": true, "result": "EBADF"}]`},
+			want: SupportYes, flavour: FlavourOpen, rdmaCore: "50",
+			evidence: "erdma_0: DMA-BUF yes (NCCL's probe ibv_reg_dmabuf_mr(pd, 0, 0, 0, -1, 0) -> EBADF (erdmakit/dmabuf-probe.json))"},
+		{name: "a recorded probe says no", extra: map[string]string{DMABUFProbePath: `[{"device": "mlx5_0", "supported": false, "result": "EOPNOTSUPP"}]`},
+			want: SupportNo, flavour: FlavourOpen, rdmaCore: "50", missing: "mlx5_0 (mlx5)"},
+		{name: "a broken probe file is ignored", extra: map[string]string{DMABUFProbePath: `{`},
+			want: SupportYes, flavour: FlavourOpen, rdmaCore: "50", evidence: "erdmakit/dmabuf-probe.json: unexpected end of JSON input (ignored)"},
+		{name: "no RDMA device", extra: map[string]string{mlx5Driver: "-"}, want: SupportUnknown, flavour: FlavourOpen, rdmaCore: "50",
+			missing: "no RDMA device to register dma-bufs with"},
+		{name: "a device without a driver (rxe)", extra: map[string]string{mlx5Driver: "-", "sys/class/infiniband/rxe0/ports/1/state": "4: ACTIVE\n"},
+			want: SupportUnknown, flavour: FlavourOpen, rdmaCore: "50", missing: "not known: rxe0"},
 		{name: "no kernel release: unknown, a no elsewhere still wins", extra: map[string]string{"proc/sys/kernel/osrelease": "-", "sys/module/nvidia/taint": "P\n", "proc/driver/nvidia/version": "-"},
 			want: SupportNo, flavour: FlavourProprietary, rdmaCore: "50", missing: "kernel version not known"},
 	} {
@@ -121,6 +153,13 @@ func TestGDRPaths(t *testing.T) {
 			path: GDRPeermem, peermem: GDRPeermem, severity: erdma.SeverityOK, summary: "GPUDirect RDMA ready through nvidia_peermem"},
 		{name: "neither", extra: map[string]string{"proc/driver/nvidia/version": proprietaryVersion}, severity: erdma.SeverityFail,
 			summary: "not loaded; DMA-BUF: the NVIDIA kernel module is the proprietary one", fix: "or GPUDirect RDMA through DMA-BUF"},
+		// eRDMA: every other DMA-BUF precondition holds, yet its provider
+		// registers no dma-buf: nvidia_peermem stays required, and the fix
+		// offers no DMA-BUF way out.
+		{name: "erdma with DMA-BUF's preconditions: peermem required", extra: map[string]string{mlx5Driver: "-", erdmaDriver: "-> ../../../../bus/pci/drivers/erdma"},
+			severity: erdma.SeverityFail, summary: "DMA-BUF: the RDMA provider registers no dma-buf: erdma_0 (erdma)", fix: "modprobe nvidia_peermem"},
+		{name: "erdma with peermem", extra: merge(peermem, map[string]string{mlx5Driver: "-", erdmaDriver: "-> ../../../../bus/pci/drivers/erdma"}),
+			path: GDRPeermem, peermem: GDRPeermem, severity: erdma.SeverityOK},
 		{name: "no peermem, DMA-BUF undecided", extra: map[string]string{libibverbs50: "-"}, severity: erdma.SeverityWarn,
 			summary: "DMA-BUF: rdma-core's version not known", fix: "modprobe nvidia_peermem"},
 	} {
@@ -132,6 +171,9 @@ func TestGDRPaths(t *testing.T) {
 			if tc.path == "" {
 				assert.Contains(t, g.Missing, tc.summary)
 				assert.Contains(t, g.Remediation, tc.fix)
+				if len(g.DMABUF.RefusedBy()) > 0 {
+					assert.NotContains(t, g.Remediation, "DMA-BUF", "the provider refuses dma-bufs: no DMA-BUF advice")
+				}
 				assert.Equal(t, tc.severity == erdma.SeverityWarn, g.DMABUF.Supported == SupportUnknown)
 			}
 			require.NotEmpty(t, g.Evidence)
@@ -169,8 +211,41 @@ func TestDMABUFRecordReplay(t *testing.T) {
 	}
 	want := ReadGDR(src, "570.133.20")
 	require.Equal(t, SupportYes, want.DMABUF.Supported)
+	// The device's driver link comes from the erdma inventory's recording.
+	require.NoError(t, os.MkdirAll(filepath.Join(dst, filepath.Dir(mlx5Driver)), 0o755))
+	require.NoError(t, os.Symlink("../../../../bus/pci/drivers/mlx5_core", filepath.Join(dst, mlx5Driver)))
 	got := ReadGDR(dst, "570.133.20")
 	assert.Equal(t, want, got)
+}
+
+// TestDMABUFLiveProbe: a live probe's answers (ibverbs.Context.ProbeDMABUF,
+// given to ReadGDR) decide the provider's part, and their recorded form
+// (WriteProbes at DMABUFProbePath) replays the same answer.
+func TestDMABUFLiveProbe(t *testing.T) {
+	files := dmabufHost(map[string]string{mlx5Driver: "-", erdmaDriver: "-> ../../../../bus/pci/drivers/erdma"})
+	root := tree(t, files)
+	g := ReadGDR(root, "570.133.20")
+	assert.Equal(t, SupportNo, g.DMABUF.Supported, "the provider table: erdma refuses")
+	assert.Equal(t, []string{"erdma"}, g.DMABUF.RefusedBy())
+
+	eopnotsupp := []ProbeResult{{Device: "erdma_0", Supported: false, Result: "EOPNOTSUPP"}}
+	g = ReadGDR(root, "570.133.20", eopnotsupp...)
+	assert.Equal(t, SupportNo, g.DMABUF.Supported)
+	require.Len(t, g.DMABUF.Providers, 1)
+	assert.Equal(t, RDMAProvider{Device: "erdma_0", Driver: "erdma", Provider: "erdma", DMABUF: SupportNo, Source: "probe",
+		Reason: "NCCL's probe ibv_reg_dmabuf_mr(pd, 0, 0, 0, -1, 0) -> EOPNOTSUPP (live probe)"}, g.DMABUF.Providers[0])
+
+	// A provider that would take a real dma-buf answers EBADF.
+	ebadf := []ProbeResult{{Device: "erdma_0", Supported: true, Result: "EBADF"}}
+	live := ReadGDR(root, "570.133.20", ebadf...)
+	assert.Equal(t, GDRDMABUF, live.Path)
+	b, err := WriteProbes(ebadf)
+	require.NoError(t, err)
+	files[DMABUFProbePath] = string(b)
+	replayed := ReadGDR(tree(t, files), "570.133.20")
+	assert.Equal(t, GDRDMABUF, replayed.Path)
+	assert.Equal(t, SupportYes, replayed.DMABUF.Providers[0].DMABUF)
+	assert.Contains(t, replayed.DMABUF.Providers[0].Reason, "-> EBADF (erdmakit/dmabuf-probe.json)")
 }
 
 // TestGPUInfoNVLink: the inventory's summary says whether the GPUs have
@@ -207,6 +282,46 @@ func FuzzReadDMABUF(f *testing.F) {
 		}
 		if len(d.Missing) == 0 {
 			t.Fatal("nothing missing without libibverbs")
+		}
+	})
+}
+
+// FuzzDMABUFProbeFile: a recorded probe (erdmakit/dmabuf-probe.json) is
+// input from elsewhere; whatever it holds, the answer is one of the three
+// and names only devices sysfs has.
+func FuzzDMABUFProbeFile(f *testing.F) {
+	seed, err := WriteProbes([]ProbeResult{{Device: "erdma_0", Supported: false, Result: "EOPNOTSUPP"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(seed))
+	f.Add(`[{"device": "erdma_0", "supported": true, "result": "EBADF"}]`)
+	f.Add(`{`)
+	f.Add(`[{"device": "../../etc", "supported": true}]`)
+	f.Fuzz(func(t *testing.T, probe string) {
+		root := t.TempDir()
+		files := dmabufHost(map[string]string{mlx5Driver: "-", erdmaDriver: "-> ../../../../bus/pci/drivers/erdma", DMABUFProbePath: probe})
+		for rel, content := range files {
+			p := filepath.Join(root, rel)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if target, ok := strings.CutPrefix(content, "-> "); ok {
+				if err := os.Symlink(target, p); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d := ReadDMABUF(root)
+		if d.Supported != SupportYes && d.Supported != SupportNo {
+			t.Fatalf("supported = %q with erdma_0 known", d.Supported)
+		}
+		if len(d.Providers) != 1 || d.Providers[0].Device != "erdma_0" {
+			t.Fatalf("providers %+v", d.Providers)
 		}
 	})
 }

@@ -76,3 +76,16 @@ func ExampleCapture() {
 	}
 	_ = s.Write(os.Stdout)
 }
+
+// Whether rdma-core's provider for a kernel driver registers dma-bufs: eRDMA's
+// does not, so GPUDirect RDMA there needs nvidia_peermem.
+func ExampleProviderDMABUF() {
+	for _, driver := range []string{"erdma", "mlx5_core", "virtio_net"} {
+		provider, s, _ := nvml.ProviderDMABUF(driver)
+		fmt.Printf("%s: provider %q, DMA-BUF %s\n", driver, provider, s)
+	}
+	// Output:
+	// erdma: provider "erdma", DMA-BUF no
+	// mlx5_core: provider "mlx5", DMA-BUF yes
+	// virtio_net: provider "", DMA-BUF unknown
+}

@@ -57,13 +57,16 @@ type GDR struct {
 	Remediation string `json:"remediation,omitempty"`
 }
 
-// ReadGDR checks GPUDirect RDMA readiness under root through both paths:
-// a peer-memory module (the files NCCL reads) and DMA-BUF (ReadDMABUF).
-// driverVersion is NVML's ("535.161.08"), "" when NVML is unavailable: it
-// only shapes the advice.
-func ReadGDR(root, driverVersion string) GDR {
+// ReadGDR is the one rule for GPUDirect RDMA readiness (the doctor's
+// gdr-peermem, nccl env, setup): it checks both paths under root, a
+// peer-memory module (the files NCCL reads) and DMA-BUF (ReadDMABUF, which
+// includes the RDMA provider: on eRDMA DMA-BUF is refused and nvidia_peermem
+// stays required). driverVersion is NVML's ("535.161.08"), "" when NVML is
+// unavailable: it only shapes the advice. probes are a live DMA-BUF probe's
+// answers (see ReadDMABUF).
+func ReadGDR(root, driverVersion string, probes ...ProbeResult) GDR {
 	g := readPeermem(root, driverVersion)
-	g.DMABUF = ReadDMABUF(root)
+	g.DMABUF = ReadDMABUF(root, probes...)
 	g.Evidence = append(g.Evidence, g.DMABUF.Evidence...)
 	switch {
 	case g.DMABUF.Supported == SupportYes:
@@ -71,10 +74,13 @@ func ReadGDR(root, driverVersion string) GDR {
 		g.Ready, g.Path, g.Version = true, GDRDMABUF, ""
 		g.Missing, g.Remediation = "", ""
 	case g.Ready:
+	case len(g.DMABUF.RefusedBy()) > 0:
+		// DMA-BUF is no way out here: only the module is.
+		g.Missing += "; DMA-BUF: " + strings.Join(g.DMABUF.Missing, "; ")
 	default:
 		g.Missing += "; DMA-BUF: " + strings.Join(g.DMABUF.Missing, "; ")
 		g.Remediation += "; or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, " +
-			"the NVIDIA open GPU kernel module, rdma-core >= 34"
+			"the NVIDIA open GPU kernel module, rdma-core >= 34, an RDMA provider with reg_dmabuf_mr"
 	}
 	return g
 }

@@ -11,12 +11,17 @@ import (
 )
 
 // tree writes files (path -> content) under a temporary root.
+// tree writes files under a new root; a content "-> TARGET" is a symlink.
 func tree(t *testing.T, files map[string]string) string {
 	t.Helper()
 	root := t.TempDir()
 	for rel, content := range files {
 		p := filepath.Join(root, rel)
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		if target, ok := strings.CutPrefix(content, "-> "); ok {
+			require.NoError(t, os.Symlink(target, p))
+			continue
+		}
 		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
 	}
 	return root

@@ -38,6 +38,14 @@ func TestRecordFilesReplay(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Join(dst, d), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dst, d, "numa_node"), b, 0o644))
 	}
+	// So do the devices' driver links (the RDMA provider, for DMA-BUF).
+	for _, dev := range []string{"erdma_0", "erdma_1"} {
+		rel := filepath.Join("sys/class/infiniband", dev, "device", "driver")
+		target, err := os.Readlink(filepath.Join(src, rel))
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Join(dst, filepath.Dir(rel)), 0o755))
+		require.NoError(t, os.Symlink(target, filepath.Join(dst, rel)))
+	}
 	want, err := Inspect(context.Background(), lib, src, healthyNICs())
 	require.NoError(t, err)
 	lib2, err := ForRoot(dst)

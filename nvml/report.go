@@ -25,8 +25,9 @@ type Report struct {
 // Inspect reads the GPUs through lib, GPUDirect RDMA readiness and the
 // GPU<->NIC topology under root. NVML failures do not fail it: they are
 // the report's Reason (the doctor turns them into findings). Only a
-// cancelled context is an error.
-func Inspect(ctx context.Context, lib Library, root string, nics []NIC) (*Report, error) {
+// cancelled context is an error. probes are a live DMA-BUF probe's answers
+// (ReadGDR).
+func Inspect(ctx context.Context, lib Library, root string, nics []NIC, probes ...ProbeResult) (*Report, error) {
 	rep := &Report{Root: root}
 	gpus, err := ReadGPUs(ctx, lib, root)
 	var ie *InitError
@@ -42,7 +43,7 @@ func Inspect(ctx context.Context, lib Library, root string, nics []NIC) (*Report
 	if gpus != nil {
 		drv = gpus.DriverVersion
 	}
-	rep.GDR = ReadGDR(root, drv)
+	rep.GDR = ReadGDR(root, drv, probes...)
 	if gpus != nil && len(gpus.GPUs) > 0 {
 		rep.Topology = ComputeTopology(root, gpus.GPUs, nics)
 	}

@@ -149,12 +149,14 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 	if err != nil {
 		return &exitError{code: ExitUnknown, err: err}
 	}
+	peerMem := ""
 	if f.hostEnv {
-		noNVLink, err := applyHostEnv(ctx, g, f, &c)
+		noNVLink, pm, err := applyHostEnv(ctx, g, f, &c)
 		if err != nil {
 			return &exitError{code: ExitUnknown, err: err}
 		}
 		f.noNVLink = f.noNVLink || noNVLink
+		peerMem = pm
 	} else if f.advice.graphFile != "" || f.advice.inventory != "" || f.advice.gdr != "auto" {
 		return &exitError{code: ExitUnknown, err: errors.New("--graph-file, --gdr and --inventory go with --host-env")}
 	}
@@ -227,7 +229,7 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		}
 		return &exitError{code: ExitUnknown, err: err}
 	}
-	rep := nccl.NewRunReport(run, nccl.Expectation{BusBWGBs: f.expect, NoNVLink: f.noNVLink})
+	rep := nccl.NewRunReport(run, nccl.Expectation{BusBWGBs: f.expect, NoNVLink: f.noNVLink, HostPeerMem: peerMem})
 	if f.plot != "" {
 		if perr := writeSVG(f.plot, func(w io.Writer) error {
 			title := rep.Collective
@@ -254,15 +256,16 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 
 // applyHostEnv gives c the NCCL environment advised for this host, with
 // the advice's warnings on stderr, and says whether NVML saw no NVLink
-// between the host's GPUs.
-func applyHostEnv(ctx context.Context, g *globals, f ncclRunFlags, c *nccl.Command) (bool, error) {
+// between the host's GPUs and which peer-memory module it has
+// (nccl.HostPeerMem).
+func applyHostEnv(ctx context.Context, g *globals, f ncclRunFlags, c *nccl.Command) (bool, string, error) {
 	f.advice.socketIfname = ""
 	if f.socketIfnameSet {
 		f.advice.socketIfname = f.socketIfname
 	}
 	a, inv, err := hostEnvAdvice(ctx, g, f.advice)
 	if err != nil {
-		return false, fmt.Errorf("--host-env: %w", err)
+		return false, "", fmt.Errorf("--host-env: %w", err)
 	}
 	for _, w := range a.Warnings {
 		fmt.Fprintln(g.stderr, "nccl env warning:", w)
@@ -272,15 +275,15 @@ func applyHostEnv(ctx context.Context, g *globals, f ncclRunFlags, c *nccl.Comma
 	}
 	keep := c.SocketIfname
 	if err := c.ApplyAdvice(a); err != nil {
-		return false, err
+		return false, "", err
 	}
 	if f.socketIfnameSet {
 		c.SocketIfname = keep
 	}
 	if _, err := c.Argv(); err != nil {
-		return false, err
+		return false, "", err
 	}
-	return inv.GPU != nil && inv.GPU.NVLink == "no", nil
+	return inv.GPU != nil && inv.GPU.NVLink == "no", nccl.HostPeerMem(inv), nil
 }
 
 func printNCCLReport(g *globals, rep *nccl.RunReport, rowsShown bool) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/eri"
 
+	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/nvml"
 	"github.com/spf13/cobra"
@@ -45,6 +46,18 @@ func newRecordCmd(g *globals) *cobra.Command {
 					fmt.Fprintln(g.stderr, "erdmakit: record: GPUs not recorded:", err)
 				}
 				opt.Files = files
+			}
+			// The RDMA providers' DMA-BUF answers (NCCL's probe), so --root
+			// replays the GPUDirect RDMA path.
+			if files, err := doctor.DMABUFRecordFiles(cmd.Context(), h); err != nil {
+				fmt.Fprintln(g.stderr, "erdmakit: record: DMA-BUF probe not recorded:", err)
+			} else if len(files) > 0 {
+				if opt.Files == nil {
+					opt.Files = map[string][]byte{}
+				}
+				for k, v := range files {
+					opt.Files[k] = v
+				}
 			}
 			if cloud {
 				if err := addCloudView(cmd.Context(), g, ef, redact, &opt); err != nil {

@@ -91,6 +91,9 @@ func Diagnose(l *Summary) []health.Finding {
 			Evidence:    firstN(ev, 6),
 			Remediation: "ulimit -l unlimited on every host (LimitMEMLOCK=infinity for containerd/docker/systemd services, then restart them), and rerun"})
 	}
+	if f, ok := GraphFileFinding(l); ok {
+		fs = append(fs, f)
+	}
 	var other []string
 	for _, w := range l.Warnings {
 		if !strings.Contains(w, "ibv_create_qp") {
@@ -144,14 +147,18 @@ func socketFallback(l *Summary) health.Finding {
 		Remediation: strings.Join(why, "; ") + "; then rerun with the variables of erdmakit nccl env"}
 }
 
-// gdrPathText says which GPUDirect RDMA path NCCL's log shows: DMA-BUF when
-// it printed "DMA-BUF is available on GPU device N" (NCCL then registers
-// through DMA-BUF wherever the NIC takes it), else peer memory.
+// gdrPathText says which GPUDirect RDMA path NCCL's log shows. NCCL prints
+// "DMA-BUF is available on GPU device N" from the GPU's CUDA attribute alone
+// (src/init.cc dmaBufSupported), before it asks the NIC; with a peer-memory
+// module loaded GDR may run through it (on eRDMA it does: the provider
+// registers no dma-buf). So the path is DMA-BUF only when the hosts had no
+// peer-memory module (l.HostPeerMem "none") and an HCA shows "GPU Direct
+// RDMA Enabled"; otherwise the log does not tell.
 func gdrPathText(l *Summary) (string, []string) {
 	if len(l.DMABUFGPUs) == 0 {
 		return "", nil
 	}
-	ev := make([]string, 0, 4)
+	ev := make([]string, 0, 5)
 	for i, d := range l.DMABUFGPUs {
 		if i == 4 {
 			ev = append(ev, fmt.Sprintf("... (%d GPUs)", len(l.DMABUFGPUs)))
@@ -159,7 +166,17 @@ func gdrPathText(l *Summary) (string, []string) {
 		}
 		ev = append(ev, fmt.Sprintf("DMA-BUF is available on GPU device %d", d))
 	}
-	return " through DMA-BUF", ev
+	switch {
+	case l.HostPeerMem == "none" && len(l.GDR.Enabled) > 0:
+		ev = append(ev, "no peer-memory module on the host, GPU Direct RDMA Enabled for HCA "+strings.Join(l.GDR.Enabled, ", ")+": NCCL registered through DMA-BUF")
+		return " through DMA-BUF", ev
+	case l.HostPeerMem != "" && l.HostPeerMem != "none":
+		ev = append(ev, "DMA-BUF is NCCL's GPU-side check only; "+l.HostPeerMem+" was loaded, so the log does not tell which path GDR took "+
+			"(on eRDMA peer memory: its provider registers no dma-buf)")
+	default:
+		ev = append(ev, "DMA-BUF is NCCL's GPU-side check only; whether a peer-memory module was loaded is not known, so the log does not tell which path GDR took")
+	}
+	return " (the log does not tell whether through DMA-BUF or peer memory)", ev
 }
 
 func gdrFinding(l *Summary) health.Finding {
@@ -190,6 +207,33 @@ func gdrFinding(l *Summary) health.Finding {
 	}
 	return health.Finding{ID: "nccl-gdr", Severity: health.Skip,
 		Summary: "the log does not say whether GPUDirect RDMA was used (no GDR or GDRDMA lines; NCCL_DEBUG=INFO needed)", Evidence: []string{}}
+}
+
+// GraphFileFinding: NCCL's graph loader (src/graph/search.cc
+// ncclTopoGetChannelFromXml) fails a communicator's init with "XML Import
+// Channel : dev N not found" when NCCL_GRAPH_FILE names a GPU the
+// communicator does not have on that host. Every communicator reads the
+// file, so a split, a sub-communicator or a test on fewer GPUs than the
+// graph fails this way: it is not ignored.
+func GraphFileFinding(l *Summary) (health.Finding, bool) {
+	var ev []string
+	for _, w := range l.Warnings {
+		if strings.Contains(w, "XML Import Channel") && strings.Contains(w, "not found") {
+			ev = append(ev, w)
+		}
+	}
+	if len(ev) == 0 {
+		return health.Finding{}, false
+	}
+	if v, ok := l.Env["NCCL_GRAPH_FILE"]; ok {
+		ev = append(ev, "NCCL_GRAPH_FILE set to "+v)
+	}
+	return health.Finding{ID: "nccl-graph-file", Severity: health.Fail,
+		Summary:  "NCCL_GRAPH_FILE names a GPU this communicator does not have: its init failed (XML Import Channel : dev N not found)",
+		Evidence: firstN(ev, 6),
+		Remediation: "every communicator reads NCCL_GRAPH_FILE: run as many ranks per host as the graph has GPUs " +
+			"(erdmakit nccl env --graph-file writes one for all of the host's GPUs), or unset NCCL_GRAPH_FILE for splits, " +
+			"sub-communicators and tests on fewer GPUs"}, true
 }
 
 // nicsFinding: with two or more NET/IB devices listed, did every one carry

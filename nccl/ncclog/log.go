@@ -73,6 +73,13 @@ type Summary struct {
 	// device N": NCCL registers GPU memory through DMA-BUF there when the
 	// NIC takes it (GPU Direct RDMA Enabled), no nvidia_peermem needed.
 	DMABUFGPUs []int `json:"dmabuf_gpus,omitempty"`
+	// HostPeerMem is not read from the log: the caller sets what the hosts
+	// had loaded ("nvidia_peermem", "nv_peer_mem", "memory_peers"; "none"
+	// for no peer-memory module; "" not known). NCCL prints "DMA-BUF is
+	// available" from the GPU's CUDA attribute alone (src/init.cc
+	// dmaBufSupported), so only with no peer-memory module and an HCA with
+	// "GPU Direct RDMA Enabled" does the log show GDR through DMA-BUF.
+	HostPeerMem string `json:"host_peer_mem,omitempty"`
 }
 
 // IBDevice is one "[0]erdma_0:1/RoCE" entry of the NET/IB Using line.

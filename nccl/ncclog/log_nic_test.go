@@ -83,8 +83,22 @@ func TestLogPerNIC(t *testing.T) {
 	assert.Contains(t, fs["nccl-nics"].Summary, "balanced")
 	assert.Contains(t, fs["nccl-nics"].Evidence, "erdma_1 (NET/IB/1): 16 channel connections, 16 GDRDMA, GID 2 ::ffff:192.168.11.11")
 	assert.Equal(t, health.OK, fs["nccl-gdr"].Severity)
-	assert.Contains(t, fs["nccl-gdr"].Summary, "through DMA-BUF")
 	assert.Contains(t, fs["nccl-gdr"].Evidence, "DMA-BUF is available on GPU device 0")
+	// NCCL prints "DMA-BUF is available" from the GPU's CUDA attribute
+	// alone (src/init.cc dmaBufSupported): the log alone does not tell the
+	// path, nor does it with a peer-memory module loaded (eRDMA's provider
+	// registers no dma-buf: GDR runs through nvidia_peermem there).
+	for _, peer := range []string{"", "nvidia_peermem"} {
+		s.HostPeerMem = peer
+		f := byFindingID(Diagnose(s))["nccl-gdr"]
+		assert.Contains(t, f.Summary, "GPUDirect RDMA in use (the log does not tell whether through DMA-BUF or peer memory)", peer)
+		assert.Contains(t, f.Evidence[len(f.Evidence)-1], "the log does not tell which path GDR took", peer)
+	}
+	// No peer-memory module and GPU Direct RDMA Enabled: DMA-BUF.
+	s.HostPeerMem = "none"
+	f := byFindingID(Diagnose(s))["nccl-gdr"]
+	assert.Contains(t, f.Summary, "GPUDirect RDMA in use through DMA-BUF (")
+	assert.Contains(t, f.Evidence, "no peer-memory module on the host, GPU Direct RDMA Enabled for HCA erdma_0, erdma_1: NCCL registered through DMA-BUF")
 }
 
 func TestLogFirstNICOnly(t *testing.T) {

@@ -157,6 +157,9 @@ func TestLogMergeCoversEveryField(t *testing.T) {
 	full.block(in)
 	s := reflect.ValueOf(*full.Summary())
 	for i := range s.NumField() {
+		if s.Type().Field(i).Name == "HostPeerMem" {
+			continue // the caller's fact, never the log's
+		}
 		require.False(t, s.Field(i).IsZero(), "Summary.%s is not set by the test input: add a line that sets it (genLog)", s.Type().Field(i).Name)
 	}
 	merged := NewAnalyzer()

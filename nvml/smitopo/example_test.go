@@ -26,3 +26,16 @@ func ExampleParse() {
 	// GPU0 -> erdma_0 SYS: SYS is beyond NCCL's default GDR level (PXB): GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=SYS (or a farther level)
 	// GPU1 -> erdma_0 PIX: PIX is within NCCL's default GDR level (PXB): NCCL uses GPUDirect RDMA when it is ready
 }
+
+// nvidia-smi's words are not NCCL's: what NCCL_NET_GDR_LEVEL takes is the
+// translation.
+func ExampleLink_NCCLPath() {
+	for _, l := range []smitopo.Link{"PIX", "PHB", "NODE", "SYS"} {
+		fmt.Printf("%s -> NCCL_NET_GDR_LEVEL=%s\n", l, l.NCCLPath())
+	}
+	// Output:
+	// PIX -> NCCL_NET_GDR_LEVEL=PIX
+	// PHB -> NCCL_NET_GDR_LEVEL=PHB
+	// NODE -> NCCL_NET_GDR_LEVEL=PHB
+	// SYS -> NCCL_NET_GDR_LEVEL=SYS
+}
