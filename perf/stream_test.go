@@ -216,5 +216,6 @@ func TestStreamLoopErrorsCancelAndProgress(t *testing.T) {
 		ProgressInterval: 50 * time.Millisecond, Progress: func(p Progress) { got = append(got, p) }}
 	_, errs = Loopback(context.Background(), []Link{streamLink{newFakeLink("fake0", 1)}}, cfg, nil)
 	require.Empty(t, errs)
-	assert.GreaterOrEqual(t, len(got), 4)
+	// About six reports in 300 ms; a loaded host may delay a run's return.
+	assert.GreaterOrEqual(t, len(got), 2)
 }
