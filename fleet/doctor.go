@@ -266,7 +266,19 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 	}
 	defer g.Close()
 
-	reports := make([]HostReport, 0, me.Size)
+	fr, _, _ := collectReports(ctx, g, me.Size, func() HostReport { wgLocal.Wait(); return mine }, opt.Authenticated,
+		func(_ int, m *member, _ int) { _ = m.Conn.Send(ctx, msgBye, struct{}{}) })
+	return fr, nil
+}
+
+// collectReports receives every member's doctor report, adds rank 0's own
+// (waitMine returns it once the local run ends) and aggregates them; a
+// collection cut short by ctx marks whom it did not reach (interrupted).
+// got, when set, runs under the collection's lock for each report received,
+// with the number received so far. fleet doctor and fleet prove share it.
+func collectReports(ctx context.Context, g *gathering, size int, waitMine func() HostReport, authenticated bool,
+	got func(rank int, m *member, received int)) (fr *FleetReport, reports []HostReport, interrupted bool) {
+	reports = make([]HostReport, 0, size)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	missing := append([]int(nil), g.Missing...)
@@ -289,23 +301,24 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 			}
 			hr.Rank, hr.Host = rank, m.Host // trust the hello, not the payload
 			reports = append(reports, hr)
-			_ = m.Conn.Send(ctx, msgBye, struct{}{})
+			if got != nil {
+				got(rank, m, len(reports))
+			}
 		}()
 	}
 	wg.Wait()
-	wgLocal.Wait()
-	reports = append(reports, mine)
-	interrupted := ctx.Err() != nil
+	reports = append(reports, waitMine())
+	interrupted = ctx.Err() != nil
 	if interrupted {
 		notReached, missing = append(notReached, missing...), nil
 	}
-	fr := Aggregate(me.Size, reports, missing)
+	fr = Aggregate(size, reports, missing)
 	if interrupted {
 		fr.markNotReached(notReached)
 	}
 	fr.Errors = append(fr.Errors, g.Errors...) // [] when none, never null
-	fr.Authenticated = opt.Authenticated
-	return fr, nil
+	fr.Authenticated = authenticated
+	return fr, reports, interrupted
 }
 
 // listen opens the rendezvous port of addr on every interface.

@@ -160,47 +160,12 @@ func proveRank0(ctx context.Context, me Rank, addr string, cfg ProveConfig, opt 
 			_ = m.Conn.Send(context.WithoutCancel(ctx), msgBye, struct{}{})
 		}
 	}()
-	reports := make([]HostReport, 0, me.Size)
 	working := map[int]bool{} // members whose connection still serves
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	missing := append([]int(nil), g.Missing...)
-	var notReached []int
-	for rank, m := range g.Members {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var hr HostReport
-			err := m.Conn.Recv(ctx, msgReport, &hr, 0)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				if ctx.Err() != nil {
-					notReached = append(notReached, rank)
-					return
-				}
-				reports = append(reports, HostReport{Rank: rank, Host: m.Host, Error: "no report: " + err.Error()})
-				return
-			}
-			hr.Rank, hr.Host = rank, m.Host // trust the hello, not the payload
-			reports = append(reports, hr)
+	fr, reports, interrupted := collectReports(ctx, g, me.Size, func() HostReport { wgLocal.Wait(); return mine }, opt.Authenticated,
+		func(rank int, m *member, received int) {
 			working[rank] = true
-			progress(ProveProgress{Stage: StageDoctor, Done: len(reports), Total: me.Size, Message: fmt.Sprintf("%s reported", m.Host)})
-		}()
-	}
-	wg.Wait()
-	wgLocal.Wait()
-	reports = append(reports, mine)
-	interrupted := ctx.Err() != nil
-	if interrupted {
-		notReached, missing = append(notReached, missing...), nil
-	}
-	fr := Aggregate(me.Size, reports, missing)
-	if interrupted {
-		fr.markNotReached(notReached)
-	}
-	fr.Errors = append(fr.Errors, g.Errors...)
-	fr.Authenticated = opt.Authenticated
+			progress(ProveProgress{Stage: StageDoctor, Done: received, Total: me.Size, Message: fmt.Sprintf("%s reported", m.Host)})
+		})
 	j.Doctor, j.Reports, j.Errors = fr, reports, append(j.Errors, g.Errors...)
 	j.Stages = append(j.Stages, Stage{Name: StageDoctor, Status: fr.Status, Summary: doctorSummary(fr), Seconds: time.Since(start).Seconds()})
 	progress(ProveProgress{Stage: StageDoctor, Done: len(reports), Total: me.Size, Message: doctorSummary(fr)})
