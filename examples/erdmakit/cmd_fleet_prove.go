@@ -63,17 +63,7 @@ func (f *proveNCCLFlags) command(me fleet.Rank, testArgs []string) (nccl.Command
 	c.Oversubscribe = f.oversubscribe
 	c.AllowRunAsRoot = !f.noRoot
 	c.LauncherArgs = f.launcherArgs
-	for _, kv := range f.env {
-		name, value, ok := strings.Cut(kv, "=")
-		if !ok {
-			c.Forward = append(c.Forward, name)
-			continue
-		}
-		c.Env = append(c.Env, nccl.Var{Name: name, Value: value})
-	}
-	if len(testArgs) > 0 {
-		c.TestArgs = testArgs
-	}
+	rankEnvAndTestArgs(&c, f.env, testArgs)
 	bin := f.binary
 	if bin == "" {
 		found, err := fleet.FindNCCLBinary(fleet.DefaultNCCLBinaries)

@@ -120,17 +120,7 @@ func ncclCommand(f ncclRunFlags, testArgs []string) (nccl.Command, error) {
 	c.Oversubscribe = f.oversubscribe
 	c.AllowRunAsRoot = !f.noRoot
 	c.LauncherArgs = f.launcherArgs
-	for _, kv := range f.env {
-		name, value, ok := strings.Cut(kv, "=")
-		if !ok {
-			c.Forward = append(c.Forward, name)
-			continue
-		}
-		c.Env = append(c.Env, nccl.Var{Name: name, Value: value})
-	}
-	if len(testArgs) > 0 {
-		c.TestArgs = testArgs
-	}
+	rankEnvAndTestArgs(&c, f.env, testArgs)
 	_, err := c.Argv()
 	return c, err
 }
@@ -434,4 +424,21 @@ func readInventoryFile(ctx context.Context, path string) (*erdma.Inventory, erro
 		return nil, fmt.Errorf("inventory %s: not the JSON of erdmakit devices --json: %w", path, err)
 	}
 	return &inv, nil
+}
+
+// rankEnvAndTestArgs gives c the -x flags (NAME=VALUE set in every rank,
+// NAME alone forwarded) and the nccl-tests flags after --, as nccl run and
+// fleet prove take them.
+func rankEnvAndTestArgs(c *nccl.Command, env, testArgs []string) {
+	for _, kv := range env {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			c.Forward = append(c.Forward, name)
+			continue
+		}
+		c.Env = append(c.Env, nccl.Var{Name: name, Value: value})
+	}
+	if len(testArgs) > 0 {
+		c.TestArgs = testArgs
+	}
 }
