@@ -137,19 +137,6 @@ func configureOne(ctx context.Context, r *LinkResult, l netlink.Link, mtu, metri
 	return nil
 }
 
-func hasRoute(l netlink.Link, gw net.IP) bool {
-	rs, err := netlink.RouteList(l, netlink.FAMILY_V4)
-	if err != nil {
-		return false
-	}
-	for _, r := range rs {
-		if r.Gw != nil && r.Gw.Equal(gw) && (r.Dst == nil || r.Dst.IP.IsUnspecified()) {
-			return true
-		}
-	}
-	return false
-}
-
 // primaryMetric is the lowest metric of the default routes that do not go
 // through one of the ERIs (the primary ENI's), 0 when there is none.
 func primaryMetric(byMAC map[string]netlink.Link, macs []string) int {
