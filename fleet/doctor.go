@@ -238,7 +238,7 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 		return hr
 	}
 	if me.Rank != 0 {
-		conn, err := join(ctx, addr, helloMsg{Rank: me.Rank, Size: me.Size, Host: opt.Hostname, Version: opt.Version, Launcher: me.Launcher}, opt.Join, opt.Message, opt.Secret)
+		conn, err := joinJob(ctx, me, addr, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -251,24 +251,24 @@ func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt
 		return nil, nil
 	}
 
-	l, err := listen(addr)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	var mine HostReport
-	var wgLocal sync.WaitGroup
-	wgLocal.Add(1)
-	go func() { defer wgLocal.Done(); mine = local() }()
-	g, err := gather(ctx, l, me.Size, opt.Join, opt.Message, opt.Secret)
+	mine := startLocal(local)
+	g, err := gatherJob(ctx, me, addr, opt)
 	if err != nil {
 		return nil, err
 	}
 	defer g.Close()
 
-	fr, _, _ := collectReports(ctx, g, me.Size, func() HostReport { wgLocal.Wait(); return mine }, opt.Authenticated,
+	fr, _, _ := collectReports(ctx, g, me.Size, mine, opt.Authenticated,
 		func(_ int, m *member, _ int) { _ = m.Conn.Send(ctx, msgBye, struct{}{}) })
 	return fr, nil
+}
+
+// startLocal runs rank 0's own doctor (local) while the others join; the
+// function it returns waits for that report (and may be called again).
+func startLocal(local func() HostReport) func() HostReport {
+	done := make(chan HostReport, 1)
+	go func() { done <- local() }()
+	return sync.OnceValue(func() HostReport { return <-done })
 }
 
 // collectReports receives every member's doctor report, adds rank 0's own

@@ -222,7 +222,7 @@ func (nt *netTester) TestPair(ctx context.Context, p Pair) PairResult {
 func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, opt Options, mopt MeshOptions) (*MeshReport, error) {
 	opt = opt.withDefaults()
 	if me.Rank != 0 {
-		conn, err := join(ctx, addr, helloMsg{Rank: me.Rank, Size: me.Size, Host: opt.Hostname, Version: opt.Version, Launcher: me.Launcher}, opt.Join, opt.Message, opt.Secret)
+		conn, err := joinJob(ctx, me, addr, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -230,12 +230,7 @@ func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, o
 		// Between tasks a member may wait for a whole mesh of other pairs.
 		return nil, work(ctx, conn, w, 24*time.Hour)
 	}
-	l, err := listen(addr)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	g, err := gather(ctx, l, me.Size, opt.Join, opt.Message, opt.Secret)
+	g, err := gatherJob(ctx, me, addr, opt)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/erdmakit/erdmakit/health"
@@ -86,7 +85,7 @@ func Prove(ctx context.Context, me Rank, addr string, cfg ProveConfig) (*Proof, 
 		return hr
 	}
 	if me.Rank != 0 {
-		conn, err := join(ctx, addr, helloMsg{Rank: me.Rank, Size: me.Size, Host: opt.Hostname, Version: opt.Version, Launcher: me.Launcher}, opt.Join, opt.Message, opt.Secret)
+		conn, err := joinJob(ctx, me, addr, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -139,19 +138,11 @@ func proveRank0(ctx context.Context, me Rank, addr string, cfg ProveConfig, opt 
 	}
 
 	// Stage 1: the doctor on every host.
-	l, err := listen(addr)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	var mine HostReport
-	var wgLocal sync.WaitGroup
-	wgLocal.Add(1)
-	go func() { defer wgLocal.Done(); mine = local() }()
+	mine := startLocal(local)
 	progress(ProveProgress{Stage: StageDoctor, Total: me.Size, Message: fmt.Sprintf("waiting for %d ranks to join", me.Size)})
-	g, err := gather(ctx, l, me.Size, opt.Join, opt.Message, opt.Secret)
+	g, err := gatherJob(ctx, me, addr, opt)
 	if err != nil {
-		wgLocal.Wait()
+		mine()
 		return nil, err
 	}
 	defer g.Close()
@@ -161,7 +152,7 @@ func proveRank0(ctx context.Context, me Rank, addr string, cfg ProveConfig, opt 
 		}
 	}()
 	working := map[int]bool{} // members whose connection still serves
-	fr, reports, interrupted := collectReports(ctx, g, me.Size, func() HostReport { wgLocal.Wait(); return mine }, opt.Authenticated,
+	fr, reports, interrupted := collectReports(ctx, g, me.Size, mine, opt.Authenticated,
 		func(rank int, m *member, received int) {
 			working[rank] = true
 			progress(ProveProgress{Stage: StageDoctor, Done: received, Total: me.Size, Message: fmt.Sprintf("%s reported", m.Host)})

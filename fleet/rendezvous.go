@@ -57,6 +57,9 @@ type gathering struct {
 	Missing []int           // ranks that did not join in time
 	Errors  []string        // connections refused (garbage, wrong size, duplicate rank, bad auth), at most 32 listed
 	Refused int             // connections refused in all
+	// listener is rank 0's rendezvous socket when gatherJob opened it:
+	// it lives as long as the gathering.
+	listener net.Listener
 }
 
 func (g *gathering) refuse(msg string) {
@@ -68,12 +71,39 @@ func (g *gathering) refuse(msg string) {
 	}
 }
 
-// Close closes every member connection.
+// Close closes every member connection, and the rendezvous socket when
+// gatherJob opened it.
 func (g *gathering) Close() error {
 	for _, m := range g.Members {
 		_ = m.Conn.Close()
 	}
+	if g.listener != nil {
+		_ = g.listener.Close()
+	}
 	return nil
+}
+
+// joinJob is the side of every rank but 0 in a launcher job (fleet doctor,
+// bw mesh, fleet prove): say hello to rank 0 at addr, as opt says.
+func joinJob(ctx context.Context, me Rank, addr string, opt Options) (*peerConn, error) {
+	return join(ctx, addr, helloMsg{Rank: me.Rank, Size: me.Size, Host: opt.Hostname, Version: opt.Version, Launcher: me.Launcher},
+		opt.Join, opt.Message, opt.Secret)
+}
+
+// gatherJob is rank 0's side: listen on addr's port and gather the job's
+// other ranks. Closing the gathering closes the socket too.
+func gatherJob(ctx context.Context, me Rank, addr string, opt Options) (*gathering, error) {
+	l, err := listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	g, err := gather(ctx, l, me.Size, opt.Join, opt.Message, opt.Secret)
+	if err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	g.listener = l
+	return g, nil
 }
 
 // gather accepts members on l until all size-1 other ranks have said hello or
