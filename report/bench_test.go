@@ -29,22 +29,10 @@ func reportCPU(b *testing.B, start time.Duration) {
 // doctor, plus one of every other kind. It reports the page's size (the
 // issue's bound: under 2 MB; rendering under 1 s).
 func BenchmarkWrite256Hosts(b *testing.B) {
-	ins := append(fleetInputs(b, 256), fileInputs(b)...)
-	var page bytes.Buffer
-	if err := Write(&page, Options{}, ins...); err != nil {
-		b.Fatal(err)
-	}
-	start := cpuTime()
-	for b.Loop() {
-		if err := Write(io.Discard, Options{}, ins...); err != nil {
-			b.Fatal(err)
-		}
-	}
-	reportCPU(b, start)
-	b.ReportMetric(float64(page.Len())/1e6, "MB/page")
+	benchWrite(b, append(fleetInputs(b, 256), fileInputs(b)...))
 }
 
-// BenchmarkRead256Hosts is reading the same results back from their JSON
+// BenchmarkReadWrite256HostsJSON is reading the same results back from their JSON
 // (what `erdmakit report FILE...` does before Write).
 func BenchmarkReadWrite256HostsJSON(b *testing.B) {
 	var raw [][]byte
@@ -77,7 +65,12 @@ func BenchmarkReadWrite256HostsJSON(b *testing.B) {
 // other one failing), each an input of its own: the page lists their warn
 // and fail findings with evidence and counts the ok ones per check.
 func BenchmarkWrite256Doctors(b *testing.B) {
-	ins := doctorInputs(b, 256)
+	benchWrite(b, doctorInputs(b, 256))
+}
+
+// benchWrite renders ins once for the page's size, then in the loop,
+// reporting CPU seconds and MB per page.
+func benchWrite(b *testing.B, ins []Input) {
 	var page bytes.Buffer
 	if err := Write(&page, Options{}, ins...); err != nil {
 		b.Fatal(err)

@@ -560,9 +560,7 @@ func fleetSection(s *section, r *fleet.FleetReport) ([]finding, []hostRow) {
 		}
 		hs = append(hs, hr)
 	}
-	for _, e := range r.Errors {
-		fs = append(fs, finding{ID: "fleet-rendezvous", Severity: health.Fail, Summary: e})
-	}
+	fs = append(fs, failures("fleet-rendezvous", r.Errors)...)
 	return fs, hs
 }
 
@@ -591,9 +589,7 @@ func meshSection(s *section, r *fleet.MeshReport) ([]finding, []hostRow) {
 		fs = append(fs, finding{Host: hostAt(r.Hosts, t.Server) + " <-> " + hostAt(r.Hosts, t.Client), ID: "mesh-transient", Severity: health.Warn,
 			Summary: "an outlier in the mesh that was fine when tested again"})
 	}
-	for _, e := range r.Errors {
-		fs = append(fs, finding{ID: "mesh-rendezvous", Severity: health.Fail, Summary: e})
-	}
+	fs = append(fs, failures("mesh-rendezvous", r.Errors)...)
 	hs := make([]hostRow, len(r.Hosts))
 	at := map[string]int{}
 	for i, h := range r.Hosts {
@@ -627,6 +623,15 @@ func hostAt(hosts []string, i int) string {
 	return fmt.Sprintf("position %d", i)
 }
 
+// failures are a result's error lines as failing findings of one id.
+func failures(id string, errs []string) []finding {
+	var fs []finding
+	for _, e := range errs {
+		fs = append(fs, finding{ID: id, Severity: health.Fail, Summary: e})
+	}
+	return fs
+}
+
 func bwSection(s *section, r *perf.Report) ([]finding, []hostRow) {
 	s.Status = r.Status
 	if r.ExpectGbps > 0 {
@@ -642,10 +647,7 @@ func bwSection(s *section, r *perf.Report) ([]finding, []hostRow) {
 			fmt.Sprintf("%.2f", x.AvgGbps), fmt.Sprintf("%.2f", x.PeakGbps), fmt.Sprintf("%.3f", x.Mpps)}})
 	}
 	s.Tables = append(s.Tables, t)
-	var fs []finding
-	for _, e := range r.Errors {
-		fs = append(fs, finding{ID: "bw-error", Severity: health.Fail, Summary: e})
-	}
+	fs := failures("bw-error", r.Errors)
 	if r.Status == health.Warn {
 		fs = append(fs, finding{ID: "bw-below-expectation", Severity: health.Warn,
 			Summary: fmt.Sprintf("the total is below the expected %.1f Gbit/s", r.ExpectGbps)})
@@ -668,10 +670,7 @@ func latencySection(s *section, r *perf.LatencyReport) ([]finding, []hostRow) {
 			f2(x.MinUS), f2(x.MedianUS), f2(x.AvgUS), f2(x.P99US), f2(x.P999US), f2(x.MaxUS)}})
 	}
 	s.Tables = append(s.Tables, t)
-	var fs []finding
-	for _, e := range r.Errors {
-		fs = append(fs, finding{ID: "lat-error", Severity: health.Fail, Summary: e})
-	}
+	fs := failures("lat-error", r.Errors)
 	if r.Status == health.Warn {
 		fs = append(fs, finding{ID: "lat-above-expectation", Severity: health.Warn,
 			Summary: fmt.Sprintf("a median is above the expected %.2f µs", r.ExpectUS)})
@@ -1013,9 +1012,7 @@ func proveSection(s *section, r *fleet.Proof) ([]finding, []hostRow) {
 		}
 		hs = append(hs, hr)
 	}
-	for _, e := range r.Errors {
-		fs = append(fs, finding{ID: "prove-error", Severity: health.Fail, Summary: e})
-	}
+	fs = append(fs, failures("prove-error", r.Errors)...)
 	// The stages' own reports: their tables and charts.
 	sub := func(name string, v any) {
 		ss := &section{}
