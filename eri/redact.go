@@ -21,13 +21,8 @@ var credentialEcho = regexp.MustCompile(
 // serverText makes text an ECS endpoint sent safe to print: credential
 // echoes replaced by <redacted>, control characters escaped, one line.
 func serverText(s string) string {
-	s = credentialEcho.ReplaceAllStringFunc(s, func(m string) string {
-		if sub := credentialEcho.FindStringSubmatch(m); sub[1] != "" {
-			return sub[1] + "<redacted>"
-		}
-		return "<redacted>"
-	})
-	return safetext.Line(s)
+	// ${1} keeps a named parameter's "Name=" and is empty for a bare token.
+	return safetext.Line(credentialEcho.ReplaceAllString(s, "${1}<redacted>"))
 }
 
 // RedactView replaces what identifies the account and the instance in a
