@@ -70,18 +70,11 @@ func NewRunReport(run *RunResult, exp Expectation) *RunReport {
 	return rep
 }
 
-// resultHeader: see ResultHeader.
-var resultHeader = []string{"SIZE", "COUNT", "TYPE", "REDOP", "ROOT",
-	"TIME(us)", "ALGBW", "BUSBW", "#WRONG", "IP TIME(us)", "IP ALGBW", "IP BUSBW", "IP #WRONG"}
-
-// ResultHeader returns the header of WriteResultTable's columns, one per
-// cell of RowCells (for callers that lay the rows out themselves).
-func ResultHeader() []string { return append([]string(nil), resultHeader...) }
-
 // WriteResultTable writes the result rows to w as an aligned table for
-// people (the columns of nccl-tests' own output, named by ResultHeader).
+// people (the columns of nccl-tests' own output).
 func WriteResultTable(w io.Writer, res *TestResult) error {
-	t := table.New(resultHeader...)
+	t := table.New("SIZE", "COUNT", "TYPE", "REDOP", "ROOT", // one column per cell of RowCells
+		"TIME(us)", "ALGBW", "BUSBW", "#WRONG", "IP TIME(us)", "IP ALGBW", "IP BUSBW", "IP #WRONG")
 	if res != nil {
 		for _, r := range res.Rows {
 			t.Add(RowCells(r)...)

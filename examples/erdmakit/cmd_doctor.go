@@ -70,7 +70,7 @@ func newDoctorCmd(g *globals) *cobra.Command {
 	fl.DurationVar(&f.interval, "interval", doctor.DefaultInterval, "time between the two hw_counters readings of the rate-limit-drops check (live host; 0: one reading)")
 	fl.BoolVar(&f.skipTools, "skip-tools", false, "do not look for eadm and the other tools on PATH")
 	fl.StringVar(&f.cloud.Mode, "cloud", eri.CloudAuto, "cloud checks (network-card-channel from the ECS API, eri-mode): auto (a recorded view, or the API within about 1 s if credentials answer), on, off")
-	completeValues(c, "format", doctorFormats...)
+	completeValues(c, "format", doctorFormats()...)
 	completeValues(c, "cloud", eri.CloudAuto, eri.CloudOn, eri.CloudOff)
 	fl.StringVar(&f.cloud.Endpoint, "endpoint", "", "ECS endpoint for the cloud checks (default: $"+eri.EndpointEnv+", else the region's)")
 	fl.BoolVar(&f.fix, "fix", false, "fix what fails: setup's host stages (driver, os, gpu, limits) for the failing checks only, then the doctor again (as root; asks once, --yes for scripts)")
@@ -95,7 +95,7 @@ func defaultDoctorFlags() doctorFlags {
 }
 
 // doctorFormats are the values of doctor --format.
-var doctorFormats = []string{"table", "json", "prom"}
+func doctorFormats() []string { return []string{"table", "json", "prom"} }
 
 func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 	if f.fix {
@@ -115,7 +115,7 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 		}
 		format = "json"
 	}
-	if !slices.Contains(doctorFormats, format) {
+	if !slices.Contains(doctorFormats(), format) {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("--format %q: want table, json or prom", f.format)}
 	}
 	// node_exporter's textfile collector reads only *.prom files, and a table

@@ -78,8 +78,8 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 	fl.IntVar(&f.perHost, "ranks-per-host", 8, "ranks per host (mpirun -npernode, srun --ntasks-per-node)")
 	fl.StringVar(&f.launcher, "launcher", "mpirun", "mpirun or srun")
 	fl.StringVar(&f.srunMPI, "srun-mpi", "pmix", "srun --mpi plugin: none, pmi2, pmix, pmix_vN, cray_shasta (srun --mpi=list shows what the site has)")
-	completeValues(c, "gdr", gdrModes...)
-	completeValues(c, "launcher", "mpirun", "srun")
+	completeValues(c, "gdr", gdrModes()...)
+	completeValues(c, "launcher", string(nccl.LauncherMPIRun), string(nccl.LauncherSrun))
 	completeValues(c, "srun-mpi", "none", "pmi2", "pmix", "cray_shasta")
 	fl.StringVar(&f.binary, "binary", "./build/all_reduce_perf", "nccl-tests binary, the same path on every host")
 	fl.StringVar(&f.socketIfname, "socket-ifname", "eth0", "interface for NCCL bootstrap and MPI TCP traffic (\"\" for none)")
@@ -324,7 +324,7 @@ func newNCCLEnvCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.socketIfname, "socket-ifname", "", "the bootstrap interface (default: eth0, else the first interface up with IPv4)")
 	fl.StringVar(&f.gdr, "gdr", "auto", "auto, on or off: whether to advise NCCL_NET_GDR_LEVEL=SYS")
 	completeValues(c, "format", "shell", "mpirun", "json")
-	completeValues(c, "gdr", gdrModes...)
+	completeValues(c, "gdr", gdrModes()...)
 	fl.StringVar(&f.graphFile, "graph-file", "", "with two or more ACTIVE eRDMA devices: write the NCCL graph giving each NIC a channel to PATH and export NCCL_GRAPH_FILE=PATH (copy it to the same path on every host)")
 	return c
 }

@@ -7,8 +7,10 @@ import (
 )
 
 // completeValues makes the shell complete flag's fixed set of values
-// (`erdmakit completion bash|zsh|fish|powershell`). The values are the same
-// list the command checks, so the two cannot drift.
+// (`erdmakit completion bash|zsh|fish|powershell`). Name them with the
+// constants or list the command checks where there is one (eri.CloudAuto,
+// render.ColorAuto, nccl.LauncherMPIRun, doctorFormats);
+// TestCompletionOfFixedValues pins the rest.
 func completeValues(c *cobra.Command, flag string, values ...string) {
 	if err := c.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp)); err != nil {
 		panic(fmt.Sprintf("completion of --%s on %s: %v", flag, c.Name(), err)) // a programming error, caught by the tests
@@ -16,4 +18,4 @@ func completeValues(c *cobra.Command, flag string, values ...string) {
 }
 
 // gdrModes are the values of nccl env/run --gdr.
-var gdrModes = []string{"auto", "on", "off"}
+func gdrModes() []string { return []string{"auto", "on", "off"} }

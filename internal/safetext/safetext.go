@@ -87,10 +87,6 @@ func unsafeRune(r rune, keepLines bool) bool {
 	return false
 }
 
-// sgr are the only escape sequences erdmakit itself prints: the severity
-// colours of package table. A Writer lets exactly these through.
-var sgr = [...]string{"\x1b[32m", "\x1b[33m", "\x1b[31m", "\x1b[90m", "\x1b[0m"}
-
 // Writer escapes, in everything written through it, what Text escapes,
 // except erdmakit's own severity colours: the last guard on the CLI's
 // stdout and stderr for text that reaches them unescaped.
@@ -131,7 +127,9 @@ func (w *Writer) Write(p []byte) (int, error) {
 		b.WriteString(Text(s[:i]))
 		s = s[i:]
 		ok := false
-		for _, c := range sgr {
+		// The only escape sequences erdmakit itself prints: the severity
+		// colours of package table.
+		for _, c := range [...]string{"\x1b[32m", "\x1b[33m", "\x1b[31m", "\x1b[90m", "\x1b[0m"} {
 			if strings.HasPrefix(s, c) {
 				b.WriteString(c)
 				s = s[len(c):]
