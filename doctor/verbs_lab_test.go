@@ -3,7 +3,6 @@
 package doctor_test
 
 import (
-	"context"
 	"os"
 	"strings"
 	"syscall"
@@ -17,7 +16,6 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/ibverbs"
-	"github.com/erdmakit/erdmakit/internal/execx"
 	"github.com/erdmakit/erdmakit/internal/lab/labtest"
 	"github.com/erdmakit/erdmakit/nvml"
 )
@@ -47,17 +45,7 @@ func TestLabVerbsCheck(t *testing.T) {
 	assert.Equal(t, health.OK, f.Severity, "%s %v", f.Summary, f.Evidence)
 	assert.Contains(t, f.Summary, dev+" port 1 PORT_ACTIVE")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := execx.Command(ctx, os.Args[0], "-test.run=^TestLabVerbsCheck$", "-test.count=1", "-test.v")
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWNS
-	cmd.Env = append(os.Environ(), verbsLabHiddenEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "child:\n%s", out)
-	assert.Contains(t, string(out), "--- PASS: TestLabVerbsCheck", "child:\n%s", out)
+	labtest.RerunInMountNamespace(t, "TestLabVerbsCheck", verbsLabHiddenEnv, 2*time.Minute)
 }
 
 // TestLabProbeDMABUF: the doctor's DMA-BUF probe on rxe0 (rdma-core's rxe

@@ -22,7 +22,6 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/ecsfake"
-	"github.com/erdmakit/erdmakit/internal/execx"
 	"github.com/erdmakit/erdmakit/internal/hostconf"
 	"github.com/erdmakit/erdmakit/internal/lab/labtest"
 	"github.com/erdmakit/erdmakit/perf"
@@ -57,18 +56,7 @@ func rxeStandIn(dev string) []doctor.Check {
 func TestLabSetupFromUnconfigured(t *testing.T) {
 	labtest.Require(t)
 	if os.Getenv(labChildEnv) != "1" {
-		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-		defer cancel()
-		cmd := execx.Command(ctx, os.Args[0], "-test.run=^TestLabSetupFromUnconfigured$", "-test.count=1", "-test.v")
-		if cmd.SysProcAttr == nil {
-			cmd.SysProcAttr = &syscall.SysProcAttr{}
-		}
-		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWNS
-		cmd.Env = append(os.Environ(), labChildEnv+"=1")
-		out, err := cmd.CombinedOutput()
-		t.Logf("child:\n%s", out)
-		require.NoError(t, err)
-		assert.Contains(t, string(out), "--- PASS: TestLabSetupFromUnconfigured")
+		t.Logf("child:\n%s", labtest.RerunInMountNamespace(t, "TestLabSetupFromUnconfigured", labChildEnv, 4*time.Minute))
 		return
 	}
 	// The guest's / is the host's tree over 9p, read-only, and its kernel
