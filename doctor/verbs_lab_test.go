@@ -71,7 +71,7 @@ func TestLabProbeDMABUF(t *testing.T) {
 	assert.Contains(t, p.Reason, "-> EOPNOTSUPP (live probe)")
 	assert.Equal(t, nvml.SupportNo, d.Supported)
 
-	h, closer, err := erdma.OpenHost("/")
+	h, closer, err := erdma.OpenHost(t.Context(), "/")
 	require.NoError(t, err)
 	defer closer.Close()
 	files, err := doctor.DMABUFRecordFiles(t.Context(), h)

@@ -19,7 +19,7 @@ func ExampleNormalizeBusID() {
 // the same code a live host runs, with NVML answered from
 // <root>/erdmakit/nvml.json. erdma.OpenHost unpacks the recording.
 func ExampleInspect() {
-	h, closer, err := erdma.OpenHost("../testdata/hosts/ebmgn8is-healthy.tar.gz")
+	h, closer, err := erdma.OpenHost(context.Background(), "../testdata/hosts/ebmgn8is-healthy.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -50,7 +50,7 @@ func ExampleInspect() {
 }
 
 func ExampleReadGDR() {
-	h, closer, err := erdma.OpenHost("../testdata/hosts/no-peermem.tar.gz")
+	h, closer, err := erdma.OpenHost(context.Background(), "../testdata/hosts/no-peermem.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -81,7 +81,7 @@ func TestRecordPathsThroughErdmaRecord(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 
-	h, closer, err := erdma.OpenHost(archive)
+	h, closer, err := erdma.OpenHost(t.Context(), archive)
 	require.NoError(t, err)
 	defer closer.Close()
 	lib2, err := ForRoot(h.Root())

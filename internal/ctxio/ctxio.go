@@ -160,3 +160,35 @@ func ReadFile(ctx context.Context, path string, max int64) ([]byte, error) {
 
 // ErrTooLarge is wrapped by ReadFile when a file is bigger than its bound.
 var ErrTooLarge = errors.New("file too large")
+
+// Do calls fn and returns its result, or ctx's error as soon as ctx ends
+// while fn still runs: fn is then left to finish in its goroutine and its
+// result is dropped, so fn must release whatever it opens itself. It is
+// for calls that can stall in the kernel with no way to interrupt them: a
+// sysfs read is a driver's show() (a wedged device holds it), a directory
+// on a dead network mount never answers. A context that can never end
+// calls fn directly; an ended one does not call it.
+func Do[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	if ctx.Done() == nil {
+		return fn()
+	}
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
