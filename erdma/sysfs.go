@@ -64,6 +64,10 @@ func (h Host) readFile(ctx context.Context, rel string) ([]byte, error) {
 // do runs one read of rel through a fresh root under ctx (ctxio.Do): an
 // ended ctx is an error that names rel and wraps ctx's.
 func do[T any](ctx context.Context, h Host, rel string, fn func(r *hostfs.Root) (T, error)) (T, error) {
+	if err := ctx.Err(); err != nil {
+		var zero T
+		return zero, fmt.Errorf("%s: %w", h.Path(rel), err)
+	}
 	v, err := ctxio.Do(ctx, func() (T, error) {
 		r, err := h.open()
 		if err != nil {

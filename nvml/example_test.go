@@ -56,7 +56,7 @@ func ExampleReadGDR() {
 		return
 	}
 	defer closer.Close()
-	g := nvml.ReadGDR(h.Root(), "535.161.08")
+	g := nvml.ReadGDR(context.Background(), h.Root(), "535.161.08")
 	fmt.Println("ready:", g.Ready)
 	fmt.Printf("peermem: %q\n", g.Peermem)
 	fmt.Println("DMA-BUF:", g.DMABUF.Supported, g.DMABUF.Missing[0])

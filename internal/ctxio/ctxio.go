@@ -163,18 +163,17 @@ var ErrTooLarge = errors.New("file too large")
 
 // Do calls fn and returns its result, or ctx's error as soon as ctx ends
 // while fn still runs: fn is then left to finish in its goroutine and its
-// result is dropped, so fn must release whatever it opens itself. It is
-// for calls that can stall in the kernel with no way to interrupt them: a
-// sysfs read is a driver's show() (a wedged device holds it), a directory
-// on a dead network mount never answers. A context that can never end
-// calls fn directly; an ended one does not call it.
+// result is dropped, so fn must release whatever it holds (a file it was
+// handed, one it opens) itself. fn is called exactly once, even when ctx
+// has already ended (so that it can release what it was handed); callers
+// that should not start work after an end check ctx.Err() first. It is for
+// calls that can stall in the kernel with no way to interrupt them: a sysfs
+// read is a driver's show() (a wedged device holds it), a directory on a
+// dead network mount never answers. A context that can never end calls fn
+// directly.
 func Do[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	if ctx.Done() == nil {
 		return fn()
-	}
-	var zero T
-	if err := ctx.Err(); err != nil {
-		return zero, err
 	}
 	type result struct {
 		v   T
@@ -189,6 +188,7 @@ func Do[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	case r := <-ch:
 		return r.v, r.err
 	case <-ctx.Done():
+		var zero T
 		return zero, ctx.Err()
 	}
 }

@@ -99,8 +99,14 @@ func TestDoPassesResultsThrough(t *testing.T) {
 	assert.Equal(t, "y", v)
 	assert.NoError(t, err)
 	cancel()
-	called := false
-	_, err = Do(ctx, func() (string, error) { called = true; return "", nil })
+	called := make(chan struct{})
+	release := make(chan struct{})
+	defer close(release)
+	_, err = Do(ctx, func() (string, error) { close(called); <-release; return "", nil })
 	assert.ErrorIs(t, err, context.Canceled)
-	assert.False(t, called, "an ended context does not call fn")
+	select {
+	case <-called:
+	case <-time.After(5 * time.Second):
+		t.Fatal("fn was not called: it could not release what it was handed")
+	}
 }

@@ -113,8 +113,7 @@ func TestParseTestsDetails(t *testing.T) {
 			GPU: "NVIDIA H100 80GB HBM3"}, r.Devices[15])
 		assert.Equal(t, TestParams{Threads: 1, GPUs: 1, MinBytes: 8, MaxBytes: 8589934592, Step: "2(factor)",
 			WarmupIters: 5, Iters: 20, Validation: r.Params.Validation}, r.Params)
-		require.NotNil(t, r.Params.Validation)
-		assert.Equal(t, 1, *r.Params.Validation)
+		assert.Equal(t, KnownCount(1), r.Params.Validation)
 	})
 	t.Run("NCCL 1.x rank lines without pid", func(t *testing.T) {
 		r := parseTestsFile(t, "B08_nccl_tests_nccl1_old_format_NCCL_failure_unhandled_cuda_error.txt")
@@ -145,8 +144,8 @@ func TestParseTestsDetails(t *testing.T) {
 		r, err := ParseTests(context.Background(), strings.NewReader(in))
 		require.NoError(t, err)
 		require.Len(t, r.Rows, 1)
-		require.NotNil(t, r.Rows[0].OutOfPlace.Error)
-		assert.InDelta(t, 5e-7, *r.Rows[0].OutOfPlace.Error, 1e-15)
+		require.True(t, r.Rows[0].OutOfPlace.Error.Known)
+		assert.InDelta(t, 5e-7, r.Rows[0].OutOfPlace.Error.V, 1e-15)
 		assert.False(t, r.Rows[0].OutOfPlace.Wrong.Known)
 		assert.Equal(t, "error", r.Format)
 	})
