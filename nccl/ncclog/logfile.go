@@ -47,9 +47,11 @@ const (
 	readAfter = 4 << 10
 )
 
-// buffer holds a chunk, the bytes read before it, and the rest of its last
-// line up to the size at which a line is cut.
-func (c *fileChunks) buffer() []byte { return make([]byte, 2*c.size+readBefore) }
+// buffer holds a chunk and the bytes read around it; next grows it to hold
+// a last line up to the size at which a line is cut, where one is longer.
+func (c *fileChunks) buffer() []byte {
+	return make([]byte, c.size+readBefore+min(readAfter, c.size))
+}
 
 // next claims the next size bytes of the file and returns the lines that
 // start in them: from the first line start (the chunk before ends the line
@@ -58,7 +60,7 @@ func (c *fileChunks) buffer() []byte { return make([]byte, 2*c.size+readBefore) 
 // cut, the rest belongs to no line (a chunk inside it returns nothing).
 // One read usually covers it all: the chunk, a few bytes before it and
 // readAfter bytes after it.
-func (c *fileChunks) next(buf []byte, unlock func()) (lines, cut []byte, ok bool, err error) {
+func (c *fileChunks) next(bufp *[]byte, unlock func()) (lines, cut []byte, ok bool, err error) {
 	lo := c.off
 	if lo >= c.end {
 		unlock()
@@ -68,6 +70,7 @@ func (c *fileChunks) next(buf []byte, unlock func()) (lines, cut []byte, ok bool
 	c.off = hi
 	unlock()
 
+	buf := *bufp
 	from := max(lo-readBefore, c.first)
 	n := int(min(hi+min(readAfter, int64(c.size)), c.end) - from)
 	if err := c.readAt(buf[:n], from); err != nil {
@@ -99,6 +102,11 @@ func (c *fileChunks) next(buf []byte, unlock func()) (lines, cut []byte, ok bool
 			break
 		}
 		more := min(max(n-stop, readAfter), limit-n) // doubling what was read past the chunk
+		if n+more > len(buf) {
+			grown := make([]byte, 2*c.size+readBefore)
+			copy(grown, buf[:n])
+			buf, *bufp = grown, grown
+		}
 		if err := c.readAt(buf[n:n+more], from+int64(n)); err != nil {
 			return nil, nil, false, err
 		}
