@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -9,8 +10,10 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/fleet"
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	"github.com/erdmakit/erdmakit/perf"
+	"github.com/erdmakit/erdmakit/perf/perftest"
 	"github.com/erdmakit/erdmakit/report"
 )
 
@@ -128,4 +131,70 @@ func ExampleNCCLLiveRow() {
 	// running: mpirun ... all_reduce_perf -b 8 -e 8G
 	//         SIZE   TIME(us)    ALGBW    BUSBW  #WRONG   (out-of-place; GB/s)
 	//           8G    50712.0   169.40   317.60       0
+}
+
+// What `erdmakit nccl run` prints after the run: the rows, the average
+// bus bandwidth, the diagnosis and the status.
+func ExampleWriteNCCLRunTable() {
+	res, err := ncclog.ParseTests(context.Background(), strings.NewReader(`#  Rank  0 Group  0 Pid   1234 on     gpu-a device  0 [0x0e] NVIDIA H20
+NCCL INFO NET/IB : Using [0]erdma_0:1/RoCE [1]erdma_1:1/RoCE ; OOB eth0:10.0.0.1<0>
+NCCL INFO Using network IB
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+  8589934592    2147483648     float     sum      -1    50712  169.39  317.60      0    50801  169.09  317.04      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 317.32
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rep := nccl.NewRunReport(&nccl.RunResult{Argv: []string{"mpirun", "all_reduce_perf"}, Result: res}, nccl.Expectation{BusBWGBs: 300})
+	_ = report.WriteNCCLRunTable(os.Stdout, rep, report.TableOptions{})
+	// Output:
+	// SIZE  COUNT       TYPE   REDOP  ROOT  TIME(us)  ALGBW   BUSBW   #WRONG  IP TIME(us)  IP ALGBW  IP BUSBW  IP #WRONG
+	// 8G    2147483648  float  sum          50712     169.39  317.60  0       50801        169.09    317.04    0
+	// avg bus bandwidth 317.320 GB/s
+	//
+	// RESULT  CHECK         SUMMARY
+	// ok      nccl-network  NCCL used RDMA (NET/IB) on erdma_0:1/RoCE, erdma_1:1/RoCE
+	// skip    nccl-gdr      the log does not say whether GPUDirect RDMA was used (no GDR or GDRDMA lines; NCCL_DEBUG=INFO needed)
+	// ok      nccl-busbw    bus bandwidth 317.60 GB/s at 8 GiB meets the expected 300.00 GB/s
+	// status: ok
+}
+
+// A mesh as `erdmakit bw mesh` prints it: the pairwise matrix and the
+// culprits.
+func ExampleWriteMeshTable() {
+	gbps := func(v float64) *float64 { return &v }
+	rep := &fleet.MeshReport{Hosts: []string{"gpu1", "gpu2", "gpu3"}, Rounds: 3, MedianGbps: 180, ExpectGbps: 180,
+		Results: make([]fleet.PairResult, 3),
+		Matrix:  [][]*float64{{nil, gbps(181), gbps(180)}, {gbps(181), nil, nil}, {gbps(180), nil, nil}},
+		BadLinks: []fleet.Culprit{{Hosts: []string{"gpu2", "gpu3"}, Reason: "the pair failed twice; each host is fine with others",
+			Evidence: []string{"mesh: connect: timeout"}}}}
+	_ = report.WriteMeshTable(os.Stdout, rep, report.TableOptions{})
+	// Output:
+	// 3 hosts, 3 rounds, 3 pair tests; median 180.00 Gbit/s, expected 180.00
+	//
+	// GBPS  gpu1   gpu2   gpu3
+	// gpu1  -      181.0  180.0
+	// gpu2  181.0  -      fail
+	// gpu3  180.0  fail   -
+	//
+	// VERDICT   HOSTS          REASON                                                EVIDENCE
+	// bad link  gpu2 <-> gpu3  the pair failed twice; each host is fine with others  mesh: connect: timeout
+}
+
+// An ib_write_bw summary as `erdmakit perftest` prints it; Serve shows
+// the servers' side, as `erdmakit perftest --serve` does on the host that
+// only served.
+func ExampleWritePerftestTable() {
+	side := &perftest.Report{Results: []perftest.Result{{Bytes: 65536, Iterations: 5000, BWPeakGbps: 98.1, BWAvgGbps: 97.6, MsgRateMpps: 0.1862}}}
+	runs := []perftest.Run{{Device: "erdma_0", Port: 18515, Client: side, Server: side, Attempts: 1},
+		{Device: "erdma_1", Port: 18516, Attempts: 3, Error: "ib_write_bw: exit status 1"}}
+	_ = report.WritePerftestTable(os.Stdout, perftest.Judge(runs, 0, true), report.TableOptions{Serve: true})
+	// Output:
+	// DEVICE   PORT   SIZE   ITERATIONS  AVG_GBPS  PEAK_GBPS  MPPS    ATTEMPTS
+	// erdma_0  18515  64KiB  5000        97.600    98.100     0.1862  1
+	// erdma_1  18516  -      -           -         -          -       3
+	// status: fail (total 97.600 Gbit/s)
 }
