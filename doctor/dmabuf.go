@@ -58,7 +58,7 @@ func liveDMABUFProbe(ctx context.Context, h erdma.Host, devs []erdma.Device) []n
 // recorded host the probe it recorded, if any.
 func DMABUFRecordFiles(ctx context.Context, h erdma.Host) (map[string][]byte, error) {
 	if !h.Live() {
-		r, err := hostfs.Open(h.Root())
+		r, err := hostfs.OpenContext(ctx, h.Root())
 		if err != nil {
 			return nil, err
 		}

@@ -272,7 +272,7 @@ func Instance(ctx context.Context, h erdma.Host, opt Options) (*erdma.Instance, 
 func GPUs(ctx context.Context, h erdma.Host, inv *erdma.Inventory, lib nvml.Library) *nvml.Report {
 	if lib == nil {
 		var err error
-		if lib, err = nvml.ForRoot(h.Root()); err != nil {
+		if lib, err = nvml.ForRoot(ctx, h.Root()); err != nil {
 			return nvml.Unavailable(h.Root(), err)
 		}
 	}
