@@ -13,6 +13,7 @@ import (
 	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	"github.com/erdmakit/erdmakit/perf"
+	"github.com/erdmakit/erdmakit/perf/perftest"
 	"github.com/erdmakit/erdmakit/report"
 )
 
@@ -181,4 +182,19 @@ func ExampleWriteMeshTable() {
 	//
 	// VERDICT   HOSTS          REASON                                                EVIDENCE
 	// bad link  gpu2 <-> gpu3  the pair failed twice; each host is fine with others  mesh: connect: timeout
+}
+
+// An ib_write_bw summary as `erdmakit perftest` prints it; Serve shows
+// the servers' side, as `erdmakit perftest --serve` does on the host that
+// only served.
+func ExampleWritePerftestTable() {
+	side := &perftest.Report{Results: []perftest.Result{{Bytes: 65536, Iterations: 5000, BWPeakGbps: 98.1, BWAvgGbps: 97.6, MsgRateMpps: 0.1862}}}
+	runs := []perftest.Run{{Device: "erdma_0", Port: 18515, Client: side, Server: side, Attempts: 1},
+		{Device: "erdma_1", Port: 18516, Attempts: 3, Error: "ib_write_bw: exit status 1"}}
+	_ = report.WritePerftestTable(os.Stdout, perftest.Judge(runs, 0, true), report.TableOptions{Serve: true})
+	// Output:
+	// DEVICE   PORT   SIZE   ITERATIONS  AVG_GBPS  PEAK_GBPS  MPPS    ATTEMPTS
+	// erdma_0  18515  64KiB  5000        97.600    98.100     0.1862  1
+	// erdma_1  18516  -      -           -         -          -       3
+	// status: fail (total 97.600 Gbit/s)
 }
