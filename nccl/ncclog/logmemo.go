@@ -18,7 +18,7 @@ import "encoding/binary"
 
 const (
 	memoSlots  = 1024 // direct-mapped: a collision replaces the slot
-	memoMaxLen = 120 // longer messages are analysed every time
+	memoMaxLen = 120  // longer messages are analysed every time
 )
 
 // lineMemo is a worker's memory of idempotent messages; its zero value is
