@@ -19,6 +19,7 @@ import (
 	"github.com/erdmakit/erdmakit/internal/units"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/plot"
+	"github.com/erdmakit/erdmakit/report"
 )
 
 // bwFlags are the perftest-like knobs of `bw`.
@@ -277,7 +278,7 @@ func (f *bwFlags) report(ctx context.Context, g *globals, results []perf.Result,
 	rep := perf.NewReport(results, errs, expect)
 	if f.plot != "" && len(results) > 0 {
 		if err := writeSVG(f.plot, func(w io.Writer) error {
-			return plot.Sweep(w, "erdmakit bw: RDMA write bandwidth", results)
+			return plot.Sweep(w, "erdmakit bw: RDMA write bandwidth", report.BandwidthOf(results))
 		}); err != nil {
 			rep.Errors = append(rep.Errors, err.Error())
 		}

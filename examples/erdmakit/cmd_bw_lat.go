@@ -14,6 +14,7 @@ import (
 	"github.com/erdmakit/erdmakit/internal/units"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/plot"
+	"github.com/erdmakit/erdmakit/report"
 )
 
 // latFlags are `bw lat`'s knobs (ib_write_lat's, where it has them).
@@ -137,7 +138,7 @@ func (f *latFlags) report(g *globals, results []perf.LatencyResult, errs []error
 	rep := perf.NewLatencyReport(results, errs, f.expect)
 	if f.plot != "" && len(results) > 0 {
 		if err := writeSVG(f.plot, func(w io.Writer) error {
-			return plot.LatencyHistogram(w, "erdmakit bw lat: RDMA write latency", results)
+			return plot.LatencyHistogram(w, "erdmakit bw lat: RDMA write latency", report.LatencyOf(results))
 		}); err != nil {
 			rep.Errors = append(rep.Errors, err.Error())
 		}
