@@ -284,5 +284,5 @@ func (f *bwFlags) report(ctx context.Context, g *globals, results []perf.Result,
 		}
 	}
 	printErrors(g, rep.Errors)
-	return emit(g, rep, rep.Status, func() error { return perf.WriteTable(g.stdout, rep, g.colorOn(g.stdout)) })
+	return emit(g, rep, rep.Status, func() error { return report.WriteBandwidthTable(g.stdout, rep, g.tableOptions()) })
 }

@@ -144,5 +144,5 @@ func (f *latFlags) report(g *globals, results []perf.LatencyResult, errs []error
 		}
 	}
 	printErrors(g, rep.Errors)
-	return emit(g, rep, rep.Status, func() error { return perf.WriteLatencyTable(g.stdout, rep, g.colorOn(g.stdout)) })
+	return emit(g, rep, rep.Status, func() error { return report.WriteLatencyTable(g.stdout, rep, g.tableOptions()) })
 }
