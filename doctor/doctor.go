@@ -204,8 +204,8 @@ func Diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Optio
 	in.counters.InstanceError = instErr
 	if h.Live() && opt.Interval > 0 {
 		in.counters.Interval = opt.Interval
-		in.counters.Counters = erdma.CounterSourceFunc(func(_ context.Context, dev string, port int) (map[string]uint64, error) {
-			return erdma.ReadCounters(h, dev, port)
+		in.counters.Counters = erdma.CounterSourceFunc(func(ctx context.Context, dev string, port int) (map[string]uint64, error) {
+			return erdma.ReadCounters(ctx, h, dev, port)
 		})
 		if opt.Progress != nil && slices.ContainsFunc(inv.Devices, func(d erdma.Device) bool { return d.ERDMA }) {
 			opt.Progress(fmt.Sprintf("reading hw_counters twice, %s apart...", opt.Interval))
@@ -249,7 +249,7 @@ func Instance(ctx context.Context, h erdma.Host, opt Options) (*erdma.Instance, 
 		return &erdma.Instance{Type: t.String(), Source: "flag"}, nil
 	}
 	if !h.Live() {
-		inst, err := h.RecordedInstance()
+		inst, err := h.RecordedInstance(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("recorded instance: %w", err)
 		}

@@ -21,7 +21,7 @@ func NCCLEnv(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opts nccl.
 		GPUs(ctx, h, inv, nil)
 	}
 	if opts.NCCL == nil {
-		opts.NCCL = nccl.DetectNCCL(h.Root())
+		opts.NCCL = nccl.DetectNCCL(ctx, h.Root())
 	}
 	return nccl.AdviseEnv(inv, opts), inv, nil
 }

@@ -158,7 +158,11 @@ func (a *Analyzer) block(b []byte) {
 				next = len(b) - len(m) + end + 1
 				m = m[:end]
 			}
-			a.message(trimCR(m), kind)
+			if m = trimCR(m); kind == 'I' {
+				a.info1(m)
+			} else {
+				a.message(m, kind)
+			}
 			i = next
 		case len(m) >= 4 && m[1] == 'E' && m[2] == 'T' && m[3] == '/':
 			// A bare "NET/..." line (or one where NCCL's prefix comes
@@ -177,11 +181,28 @@ func (a *Analyzer) block(b []byte) {
 				if i >= 4 && string(b[i-4:i]) == "via " {
 					m = b[i-4 : i+len(m)]
 				}
-				a.message(m, 'I')
+				a.info1(m)
 			}
 			i = next
 		default:
 			i++
+		}
+	}
+}
+
+// info1 is message(msg, 'I') through the worker's memo: an idempotent
+// message analysed before changes nothing but the count of NCCL's lines
+// (logmemo.go).
+func (a *Analyzer) info1(msg []byte) {
+	switch {
+	case a.memo == nil:
+		a.message(msg, 'I')
+	case a.memo.seen(msg):
+		a.s.NCCLLines++
+	default:
+		a.message(msg, 'I')
+		if idempotent(msg) {
+			a.memo.add(msg)
 		}
 	}
 }
@@ -284,6 +305,9 @@ type Analyzer struct {
 	seenIB, seenSocket map[string]struct{}
 	envKeys            []string // the keys of s.Env, in the order seen
 	nic                nicStats
+	// memo, in the analyser of a chunk, is its worker's memory of the
+	// idempotent messages it analysed (logmemo.go); nil elsewhere.
+	memo *lineMemo
 	// chunk marks the analyser of one chunk of a parallel scan: it counts
 	// every channel transport (its chunk bounds them), so that merge can
 	// add the counts of a transport that an earlier chunk listed.
@@ -307,31 +331,30 @@ func NewAnalyzer() *Analyzer {
 }
 
 var (
-	bNCCLVersion    = []byte("NCCL version ")
-	bNCCLUnderscore = []byte("NCCL_")
-	bViaBare        = []byte("via ")
-	bINFO           = []byte("INFO ")
-	bWARN           = []byte("WARN ")
-	bVersion        = []byte("version ")
-	bUsingNet       = []byte("Using network ")
-	bAssigned       = []byte("Assigned NET plugin ")
-	bInitPlug       = []byte("Initialized NET plugin ")
-	bIBUsing        = []byte("NET/IB : Using")
-	bIBNoDev        = []byte("NET/IB : No device found")
-	bGDR            = []byte(" : GPU Direct RDMA ")
-	bSockUsing      = []byte("NET/Socket : Using")
-	bPlugin         = []byte("NET/Plugin")
-	bBootstrap      = []byte("Bootstrap")
-	bSetByEnv       = []byte(" set by environment to ")
-	bSetTo          = []byte(" set to ")
-	bNRanks         = []byte(" nranks ")
-	bGDRDMA         = []byte("/GDRDMA")
-	bOOB            = []byte("; OOB ")
-	bCreateQP       = []byte("ibv_create_qp")
-	bENOMEM1        = []byte("error -12")
-	bENOMEM2        = []byte("Cannot allocate memory")
-	bIbv            = []byte("ibv_")
-	bArrow          = []byte(" -> ")
+	bNCCLVersion = []byte("NCCL version ")
+	bViaBare     = []byte("via ")
+	bINFO        = []byte("INFO ")
+	bWARN        = []byte("WARN ")
+	bVersion     = []byte("version ")
+	bUsingNet    = []byte("Using network ")
+	bAssigned    = []byte("Assigned NET plugin ")
+	bInitPlug    = []byte("Initialized NET plugin ")
+	bIBUsing     = []byte("NET/IB : Using")
+	bIBNoDev     = []byte("NET/IB : No device found")
+	bGDR         = []byte(" : GPU Direct RDMA ")
+	bSockUsing   = []byte("NET/Socket : Using")
+	bPlugin      = []byte("NET/Plugin")
+	bBootstrap   = []byte("Bootstrap")
+	bSetByEnv    = []byte(" set by environment to ")
+	bSetTo       = []byte(" set to ")
+	bNRanks      = []byte(" nranks ")
+	bGDRDMA      = []byte("/GDRDMA")
+	bOOB         = []byte("; OOB ")
+	bCreateQP    = []byte("ibv_create_qp")
+	bENOMEM1     = []byte("error -12")
+	bENOMEM2     = []byte("Cannot allocate memory")
+	bIbv         = []byte("ibv_")
+	bArrow       = []byte(" -> ")
 )
 
 // Feed analyses one line (without its newline); it does not keep line.
