@@ -17,8 +17,8 @@ import "encoding/binary"
 // does (a bounded list full in a chunk is full in the merge too).
 
 const (
-	memoSlots  = 256 // direct-mapped: a collision replaces the slot
-	memoMaxLen = 120 // longer messages are analysed every time
+	memoSlots  = 1024 // direct-mapped: a collision replaces the slot
+	memoMaxLen = 120  // longer messages are analysed every time
 )
 
 // lineMemo is a worker's memory of idempotent messages; its zero value is
@@ -38,7 +38,7 @@ func memoSlot(msg []byte) int {
 	}
 	h := binary.LittleEndian.Uint64(msg) ^ binary.LittleEndian.Uint64(msg[n-8:])*0x9e3779b97f4a7c15 ^ uint64(n)
 	h *= 0xff51afd7ed558ccd
-	return int(h >> (64 - 8)) // memoSlots = 1<<8
+	return int(h >> (64 - 10)) // memoSlots = 1<<10
 }
 
 // seen reports whether msg was remembered.
