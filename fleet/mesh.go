@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,7 +134,7 @@ type MeshReport struct {
 	ExpectGbps float64 `json:"expect_gbps,omitempty"`
 	// Matrix[i][j] is the Gbit/s measured between hosts i and j (the same
 	// figure both ways; null where the test failed or i == j).
-	Matrix     [][]*float64 `json:"matrix"`
+	Matrix     Matrix       `json:"matrix"`
 	Results    []PairResult `json:"results"`
 	Outliers   []PairResult `json:"outliers,omitempty"`
 	SecondPass []PairResult `json:"second_pass,omitempty"`
@@ -218,6 +220,27 @@ func runBatch(ctx context.Context, t PairTester, pairs []Pair, pass, round int, 
 	}
 	wg.Wait()
 	return out
+}
+
+// Matrix is a mesh's Gbit/s between hosts i and j, nil where there is no
+// figure (JSON null). It prints (%v) as rows of numbers, "-" for nil: a
+// slice of pointers printed their addresses.
+type Matrix [][]*float64
+
+// String is the matrix row by row: "[- 14.27] [14.27 -]".
+func (m Matrix) String() string {
+	rows := make([]string, len(m))
+	for i, row := range m {
+		cells := make([]string, len(row))
+		for j, v := range row {
+			cells[j] = "-"
+			if v != nil {
+				cells[j] = strconv.FormatFloat(*v, 'f', 2, 64)
+			}
+		}
+		rows[i] = "[" + strings.Join(cells, " ") + "]"
+	}
+	return strings.Join(rows, " ")
 }
 
 func matrix(n int, results []PairResult) [][]*float64 {

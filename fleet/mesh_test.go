@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -194,4 +195,17 @@ func BenchmarkMeshSchedule256(b *testing.B) {
 	for b.Loop() {
 		_ = Schedule(256)
 	}
+}
+
+// TestMatrixPrints: issue 26 item 5. A mesh report's matrix holds nil
+// where there is no figure: %v prints "-" and the numbers, never
+// addresses, and the JSON is still numbers and null.
+func TestMatrixPrints(t *testing.T) {
+	v := 14.268
+	m := Matrix{{nil, &v}, {&v, nil}}
+	assert.Equal(t, "[- 14.27] [14.27 -]", fmt.Sprint(m))
+	assert.Contains(t, fmt.Sprintf("%+v", MeshReport{Matrix: m}), "Matrix:[- 14.27] [14.27 -]")
+	b, err := json.Marshal(MeshReport{Matrix: m})
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"matrix":[[null,14.268],[14.268,null]]`)
 }
