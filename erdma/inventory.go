@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/erdmakit/erdmakit/connect"
-	"github.com/erdmakit/erdmakit/gid"
 	"io/fs"
 	"net"
 	"net/netip"
@@ -15,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/erdmakit/erdmakit/connect"
+	"github.com/erdmakit/erdmakit/gid"
 
 	"golang.org/x/sys/unix"
 )
@@ -199,7 +200,7 @@ func readDevice(h Host, name string, uverbs map[string]string, compat string, co
 	}
 	if s, err := h.readAttr(path.Join(dir, "node_guid")); err != nil {
 		note(err)
-	} else if _, err := ParseGUID(s); err != nil {
+	} else if _, err := parseGUID(s); err != nil {
 		note(fmt.Errorf("%s: %w", h.Path(dir, "node_guid"), err))
 	} else {
 		d.NodeGUID = s
@@ -371,7 +372,7 @@ func readPort(h Host, dev string, n int, erdma, counters bool) (Port, []string) 
 			}
 			continue
 		}
-		ip, err := ParseGID(s)
+		ip, err := parseGID(s)
 		if err != nil {
 			note(wrapFile(h, path.Join(dir, "gids", si), err))
 			continue
@@ -379,7 +380,7 @@ func readPort(h Host, dev string, n int, erdma, counters bool) (Port, []string) 
 		if isZero(ip) {
 			continue // unpopulated
 		}
-		g := GID{Index: i, GID: FormatGID(ip), IP: gidIPv4(ip)}
+		g := GID{Index: i, GID: formatGID(ip), IP: gidIPv4(ip)}
 		g.Type, err = h.optAttr(path.Join(dir, "gid_attrs", "types", si))
 		note(err)
 		g.Netdev, err = h.optAttr(path.Join(dir, "gid_attrs", "ndevs", si))
@@ -544,8 +545,8 @@ func pairNetdevs(devs []Device, nds []Netdev) {
 			}
 		}
 		if d.Netdev == "" && d.NodeGUID != "" {
-			if g, err := ParseGUID(d.NodeGUID); err == nil {
-				if mac, ok := GUIDToMAC(g); ok {
+			if g, err := gid.ParseGUID(d.NodeGUID); err == nil {
+				if mac, ok := g.MAC(); ok {
 					for _, n := range nds {
 						if sameMAC(netdevMAC(n), mac) {
 							d.Netdev, d.NetdevBy = n.Name, "mac"
