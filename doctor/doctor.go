@@ -6,7 +6,10 @@
 //
 // Each check has exactly one owner: the host checks are package erdma's,
 // gpu-count and gpu-nic-distance package nvml's. Other packages contribute
-// checks through Options.Checks (see Check).
+// checks through Options.Checks (see Check); a package below the doctor
+// (eri's cloud checks) writes them against the inventory alone
+// (erdma.HostCheck) and HostChecks adapts them, so that it need not import
+// the doctor.
 package doctor
 
 import (
@@ -106,14 +109,13 @@ type Check struct {
 func builtins() []Check {
 	var cs []Check
 	fx := fixes()
-	for _, hc := range erdma.HostChecks() {
-		run := hc.Run
-		cs = append(cs, Check{ID: hc.ID, Step: hc.Step, Title: hc.Title, Fix: fx[hc.ID],
-			Run: func(ctx context.Context, in *Input) health.Finding { return run(ctx, in.Inventory, in.counters) }})
-		if hc.ID == erdma.FindingUVerbs {
+	for _, c := range HostChecks(erdma.HostChecks()...) {
+		c.Fix = fx[c.ID]
+		cs = append(cs, c)
+		if c.ID == erdma.FindingUVerbs {
 			cs = append(cs, verbsCheck())
 		}
-		if hc.ID == erdma.FindingGDRPeermem {
+		if c.ID == erdma.FindingGDRPeermem {
 			cs = append(cs,
 				Check{ID: nvml.FindingGPUCount, Step: "guide step 1", Title: "as many GPUs as the instance type has",
 					Run: func(_ context.Context, in *Input) health.Finding {
@@ -124,6 +126,27 @@ func builtins() []Check {
 		}
 	}
 	return cs
+}
+
+// HostChecks makes doctor checks of checks decided from the inventory
+// alone (erdma.HostCheck): the built-in host checks, and those a package
+// below the doctor contributes without importing it, such as the cloud's:
+//
+//	opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(h, eri.CloudOptions{})...)...)
+//
+// Each Run gets the inventory and erdma.DoctorOptions with the pipeline's
+// InstanceError (and, on a live host, its counter source and interval).
+func HostChecks(hcs ...erdma.HostCheck) []Check {
+	out := make([]Check, 0, len(hcs))
+	for _, hc := range hcs {
+		run := hc.Run
+		c := Check{ID: hc.ID, Step: hc.Step, Title: hc.Title, After: hc.After}
+		if run != nil {
+			c.Run = func(ctx context.Context, in *Input) health.Finding { return run(ctx, in.Inventory, in.counters) }
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // plan merges the contributed checks into the built-in list.

@@ -68,17 +68,21 @@ const (
 	FindingRateLimitDrops     = "rate-limit-drops"
 )
 
-// HostCheck is one check this package owns: a Check and the function that
-// decides it from the inventory. The doctor package runs them, with the
-// checks other packages own, in the guide's order.
+// HostCheck is a check decided from the inventory alone: a Check and the
+// function that decides it. HostChecks are this package's; a package below
+// the doctor contributes its own the same way (eri.DoctorChecks) without
+// importing it, and doctor.HostChecks makes doctor checks of them. After,
+// for a contributed check, names the check it goes right after ("": at the
+// end; a contributed check whose ID is a built-in's replaces it in place).
 type HostCheck struct {
 	Check
-	Run func(ctx context.Context, inv *Inventory, opt DoctorOptions) health.Finding
+	After string
+	Run   func(ctx context.Context, inv *Inventory, opt DoctorOptions) health.Finding
 }
 
 // hostCheck adapts a check on the shared lookups to HostCheck.
 func hostCheck(id, step, title string, run func(context.Context, *diag) health.Finding) HostCheck {
-	return HostCheck{Check{id, step, title}, func(ctx context.Context, inv *Inventory, opt DoctorOptions) health.Finding {
+	return HostCheck{Check: Check{id, step, title}, Run: func(ctx context.Context, inv *Inventory, opt DoctorOptions) health.Finding {
 		if inv == nil {
 			inv = &Inventory{}
 		}

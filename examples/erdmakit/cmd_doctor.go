@@ -207,7 +207,7 @@ func runDoctorOn(ctx context.Context, root string, opt doctor.Options, cloud *er
 	}
 	defer closer.Close()
 	if cloud != nil {
-		opt.Checks = append(opt.Checks, eri.DoctorChecks(h, *cloud)...)
+		opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(h, *cloud)...)...)
 	}
 	return doctor.Run(ctx, h, opt)
 }

@@ -120,7 +120,7 @@ func hostSnapshot(h erdma.Host, withDoctor bool, ttl time.Duration, md *erdma.Me
 		opt.Interval = 0
 		opt.Metadata = md
 		if cloud != nil {
-			opt.Checks = append(opt.Checks, eri.DoctorChecks(h, *cloud)...)
+			opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(h, *cloud)...)...)
 		}
 		if snap.Report, err = doctor.Diagnose(ctx, h, inv, opt); err != nil {
 			return nil, err
