@@ -60,6 +60,10 @@ type Options struct {
 	// ECS API or the operator), filled into the instance where it does not
 	// say: the mtu check and setup's os stage judge by it (erdma.ERIMTU).
 	JumboFrames *bool
+	// Verbs asks libibverbs on a live host (the verbs check, the DMA-BUF
+	// probe); nil: the verbs check says skip. verbsprobe.Live is the real
+	// one (package doctor/verbsprobe); `erdmakit doctor` runs with it.
+	Verbs Verbs
 	// Checks are contributed by other packages; see Check.
 	Checks []Check
 	// Progress, when set, is told what the doctor is about to wait for
@@ -84,6 +88,7 @@ type Input struct {
 	// Findings are the findings of the checks run before this one.
 	Findings []health.Finding
 	counters erdma.DoctorOptions
+	verbs    Verbs
 }
 
 // Check is a check another package contributes: a stable kebab-case ID,
@@ -223,7 +228,7 @@ func Diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Optio
 		inst.JumboFrames = &v
 	}
 	erdma.SetInstance(inv, inst)
-	in := &Input{Host: h, Inventory: inv, InstanceError: instErr, GPUs: GPUs(ctx, h, inv, opt.NVML)}
+	in := &Input{Host: h, Inventory: inv, InstanceError: instErr, GPUs: GPUs(ctx, h, inv, opt), verbs: opt.Verbs}
 	in.counters.InstanceError = instErr
 	if h.Live() && opt.Interval > 0 {
 		in.counters.Interval = opt.Interval
@@ -288,11 +293,13 @@ func Instance(ctx context.Context, h erdma.Host, opt Options) (*erdma.Instance, 
 	return opt.Metadata.Instance(ctx)
 }
 
-// GPUs reads the host's GPUs through lib (nil: nvml.ForRoot(host root))
-// and fills inv.GPU, the GPU facts the checks and nccl.AdviseEnv use. On a
-// live host each RDMA device is probed for DMA-BUF (ProbeDMABUF). What
-// cannot be read is the report's reason, never an error.
-func GPUs(ctx context.Context, h erdma.Host, inv *erdma.Inventory, lib nvml.Library) *nvml.Report {
+// GPUs reads the host's GPUs through opt.NVML (nil: nvml.ForRoot(host
+// root)) and fills inv.GPU, the GPU facts the checks and nccl.AdviseEnv
+// use. On a live host opt.Verbs, when set, probes each RDMA device for
+// DMA-BUF (Verbs.ProbeDMABUF). What cannot be read is the report's reason,
+// never an error.
+func GPUs(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Options) *nvml.Report {
+	lib := opt.NVML
 	if lib == nil {
 		var err error
 		if lib, err = nvml.ForRoot(h.Root()); err != nil {
@@ -302,7 +309,7 @@ func GPUs(ctx context.Context, h erdma.Host, inv *erdma.Inventory, lib nvml.Libr
 	nics, _ := NICsOf(inv.Devices)
 	// On a live host the RDMA providers are asked about DMA-BUF as NCCL
 	// asks them; a recording replays what was recorded.
-	rep, err := nvml.Inspect(ctx, lib, h.Root(), nics, liveDMABUFProbe(ctx, h, inv.Devices)...)
+	rep, err := nvml.Inspect(ctx, lib, h.Root(), nics, liveDMABUFProbe(ctx, h, inv.Devices, opt.Verbs)...)
 	if err != nil {
 		return nvml.Unavailable(h.Root(), err)
 	}

@@ -153,7 +153,7 @@ func ExampleNCCLEnv() {
 		return
 	}
 	defer closer.Close()
-	a, _, err := doctor.NCCLEnv(context.Background(), h, nil, nccl.EnvOptions{})
+	a, _, err := doctor.NCCLEnv(context.Background(), h, nil, doctor.Options{}, nccl.EnvOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -116,7 +116,7 @@ func hostSnapshot(h erdma.Host, withDoctor bool, ttl time.Duration, md *erdma.Me
 		mu.Unlock()
 		// No counter interval: the scrape exposes the counters and
 		// Prometheus computes their rates.
-		opt := doctor.DefaultOptions()
+		opt := doctorDefaults()
 		opt.Interval = 0
 		opt.Metadata = md
 		if cloud != nil {

@@ -12,8 +12,9 @@ import (
 
 // TestPackageGraph pins what a package may pull into an importer's build
 // (library-2 items 6 and 7): the ECS API client does not drag in the
-// doctor, verbs (cgo, the RDMA headers) or NVML; no domain package imports
-// the doctor.
+// doctor, verbs (cgo's shim) or NVML; the doctor does not drive verbs
+// itself (its probe is injected: doctor/verbsprobe, which the CLI links);
+// no domain package imports the doctor.
 func TestPackageGraph(t *testing.T) {
 	root, err := fixture.ModuleRoot()
 	require.NoError(t, err)
@@ -25,7 +26,8 @@ func TestPackageGraph(t *testing.T) {
 		return strings.Fields(string(out))
 	}
 	forbidden := map[string][]string{
-		"./eri": {modulePath + "/doctor", modulePath + "/ibverbs", "github.com/NVIDIA/go-nvml"},
+		"./eri":    {modulePath + "/doctor", modulePath + "/ibverbs", "github.com/NVIDIA/go-nvml"},
+		"./doctor": {modulePath + "/ibverbs"},
 	}
 	for _, pkg := range []string{"./erdma", "./nvml", "./ibverbs", "./nccl", "./perf", "./fleet", "./monitor", "./plot", "./report"} {
 		forbidden[pkg] = append(forbidden[pkg], modulePath+"/doctor")
@@ -37,4 +39,5 @@ func TestPackageGraph(t *testing.T) {
 			}
 		}
 	}
+	assert.Contains(t, deps("./examples/erdmakit"), modulePath+"/doctor/verbsprobe", "the CLI runs the doctor with the live verbs probe")
 }
