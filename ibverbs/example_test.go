@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"slices"
 	"time"
 
 	"github.com/erdmakit/erdmakit/ibverbs"
@@ -158,6 +159,35 @@ func ExampleNewWriteStream() {
 		}
 	}
 	fmt.Printf("%d writes, peak %.0f writes/s\n", st.Completed, st.PeakPerSec)
+}
+
+// ib_write_lat's ping-pong run in C: one QP, its CQ and an MR of two
+// 64-byte areas (the peer writes into the first, ours are sent from the
+// second); the peer runs the same with Answer set. Each Run is one cgo
+// call; here 1000 round trips, timed from one post to the next.
+func ExampleNewPingPong() {
+	var (
+		cq     *ibverbs.CQ      // the QP's send CQ
+		qp     *ibverbs.QP      // connected (RTS)
+		mr     *ibverbs.MR      // 128 bytes, zeroed
+		remote ibverbs.Endpoint // the peer's MR (Endpoint.WithMR on its side)
+	)
+	pp, err := ibverbs.NewPingPong(ibverbs.PingConfig{CQ: cq, QP: qp, MR: mr,
+		Remote: ibverbs.RemoteBuffer{Addr: remote.Addr, RKey: remote.RKey}, Size: 2, Send: 64, Recv: 0, Stall: 10 * time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pp.Close()
+	rtts := make([]time.Duration, 1000)
+	st, err := pp.Run(rtts, len(rtts), time.Minute)
+	if err != nil {
+		log.Fatal(err) // a *ibverbs.WCError names a failed completion
+	}
+	if st.State != ibverbs.RunDone {
+		log.Fatalf("after %d round trips: %v", st.Rounds, st.State) // RunStalled: the peer stopped answering
+	}
+	slices.Sort(rtts)
+	fmt.Printf("median one-way latency %s\n", rtts[len(rtts)/2]/2)
 }
 
 // The rdma_cm path (required on iWARP devices): resolve, create the QP on

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -866,4 +867,136 @@ func TestLabWriteStream(t *testing.T) {
 	assert.Equal(t, qpsA[0].QPN(), we.QPN)
 	_, err = NewWriteStream(StreamConfig{CQ: a.cq, QPs: qpsA, MR: a.mr, Remote: remote, Size: size, Depth: 17})
 	assert.ErrorContains(t, err, "depth 17 outside 1..16")
+}
+
+// pingPair is two sides on rxe0, each with one QP (depth 4), connected to
+// each other: the ping-pong's layout, the receive area at 0 and the send
+// area at 64.
+func pingPair(t *testing.T, c *Context) (a, b *side) {
+	t.Helper()
+	a = newSide(t, c, 128, QPConfig{MaxSendWR: 4})
+	b = newSide(t, c, 128, QPConfig{MaxSendWR: 4})
+	ea, eb := a.endpoint(t), b.endpoint(t)
+	require.NoError(t, a.qp.Connect(eb))
+	require.NoError(t, b.qp.Connect(ea))
+	return a, b
+}
+
+func pingConfig(s, peer *side, size uint32, answer bool) PingConfig {
+	return PingConfig{CQ: s.cq, QP: s.qp, MR: s.mr, Remote: RemoteBuffer{Addr: peer.mr.Addr(), RKey: peer.mr.RKey()},
+		Size: size, Send: 64, Recv: 0, Answer: answer, Stall: 20 * time.Second}
+}
+
+// TestLabPingPong: the C ping-pong on rxe0, both sides in this process: the
+// writer times every round trip, Runs continue each other's numbering, the
+// payload lands, a Run allocates nothing, the deadline and Stop end runs;
+// a peer that never answers is RunStalled after Stall, and a write the
+// peer cannot take is a WCError.
+func TestLabPingPong(t *testing.T) {
+	c := openLab(t)
+	const size = 48
+	a, b := pingPair(t, c)
+	copy(a.buf.Bytes()[64:64+size-1], pattern(size-1, 3))
+	ping, err := NewPingPong(pingConfig(a, b, size, false))
+	require.NoError(t, err)
+	defer ping.Close()
+	pong, err := NewPingPong(pingConfig(b, a, size, true))
+	require.NoError(t, err)
+	defer pong.Close()
+	answered := make(chan PingStatus, 1)
+	go func() {
+		var st PingStatus
+		var err error
+		for st.State != RunStopped && err == nil {
+			st, err = pong.Run(nil, 1<<30, time.Hour)
+		}
+		assert.NoError(t, err)
+		answered <- st
+	}()
+	const n = 300
+	rtts := make([]time.Duration, n)
+	st, err := ping.Run(rtts[:100], 100, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, RunDone, st.State)
+	st, err = ping.Run(rtts[100:], n-100, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, RunDone, st.State)
+	assert.Equal(t, uint64(n), st.Rounds)
+	for i, d := range rtts {
+		require.Positive(t, d, "round trip %d", i)
+	}
+	assert.Equal(t, rtts[n-1], st.Last)
+	assert.Equal(t, byte(n%256), b.buf.Bytes()[size-1], "the last round's number")
+	assert.Equal(t, byte(n%256), a.buf.Bytes()[size-1], "answered")
+	assert.Equal(t, pattern(size-1, 3), b.buf.Bytes()[:size-1], "the payload")
+	t.Logf("%d round trips: median %s, %d yields", n, median(rtts), st.Yields)
+
+	one := make([]time.Duration, 1)
+	allocs := testing.AllocsPerRun(5, func() {
+		if _, err := ping.Run(one, 1, time.Hour); err != nil {
+			t.Error(err)
+		}
+	})
+	assert.Zero(t, allocs, "allocations per Run")
+	before := ping.status(RunDone).Rounds
+	st, err = ping.Run(nil, 1<<30, 50*time.Millisecond)
+	require.NoError(t, err)
+	assert.Equal(t, RunDeadline, st.State)
+	assert.Greater(t, st.Rounds, before)
+	pong.Stop()
+	pst := <-answered
+	assert.Equal(t, RunStopped, pst.State)
+	assert.Equal(t, st.Rounds, pst.Rounds, "every write answered")
+	_, err = ping.Run(rtts[:2], 3, time.Hour)
+	assert.ErrorContains(t, err, "3 round trips and room for 2")
+
+	// Nobody answers: stalled after Stall, waiting for the peer's write.
+	x, y := pingPair(t, c)
+	cfg := pingConfig(x, y, size, false)
+	cfg.Stall = 200 * time.Millisecond
+	lone, err := NewPingPong(cfg)
+	require.NoError(t, err)
+	defer lone.Close()
+	start := time.Now()
+	st, err = lone.Run(nil, 10, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, RunStalled, st.State)
+	assert.False(t, st.WaitingForCompletion)
+	assert.Zero(t, st.Rounds)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	// Stop ends a wait long before its Stall.
+	cfg.Stall = time.Minute
+	lone2, err := NewPingPong(cfg)
+	require.NoError(t, err)
+	defer lone2.Close()
+	time.AfterFunc(100*time.Millisecond, lone2.Stop)
+	start = time.Now()
+	st, err = lone2.Run(nil, 10, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, RunStopped, st.State)
+	assert.Less(t, time.Since(start), 10*time.Second)
+
+	// A write with the wrong rkey fails at the responder: a WCError, from
+	// the completion the writer reaps before it waits for an answer.
+	u, v := pingPair(t, c)
+	cfg = pingConfig(u, v, size, false)
+	cfg.Remote.RKey++
+	bad, err := NewPingPong(cfg)
+	require.NoError(t, err)
+	defer bad.Close()
+	start = time.Now()
+	_, err = bad.Run(nil, 1, time.Hour)
+	var we *WCError
+	require.ErrorAs(t, err, &we)
+	assert.Equal(t, u.qp.QPN(), we.QPN)
+	assert.Less(t, time.Since(start), 15*time.Second, "reported by its completion, not a stalled wait")
+
+	_, err = NewPingPong(PingConfig{CQ: a.cq, QP: a.qp, MR: a.mr, Size: 100, Send: 64})
+	assert.ErrorContains(t, err, "do not fit")
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

@@ -251,3 +251,20 @@ func (w *WriteStream) Stop() {}
 
 // Close does nothing in this build.
 func (w *WriteStream) Close() error { return nil }
+
+// PingPong runs an RDMA WRITE ping-pong in C; this build has none.
+type PingPong struct{}
+
+// NewPingPong returns ErrNotSupported in this build.
+func NewPingPong(PingConfig) (*PingPong, error) { return nil, ErrNotSupported }
+
+// Run returns ErrNotSupported in this build.
+func (p *PingPong) Run([]time.Duration, int, time.Duration) (PingStatus, error) {
+	return PingStatus{}, ErrNotSupported
+}
+
+// Stop does nothing in this build.
+func (p *PingPong) Stop() {}
+
+// Close does nothing in this build.
+func (p *PingPong) Close() error { return nil }

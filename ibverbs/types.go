@@ -653,7 +653,26 @@ const (
 	RunDone                     // Iterations mode: every write posted and completed
 	RunDrained                  // after StopPosting: nothing in flight
 	RunStopped                  // Stop was called
+	// RunStalled (PingPong): a wait for the peer's write or for a
+	// completion took longer than PingConfig.Stall.
+	RunStalled
 )
+
+func (s RunState) String() string {
+	switch s {
+	case RunDeadline:
+		return "deadline"
+	case RunDone:
+		return "done"
+	case RunDrained:
+		return "drained"
+	case RunStopped:
+		return "stopped"
+	case RunStalled:
+		return "stalled"
+	}
+	return fmt.Sprintf("RunState(%d)", int(s))
+}
 
 // StreamStatus is a write stream's counts after a Run, cumulative since the
 // stream was made.
@@ -671,4 +690,56 @@ type StreamStatus struct {
 	// Posts, Polls and Yields count ibv_post_send and ibv_poll_cq calls and
 	// sched_yield after empty polls.
 	Posts, Polls, Yields uint64
+}
+
+// PingConfig is one side of ib_write_lat's RDMA WRITE ping-pong
+// (NewPingPong) on one connected RC QP: each round trip writes Size bytes
+// from the MR at Send to Remote, whose last byte carries the round's
+// number (round k, from 1, writes byte k mod 256), and waits until the
+// peer's write of the same number has landed in the last byte of the MR's
+// Size bytes at Recv. One write is outstanding at a time, signalled, and
+// its completion is reaped before the next post.
+type PingConfig struct {
+	CQ     *CQ // the QP's send CQ
+	QP     *QP // connected (RTS)
+	MR     *MR // holds both areas; the byte at Recv+Size-1 must start at 0
+	Remote RemoteBuffer
+	Size   uint32
+	// Send and Recv are offsets in MR: where this side's writes are sent
+	// from and where the peer's land. The areas should not share a cache
+	// line.
+	Send, Recv uint64
+	Inline     bool
+	// Answer is the server's side: wait for each of the peer's writes, then
+	// write back. Otherwise this side writes first and times each round
+	// trip, from one post to the next as ib_write_lat does.
+	Answer bool
+	// Stall bounds any one wait (for the peer's write, for a completion):
+	// a longer one ends the run with RunStalled. Default 10 s.
+	Stall time.Duration
+	// YieldAfter: a wait longer than this yields the CPU (sched_yield)
+	// every 256 polls, so that where there are fewer CPUs than spinners
+	// (both ends on one CPU; software RDMA, whose work runs in kernel
+	// threads) the peer runs at once. 0: the default, 50 µs (a healthy
+	// eRDMA round trip never waits that long); < 0: never.
+	YieldAfter time.Duration
+}
+
+// DefaultPingYieldAfter is PingConfig.YieldAfter's default.
+const DefaultPingYieldAfter = 50 * time.Microsecond
+
+// PingStatus is a ping-pong's state after a Run.
+type PingStatus struct {
+	// State is RunDone (the round trips asked for were made), RunDeadline,
+	// RunStopped or RunStalled.
+	State RunState
+	// Rounds is the round trips made since NewPingPong.
+	Rounds uint64
+	// Last is the writing side's last round trip.
+	Last time.Duration
+	// WaitingForCompletion: the wait that stalled was for the completion of
+	// this side's write, not for the peer's write (RunStalled).
+	WaitingForCompletion bool
+	// Yields counts the sched_yield calls of long waits.
+	Yields uint64
 }

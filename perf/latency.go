@@ -14,6 +14,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/ibverbs"
 )
 
 // LatencyConfig is a write-latency test: ib_write_lat's ping-pong, with its
@@ -179,35 +180,159 @@ func storeByte(buf []byte, i int, v byte) {
 // ErrStalled: the peer stopped answering during a latency test.
 var ErrStalled = errors.New("peer stopped answering")
 
-// pinger is one side's ping-pong state, set up once so that the loop itself
-// allocates nothing.
+// pingRunner plays one side of the ping-pong: ibverbs.PingPong's contract
+// (round k, from 1, writes byte k; Run makes at most rounds round trips, the
+// writing side storing each one's time in rtts; Run(nil, 0, 0) only reports
+// the status; Stop ends a Run from any goroutine). A verbs session's runs
+// in C (nativePinger); any other PingSession's in Go (pinger).
+type pingRunner interface {
+	Run(rtts []time.Duration, rounds int, d time.Duration) (ibverbs.PingStatus, error)
+	Stop()
+	Close() error
+}
+
+// nativePinger is a PingSession whose ping-pong runs natively.
+type nativePinger interface {
+	pingPong(device string, size int, answer bool, stall time.Duration) (pingRunner, error)
+}
+
+// newPingRunner is s's side of a ping-pong of size bytes: answer for the
+// server's, which waits for each write and writes back. stall bounds any
+// one wait. Close it before s.
+func newPingRunner(s PingSession, device string, size int, answer bool, stall time.Duration) (pingRunner, error) {
+	if n, ok := s.(nativePinger); ok {
+		return n.pingPong(device, size, answer, stall)
+	}
+	return newPinger(s, device, size, answer, stall)
+}
+
+// verbsPing is an ibverbs.PingPong whose errors name the device.
+type verbsPing struct {
+	*ibverbs.PingPong
+	device string
+}
+
+func (v verbsPing) Run(rtts []time.Duration, rounds int, d time.Duration) (ibverbs.PingStatus, error) {
+	st, err := v.PingPong.Run(rtts, rounds, d)
+	if err != nil {
+		var we *ibverbs.WCError
+		if errors.As(err, &we) {
+			return st, &CompletionError{Device: v.device, Status: int(we.Status), Text: we.StatusStr}
+		}
+		return st, fmt.Errorf("%s: ping-pong after %d round trips: %w", v.device, st.Rounds, err)
+	}
+	return st, nil
+}
+
+// verbsPingPong is the C ping-pong on one QP, its CQ and MR, the peer's
+// buffer at remote: this side's half of pingLayout.
+func verbsPingPong(device string, cq *ibverbs.CQ, qp *ibverbs.QP, mr *ibverbs.MR, remote Endpoint, size, maxInline int, answer bool, stall time.Duration) (pingRunner, error) {
+	send, _ := pingLayout(size)
+	pp, err := ibverbs.NewPingPong(ibverbs.PingConfig{CQ: cq, QP: qp, MR: mr, Remote: ibverbs.RemoteBuffer{Addr: remote.Addr, RKey: remote.RKey},
+		Size: uint32(size), Send: uint64(send), Recv: 0, Inline: size <= maxInline, Answer: answer, Stall: stall, YieldAfter: spinYieldAfter})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", device, err)
+	}
+	return verbsPing{pp, device}, nil
+}
+
+// pinger is the ping-pong in Go over any PingSession (the fake and
+// emulated links), one post and poll call per step; set up once so that
+// the loop itself allocates nothing.
 type pinger struct {
 	s       PingSession
 	device  string
 	size    int
 	src     int
+	answer  bool
 	recv    lastByte
 	send    *byte
 	comps   []Completion
 	stall   time.Duration
 	yielded time.Time
+	st      ibverbs.PingStatus
+	stop    atomic.Bool
 	// waitStart is when the current wait began (check's first call of it).
 	waitStart time.Time
 }
 
-func newPinger(s PingSession, device string, size int, stall time.Duration) (*pinger, error) {
+func newPinger(s PingSession, device string, size int, answer bool, stall time.Duration) (*pinger, error) {
 	send, bufSize := pingLayout(size)
 	buf := s.Buffer()
 	if len(buf) < bufSize {
 		return nil, fmt.Errorf("%s: ping buffer of %d bytes, want %d", device, len(buf), bufSize)
 	}
-	return &pinger{s: s, device: device, size: size, src: send, recv: newLastByte(buf, size-1),
+	return &pinger{s: s, device: device, size: size, src: send, answer: answer, recv: newLastByte(buf, size-1),
 		send: &buf[send+size-1], comps: make([]Completion, 1), stall: stall, yielded: time.Now()}, nil
 }
 
 // spinCheck is how many polls pass between looks at the clock (stall,
-// context, the scheduler yield): a poll is a memory read of a few ns.
+// stop, the scheduler yield): a poll is a memory read of a few ns.
 const spinCheck = 256
+
+// Run implements pingRunner: each round trip is a post, the wait for the
+// answer, then the reaping of the write's completion (on the writing side;
+// the answering side waits first). The completion comes after the wait
+// here, unlike ib_write_lat and the C loop: by the time the answer landed
+// it is there, so the one poll (a cgo call on a device) is off the
+// critical path.
+func (p *pinger) Run(rtts []time.Duration, rounds int, d time.Duration) (ibverbs.PingStatus, error) {
+	t := time.Now()
+	deadline := t.Add(d)
+	for i := range rounds {
+		v := byte(p.st.Rounds + 1)
+		if p.answer {
+			if state := p.await(v); state != ibverbs.RunDone {
+				return p.status(state), nil
+			}
+		}
+		if err := p.post(v); err != nil {
+			return p.status(ibverbs.RunDone), err
+		}
+		if !p.answer {
+			if state := p.await(v); state != ibverbs.RunDone {
+				return p.status(state), nil
+			}
+		}
+		if state, err := p.reap(v); err != nil || state != ibverbs.RunDone {
+			return p.status(state), err
+		}
+		p.st.Rounds++
+		now := time.Now()
+		if !p.answer {
+			p.st.Last = now.Sub(t)
+			if rtts != nil {
+				rtts[i] = p.st.Last
+			}
+			t = now
+		}
+		p.yield(now)
+		if i+1 < rounds {
+			if p.stop.Load() {
+				return p.status(ibverbs.RunStopped), nil
+			}
+			if !now.Before(deadline) {
+				return p.status(ibverbs.RunDeadline), nil
+			}
+		}
+	}
+	return p.status(ibverbs.RunDone), nil
+}
+
+func (p *pinger) status(s ibverbs.RunState) ibverbs.PingStatus {
+	st := p.st
+	st.State = s
+	if s != ibverbs.RunStalled {
+		st.WaitingForCompletion = false
+	}
+	return st
+}
+
+// Stop implements pingRunner.
+func (p *pinger) Stop() { p.stop.Store(true) }
+
+// Close implements pingRunner.
+func (p *pinger) Close() error { return nil }
 
 // post sends value v: it becomes the last byte of the write.
 func (p *pinger) post(v byte) error {
@@ -219,63 +344,61 @@ func (p *pinger) post(v byte) error {
 }
 
 // reap waits for the completion of the write posted last: one write
-// outstanding, as ib_write_lat. It comes after the wait for the peer's
-// answer (ib_write_lat polls it before): the interval between two posts
-// holds the same steps either way, and by the time the answer landed the
-// completion is there, so the CQ poll is off the critical path.
-func (p *pinger) reap(ctx context.Context, v byte) error {
+// outstanding, as ib_write_lat.
+func (p *pinger) reap(v byte) (ibverbs.RunState, error) {
 	for spins := 1; ; spins++ {
 		n, err := p.s.Poll(p.comps)
 		if err != nil {
-			return fmt.Errorf("%s: polling the completion queue: %w", p.device, err)
+			return ibverbs.RunDone, fmt.Errorf("%s: polling the completion queue: %w", p.device, err)
 		}
 		if n > 0 {
 			if c := p.comps[0]; c.Status != 0 {
-				return &CompletionError{Device: p.device, QP: int(c.QP), Status: int(c.Status)}
+				return ibverbs.RunDone, &CompletionError{Device: p.device, QP: int(c.QP), Status: int(c.Status)}
 			}
-			return nil
+			return ibverbs.RunDone, nil
 		}
 		if spins%spinCheck == 0 {
-			if err := p.check(ctx, spins); err != nil {
-				return fmt.Errorf("%s: waiting for the completion of write #%d: %w", p.device, v, err)
+			if state := p.check(spins); state != ibverbs.RunDone {
+				p.st.WaitingForCompletion = true
+				return state, nil
 			}
 		}
 	}
 }
 
 // await spins until the peer's write of v has landed.
-func (p *pinger) await(ctx context.Context, v byte) error {
+func (p *pinger) await(v byte) ibverbs.RunState {
 	for spins := 1; p.recv.load() != v; spins++ {
 		if spins%spinCheck == 0 {
-			if err := p.check(ctx, spins); err != nil {
-				return fmt.Errorf("%s: waiting for the peer's write #%d: %w", p.device, v, err)
+			if state := p.check(spins); state != ibverbs.RunDone {
+				return state
 			}
 		}
 	}
-	return nil
+	return ibverbs.RunDone
 }
 
-// check runs every spinCheck spins of a wait: the stall bound, the
-// context, the scheduler yield. Its errors are static (no allocation).
-func (p *pinger) check(ctx context.Context, spins int) error {
+// check runs every spinCheck spins of a wait: Stop, the stall bound, the
+// scheduler yield. RunDone: wait on.
+func (p *pinger) check(spins int) ibverbs.RunState {
 	now := time.Now()
 	if spins == spinCheck {
 		p.waitStart = now
 	}
-	if now.Sub(p.waitStart) > p.stall {
-		return ErrStalled
+	if p.stop.Load() {
+		return ibverbs.RunStopped
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	if now.Sub(p.waitStart) > p.stall {
+		return ibverbs.RunStalled
 	}
 	if now.Sub(p.waitStart) > spinYieldAfter {
 		runtime.Gosched()
 		osYield()
 		p.yielded = now
-		return nil
+		return ibverbs.RunDone
 	}
 	p.yield(now)
-	return nil
+	return ibverbs.RunDone
 }
 
 // spinYieldAfter: a wait longer than this gives the CPU away at every
@@ -284,11 +407,13 @@ func (p *pinger) check(ctx context.Context, spins int) error {
 // there; where there are fewer CPUs (or Ps) than spinners (a one-vCPU VM
 // running both ends, both ends in one process with GOMAXPROCS 1, software
 // RDMA whose work runs in kernel threads) the peer and the device's work
-// run at once instead of at the end of a time slice.
-const spinYieldAfter = 50 * time.Microsecond
+// run at once instead of at the end of a time slice. The C loop
+// (ibverbs.PingPong) yields the same way.
+const spinYieldAfter = ibverbs.DefaultPingYieldAfter
 
-// yield passes through the Go scheduler once a millisecond, as the write
-// loop does (schedYield): otherwise sysmon takes the spinning goroutine's P.
+// yield passes through the Go scheduler once a millisecond, as the Go
+// write loop does (schedYield): otherwise sysmon takes the spinning
+// goroutine's P.
 func (p *pinger) yield(now time.Time) {
 	if now.Sub(p.yielded) >= schedYield {
 		runtime.Gosched()
@@ -296,56 +421,88 @@ func (p *pinger) yield(now time.Time) {
 	}
 }
 
+// maxPingRun bounds one Run of a ping-pong between the loop's looks at
+// progress; Stop (ctx) ends a Run at once.
+const maxPingRun = time.Second
+
+// pingEnd is the error of a Run that ended before its round trips: stopped
+// (the cause of ctx) or stalled. v is the number of the round in progress.
+func pingEnd(ctx context.Context, device string, st ibverbs.PingStatus, v byte) error {
+	what := "the peer's write"
+	if st.WaitingForCompletion {
+		what = "the completion of write"
+	}
+	if st.State == ibverbs.RunStalled {
+		return fmt.Errorf("%s: waiting for %s #%d: %w", device, what, v, ErrStalled)
+	}
+	cause := context.Cause(ctx)
+	if cause == nil {
+		cause = errors.New("stopped")
+	}
+	return fmt.Errorf("%s: waiting for %s #%d: %w", device, what, v, cause)
+}
+
 // pingLoop is the client's side: Warmup+Iterations round trips, each timed
-// from before the post of its write until the peer's answer landed and the
-// write's completion was reaped (ib_write_lat times from post to post,
-// which is the same interval); samples get each measured round trip's half,
-// as ib_write_lat reports.
-func pingLoop(ctx context.Context, p *pinger, cfg LatencyConfig, samples []time.Duration) error {
+// from the post of its write to the post of the next (ib_write_lat's
+// interval: the post, the completion, the wait for the answer); samples
+// get each measured round trip's half, as ib_write_lat reports. The caller
+// stops r when ctx ends (context.AfterFunc).
+func pingLoop(ctx context.Context, r pingRunner, device string, cfg LatencyConfig, samples []time.Duration) error {
 	total := cfg.Warmup + cfg.Iterations
+	st, err := r.Run(nil, 0, 0)
+	if err != nil {
+		return err
+	}
+	base := st.Rounds
 	start := time.Now()
 	progAt := start
-	for k := 1; k <= total; k++ {
-		v := byte(k)
-		t0 := time.Now()
-		if err := p.post(v); err != nil {
+	for done := 0; done < total; {
+		n, rtts := total-done, samples[max(done-cfg.Warmup, 0):]
+		if done < cfg.Warmup {
+			n, rtts = cfg.Warmup-done, nil
+		}
+		d := maxPingRun
+		if cfg.Progress != nil {
+			d = min(d, max(cfg.ProgressInterval-time.Since(progAt), 0))
+		}
+		st, err = r.Run(rtts, n, d)
+		done = int(st.Rounds - base)
+		if err != nil {
 			return err
 		}
-		if err := p.await(ctx, v); err != nil {
-			return err
+		if st.State == ibverbs.RunStopped || st.State == ibverbs.RunStalled {
+			return pingEnd(ctx, device, st, byte(st.Rounds+1))
 		}
-		if err := p.reap(ctx, v); err != nil {
-			return err
+		if now := time.Now(); cfg.Progress != nil && now.Sub(progAt) >= cfg.ProgressInterval {
+			cfg.Progress(LatencyProgress{Device: device, Size: cfg.Size, Done: max(done-cfg.Warmup, 0),
+				Iterations: cfg.Iterations, Elapsed: now.Sub(start), LastUS: us(st.Last / 2)})
+			progAt = now
 		}
-		t1 := time.Now()
-		if i := k - cfg.Warmup - 1; i >= 0 {
-			samples[i] = t1.Sub(t0) / 2
-		}
-		p.yield(t1)
-		if cfg.Progress != nil && t1.Sub(progAt) >= cfg.ProgressInterval {
-			cfg.Progress(LatencyProgress{Device: p.device, Size: p.size, Done: max(k-cfg.Warmup, 0),
-				Iterations: cfg.Iterations, Elapsed: t1.Sub(start), LastUS: us(t1.Sub(t0) / 2)})
-			progAt = t1
-		}
+	}
+	for i := range samples {
+		samples[i] /= 2
 	}
 	return nil
 }
 
 // pongLoop is the server's side: it answers total pings, each as soon as it
-// lands.
-func pongLoop(ctx context.Context, p *pinger, total int) (int, error) {
-	for k := 1; k <= total; k++ {
-		v := byte(k)
-		if err := p.await(ctx, v); err != nil {
-			return k - 1, err
+// lands, and returns how many it answered. The caller stops r when ctx
+// ends.
+func pongLoop(ctx context.Context, r pingRunner, device string, total int) (int, error) {
+	st, err := r.Run(nil, 0, 0)
+	if err != nil {
+		return 0, err
+	}
+	base := st.Rounds
+	for done := 0; done < total; {
+		st, err = r.Run(nil, total-done, maxPingRun)
+		done = int(st.Rounds - base)
+		if err != nil {
+			return done, err
 		}
-		if err := p.post(v); err != nil {
-			return k - 1, err
+		if st.State == ibverbs.RunStopped || st.State == ibverbs.RunStalled {
+			return done, pingEnd(ctx, device, st, byte(st.Rounds+1))
 		}
-		if err := p.reap(ctx, v); err != nil {
-			return k - 1, err
-		}
-		p.yield(time.Now())
 	}
 	return total, nil
 }

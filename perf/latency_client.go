@@ -84,10 +84,12 @@ func (c *LatencyClient) test(ctx context.Context, oc *conn, cfg LatencyConfig) (
 	if err := oc.exchange(ctx, sess, 1, false); err != nil {
 		return res, fail(err)
 	}
-	p, err := newPinger(ps, dev, cfg.Size, oc.step)
+	r, err := newPingRunner(ps, dev, cfg.Size, false, oc.step)
 	if err != nil {
 		return res, fail(err)
 	}
+	defer r.Close()
+	defer context.AfterFunc(ctx, r.Stop)()
 	samples := make([]time.Duration, cfg.Iterations)
 	if err := oc.send(&startMsg{}); err != nil {
 		return res, fail(err)
@@ -96,7 +98,7 @@ func (c *LatencyClient) test(ctx context.Context, oc *conn, cfg LatencyConfig) (
 		return res, fail(err)
 	}
 	start := time.Now()
-	if err := pingLoop(ctx, p, cfg, samples); err != nil {
+	if err := pingLoop(ctx, r, dev, cfg, samples); err != nil {
 		return res, fail(err)
 	}
 	trips := uint64(cfg.Warmup + cfg.Iterations)
@@ -139,10 +141,11 @@ func (s *Server) latencyTest(ctx context.Context, c *conn, h *latencyHelloMsg, t
 	if err := c.exchange(ctx, sess, 1, true); err != nil {
 		return fmt.Errorf("%s: %w", l.Device(), err)
 	}
-	p, err := newPinger(ps, l.Device(), size, c.step)
+	r, err := newPingRunner(ps, l.Device(), size, true, c.step)
 	if err != nil {
 		return err
 	}
+	defer r.Close()
 	if _, err := expect[*startMsg](c, c.step, "start"); err != nil {
 		return err
 	}
@@ -150,7 +153,9 @@ func (s *Server) latencyTest(ctx context.Context, c *conn, h *latencyHelloMsg, t
 		return err
 	}
 	pctx, cancel := context.WithTimeout(ctx, s.waitLimit(h.Limit))
-	n, err := pongLoop(pctx, p, int(h.Warmup)+int(h.Iterations))
+	stopPong := context.AfterFunc(pctx, r.Stop)
+	n, err := pongLoop(pctx, r, l.Device(), int(h.Warmup)+int(h.Iterations))
+	stopPong()
 	cancel()
 	if err != nil {
 		return fmt.Errorf("after %d answers: %w", n, err)
@@ -160,6 +165,7 @@ func (s *Server) latencyTest(ctx context.Context, c *conn, h *latencyHelloMsg, t
 		return err
 	}
 	t.Client = *done
+	r.Close()
 	closeSess() // before the last reply, as the bandwidth test does
 	release()
 	return c.send(&doneMsg{Messages: uint64(n)})

@@ -2,6 +2,7 @@ package perf
 
 import (
 	"context"
+	"errors"
 	"math"
 	"net"
 	"runtime"
@@ -170,8 +171,9 @@ func TestNewLatencyReport(t *testing.T) {
 	assert.NotNil(t, NewLatencyReport(nil, nil, 0).Results)
 }
 
-// pingPair opens and connects two fake sessions for the ping-pong.
-func pingPair(tb testing.TB, l *fakeLink, size int) (ping, pong *pinger) {
+// pingPair opens and connects two fake sessions for the ping-pong, and
+// makes each side's runner (in Go: the fake has no native one).
+func pingPair(tb testing.TB, l *fakeLink, size int, stall time.Duration) (ping, pong pingRunner) {
 	tb.Helper()
 	_, bufSize := pingLayout(size)
 	open := func(server bool) PingSession {
@@ -185,45 +187,75 @@ func pingPair(tb testing.TB, l *fakeLink, size int) (ping, pong *pinger) {
 	require.NoError(tb, b.Connect(context.Background(), a.Local()))
 	a.Buffer()
 	b.Buffer()
-	ping, err := newPinger(a, "a", size, 5*time.Second)
+	ping, err := newPingRunner(a, "a", size, false, stall)
 	require.NoError(tb, err)
-	pong, err = newPinger(b, "b", size, 5*time.Second)
+	require.IsType(tb, &pinger{}, ping)
+	pong, err = newPingRunner(b, "b", size, true, stall)
 	require.NoError(tb, err)
+	tb.Cleanup(func() { pong.Stop() })
 	return ping, pong
 }
 
+// The verbs sessions run the ping-pong in C (the lab tests them).
+var (
+	_ nativePinger = (*verbsSession)(nil)
+	_ nativePinger = (*cmSession)(nil)
+)
+
 func TestPingLoopAllocatesNothing(t *testing.T) {
-	ping, pong := pingPair(t, newFakeLink("fake0", 100), 64)
-	const n = 1024 // a multiple of 256: every run sends the values the pong expects next
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go pongLoop(ctx, pong, 1<<30)
-	cfg := LatencyConfig{Iterations: n}
+	ping, pong := pingPair(t, newFakeLink("fake0", 100), 64, 5*time.Second)
+	const n = 1000
+	ctx := context.Background()
+	go pongLoop(ctx, pong, "b", 1<<30)
+	cfg := LatencyConfig{Iterations: n, Warmup: 10}
 	samples := make([]time.Duration, n)
-	require.NoError(t, pingLoop(ctx, ping, cfg, samples)) // warm: the fake's ring is made on first use
+	require.NoError(t, pingLoop(ctx, ping, "a", cfg, samples)) // warm: the fake's ring is made on first use
 	// testing.AllocsPerRun would set GOMAXPROCS to 1, where the two spinning
 	// sides take turns once a millisecond: count the mallocs around a run.
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	require.NoError(t, pingLoop(ctx, ping, cfg, samples))
+	require.NoError(t, pingLoop(ctx, ping, "a", cfg, samples))
 	runtime.ReadMemStats(&after)
 	allocs := after.Mallocs - before.Mallocs
 	assert.Zero(t, allocs)
+	st, err := ping.Run(nil, 0, 0)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2*(n+10)), st.Rounds, "each loop continues the runner's numbering")
+	for _, d := range samples {
+		require.Positive(t, d)
+	}
 }
 
-// BenchmarkPingPongFake is the loop's own cost per round trip on the fake
-// link (a memory poll on each side, no cgo): the floor under any device's
-// figure.
+// A stopped runner ends the loop with ctx's cause; a runner whose peer
+// stops answering ends it with ErrStalled, naming the round.
+func TestPingLoopStopAndStall(t *testing.T) {
+	ping, pong := pingPair(t, newFakeLink("fake0", 100), 8, 5*time.Second)
+	go pongLoop(context.Background(), pong, "b", 1<<30)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer context.AfterFunc(ctx, ping.Stop)()
+	cause := errors.New("enough")
+	cfg := LatencyConfig{Size: 8, Iterations: 1 << 20, ProgressInterval: time.Millisecond, Progress: func(LatencyProgress) { cancel(cause) }}
+	err := pingLoop(ctx, ping, "a", cfg, make([]time.Duration, cfg.Iterations))
+	assert.ErrorIs(t, err, cause)
+	assert.ErrorContains(t, err, "a: waiting for the peer's write #")
+
+	ping, pong = pingPair(t, newFakeLink("fake0", 100), 8, 100*time.Millisecond)
+	go pongLoop(context.Background(), pong, "b", 5)
+	err = pingLoop(context.Background(), ping, "a", LatencyConfig{Size: 8, Iterations: 10}, make([]time.Duration, 10))
+	assert.ErrorIs(t, err, ErrStalled)
+	assert.ErrorContains(t, err, "a: waiting for the peer's write #6")
+}
+
+// BenchmarkPingPongFake is the Go loop's own cost per round trip on the
+// fake link (a memory poll on each side, no cgo): the floor under any
+// device's figure.
 func BenchmarkPingPongFake(b *testing.B) {
-	ping, pong := pingPair(b, newFakeLink("fake0", 1000), 2)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	n := (b.N + 255) &^ 255
-	go pongLoop(ctx, pong, n)
-	samples := make([]time.Duration, n)
+	ping, pong := pingPair(b, newFakeLink("fake0", 1000), 2, 5*time.Second)
+	go pongLoop(context.Background(), pong, "b", b.N)
+	samples := make([]time.Duration, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
-	if err := pingLoop(ctx, ping, LatencyConfig{Iterations: n}, samples); err != nil {
+	if err := pingLoop(context.Background(), ping, "a", LatencyConfig{Iterations: b.N}, samples); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(NewLatencyStats(samples).MedianUS*1000, "ns/one-way")

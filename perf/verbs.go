@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/erdma"
@@ -271,4 +272,12 @@ func (s *verbsSession) stream(cfg Config) (writeStream, error) {
 		sc.Remote[i] = ibverbs.RemoteBuffer{Addr: r.Addr, RKey: r.RKey}
 	}
 	return ibverbs.NewWriteStream(sc)
+}
+
+// pingPong implements nativePinger: the ping-pong in C on QP 0.
+func (s *verbsSession) pingPong(device string, size int, answer bool, stall time.Duration) (pingRunner, error) {
+	if s.remote == nil {
+		return nil, errors.New("post before connect")
+	}
+	return verbsPingPong(device, s.cq, s.qps[0], s.mr, s.remote[0], size, s.cfg.MaxInline, answer, stall)
 }

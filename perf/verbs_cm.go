@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/erdmakit/erdmakit/ibverbs"
 )
@@ -248,4 +249,13 @@ func (s *cmSession) PostWrite(src, size int) error {
 	}
 	s.seq[0]++
 	return nil
+}
+
+// pingPong implements nativePinger: the ping-pong in C on the first lane.
+func (s *cmSession) pingPong(device string, size int, answer bool, stall time.Duration) (pingRunner, error) {
+	if len(s.lanes) == 0 {
+		return nil, errors.New("post before connect")
+	}
+	l := s.lanes[0]
+	return verbsPingPong(device, l.cq, l.qp, l.mr, Endpoint{Addr: l.remote.Addr, RKey: l.remote.RKey}, size, s.cfg.MaxInline, answer, stall)
 }
