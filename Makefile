@@ -50,24 +50,26 @@ lab: deps
 
 # Go benchmarks; the NCCL log analyser against grep -c and wc -l on a 1 GiB
 # log of two layouts (nccl/internal/logbench); then the side-by-side figure in
-# the lab: erdmakit's write loop against ib_write_bw on the lab's rxe0
-# (perf/internal/bwbench), and bw lat against ib_write_lat (bench-lat).
+# the lab: erdmakit's write loop (in C, and in Go: -go-loop) against
+# ib_write_bw on the lab's rxe0 (perf/internal/bwbench), and bw lat against
+# ib_write_lat (bench-lat). Each prints per-round ratios (median and
+# quartiles), the context switches per run, the date and the load average.
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) build $(GOFLAGS) -o $(BIN) ./examples/erdmakit
 	$(GO) run ./nccl/internal/logbench -runs 10 -cli $(BIN)
 	$(GO) run ./nccl/internal/logbench -runs 10 -layout mpirun -cli $(BIN)
 	$(GO) build -o bin/bwbench ./perf/internal/bwbench
-	$(GO) run ./internal/lab/cmd/labrun -timeout 80m -shell "$(CURDIR)/bin/bwbench -reps 16 -qps 1,16 -duration 2s -margin 1s"
+	$(GO) run ./internal/lab/cmd/labrun -timeout 80m -shell "$(CURDIR)/bin/bwbench -reps 16 -qps 1,16 -duration 2s -margin 1s -go-loop"
 	$(MAKE) bench-lat
 
-# Write latency alone: erdmakit's ping-pong against ib_write_lat on the lab's
-# rxe0, 2 B and 4 KiB, paired rounds (perf/internal/latbench): in loopback on
-# one VM, then across the two VMs.
+# Write latency alone: erdmakit's ping-pong (in C, and in Go: -go-loop)
+# against ib_write_lat on the lab's rxe0, 2 B and 4 KiB, paired rounds
+# (perf/internal/latbench): in loopback on one VM, then across the two VMs.
 bench-lat: deps
 	$(GO) build -o bin/latbench ./perf/internal/latbench
-	$(GO) run ./internal/lab/cmd/labrun -timeout 30m -shell "$(CURDIR)/bin/latbench -reps 6 -sizes 2,4096"
-	$(GO) run ./internal/lab/cmd/labrun -timeout 30m -shell2 "$(CURDIR)/bin/latbench -reps 4 -iters 300 -sizes 2,4096"
+	$(GO) run ./internal/lab/cmd/labrun -timeout 30m -shell "$(CURDIR)/bin/latbench -reps 6 -sizes 2,4096 -go-loop"
+	$(GO) run ./internal/lab/cmd/labrun -timeout 30m -shell2 "$(CURDIR)/bin/latbench -reps 4 -iters 300 -sizes 2,4096 -go-loop"
 
 clean:
 	rm -rf bin

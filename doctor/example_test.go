@@ -3,7 +3,6 @@ package doctor_test
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
@@ -119,28 +118,6 @@ func ExampleHostChecks() {
 	// Output:
 	// erdma-devices ok 1 eRDMA device(s): erdma_0 (as gn8is-2x has)
 	// eri-seen ok erdma_0 is an eRDMA device
-}
-
-func ExampleWriteTable() {
-	rep := &erdma.Report{Status: health.Fail, Host: &erdma.Inventory{Root: "/"}, Findings: []health.Finding{
-		{ID: "memlock", Severity: health.Fail, Summary: "memlock 64 KiB: every ibv_create_qp fails with ENOMEM",
-			Evidence: []string{"RLIMIT_MEMLOCK soft 64 KiB, hard 64 KiB (getrlimit)"}, Remediation: "ulimit -l unlimited"},
-		{ID: "rate-limit-drops", Severity: health.OK, Summary: "no rate-limit drops"},
-	}}
-	_ = doctor.WriteTable(os.Stdout, rep, doctor.TableOptions{})
-	// Output:
-	// erdmakit doctor: host /, instance type unknown
-	//
-	// RESULT  CHECK             SUMMARY
-	// fail    memlock           memlock 64 KiB: every ibv_create_qp fails with ENOMEM
-	// ok      rate-limit-drops  no rate-limit drops
-	//
-	// fail memlock: memlock 64 KiB: every ibv_create_qp fails with ENOMEM
-	//     read: RLIMIT_MEMLOCK soft 64 KiB, hard 64 KiB (getrlimit)
-	//     fix:  ulimit -l unlimited
-	//
-	// status: fail (1 ok, 0 warn, 1 fail, 0 skip)
-	// first step: memlock: ulimit -l unlimited
 }
 
 // The NCCL environment for a recorded host, as `erdmakit nccl env --root

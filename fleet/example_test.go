@@ -3,7 +3,6 @@ package fleet_test
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/fleet"
@@ -67,31 +66,6 @@ func ExampleRunMesh() {
 	// Output:
 	// fail rounds: 5 tests: 15 second pass: 1
 	// bad host: [c] slow against a known-good host too
-}
-
-// WriteTable prints what `erdmakit fleet doctor` prints: hosts by rank,
-// the count per status, the checks that differ.
-func ExampleWriteTable() {
-	ok := health.Finding{ID: "gdr-peermem", Severity: health.OK, Summary: "nvidia_peermem loaded"}
-	bad := health.Finding{ID: "gdr-peermem", Severity: health.Fail, Summary: "nvidia_peermem is not loaded"}
-	mtu := health.Finding{ID: "mtu", Severity: health.Warn, Summary: "MTU 1500"}
-	rep := fleet.Aggregate(3, []fleet.HostReport{
-		{Rank: 0, Host: "gpu1", Report: &erdma.Report{Status: health.Warn, Findings: []health.Finding{ok, mtu}}},
-		{Rank: 1, Host: "gpu2", Report: &erdma.Report{Status: health.Fail, Findings: []health.Finding{bad, mtu}}},
-	}, []int{2})
-	_ = fleet.WriteTable(os.Stdout, rep, false)
-	// Output:
-	// RANK  HOST    STATUS   PROBLEMS
-	// 0     gpu1    warn     mtu
-	// 1     gpu2    fail     gdr-peermem,mtu
-	// 2     rank 2  missing  did not report in time
-	//
-	// 3 hosts: 1 warn 1 fail 1 missing
-	//
-	// Checks that differ between hosts (the rarest result first):
-	// CHECK        SEVERITY  HOSTS  SUMMARY
-	// gdr-peermem  fail      gpu2   nvidia_peermem is not loaded
-	// gdr-peermem  ok        gpu1   nvidia_peermem loaded
 }
 
 // The job key: ERDMAKIT_FLEET_SECRET authenticates the ranks; without it

@@ -1,9 +1,8 @@
 // Package health holds the one verdict type every erdmakit check shares: a
 // Severity, a Finding (one check's result with its evidence and fix) and
-// Worst, the rule that turns findings into a status, and WriteTable, the one
-// way they are printed. It imports only the standard library (and the
-// module's std-only table writer), so parsers and other portable packages
-// can report findings without pulling in the host readers.
+// Worst, the rule that turns findings into a status (report.WriteFindingsTable
+// prints them). It imports only the standard library, so parsers and other
+// portable packages can report findings without pulling in the host readers.
 package health
 
 import "fmt"

@@ -869,13 +869,19 @@ func TestLabWriteStream(t *testing.T) {
 	assert.ErrorContains(t, err, "depth 17 outside 1..16")
 }
 
-// pingPair is two sides on rxe0, each with one QP (depth 4), connected to
-// each other: the ping-pong's layout, the receive area at 0 and the send
-// area at 64.
+// pingPair is two sides on rxe0, each with one QP (depth 4) and its own
+// CQ and 128-byte MR, connected to each other (the ping-pong puts its
+// receive area at 0 and its send area at 64).
 func pingPair(t *testing.T, c *Context) (a, b *side) {
 	t.Helper()
-	a = newSide(t, c, 128, QPConfig{MaxSendWR: 4})
-	b = newSide(t, c, 128, QPConfig{MaxSendWR: 4})
+	return pingPairSized(t, c, 128, 4)
+}
+
+// pingPairSized is pingPair with buffers of size bytes and QPs of depth.
+func pingPairSized(t *testing.T, c *Context, size, depth int) (a, b *side) {
+	t.Helper()
+	a = newSide(t, c, size, QPConfig{MaxSendWR: depth})
+	b = newSide(t, c, size, QPConfig{MaxSendWR: depth})
 	ea, eb := a.endpoint(t), b.endpoint(t)
 	require.NoError(t, a.qp.Connect(eb))
 	require.NoError(t, b.qp.Connect(ea))
@@ -999,4 +1005,48 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// TestLabWriteStreamPerQPCQs: the C write loop over QPs that each have their
+// own CQ and MR (what rdma_cm connections have): each QP's writes carry its
+// own MR's bytes, every CQ is reaped, and the configuration is checked.
+func TestLabWriteStreamPerQPCQs(t *testing.T) {
+	c := openLab(t)
+	const size = 4096
+	var (
+		qps    []*QP
+		cqs    []*CQ
+		mrs    []*MR
+		remote []RemoteBuffer
+		dst    []*side
+	)
+	for i := range 2 {
+		a, b := pingPairSized(t, c, size, 16)
+		copy(a.buf.Bytes(), pattern(size, byte(20+i)))
+		qps, cqs, mrs = append(qps, a.qp), append(cqs, a.cq), append(mrs, a.mr)
+		remote = append(remote, RemoteBuffer{Addr: b.mr.Addr(), RKey: b.mr.RKey()})
+		dst = append(dst, b)
+	}
+	cfg := StreamConfig{CQs: cqs, QPs: qps, MRs: mrs, Remote: remote, Size: size, Depth: 16, LowWater: 4, SignalEvery: 4, Iterations: 100}
+	ws, err := NewWriteStream(cfg)
+	require.NoError(t, err)
+	defer ws.Close()
+	var st StreamStatus
+	for st.State != RunDone {
+		st, err = ws.Run(100 * time.Millisecond)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, uint64(200), st.Posted)
+	assert.Equal(t, uint64(200), st.Completed)
+	for i, b := range dst {
+		assert.True(t, bytes.Equal(pattern(size, byte(20+i)), b.buf.Bytes()), "QP %d's bytes", i)
+	}
+	both := cfg
+	both.CQ = cqs[0]
+	_, err = NewWriteStream(both)
+	assert.ErrorContains(t, err, "one or the other")
+	short := cfg
+	short.MRs = mrs[:1]
+	_, err = NewWriteStream(short)
+	assert.ErrorContains(t, err, "2 QPs, 2 CQs and 1 MRs")
 }

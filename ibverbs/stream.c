@@ -25,11 +25,14 @@ ek_stream *ek_stream_new(int nqp)
 	s->qps = calloc(nqp, sizeof(*s->qps));
 	s->raddr = calloc(nqp, sizeof(*s->raddr));
 	s->rkey = calloc(nqp, sizeof(*s->rkey));
+	s->laddr = calloc(nqp, sizeof(*s->laddr));
+	s->lkey = calloc(nqp, sizeof(*s->lkey));
+	s->cqs = calloc(nqp, sizeof(*s->cqs));
 	s->outstanding = calloc(nqp, sizeof(*s->outstanding));
 	s->remaining = calloc(nqp, sizeof(*s->remaining));
 	s->seq = calloc(nqp, sizeof(*s->seq));
 	s->done = calloc(nqp, sizeof(*s->done));
-	if (!s->qps || !s->raddr || !s->rkey || !s->outstanding || !s->remaining || !s->seq || !s->done) {
+	if (!s->qps || !s->raddr || !s->rkey || !s->laddr || !s->lkey || !s->cqs || !s->outstanding || !s->remaining || !s->seq || !s->done) {
 		ek_stream_free(s);
 		return NULL;
 	}
@@ -44,6 +47,9 @@ void ek_stream_free(ek_stream *s)
 	free(s->qps);
 	free(s->raddr);
 	free(s->rkey);
+	free(s->laddr);
+	free(s->lkey);
+	free(s->cqs);
 	free(s->outstanding);
 	free(s->remaining);
 	free(s->seq);
@@ -82,7 +88,7 @@ static int64_t post(ek_stream *s)
 			if (n <= 0 || n > free_slots || (n < s->low_water && !last))
 				break;
 			uint64_t wrid = ((uint64_t)qp << WRID_SHIFT) | s->seq[qp];
-			int rc = ek_post_writes(s->qps[qp], s->laddr, s->lkey, s->raddr[qp], s->rkey[qp], s->size, n,
+			int rc = ek_post_writes(s->qps[qp], s->laddr[qp], s->lkey[qp], s->raddr[qp], s->rkey[qp], s->size, n,
 						s->every, wrid, s->inl);
 			s->posts++;
 			if (rc) {
@@ -105,14 +111,14 @@ static int64_t post(ek_stream *s)
 	return total;
 }
 
-// poll takes every ready completion; it returns how many writes they stand
-// for, or -1 on an error (recorded in s).
-static int64_t poll_all(ek_stream *s)
+// poll_cq takes every ready completion of one CQ; it returns how many
+// writes they stand for, or -1 on an error (recorded in s).
+static int64_t poll_cq(ek_stream *s, struct ibv_cq *cq)
 {
 	struct ibv_wc wc[64];
 	int64_t writes = 0;
 	for (;;) {
-		int n = ibv_poll_cq(s->cq, 64, wc);
+		int n = ibv_poll_cq(cq, 64, wc);
 		s->polls++;
 		if (n < 0) {
 			s->err_kind = EK_STREAM_ERR_POLL;
@@ -147,6 +153,19 @@ static int64_t poll_all(ek_stream *s)
 		if (n < 64)
 			return writes;
 	}
+}
+
+// poll_all takes every ready completion of every CQ.
+static int64_t poll_all(ek_stream *s)
+{
+	int64_t writes = 0;
+	for (int i = 0; i < s->ncq; i++) {
+		int64_t n = poll_cq(s, s->cqs[i]);
+		if (n < 0)
+			return -1;
+		writes += n;
+	}
+	return writes;
 }
 
 static int all_posted(ek_stream *s)

@@ -10,6 +10,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,7 +19,7 @@ import (
 )
 
 // WriteStream runs an RDMA WRITE loop in C: one Run call posts every free
-// send-queue slot of every QP (as lists) and busy-polls the CQ until the time
+// send-queue slot of every QP (as lists) and busy-polls the CQs until the time
 // asked for has passed, as perftest's loop does, where a Go loop makes a cgo
 // call per post list and per poll and passes through the Go scheduler
 // between them. Each signalled completion stands for the writes on its QP
@@ -30,6 +31,7 @@ import (
 type WriteStream struct {
 	s    *C.ek_stream
 	cfg  StreamConfig
+	cqs  []*CQ // each QP's
 	ctx  *Context
 	stop *int32     // s.stop, for Stop from another goroutine
 	mu   sync.Mutex // Stop against Close
@@ -37,13 +39,14 @@ type WriteStream struct {
 
 // NewWriteStream checks cfg and makes the stream.
 func NewWriteStream(cfg StreamConfig) (*WriteStream, error) {
+	n := len(cfg.QPs)
+	cqs, mrs, err := cfg.perQP()
+	if err != nil {
+		return nil, err
+	}
 	switch {
-	case cfg.CQ == nil || cfg.CQ.cq == nil || cfg.MR == nil || cfg.MR.mr == nil:
-		return nil, errors.New("ibverbs: NewWriteStream: a CQ and an MR are needed")
-	case len(cfg.QPs) == 0 || len(cfg.Remote) != len(cfg.QPs):
-		return nil, fmt.Errorf("ibverbs: NewWriteStream: %d QPs and %d remote buffers", len(cfg.QPs), len(cfg.Remote))
-	case cfg.Size == 0 || uint64(cfg.Size) > uint64(cfg.MR.buf.size):
-		return nil, fmt.Errorf("ibverbs: NewWriteStream: size %d outside 1..%d (the MR)", cfg.Size, cfg.MR.buf.size)
+	case n == 0 || len(cfg.Remote) != n:
+		return nil, fmt.Errorf("ibverbs: NewWriteStream: %d QPs and %d remote buffers", n, len(cfg.Remote))
 	case cfg.PostList < 0 || cfg.LowWater < 0 || cfg.Iterations < 0:
 		return nil, errors.New("ibverbs: NewWriteStream: negative post list, low water mark or iterations")
 	}
@@ -54,25 +57,33 @@ func NewWriteStream(cfg StreamConfig) (*WriteStream, error) {
 		if cfg.Depth <= 0 || cfg.Depth > int(qp.q.cap) {
 			return nil, fmt.Errorf("ibverbs: NewWriteStream: depth %d outside 1..%d (QP %d's MaxSendWR)", cfg.Depth, int(qp.q.cap), i)
 		}
+		if cfg.Size == 0 || uint64(cfg.Size) > uint64(mrs[i].buf.size) {
+			return nil, fmt.Errorf("ibverbs: NewWriteStream: size %d outside 1..%d (QP %d's MR)", cfg.Size, mrs[i].buf.size, i)
+		}
 	}
-	s := C.ek_stream_new(C.int(len(cfg.QPs)))
+	s := C.ek_stream_new(C.int(n))
 	if s == nil {
 		return nil, fmt.Errorf("ibverbs: NewWriteStream: %w", syscall.ENOMEM)
 	}
-	n := len(cfg.QPs)
 	qps := unsafe.Slice(s.qps, n)
 	raddr := unsafe.Slice(s.raddr, n)
 	rkey := unsafe.Slice(s.rkey, n)
+	laddr := unsafe.Slice(s.laddr, n)
+	lkey := unsafe.Slice(s.lkey, n)
 	remaining := unsafe.Slice(s.remaining, n)
+	distinct := unsafe.Slice(s.cqs, n)
 	for i, qp := range cfg.QPs {
 		qps[i] = qp.q
 		raddr[i] = C.uint64_t(cfg.Remote[i].Addr)
 		rkey[i] = C.uint32_t(cfg.Remote[i].RKey)
+		laddr[i] = C.uint64_t(mrs[i].addr)
+		lkey[i] = C.uint32_t(mrs[i].lkey)
 		remaining[i] = C.int64_t(cfg.Iterations)
+		if !slices.Contains(cqs[:i], cqs[i]) { // poll each CQ once a turn
+			distinct[s.ncq] = cqs[i].cq
+			s.ncq++
+		}
 	}
-	s.cq = cfg.CQ.cq
-	s.laddr = C.uint64_t(cfg.MR.addr)
-	s.lkey = C.uint32_t(cfg.MR.lkey)
 	s.size = C.uint32_t(cfg.Size)
 	s.depth = C.int(cfg.Depth)
 	s.post_list = C.int(min(cfg.PostList, cfg.Depth))
@@ -86,7 +97,33 @@ func NewWriteStream(cfg StreamConfig) (*WriteStream, error) {
 	}
 	s.peak_window_ns = C.int64_t(max(cfg.PeakWindow, time.Millisecond))
 	s.slack_ns = C.int64_t(max(cfg.Slack, 0))
-	return &WriteStream{s: s, cfg: cfg, ctx: cfg.CQ.ctx, stop: (*int32)(unsafe.Pointer(&s.stop))}, nil
+	return &WriteStream{s: s, cfg: cfg, cqs: cqs, ctx: cqs[0].ctx, stop: (*int32)(unsafe.Pointer(&s.stop))}, nil
+}
+
+// perQP is each QP's CQ and MR: CQ and MR for all, or CQs and MRs.
+func (cfg StreamConfig) perQP() ([]*CQ, []*MR, error) {
+	n := len(cfg.QPs)
+	cqs, mrs := cfg.CQs, cfg.MRs
+	switch {
+	case cfg.CQ != nil && cqs != nil, cfg.MR != nil && mrs != nil:
+		return nil, nil, errors.New("ibverbs: NewWriteStream: a CQ and CQs, or an MR and MRs: one or the other")
+	case cqs == nil && cfg.CQ == nil, mrs == nil && cfg.MR == nil:
+		return nil, nil, errors.New("ibverbs: NewWriteStream: a CQ and an MR are needed")
+	case cqs != nil && len(cqs) != n, mrs != nil && len(mrs) != n:
+		return nil, nil, fmt.Errorf("ibverbs: NewWriteStream: %d QPs, %d CQs and %d MRs", n, len(cqs), len(mrs))
+	}
+	if cqs == nil {
+		cqs = slices.Repeat([]*CQ{cfg.CQ}, n)
+	}
+	if mrs == nil {
+		mrs = slices.Repeat([]*MR{cfg.MR}, n)
+	}
+	for i := range n {
+		if cqs[i] == nil || cqs[i].cq == nil || mrs[i] == nil || mrs[i].mr == nil {
+			return nil, nil, fmt.Errorf("ibverbs: NewWriteStream: QP %d's CQ or MR is missing or closed", i)
+		}
+	}
+	return cqs, mrs, nil
 }
 
 // Run posts and polls for at most d (at least one round of posts and polls),
@@ -123,10 +160,11 @@ func (w *WriteStream) err() error {
 		return w.ctx.fail("ibv_poll_cq", s.err_rc)
 	case C.EK_STREAM_ERR_WC:
 		wc := WC{WRID: uint64(s.err_wrid), Status: WCStatus(s.err_status), VendorErr: uint32(s.err_vendor)}
+		cq := w.cqs[0]
 		if q := int(s.err_qp); q >= 0 && q < len(w.cfg.QPs) {
-			wc.QPN = w.cfg.QPs[q].qpn
+			wc.QPN, cq = w.cfg.QPs[q].qpn, w.cqs[q]
 		}
-		return w.cfg.CQ.wcError(&wc)
+		return cq.wcError(&wc)
 	default:
 		return fmt.Errorf("ibverbs: write stream: completion wr_id %#x matches no write posted on QP %d", uint64(s.err_wrid), int(s.err_qp))
 	}

@@ -3,18 +3,21 @@
 
 #include "shim.h"
 
-// ek_stream is a write loop over RC QPs that share one CQ, driven from C:
-// one call (ek_stream_run) posts and busy-polls for as long as the caller
-// asks, as perftest's loop does, instead of one cgo call per post list and
-// per poll.
+// ek_stream is a write loop over RC QPs, driven from C: one call
+// (ek_stream_run) posts and busy-polls for as long as the caller asks, as
+// perftest's loop does, instead of one cgo call per post list and per poll.
+// The QPs share one CQ and source buffer, or (rdma_cm connections) each has
+// its own.
 typedef struct {
 	int nqp;
 	ek_qp **qps;
 	uint64_t *raddr;
 	uint32_t *rkey;
-	struct ibv_cq *cq;
-	uint64_t laddr;
-	uint32_t lkey, size;
+	uint64_t *laddr; // per QP: the source buffer
+	uint32_t *lkey;
+	int ncq;
+	struct ibv_cq **cqs; // the distinct CQs of the QPs, ncq of them
+	uint32_t size;
 	int depth;     // send queue slots per QP
 	int post_list; // writes per post; 0: every free slot as one list
 	int low_water; // fewest free slots worth a list (post_list 0)

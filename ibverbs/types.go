@@ -616,13 +616,19 @@ func (e Endpoint) WithMR(mr *MR) Endpoint {
 }
 
 // StreamConfig is a write stream (NewWriteStream): RDMA WRITEs from one MR
-// on connected RC QPs that share one CQ, posted and polled in C.
+// on connected RC QPs that share one CQ, or each from its own MR with its
+// own CQ (QPs of rdma_cm connections), posted and polled in C.
 type StreamConfig struct {
 	CQ     *CQ   // the QPs' send CQ, shared by all of them
 	QPs    []*QP // connected (RTS)
 	MR     *MR   // every write reads Size bytes at its start
 	Remote []RemoteBuffer
-	Size   uint32
+	// CQs and MRs, in place of CQ and MR, are each QP's own send CQ and
+	// source MR (by QP index; QPs may share them). Every CQ is polled at
+	// every turn of the loop.
+	CQs  []*CQ
+	MRs  []*MR
+	Size uint32
 	// Depth is the send-queue slots each QP keeps in use (at most its
 	// MaxSendWR).
 	Depth int

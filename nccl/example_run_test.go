@@ -31,7 +31,7 @@ func ExampleRun() {
 	c.Hosts, _ = nccl.ParseHosts("gpu-a:8,gpu-b:8")
 	c.TestArgs = []string{"-b", "8", "-e", "8G", "-f", "2", "-g", "1"}
 	run, err := nccl.Run(context.Background(), c, nccl.RunOptions{
-		OnRow: func(r nccl.Row) { fmt.Println(nccl.LiveRow(r)) },
+		OnRow: func(r nccl.Row) { fmt.Printf("%d bytes: %.2f GB/s\n", r.Size, r.OutOfPlace.BusBWGB) }, // report.NCCLLiveRow prints it as the CLI does
 	})
 	if err != nil {
 		fmt.Println(err) // mpirun missing, or the run was cancelled

@@ -2,12 +2,8 @@ package nccl
 
 import (
 	"fmt"
-	"io"
-	"strconv"
 
 	"github.com/erdmakit/erdmakit/health"
-	"github.com/erdmakit/erdmakit/internal/render/table"
-	"github.com/erdmakit/erdmakit/internal/units"
 )
 
 // RunReport is the public schema of `erdmakit nccl run --json`: the
@@ -68,41 +64,4 @@ func NewRunReport(run *RunResult, exp Expectation) *RunReport {
 	}
 	rep.Status = Worst(rep.Findings)
 	return rep
-}
-
-// WriteResultTable writes the result rows to w as an aligned table for
-// people (the columns of nccl-tests' own output).
-func WriteResultTable(w io.Writer, res *TestResult) error {
-	t := table.New("SIZE", "COUNT", "TYPE", "REDOP", "ROOT", // one column per cell of RowCells
-		"TIME(us)", "ALGBW", "BUSBW", "#WRONG", "IP TIME(us)", "IP ALGBW", "IP BUSBW", "IP #WRONG")
-	if res != nil {
-		for _, r := range res.Rows {
-			t.Add(RowCells(r)...)
-		}
-	}
-	return t.Write(w)
-}
-
-// RowCells formats a row's cells as WriteResultTable prints them (GB/s with two
-// decimals, #wrong "N/A" where the log said so).
-func RowCells(r Row) []string {
-	m := func(x Measurement) []string {
-		return []string{strconv.FormatFloat(x.TimeUS, 'f', -1, 64), fmt.Sprintf("%.2f", x.AlgBWGB), fmt.Sprintf("%.2f", x.BusBWGB), x.Wrong.String()}
-	}
-	root := ""
-	if r.Root >= 0 {
-		root = strconv.Itoa(r.Root)
-	}
-	cells := []string{units.Format(r.Size, units.Label), strconv.FormatInt(r.Count, 10), r.Type, r.Redop, root}
-	cells = append(cells, m(r.OutOfPlace)...)
-	return append(cells, m(r.InPlace)...)
-}
-
-// LiveRowHeader and LiveRow print rows one at a time, as they arrive, in
-// fixed-width columns.
-const LiveRowHeader = "        SIZE   TIME(us)    ALGBW    BUSBW  #WRONG   (out-of-place; GB/s)"
-
-// LiveRow formats one row for LiveRowHeader's columns.
-func LiveRow(r Row) string {
-	return fmt.Sprintf("%12s %10.1f %8.2f %8.2f %7v", units.Format(r.Size, units.Label), r.OutOfPlace.TimeUS, r.OutOfPlace.AlgBWGB, r.OutOfPlace.BusBWGB, r.OutOfPlace.Wrong)
 }

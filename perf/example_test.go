@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"runtime"
 	"time"
 
-	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/perf"
 )
 
@@ -77,17 +75,4 @@ func ExampleLatencyLoopback() {
 	// Output:
 	// 0 fake0 oob 2 200 200 true
 	// warn
-}
-
-// WriteTable prints a report as `erdmakit bw` does.
-func ExampleWriteTable() {
-	r := perf.Result{Device: "erdma_0", ServerDevice: "erdma_0", Method: connect.OOB, QPs: 16, Size: 65536,
-		Messages: 1000000, Bytes: 65536000000, DurationS: 5, AvgGbps: 104.8576, PeakGbps: 105, Mpps: 0.2,
-		TX: &perf.CounterProof{Counter: "tx_bytes_cnt", Unit: "bytes", Delta: 70000000000, Want: 69000000000, OK: true}}
-	rep := perf.NewReport([]perf.Result{r}, nil, 100)
-	_ = perf.WriteTable(os.Stdout, rep, false)
-	// Output:
-	// DEVICE   SERVER   QPS  SIZE   MESSAGES  SECONDS  AVG_GBPS  PEAK_GBPS  MPPS    COUNTER_PROOF
-	// erdma_0  erdma_0  16   64KiB  1000000   5.000    104.858   105.000    0.2000  tx_bytes_cnt +70000000000 bytes (>= 69000000000) ok
-	// status: ok (expected at least 100.0 Gbit/s in total)
 }

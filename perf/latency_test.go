@@ -196,10 +196,13 @@ func pingPair(tb testing.TB, l *fakeLink, size int, stall time.Duration) (ping, 
 	return ping, pong
 }
 
-// The verbs sessions run the ping-pong in C (the lab tests them).
+// The verbs sessions, both connection methods, run the ping-pong and the
+// write loop in C (the lab tests them).
 var (
 	_ nativePinger = (*verbsSession)(nil)
 	_ nativePinger = (*cmSession)(nil)
+	_ streamer     = (*verbsSession)(nil)
+	_ streamer     = (*cmSession)(nil)
 )
 
 func TestPingLoopAllocatesNothing(t *testing.T) {

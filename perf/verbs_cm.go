@@ -259,3 +259,20 @@ func (s *cmSession) pingPong(device string, size int, answer bool, stall time.Du
 	l := s.lanes[0]
 	return verbsPingPong(device, l.cq, l.qp, l.mr, Endpoint{Addr: l.remote.Addr, RKey: l.remote.RKey}, size, s.cfg.MaxInline, answer, stall)
 }
+
+// stream implements streamer: the write loop in C over every lane, each
+// QP with its own CQ and MR.
+func (s *cmSession) stream(cfg Config) (writeStream, error) {
+	if len(s.lanes) == 0 {
+		return nil, errors.New("post before connect")
+	}
+	sc := streamConfig(cfg)
+	sc.Inline = cfg.Size <= s.cfg.MaxInline
+	for _, l := range s.lanes {
+		sc.QPs = append(sc.QPs, l.qp)
+		sc.CQs = append(sc.CQs, l.cq)
+		sc.MRs = append(sc.MRs, l.mr)
+		sc.Remote = append(sc.Remote, ibverbs.RemoteBuffer{Addr: l.remote.Addr, RKey: l.remote.RKey})
+	}
+	return ibverbs.NewWriteStream(sc)
+}

@@ -1,4 +1,15 @@
-// Package report renders erdmakit's results (the values behind every
+// Package report is where erdmakit's results are presented; the domain
+// packages return data only.
+//
+// The text tables: one function per result prints it the way the command
+// prints it without --json (WriteDoctorTable, WriteFindingsTable,
+// WriteBandwidthTable, WriteLatencyTable, WritePerftestTable,
+// WritePerftestLatencyTable, WriteFleetTable, WriteMeshTable,
+// WriteProofTable, WriteNCCLRunTable, WriteNCCLTestsTable, NCCLLiveRow),
+// all tuned by one TableOptions. Colour is the caller's decision (a field):
+// this package looks at no terminal and no environment.
+//
+// The page: Write renders erdmakit's results (the values behind every
 // command's --json: the doctor, fleet doctor, bw run/mesh/lat, perftest,
 // nccl run, the parsers' results) as one self-contained HTML page: the
 // verdict first, then per host the findings, failing first, with their

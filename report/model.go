@@ -210,7 +210,7 @@ func build(opts Options, inputs []Input) (*page, error) {
 		if pr, ok := in.value.(*fleet.Proof); ok {
 			p.Verdict = worseVerdict(p.Verdict, string(pr.Verdict))
 			for _, c := range pr.Culprits {
-				p.Culprits = append(p.Culprits, culprit{Kind: c.Kind, Hosts: strings.Join(c.Hosts, " <-> "), Reason: c.Reason,
+				p.Culprits = append(p.Culprits, culprit{Kind: c.Kind, Hosts: pair(c.Hosts), Reason: c.Reason,
 					Fix: c.Fix, FixFrom: c.FixFrom, Severity: c.Severity})
 			}
 		}
@@ -495,11 +495,7 @@ func doctorSection(s *section, name string, r *erdma.Report) ([]finding, []hostR
 		}
 		s.Facts = append(s.Facts, [2]string{"RDMA devices", orNone(strings.Join(devs, ", "))})
 	}
-	counts := map[health.Severity]int{}
-	for _, f := range r.Findings {
-		counts[f.Severity]++
-	}
-	s.Facts = append(s.Facts, [2]string{"findings", fmt.Sprintf("%d ok, %d warn, %d fail, %d skip", counts[health.OK], counts[health.Warn], counts[health.Fail], counts[health.Skip])})
+	s.Facts = append(s.Facts, [2]string{"findings", severityCounts(r.Findings)})
 	fs := findingsOf(host, r.Findings)
 	return fs, []hostRow{hostOf(fs, host, r.Status)}
 }
@@ -521,7 +517,7 @@ func fleetSection(s *section, r *fleet.FleetReport) ([]finding, []hostRow) {
 			for _, h := range g.Hosts {
 				diff[key{h, d.ID}] = g
 			}
-			t.Rows = append(t.Rows, row{Status: g.Severity, Cells: []string{d.ID, string(g.Severity), hostList(g.Hosts), g.Summary}})
+			t.Rows = append(t.Rows, row{Status: g.Severity, Cells: []string{d.ID, string(g.Severity), hostList(g.Hosts, 12), g.Summary}})
 		}
 	}
 	if len(t.Rows) > 0 {
@@ -579,7 +575,7 @@ func meshSection(s *section, r *fleet.MeshReport) ([]finding, []hostRow) {
 	var fs []finding
 	culprits := func(id string, sev health.Severity, cs []fleet.Culprit, fix string) {
 		for _, c := range cs {
-			fs = append(fs, finding{Host: strings.Join(c.Hosts, " <-> "), ID: id, Severity: sev, Summary: c.Reason, Evidence: c.Evidence, Remediation: fix})
+			fs = append(fs, finding{Host: pair(c.Hosts), ID: id, Severity: sev, Summary: c.Reason, Evidence: c.Evidence, Remediation: fix})
 		}
 	}
 	culprits("mesh-dead-host", health.Fail, r.DeadHosts, "run erdmakit doctor on the host; check that it runs the rank (mpirun/srun) and its eRDMA devices are active")
@@ -942,13 +938,6 @@ func topoSection(s *section, m *smitopo.Matrix) ([]finding, []hostRow) {
 	return nil, nil
 }
 
-func hostList(hs []string) string {
-	if len(hs) > 12 {
-		return strings.Join(hs[:12], ", ") + fmt.Sprintf(" and %d more", len(hs)-12)
-	}
-	return strings.Join(hs, ", ")
-}
-
 func orNone(s string) string {
 	if s == "" {
 		return "none"
@@ -991,12 +980,12 @@ func proveSection(s *section, r *fleet.Proof) ([]finding, []hostRow) {
 	if len(r.Culprits) > 0 {
 		ct := table{Caption: "culprits and the first thing to fix", Head: []string{"kind", "severity", "hosts", "stages", "reason", "fix", "fix from"}}
 		for _, c := range r.Culprits {
-			ct.Rows = append(ct.Rows, row{Status: c.Severity, Cells: []string{c.Kind, string(c.Severity), strings.Join(c.Hosts, " <-> "),
+			ct.Rows = append(ct.Rows, row{Status: c.Severity, Cells: []string{c.Kind, string(c.Severity), pair(c.Hosts),
 				strings.Join(c.Stages, ", "), c.Reason, c.Fix, c.FixFrom}})
 			// A culprit the doctor explains is among its host's findings;
 			// the others (the mesh's, NCCL's) are findings of their own.
 			if c.FixFrom == fleet.StageMesh || c.FixFrom == fleet.StageNCCL || c.FixFrom == "" {
-				fs = append(fs, finding{Host: strings.Join(c.Hosts, " <-> "), ID: "prove-" + c.Kind, Severity: c.Severity,
+				fs = append(fs, finding{Host: pair(c.Hosts), ID: "prove-" + c.Kind, Severity: c.Severity,
 					Summary: c.Reason, Evidence: c.Evidence, Remediation: c.Fix})
 			}
 		}

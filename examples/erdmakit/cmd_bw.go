@@ -19,6 +19,7 @@ import (
 	"github.com/erdmakit/erdmakit/internal/units"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/plot"
+	"github.com/erdmakit/erdmakit/report"
 )
 
 // bwFlags are the perftest-like knobs of `bw`.
@@ -283,5 +284,5 @@ func (f *bwFlags) report(ctx context.Context, g *globals, results []perf.Result,
 		}
 	}
 	printErrors(g, rep.Errors)
-	return emit(g, rep, rep.Status, func() error { return perf.WriteTable(g.stdout, rep, g.colorOn(g.stdout)) })
+	return emit(g, rep, rep.Status, func() error { return report.WriteBandwidthTable(g.stdout, rep, g.tableOptions()) })
 }

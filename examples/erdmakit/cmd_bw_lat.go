@@ -14,6 +14,7 @@ import (
 	"github.com/erdmakit/erdmakit/internal/units"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/plot"
+	"github.com/erdmakit/erdmakit/report"
 )
 
 // latFlags are `bw lat`'s knobs (ib_write_lat's, where it has them).
@@ -143,5 +144,5 @@ func (f *latFlags) report(g *globals, results []perf.LatencyResult, errs []error
 		}
 	}
 	printErrors(g, rep.Errors)
-	return emit(g, rep, rep.Status, func() error { return perf.WriteLatencyTable(g.stdout, rep, g.colorOn(g.stdout)) })
+	return emit(g, rep, rep.Status, func() error { return report.WriteLatencyTable(g.stdout, rep, g.tableOptions()) })
 }

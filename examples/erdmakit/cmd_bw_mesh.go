@@ -6,6 +6,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/fleet"
 	"github.com/erdmakit/erdmakit/plot"
+	"github.com/erdmakit/erdmakit/report"
 	"github.com/spf13/cobra"
 )
 
@@ -57,7 +58,7 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 					fmt.Fprintln(g.stderr, "erdmakit:", err)
 				}
 			}
-			return emit(g, rep, rep.Status, func() error { return fleet.WriteMeshTable(g.stdout, rep) })
+			return emit(g, rep, rep.Status, func() error { return report.WriteMeshTable(g.stdout, rep, g.tableOptions()) })
 		},
 	}
 	f.add(c, true)

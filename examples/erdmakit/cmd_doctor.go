@@ -17,6 +17,7 @@ import (
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/atomicfile"
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/report"
 	"github.com/erdmakit/erdmakit/setup"
 	"github.com/spf13/cobra"
 )
@@ -179,7 +180,7 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 		case "prom":
 			return run.Write(w)
 		}
-		return doctor.WriteTable(w, rep, doctor.TableOptions{Color: color, Verbose: g.verbose, Hint: doctorHint})
+		return report.WriteDoctorTable(w, rep, report.TableOptions{Color: color, Verbose: g.verbose, Hint: doctorHint})
 	}
 	switch {
 	case f.output != "" && format == "prom":

@@ -9,6 +9,7 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/eri"
 	"github.com/erdmakit/erdmakit/fleet"
+	"github.com/erdmakit/erdmakit/report"
 	"github.com/spf13/cobra"
 )
 
@@ -89,7 +90,7 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
 			if rep == nil { // not rank 0: rank 0 reports
 				return nil
 			}
-			return emit(g, rep, rep.Status, func() error { return fleet.WriteTable(g.stdout, rep, g.colorOn(g.stdout)) })
+			return emit(g, rep, rep.Status, func() error { return report.WriteFleetTable(g.stdout, rep, g.tableOptions()) })
 		},
 	}
 	ff.add(c)

@@ -190,7 +190,7 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 			return &exitError{code: ExitUnknown, err: err}
 		default:
 			so := fleet.NCCLStageOptions{Expect: nccl.Expectation{BusBWGBs: nf.expect}, Timeout: nf.timeout,
-				OnRow: func(r nccl.Row) { progress("nccl: %s", strings.TrimSpace(nccl.LiveRow(r))) }}
+				OnRow: func(r nccl.Row) { progress("nccl: %s", strings.TrimSpace(report.NCCLLiveRow(r))) }}
 			if nf.logFile != "" {
 				lf, err := atomicfile.Create(nf.logFile, 0o644)
 				if err != nil {
@@ -222,7 +222,7 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 		if err := render.JSON(g.stdout, p); err != nil {
 			return &exitError{code: ExitUnknown, err: err}
 		}
-	} else if err := fleet.WriteProof(g.stdout, p, g.colorOn(g.stdout)); err != nil {
+	} else if err := report.WriteProofTable(g.stdout, p, g.tableOptions()); err != nil {
 		return &exitError{code: ExitUnknown, err: err}
 	}
 	return exitCode(p.Exit())

@@ -17,12 +17,12 @@ import (
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/doctor/verbsprobe"
 	"github.com/erdmakit/erdmakit/erdma"
-	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/atomicfile"
 	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/erdmakit/erdmakit/plot"
+	"github.com/erdmakit/erdmakit/report"
 )
 
 // newNCCLCmd: `erdmakit nccl run|env`.
@@ -200,9 +200,9 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		opts.OnRow = func(r nccl.Row) {
 			if !header {
 				header = true
-				fmt.Fprintln(progress, nccl.LiveRowHeader)
+				fmt.Fprintln(progress, report.NCCLLiveHeader)
 			}
-			fmt.Fprintln(progress, nccl.LiveRow(r))
+			fmt.Fprintln(progress, report.NCCLLiveRow(r))
 		}
 	}
 	if g.verbose {
@@ -278,25 +278,7 @@ func applyHostEnv(ctx context.Context, g *globals, f ncclRunFlags, c *nccl.Comma
 }
 
 func printNCCLReport(g *globals, rep *nccl.RunReport, rowsShown bool) {
-	w := g.stdout
-	if !rowsShown && len(rep.Rows) > 0 {
-		_ = nccl.WriteResultTable(w, rep.TestResult)
-	}
-	if rep.AvgBusBW > 0 {
-		fmt.Fprintf(w, "avg bus bandwidth %.3f GB/s\n", rep.AvgBusBW)
-	}
-	if rowsShown || len(rep.Rows) > 0 {
-		fmt.Fprintln(w)
-	}
-	_ = health.WriteTable(w, rep.Findings, health.TableOptions{Color: g.colorOn(w)})
-	fmt.Fprintln(w, "status:", colour(g, string(rep.Status)))
-}
-
-func colour(g *globals, word string) string {
-	if g.colorOn(g.stdout) {
-		return render.Severity(word)
-	}
-	return word
+	_ = report.WriteNCCLRunTable(g.stdout, rep, report.TableOptions{Color: g.colorOn(g.stdout), RowsShown: rowsShown})
 }
 
 type ncclEnvFlags struct {

@@ -114,7 +114,7 @@ func TestNCCLRunWithMPIRun(t *testing.T) {
 		code, out, errs := runCLI(append(base, "-x", "FAKE_NCCL_FAIL_RANK=1")...)
 		require.Equal(t, ExitFail, code, "stdout:\n%s\nstderr:\n%s", out, errs)
 		assert.Contains(t, out, "launch-rank-exited")
-		// The findings print as the doctor's do (one printer, health.WriteTable).
+		// The findings print as the doctor's do (one printer, report.WriteFindingsTable).
 		assert.Contains(t, out, "RESULT  CHECK")
 		assert.Regexp(t, `\nfail launch-rank-exited: .*\n    read: `, out)
 		// The replayed header says rank 1 ran on the recorded host.

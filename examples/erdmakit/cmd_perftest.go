@@ -8,6 +8,7 @@ import (
 	"github.com/erdmakit/erdmakit/internal/units"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/perf/perftest"
+	"github.com/erdmakit/erdmakit/report"
 )
 
 func newPerftestCmd(g *globals) *cobra.Command {
@@ -39,7 +40,9 @@ Exit: 0 ok, 1 below --expect-gbps, 2 a pair failed, 3 bad usage.`,
 			}
 			rep := perftest.Judge(runs, expect, f.serve)
 			printErrors(g, perftest.ErrorLines(rep.Runs, "ib_write_bw"))
-			return emit(g, rep, rep.Status, func() error { return perftest.WriteTable(g.stdout, rep, f.serve, g.colorOn(g.stdout)) })
+			return emit(g, rep, rep.Status, func() error {
+				return report.WritePerftestTable(g.stdout, rep, report.TableOptions{Color: g.colorOn(g.stdout), Serve: f.serve})
+			})
 		},
 	}
 	fl := c.Flags()
@@ -91,7 +94,9 @@ Exit: 0 ok, 1 a median (t_typical) above --expect-us, 2 a pair failed, 3 bad usa
 			}
 			rep := perftest.JudgeLatency(runs, expect, f.serve)
 			printErrors(g, perftest.ErrorLines(rep.Runs, "ib_write_lat"))
-			return emit(g, rep, rep.Status, func() error { return perftest.WriteLatencyTable(g.stdout, rep, f.serve, g.colorOn(g.stdout)) })
+			return emit(g, rep, rep.Status, func() error {
+				return report.WritePerftestLatencyTable(g.stdout, rep, report.TableOptions{Color: g.colorOn(g.stdout), Serve: f.serve})
+			})
 		},
 	}
 	fl := c.Flags()

@@ -13,6 +13,7 @@ import (
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/report"
 )
 
 // fixtureHosts lists every recorded host under testdata/hosts, by name.
@@ -31,7 +32,9 @@ func fixtureHosts(t *testing.T) []string {
 }
 
 // TestDoctorLibraryEqualsCLI: for every fixture host, what the library
-// recipe of docs/doctor.md prints is byte for byte `erdmakit doctor --json`.
+// recipe of docs/doctor.md prints is byte for byte `erdmakit doctor --json`,
+// and its table (report.WriteDoctorTable) is `erdmakit doctor`'s but for
+// the CLI's own hint lines (they name its flags).
 func TestDoctorLibraryEqualsCLI(t *testing.T) {
 	for _, name := range fixtureHosts(t) {
 		t.Run(name, func(t *testing.T) {
@@ -47,6 +50,17 @@ func TestDoctorLibraryEqualsCLI(t *testing.T) {
 			var lib bytes.Buffer
 			require.NoError(t, render.JSON(&lib, rep))
 			assert.Equal(t, lib.String(), cli)
+
+			_, cliTable, _ := runCLI("doctor", "--root", root)
+			var hintless []string
+			for _, l := range strings.SplitAfter(cliTable, "\n") {
+				if !strings.HasPrefix(l, "    hint: ") {
+					hintless = append(hintless, l)
+				}
+			}
+			lib.Reset()
+			require.NoError(t, report.WriteDoctorTable(&lib, rep, report.TableOptions{}))
+			assert.Equal(t, lib.String(), strings.Join(hintless, ""))
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/erdmakit/erdmakit/internal/safetext"
+	"github.com/erdmakit/erdmakit/report"
 	"io"
 	"log/slog"
 	"os"
@@ -80,6 +81,12 @@ func (g *globals) colorOn(w io.Writer) bool {
 		return render.ColorWanted(w)
 	}
 	return g.color.Wanted(w)
+}
+
+// tableOptions are the text tables' options on stdout: colour as --color
+// and the terminal decide.
+func (g *globals) tableOptions() report.TableOptions {
+	return report.TableOptions{Color: g.colorOn(g.stdout)}
 }
 
 // run executes the CLI and returns the process exit code.

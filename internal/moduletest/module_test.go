@@ -309,6 +309,32 @@ func TestDomainPackagesDrawNothing(t *testing.T) {
 	}
 }
 
+// printless are the domain packages that return data and print nothing:
+// their text tables are package report's, and whether a terminal gets
+// colour is the CLI's decision. report is among them: it is handed the
+// colour, it does not look for a terminal.
+var printless = []string{"./doctor", "./nccl", "./perf", "./perf/perftest", "./fleet", "./health", "./erdma", "./eri", "./report"}
+
+// TestDomainPackagesPrintNothing: no domain package links the CLI's
+// terminal code (internal/render, and golang.org/x/term through it).
+func TestDomainPackagesPrintNothing(t *testing.T) {
+	root, err := fixture.ModuleRoot()
+	require.NoError(t, err)
+	list := execx.Command(t.Context(), "go", append([]string{"list", "-f", "{{.ImportPath}} {{join .Deps \" \"}}"}, printless...)...)
+	list.Dir = root
+	out, err := list.Output()
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Len(t, lines, len(printless))
+	for _, l := range lines {
+		deps := strings.Fields(l)
+		for _, d := range deps[1:] {
+			assert.NotEqual(t, modulePath+"/internal/render", d, "%s imports %s", deps[0], d)
+			assert.False(t, strings.HasPrefix(d, "golang.org/x/term"), "%s imports %s", deps[0], d)
+		}
+	}
+}
+
 // TestParsersArePortable builds the portable packages (and nocgo's) with
 // CGO_ENABLED=0 for linux, darwin and windows and checks the portable
 // packages' dependencies.

@@ -1,6 +1,9 @@
-// Package render prints what erdmakit's commands report: aligned tables for
-// people (coloured on a terminal) and JSON for programs. Every command's
-// output goes through here so that all of them look alike.
+// Package render is the CLI's side of printing: whether a writer gets
+// colour (--color, the terminal, NO_COLOR, MPI ranks), JSON for programs,
+// and the aligned tables of the commands that only the CLI shows. The
+// results' tables are package report's (report.WriteDoctorTable, ...),
+// which is handed the colour decision made here; no domain package imports
+// this one (internal/moduletest pins it).
 package render
 
 import (

@@ -161,16 +161,25 @@ func (a *Analyzer) block(b []byte) {
 			a.message(trimCR(m), kind)
 			i = next
 		case len(m) >= 4 && m[1] == 'E' && m[2] == 'T' && m[3] == '/':
-			// A bare "NET/..." line (or one where NCCL's prefix comes later).
-			start := bytes.LastIndexByte(b[:i], '\n') + 1
+			// A bare "NET/..." line (or one where NCCL's prefix comes
+			// later). The line before i holds no NCCL message (the search
+			// passed it), so only the rest of the line is looked at.
 			end := bytes.IndexByte(m, '\n')
-			if end < 0 {
-				end = len(b)
-			} else {
-				end += i
+			next := len(b)
+			if end >= 0 {
+				next = i + end + 1
+				m = m[:end]
 			}
-			a.feed(trimCR(b[start:end]))
-			i = end + 1
+			m = trimCR(m)
+			if msg, kind := prefixedMessage(m[1:]); kind != 0 {
+				a.message(msg, kind) // NCCL's own message wins, as in ncclMessage
+			} else {
+				if i >= 4 && string(b[i-4:i]) == "via " {
+					m = b[i-4 : i+len(m)]
+				}
+				a.message(m, 'I')
+			}
+			i = next
 		default:
 			i++
 		}
@@ -298,31 +307,30 @@ func NewAnalyzer() *Analyzer {
 }
 
 var (
-	bNCCLVersion    = []byte("NCCL version ")
-	bNCCLUnderscore = []byte("NCCL_")
-	bViaBare        = []byte("via ")
-	bINFO           = []byte("INFO ")
-	bWARN           = []byte("WARN ")
-	bVersion        = []byte("version ")
-	bUsingNet       = []byte("Using network ")
-	bAssigned       = []byte("Assigned NET plugin ")
-	bInitPlug       = []byte("Initialized NET plugin ")
-	bIBUsing        = []byte("NET/IB : Using")
-	bIBNoDev        = []byte("NET/IB : No device found")
-	bGDR            = []byte(" : GPU Direct RDMA ")
-	bSockUsing      = []byte("NET/Socket : Using")
-	bPlugin         = []byte("NET/Plugin")
-	bBootstrap      = []byte("Bootstrap")
-	bSetByEnv       = []byte(" set by environment to ")
-	bSetTo          = []byte(" set to ")
-	bNRanks         = []byte(" nranks ")
-	bGDRDMA         = []byte("/GDRDMA")
-	bOOB            = []byte("; OOB ")
-	bCreateQP       = []byte("ibv_create_qp")
-	bENOMEM1        = []byte("error -12")
-	bENOMEM2        = []byte("Cannot allocate memory")
-	bIbv            = []byte("ibv_")
-	bArrow          = []byte(" -> ")
+	bNCCLVersion = []byte("NCCL version ")
+	bViaBare     = []byte("via ")
+	bINFO        = []byte("INFO ")
+	bWARN        = []byte("WARN ")
+	bVersion     = []byte("version ")
+	bUsingNet    = []byte("Using network ")
+	bAssigned    = []byte("Assigned NET plugin ")
+	bInitPlug    = []byte("Initialized NET plugin ")
+	bIBUsing     = []byte("NET/IB : Using")
+	bIBNoDev     = []byte("NET/IB : No device found")
+	bGDR         = []byte(" : GPU Direct RDMA ")
+	bSockUsing   = []byte("NET/Socket : Using")
+	bPlugin      = []byte("NET/Plugin")
+	bBootstrap   = []byte("Bootstrap")
+	bSetByEnv    = []byte(" set by environment to ")
+	bSetTo       = []byte(" set to ")
+	bNRanks      = []byte(" nranks ")
+	bGDRDMA      = []byte("/GDRDMA")
+	bOOB         = []byte("; OOB ")
+	bCreateQP    = []byte("ibv_create_qp")
+	bENOMEM1     = []byte("error -12")
+	bENOMEM2     = []byte("Cannot allocate memory")
+	bIbv         = []byte("ibv_")
+	bArrow       = []byte(" -> ")
 )
 
 // Feed analyses one line (without its newline); it does not keep line.
@@ -394,6 +402,30 @@ func ncclMessage(line []byte) (msg []byte, kind byte) {
 	return nil, 0
 }
 
+// prefixedMessage is ncclMessage for "NCCL INFO", "NCCL WARN" and "NCCL
+// version" alone: the first of them in line, or kind 0.
+func prefixedMessage(line []byte) (msg []byte, kind byte) {
+	for i := 0; ; i++ {
+		j := bytes.IndexByte(line[i:], 'N')
+		if j < 0 {
+			return nil, 0
+		}
+		i += j
+		m := line[i:]
+		if len(m) >= 5 && string(m[1:5]) == "CCL " {
+			m = m[5:]
+			switch {
+			case len(m) >= 5 && string(m[:5]) == "INFO ":
+				return m[5:], 'I'
+			case len(m) >= 5 && string(m[:5]) == "WARN ":
+				return m[5:], 'W'
+			case len(m) >= 8 && string(m[:8]) == "version ":
+				return m[8:], 'V'
+			}
+		}
+	}
+}
+
 // version takes "2.21.5+cuda12.4" -> "2.21.5".
 func (a *Analyzer) version(v []byte) {
 	if a.s.NCCLVersion != "" {
@@ -418,14 +450,14 @@ func (a *Analyzer) info(msg []byte) {
 			a.channel(msg)
 		}
 	case 'v':
-		if bytes.HasPrefix(msg, bViaBare) {
+		if hasPrefix(msg, "via ") {
 			a.channel(msg)
 		}
 	case 'N':
 		switch {
-		case len(msg) >= 4 && string(msg[:4]) == "NET/":
+		case hasPrefix(msg, "NET/"):
 			a.net(msg)
-		case bytes.HasPrefix(msg, bNCCLUnderscore):
+		case hasPrefix(msg, "NCCL_"):
 			a.env(msg)
 		case bytes.HasPrefix(msg, bNCCLVersion):
 			a.version(msg[len(bNCCLVersion):])
@@ -446,7 +478,7 @@ func (a *Analyzer) info(msg []byte) {
 			a.addText(&a.s.Plugins, bytes.TrimSpace(msg[len(bInitPlug):]))
 		}
 	case 'p':
-		if bytes.HasPrefix(msg, []byte("plugin/")) && bytes.Contains(msg, bArrow) {
+		if hasPrefix(msg, "plugin/") && bytes.Contains(msg, bArrow) {
 			a.addText(&a.s.PluginErrors, msg)
 		}
 	case 'B':
@@ -460,7 +492,7 @@ func (a *Analyzer) info(msg []byte) {
 			a.nic.dmabuf(msg[len(bDMABUFAvail):])
 		}
 	case 'c':
-		if bytes.HasPrefix(msg, []byte("comm ")) {
+		if hasPrefix(msg, "comm ") {
 			if i := bytes.Index(msg, bNRanks); i >= 0 {
 				if n, ok := leadingInt(msg[i+len(bNRanks):]); ok && n > a.s.NRanks {
 					a.s.NRanks = n
@@ -470,31 +502,44 @@ func (a *Analyzer) info(msg []byte) {
 	}
 }
 
-// net handles the "NET/..." messages.
+// net handles the "NET/..." messages, dispatched on the byte after "NET/".
 func (a *Analyzer) net(msg []byte) {
-	switch {
-	case bytes.HasPrefix(msg, bIBUsing):
-		a.ibUsing(msg[len(bIBUsing):])
-	case bytes.HasPrefix(msg, bIBNoDev):
-		a.s.IBNoDevice = true
-	case bytes.HasPrefix(msg, bSockUsing):
-		a.socketUsing(msg[len(bSockUsing):])
-	case bytes.HasPrefix(msg, bPlugin):
-		a.addText(&a.s.PluginErrors, msg)
-	case bytes.HasPrefix(msg, bIBQP):
-		a.nic.qp(msg)
-	default:
-		// "NET/<name> : GPU Direct RDMA ..." (the plugin name may have spaces)
-		if i := bytes.IndexByte(msg, ':'); i > 0 && bytes.HasPrefix(msg[i-1:], bGDR) {
-			a.gdr(msg[i-1+len(bGDR):])
+	if len(msg) > 4 {
+		switch msg[4] {
+		case 'I':
+			switch {
+			case bytes.HasPrefix(msg, bIBUsing):
+				a.ibUsing(msg[len(bIBUsing):])
+				return
+			case bytes.HasPrefix(msg, bIBNoDev):
+				a.s.IBNoDevice = true
+				return
+			case hasPrefix(msg, "NET/IB: "):
+				a.nic.qp(msg)
+				return
+			}
+		case 'S':
+			if bytes.HasPrefix(msg, bSockUsing) {
+				a.socketUsing(msg[len(bSockUsing):])
+				return
+			}
+		case 'P':
+			if bytes.HasPrefix(msg, bPlugin) {
+				a.addText(&a.s.PluginErrors, msg)
+				return
+			}
 		}
+	}
+	// "NET/<name> : GPU Direct RDMA ..." (the plugin name may have spaces)
+	if i := bytes.IndexByte(msg, ':'); i > 0 && bytes.HasPrefix(msg[i-1:], bGDR) {
+		a.gdr(msg[i-1+len(bGDR):])
 	}
 }
 
 // channel counts "Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA".
 func (a *Analyzer) channel(msg []byte) {
 	var via []byte
-	if bytes.HasPrefix(msg, []byte("via ")) {
+	if hasPrefix(msg, "via ") {
 		via = msg[len("via "):]
 	} else {
 		i := bytes.Index(msg, bViaBare) // "via " is rarer to start a match than " via "
@@ -503,8 +548,14 @@ func (a *Analyzer) channel(msg []byte) {
 		}
 		via = msg[i+len(bViaBare):]
 	}
-	if bytes.Contains(via, bGDRDMA) {
+	gdr := bytes.Contains(via, bGDRDMA)
+	if gdr {
 		a.s.GDRDMAChannels++
+	}
+	if hasPrefix(via, "NET/IB/") { // the common case, as below
+		a.chIB++
+		a.nic.channel(via[len("NET/"):], gdr)
+		return
 	}
 	slash := bytes.IndexByte(via, '/')
 	if slash < 0 {
@@ -529,7 +580,7 @@ func (a *Analyzer) channel(msg []byte) {
 		switch string(name) {
 		case "IB":
 			a.chIB++
-			a.nic.channel(via[slash+1:])
+			a.nic.channel(via[slash+1:], gdr)
 		case "Socket":
 			a.chSocket++
 		default:
@@ -713,14 +764,9 @@ func (a *Analyzer) env(msg []byte) {
 		return
 	}
 	key := msg[:i]
-	sep := bSetByEnv
-	if !bytes.HasPrefix(msg[i:], sep) {
-		if sep = bSetTo; !bytes.HasPrefix(msg[i:], sep) {
-			return
-		}
-	}
 	// Every rank prints the same variables and the first value is kept: a
-	// short list of the keys seen is cheaper to scan than hashing the key.
+	// key seen decides the line (a short list of the keys seen is cheaper
+	// to scan than hashing the key).
 	for _, k := range a.envKeys {
 		if k == string(key) {
 			return
@@ -728,6 +774,12 @@ func (a *Analyzer) env(msg []byte) {
 	}
 	if len(a.envKeys) >= maxListed {
 		return
+	}
+	sep := bSetByEnv
+	if !bytes.HasPrefix(msg[i:], sep) {
+		if sep = bSetTo; !hasPrefix(msg[i:], " set to ") {
+			return
+		}
 	}
 	val := bytes.TrimSpace(msg[i+len(sep):])
 	val = bytes.TrimSuffix(val, []byte("."))
@@ -767,6 +819,12 @@ func clip(s []byte) []byte {
 		return s[:maxTextLen]
 	}
 	return s
+}
+
+// hasPrefix reports whether b begins with s. With a constant s of up to 8
+// bytes it compiles to one comparison, where bytes.HasPrefix calls memequal.
+func hasPrefix(b []byte, s string) bool {
+	return len(b) >= len(s) && string(b[:len(s)]) == s
 }
 
 // leadingInt parses the decimal digits at the start of s.

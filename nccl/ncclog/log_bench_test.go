@@ -142,3 +142,90 @@ func BenchmarkAnalyzeContext(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAnalyzeBlock is the scan alone, what one worker does with
+// lines already in its buffer: the samples repeated to 64 MiB in 1 MiB
+// chunks of whole lines, as logbench builds them (samples) and with every
+// line tagged as mpirun --tag-output does (mpirun); no reads, no copies.
+func BenchmarkAnalyzeBlock(b *testing.B) {
+	plain := benchLog(b, 64<<20)
+	var tagged bytes.Buffer
+	for i, line := range bytes.SplitAfter(benchLog(b, 1), []byte("\n")) {
+		if len(line) > 0 {
+			fmt.Fprintf(&tagged, "[1,%d]<stdout>:", i%64)
+			tagged.Write(line)
+		}
+	}
+	one := tagged.Bytes()
+	for tagged.Len() < 64<<20 {
+		tagged.Write(one)
+	}
+	for _, bc := range []struct {
+		name string
+		data []byte
+	}{{"samples", plain}, {"mpirun", tagged.Bytes()}} {
+		var chunks [][]byte
+		for rest := bc.data; len(rest) > 0; {
+			n := min(len(rest), chunkSize)
+			if i := bytes.LastIndexByte(rest[:n], '\n'); i >= 0 && n < len(rest) {
+				n = i + 1
+			}
+			chunks = append(chunks, rest[:n])
+			rest = rest[n:]
+		}
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.data)))
+			b.ReportAllocs()
+			defer reportCPU(b, len(bc.data))()
+			for b.Loop() {
+				total := NewAnalyzer()
+				seenIB, seenSocket := map[string]struct{}{}, map[string]struct{}{}
+				for _, c := range chunks {
+					a := NewAnalyzer()
+					a.chunk, a.seenIB, a.seenSocket = true, seenIB, seenSocket
+					a.block(c)
+					total.merge(a)
+				}
+			}
+		})
+	}
+}
+
+// reportCPU starts counting the process's CPU time; the function it returns
+// reports it per GiB of the n bytes each iteration scans (cpu-s/GiB), the
+// figure docs/parse.md compares, steadier than MB/s on a loaded machine.
+func reportCPU(b *testing.B, n int) func() {
+	start := processCPU()
+	return func() {
+		if cpu := processCPU() - start; cpu > 0 && b.N > 0 {
+			b.ReportMetric(cpu.Seconds()/(float64(n)*float64(b.N)/(1<<30)), "cpu-s/GiB")
+		}
+	}
+}
+
+// BenchmarkAnalyzeFile is the scan of a page-cached file read at the
+// workers' own offsets (the samples repeated to 256 MiB), on one worker and
+// on two: the CPU the second worker adds (cpu-s/GiB) is the cost of
+// running in parallel.
+func BenchmarkAnalyzeFile(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "nccl.log")
+	data := benchLog(b, 256<<20)
+	require.NoError(b, os.WriteFile(path, data, 0o600))
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			defer reportCPU(b, len(data))()
+			for b.Loop() {
+				f, err := os.Open(path)
+				require.NoError(b, err)
+				src, ok := newFileChunks(f, chunkSize)
+				require.True(b, ok)
+				if _, err := analyzeSource(context.Background(), src, chunkSize, workers); err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+			}
+		})
+	}
+}

@@ -61,25 +61,23 @@ type nicGID struct {
 }
 
 var (
-	bIBSlash     = []byte("IB/")
-	bIBQP        = []byte("NET/IB: ")
 	bIbDev       = []byte(" IbDev ")
 	bGIDWord     = []byte(" GID ")
 	bDMABUFAvail = []byte("DMA-BUF is available on GPU device ")
 )
 
-// channel counts a NET/IB channel line; via is what follows "NET/".
-func (n *nicStats) channel(via []byte) {
-	if !bytes.HasPrefix(via, bIBSlash) {
+// channel counts a NET/IB channel line; via is what follows "NET/", gdr
+// whether it has "/GDRDMA".
+func (n *nicStats) channel(via []byte, gdr bool) {
+	if !hasPrefix(via, "IB/") {
 		return // "via NET/IB" with no device
 	}
-	rest := via[len(bIBSlash):]
-	dev, ok := leadingInt(rest)
+	dev, ok := leadingInt(via[len("IB/"):])
 	if !ok || dev >= maxNICs {
 		return
 	}
 	n.channels[dev]++
-	if bytes.Contains(rest, bGDRDMA) {
+	if gdr {
 		n.gdrdma[dev]++
 	}
 }

@@ -240,6 +240,7 @@ func FuzzAnalyzeLog(f *testing.F) {
 	addSamples(f)
 	f.Add([]byte(twoNICLog([]int{0, 1}, true)))
 	f.Add([]byte(twoNICLog([]int{0}, false)))
+	f.Add([]byte(trickyLines))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		s, err := Analyze(context.Background(), strings.NewReader(string(in)))
 		if err != nil {
@@ -295,6 +296,35 @@ func TestBlockScanAtEveryBufferSize(t *testing.T) {
 	blk, _ := analyzeBoth(t, all, readBuf, func(r io.Reader) io.Reader { return r })
 	assert.Equal(t, "2.10.3", blk.NCCLVersion)
 	assert.Contains(t, blk.GDR.Disabled, "erdma_0")
+}
+
+// trickyLines are lines where the block scanner's shortcuts could differ
+// from feeding line by line: a bare NET/ line holding NCCL's own message
+// further on (the message wins), "NCCL" that is not NCCL's prefix before a
+// bare NET/, "via NET/..." quoted bare, N/A and NVIDIA noise, CRLF.
+const trickyLines = "[1,0]<stdout>:NET/IB : Using [0]mlx5_9:1/IB h:1:1 [0] NCCL INFO NCCL_IB_HCA set to mlx5_9\n" +
+	"N/A NVIDIA NCCL Tests NET/Socket : Using [0]eth7:10.0.0.7<0>\r\n" +
+	"quoted: Channel 00/0 : 0[0] -> 1[1] via NET/IB/3/GDRDMA\n" +
+	"NET/IB : GPU Direct RDMA Enabled for HCA 0 'erdma_4' NCCL WARN late warning\r\n" +
+	"NET/IB : No device found. NCCL version 2.99.1+cuda1\n" +
+	"NCCL INFO\nNCCL \nNET/\nNET/IB : Using [0]erdma_5:1/RoCE"
+
+// The bare-line shortcut of the block scanner finds what feeding the lines
+// one at a time finds, for lines that mix bare NET/ text and NCCL's messages.
+func TestBlockScanMixedLines(t *testing.T) {
+	for _, size := range []int{7, 61, 4096} {
+		blk, lines := analyzeBoth(t, []byte(trickyLines), size, func(r io.Reader) io.Reader { return r })
+		require.Equal(t, lines, blk, "size %d", size)
+	}
+	blk, _ := analyzeBoth(t, []byte(trickyLines), 4096, func(r io.Reader) io.Reader { return r })
+	assert.Equal(t, map[string]string{"NCCL_IB_HCA": "mlx5_9"}, blk.Env)
+	assert.Equal(t, []string{"late warning"}, blk.Warnings)
+	assert.Equal(t, "2.99.1", blk.NCCLVersion)
+	assert.Equal(t, []string{"eth7"}, blk.SocketInterfaces)
+	assert.Equal(t, 1, blk.Channels["NET/IB"])
+	assert.Equal(t, 1, blk.GDRDMAChannels)
+	assert.Equal(t, []IBDevice{{Index: 0, Name: "erdma_5", Port: 1, Link: "RoCE"}}, blk.IBDevices)
+	assert.Empty(t, blk.GDR.Enabled, "the line's NCCL WARN wins over its bare NET/ text")
 }
 
 type zeroReader struct{}

@@ -27,7 +27,7 @@ func analyzeChunks(r io.Reader, size, workers int) (*Analyzer, error) {
 // chunkSource hands out runs of whole lines; see chunkReader.next and
 // fileChunks.next.
 type chunkSource interface {
-	// buffer is a worker's buffer for next.
+	// buffer is a worker's buffer for next, which may grow it.
 	buffer() []byte
 	// next claims the next chunk and returns its whole lines, then, where
 	// a line was too long, that line's first chunk size bytes (cut), to be
@@ -35,7 +35,7 @@ type chunkSource interface {
 	// It is called under the scan's lock, in chunk order, and calls
 	// unlock once the chunk is claimed: what it does after that (a read
 	// at its own offset) runs alongside the other workers.
-	next(buf []byte, unlock func()) (lines, cut []byte, ok bool, err error)
+	next(buf *[]byte, unlock func()) (lines, cut []byte, ok bool, err error)
 }
 
 // analyzeSource is analyzeChunks over any chunk source: a reader copied
@@ -65,7 +65,7 @@ func analyzeSource(ctx context.Context, src chunkSource, size, workers int) (_ *
 	}
 	// take claims the next chunk and reads it. A failed chunk stops the
 	// scan: the chunks after it are not merged.
-	take := func(buf []byte) (lines, cut []byte, seq int, ok bool) {
+	take := func(buf *[]byte) (lines, cut []byte, seq int, ok bool) {
 		mu.Lock()
 		if err := ctx.Err(); err != nil && readErr == nil {
 			readErr = err
@@ -100,7 +100,7 @@ func analyzeSource(ctx context.Context, src chunkSource, size, workers int) (_ *
 			seenIB, seenSocket := map[string]struct{}{}, map[string]struct{}{}
 			for {
 				tokens <- struct{}{}
-				lines, cut, seq, ok := take(buf)
+				lines, cut, seq, ok := take(&buf)
 				if !ok {
 					<-tokens
 					return
@@ -161,9 +161,9 @@ func (c *chunkReader) buffer() []byte { return make([]byte, c.size) }
 
 // next reads the next chunk into buf (under the scan's lock: the reader is
 // sequential).
-func (c *chunkReader) next(buf []byte, unlock func()) (lines, cut []byte, ok bool, err error) {
+func (c *chunkReader) next(buf *[]byte, unlock func()) (lines, cut []byte, ok bool, err error) {
 	defer unlock()
-	data, long, err := c.read(buf)
+	data, long, err := c.read(*buf)
 	switch {
 	case err != nil || data == nil:
 		return nil, nil, false, err

@@ -34,16 +34,33 @@ type fileChunks struct {
 	size  int
 }
 
-// buffer holds a chunk, the byte before it, and the rest of its last line
-// up to the size at which a line is cut.
-func (c *fileChunks) buffer() []byte { return make([]byte, 2*c.size+1) }
+// Where a chunk's read begins and ends around the chunk itself.
+const (
+	// readBefore: the byte before a chunk says whether the chunk starts a
+	// line. A chunk's read starts a cache line earlier, not one byte, so
+	// that the kernel's copy out of the page cache keeps the source and
+	// the buffer equally aligned (a copy one byte off cost about 10% more).
+	readBefore = 64
+	// readAfter: the same read takes this much past the chunk, where its
+	// last line most likely ends; a longer line is read on in a second
+	// read (doubling up to the size at which a line is cut).
+	readAfter = 4 << 10
+)
+
+// buffer holds a chunk and the bytes read around it; next grows it to hold
+// a last line up to the size at which a line is cut, where one is longer.
+func (c *fileChunks) buffer() []byte {
+	return make([]byte, c.size+readBefore+min(readAfter, c.size))
+}
 
 // next claims the next size bytes of the file and returns the lines that
 // start in them: from the first line start (the chunk before ends the line
 // that runs into this one) through the end of the last line, read on past
 // the chunk. A line of size bytes or more is cut: its first size bytes are
 // cut, the rest belongs to no line (a chunk inside it returns nothing).
-func (c *fileChunks) next(buf []byte, unlock func()) (lines, cut []byte, ok bool, err error) {
+// One read usually covers it all: the chunk, a few bytes before it and
+// readAfter bytes after it.
+func (c *fileChunks) next(bufp *[]byte, unlock func()) (lines, cut []byte, ok bool, err error) {
 	lo := c.off
 	if lo >= c.end {
 		unlock()
@@ -53,45 +70,52 @@ func (c *fileChunks) next(buf []byte, unlock func()) (lines, cut []byte, ok bool
 	c.off = hi
 	unlock()
 
-	from := lo
-	if lo > c.first {
-		from-- // the byte before says whether lo starts a line
-	}
-	n := int(hi - from)
+	buf := *bufp
+	from := max(lo-readBefore, c.first)
+	n := int(min(hi+min(readAfter, int64(c.size)), c.end) - from)
 	if err := c.readAt(buf[:n], from); err != nil {
 		return nil, nil, false, err
 	}
 	start := int(lo - from) // of the first line starting in the chunk
-	if from < lo && buf[0] != '\n' {
-		i := bytes.IndexByte(buf[start:n], '\n')
+	stop := int(hi - from)  // the chunk's end
+	if start > 0 && buf[start-1] != '\n' {
+		i := bytes.IndexByte(buf[start:stop], '\n')
 		if i < 0 {
 			return buf[:0], nil, true, nil // inside one line
 		}
 		start += i + 1
 	}
-	data := buf[start:n]
-	t := bytes.LastIndexByte(data, '\n') + 1 // the start of the last line
-	if t == len(data) {
+	data := buf[start:stop]
+	t := start + bytes.LastIndexByte(data, '\n') + 1 // the start of the last line
+	if t == stop {
 		return data, nil, true, nil
 	}
 	// The last line runs past the chunk, or the file ends without a
-	// newline: read on to its end or to the size at which it is cut.
-	have := len(data) - t
-	more := int(min(int64(c.size-have), c.end-hi))
-	if more > 0 {
-		if err := c.readAt(buf[n:n+more], hi); err != nil {
+	// newline: find its end in what was read past the chunk, else read on
+	// to its end or to the size at which it is cut.
+	limit := int(min(int64(t+c.size), c.end-from)) // in buf
+	for seen := stop; ; {
+		if i := bytes.IndexByte(buf[seen:n], '\n'); i >= 0 && seen+i-t < c.size {
+			return buf[start : seen+i+1], nil, true, nil
+		}
+		if n >= limit {
+			break
+		}
+		more := min(max(n-stop, readAfter), limit-n) // doubling what was read past the chunk
+		if n+more > len(buf) {
+			grown := make([]byte, 2*c.size+readBefore)
+			copy(grown, buf[:n])
+			buf, *bufp = grown, grown
+		}
+		if err := c.readAt(buf[n:n+more], from+int64(n)); err != nil {
 			return nil, nil, false, err
 		}
+		seen, n = n, n+more
 	}
-	data = buf[start : n+more]
-	last := data[t:]
-	if i := bytes.IndexByte(last, '\n'); i >= 0 {
-		return data[:t+i+1], nil, true, nil
+	if last := buf[t:limit]; len(last) < c.size { // the file ends inside it
+		return buf[start:limit], nil, true, nil
 	}
-	if len(last) < c.size { // the file ends inside it
-		return data, nil, true, nil
-	}
-	return data[:t], last[:c.size], true, nil
+	return buf[start:t], buf[t : t+c.size], true, nil
 }
 
 // readAt fills p from offset off; a file now shorter than the scan began

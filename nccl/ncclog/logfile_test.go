@@ -101,6 +101,44 @@ func TestFileChunksCutLongLinesAsRead(t *testing.T) {
 	}
 }
 
+// A chunk's read takes readAfter bytes past the chunk; a last line longer
+// than that is read on in doubling steps up to the size at which it is cut:
+// lines of every length around those steps, in chunks larger than
+// readAfter, give what reading the file in turn gives.
+func TestFileChunksReadOnPastReadAfter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	dir := t.TempDir()
+	size := 4 * readAfter
+	for i := range 40 {
+		var b bytes.Buffer
+		for b.Len() < 6*size {
+			fmt.Fprintf(&b, "h:1:%d [0] NCCL INFO NCCL_IB_HCA set to erdma_%d ", i, rng.IntN(4))
+			// a line's inside, read as a line of its own, would add networks
+			for end := b.Len() + rng.IntN(2*size); b.Len() < end; {
+				fmt.Fprintf(&b, " NCCL INFO Using network P%d", rng.IntN(1000))
+			}
+			b.WriteByte('\n')
+			b.WriteString("h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via NET/IB/0/GDRDMA\n")
+		}
+		in := b.Bytes()
+		if i%2 == 1 {
+			in = in[:len(in)-1-rng.IntN(size)]
+		}
+		want, err := analyzeChunks(bytes.NewReader(in), size, 1)
+		require.NoError(t, err)
+		path := filepath.Join(dir, fmt.Sprint(i))
+		require.NoError(t, os.WriteFile(path, in, 0o600))
+		f, err := os.Open(path)
+		require.NoError(t, err)
+		src, ok := newFileChunks(f, size)
+		require.True(t, ok)
+		got, err := analyzeSource(context.Background(), src, size, 1+i%2)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		require.Equal(t, want.Summary(), got.Summary(), "input %d (%d bytes)", i, len(in))
+	}
+}
+
 // A pipe is read in turn, not at offsets.
 func TestFileChunksPipeIsRead(t *testing.T) {
 	pr, pw, err := os.Pipe()

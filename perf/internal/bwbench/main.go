@@ -24,7 +24,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -153,22 +152,22 @@ func main() {
 					var s sample
 					switch tool {
 					case "erdmakit":
-						before := switches(syscall.RUSAGE_SELF)
+						before := benchstat.Switches(syscall.RUSAGE_SELF)
 						s = runOurs(ctx, link, size, qps, depth, *duration, *margin, *postList, *cqMod)
-						s.Switches = switches(syscall.RUSAGE_SELF) - before
+						s.Switches = benchstat.Switches(syscall.RUSAGE_SELF) - before
 					case "ib_write_bw":
-						before := switches(syscall.RUSAGE_CHILDREN)
+						before := benchstat.Switches(syscall.RUSAGE_CHILDREN)
 						s = runPerftest(ctx, *binary, *device, gidIndex, size, qps, depth, *duration, *margin, *cqMod, 0)
-						s.Switches = switches(syscall.RUSAGE_CHILDREN) - before
+						s.Switches = benchstat.Switches(syscall.RUSAGE_CHILDREN) - before
 					case goTool:
-						before := switches(syscall.RUSAGE_SELF)
+						before := benchstat.Switches(syscall.RUSAGE_SELF)
 						s = runOurs(ctx, goOnly{link}, size, qps, depth, *duration, *margin, *postList, *cqMod)
-						s.Switches = switches(syscall.RUSAGE_SELF) - before
+						s.Switches = benchstat.Switches(syscall.RUSAGE_SELF) - before
 						s.Tool = goTool
 					default:
-						before := switches(syscall.RUSAGE_CHILDREN)
+						before := benchstat.Switches(syscall.RUSAGE_CHILDREN)
 						s = runPerftest(ctx, *binary, *device, gidIndex, size, qps, depth, *duration, *margin, *cqMod, min(*plPeer, depth))
-						s.Switches = switches(syscall.RUSAGE_CHILDREN) - before
+						s.Switches = benchstat.Switches(syscall.RUSAGE_CHILDREN) - before
 						s.Tool = plTool
 					}
 					s.Rep = r + 1
@@ -205,7 +204,7 @@ func main() {
 		}
 	}
 	fmt.Println()
-	fmt.Printf("bwbench: %s UTC, load average %s\n", time.Now().UTC().Format("2006-01-02 15:04"), loadAvg())
+	fmt.Printf("bwbench: %s UTC, load average %s\n", time.Now().UTC().Format("2006-01-02 15:04"), benchstat.LoadAvg())
 	fmt.Println("| QPs | size | context switches per run, median: erdmakit / ib_write_bw / ib_write_bw -l [/ erdmakit's Go loop] |")
 	fmt.Println("|---:|---:|---:|")
 	for _, s := range rep.Sizes {
@@ -217,7 +216,10 @@ func main() {
 			medianSwitches(s.Samples, "ib_write_bw"), medianSwitches(s.Samples, plTool), goCol)
 		if *goLoop {
 			r := pairedRatios(s.Samples, "erdmakit", goTool)
-			fmt.Printf("|   |   | erdmakit (C loop) / its Go loop, per round: %s |\n", benchstat.Format(benchstat.Quartiles(r), len(r)))
+			g := pairedRatios(s.Samples, goTool, "ib_write_bw")
+			gbps, _ := medians(s.Samples, goTool)
+			fmt.Printf("|   |   | Go loop %.4f Gbit/s; per round, C loop / Go loop: %s; Go loop / ib_write_bw: %s |\n", gbps,
+				benchstat.Format(benchstat.Quartiles(r), len(r)), benchstat.Format(benchstat.Quartiles(g), len(g)))
 		}
 	}
 	fmt.Println()
@@ -332,17 +334,6 @@ func pairedRatios(ss []sample, a, b string) []float64 {
 	return r
 }
 
-// switches is the context switches, voluntary and involuntary, of who
-// (RUSAGE_SELF: this process's threads; RUSAGE_CHILDREN: the children
-// reaped so far).
-func switches(who int) int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(who, &ru); err != nil {
-		return 0
-	}
-	return ru.Nvcsw + ru.Nivcsw
-}
-
 func medianSwitches(ss []sample, tool string) float64 {
 	var v []float64
 	for _, s := range ss {
@@ -351,19 +342,6 @@ func medianSwitches(ss []sample, tool string) float64 {
 		}
 	}
 	return benchstat.Median(v)
-}
-
-// loadAvg is /proc/loadavg's three load averages (the guest's, in the lab).
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func fatal(err error) {

@@ -5,7 +5,11 @@
 // loopback (server and client on the device). It prints every run, the
 // median latency of each tool, and the per-round ratios ours/ib_write_lat
 // of the median one-way latency (lower is better for us: <= 1.00 is the
-// goal), with their median and quartiles, and writes them as JSON to -out.
+// goal), with their median and quartiles, the context switches of each
+// tool's runs, and writes them as JSON to -out. With -go-loop a third tool
+// runs in each round: erdmakit's ping-pong in Go (the loop bw lat ran on
+// every device before it moved to C), so that one run shows what the C
+// loop bought.
 //
 // In the lab's two-VM pair (-shell2: ERDMAKIT_LAB_ROLE a or b) it runs the
 // same rounds across the two VMs instead: a serves (our bw server, and one
@@ -23,6 +27,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -31,6 +36,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/erdmakit/erdmakit/internal/benchstat"
@@ -41,11 +47,16 @@ import (
 // sample is one run of one tool: its median one-way latency (t_typical for
 // ib_write_lat) and its 99th percentile.
 type sample struct {
-	Tool     string  `json:"tool"` // "erdmakit" or "ib_write_lat"
+	Tool     string  `json:"tool"` // "erdmakit", "ib_write_lat" or "erdmakit go-loop"
 	Rep      int     `json:"rep"`
 	MedianUS float64 `json:"median_us"`
 	P99US    float64 `json:"p99_us"`
-	Err      string  `json:"error,omitempty"`
+	// Switches is the context switches (voluntary and involuntary) during
+	// the run: ours in this process (every thread; in loopback the
+	// in-process server too), perftest's in its processes run here (in
+	// loopback server and client; across the VMs the client).
+	Switches int64  `json:"context_switches"`
+	Err      string `json:"error,omitempty"`
 }
 
 // sizeResult is one size's runs, medians and ratios.
@@ -60,6 +71,14 @@ type sizeResult struct {
 	// quartiles.
 	Rounds []float64        `json:"round_ratios"`
 	Paired benchstat.Spread `json:"paired_ratio"`
+	// With -go-loop: the Go loop's median over rounds, and each round's
+	// ratio of the C loop's median latency to the Go loop's (< 1: C is
+	// faster).
+	GoUS     float64          `json:"go_loop_median_us,omitempty"`
+	RoundsGo []float64        `json:"round_ratios_c_over_go,omitempty"`
+	PairedGo benchstat.Spread `json:"paired_ratio_c_over_go"`
+	// Switches: the median context switches per run of each tool.
+	Switches map[string]float64 `json:"median_context_switches"`
 }
 
 type report struct {
@@ -82,6 +101,7 @@ func main() {
 		binary   = flag.String("perftest", "ib_write_lat", "ib_write_lat program")
 		role     = flag.String("role", benchstat.EnvOr("ERDMAKIT_LAB_ROLE", "single"), "single (loopback), a (serve), b (client of -peer)")
 		peer     = flag.String("peer", os.Getenv("ERDMAKIT_LAB_PEER"), "the serving VM's address (role b)")
+		goLoop   = flag.Bool("go-loop", false, "also run erdmakit's ping-pong in Go (as before it moved to C), as a third tool (both VMs: same flags)")
 	)
 	flag.Parse()
 	perf.RaiseMaxProcs() // as the erdmakit CLI does
@@ -105,7 +125,7 @@ func main() {
 	t := tools{link: link, binary: *binary, device: *device, gid: gidIndex, iters: *iters}
 	switch *role {
 	case "a":
-		if err := serve(ctx, t, sizes, *reps); err != nil {
+		if err := serve(ctx, t, sizes, *reps, *goLoop); err != nil {
 			fatal(err)
 		}
 		return
@@ -115,22 +135,31 @@ func main() {
 		}
 		t.peer, rep.Mode = *peer, "two VMs"
 	}
-	fmt.Printf("latbench: %s, %d round trips per run, %d rounds per size, %s\n", *device, *iters, *reps, rep.Mode)
+	fmt.Printf("latbench: %s, %d round trips per run, %d rounds per size, %s, load average %s\n", *device, *iters, *reps, rep.Mode, benchstat.LoadAvg())
+	tools := []string{"erdmakit", "ib_write_lat"}
+	if *goLoop {
+		tools = append(tools, goTool)
+	}
 	run := 0 // perftest runs so far: the two VMs number their ports alike
 	for _, size := range sizes {
-		sr := sizeResult{Size: size}
+		sr := sizeResult{Size: size, Switches: map[string]float64{}}
 		for r := 0; r < *reps; r++ {
 			med := map[string]float64{}
-			for k := range 2 {
+			for k := range tools {
 				var s sample
-				if (r+k)%2 == 0 {
-					s = t.ours(ctx, size)
-				} else {
+				switch tool := tools[(r+k)%len(tools)]; tool { // who goes first rotates
+				case "ib_write_lat":
+					before := benchstat.Switches(syscall.RUSAGE_CHILDREN)
 					s = t.perftest(ctx, size, perftest.DefaultPort+run)
+					s.Switches = benchstat.Switches(syscall.RUSAGE_CHILDREN) - before
 					run++
+				default:
+					before := benchstat.Switches(syscall.RUSAGE_SELF)
+					s = t.ours(ctx, size, tool == goTool)
+					s.Switches = benchstat.Switches(syscall.RUSAGE_SELF) - before
 				}
 				s.Rep = r + 1
-				fmt.Printf("  size %5d  round %2d  %-12s  median %9.2f us  p99 %9.2f us  %s\n", size, s.Rep, s.Tool, s.MedianUS, s.P99US, s.Err)
+				fmt.Printf("  size %5d  round %2d  %-16s  median %9.2f us  p99 %9.2f us  %6d switches  %s\n", size, s.Rep, s.Tool, s.MedianUS, s.P99US, s.Switches, s.Err)
 				sr.Samples = append(sr.Samples, s)
 				if s.Err == "" {
 					med[s.Tool] = s.MedianUS
@@ -139,19 +168,37 @@ func main() {
 			if o, p := med["erdmakit"], med["ib_write_lat"]; o > 0 && p > 0 {
 				sr.Rounds = append(sr.Rounds, o/p)
 			}
+			if o, g := med["erdmakit"], med[goTool]; o > 0 && g > 0 {
+				sr.RoundsGo = append(sr.RoundsGo, o/g)
+			}
 		}
 		sr.Paired = benchstat.Quartiles(sr.Rounds)
+		sr.PairedGo = benchstat.Quartiles(sr.RoundsGo)
 		sr.OursUS, sr.TheirsUS = medianOf(sr.Samples, "erdmakit"), medianOf(sr.Samples, "ib_write_lat")
+		sr.GoUS = medianOf(sr.Samples, goTool)
 		if sr.TheirsUS > 0 {
 			sr.Ratio = sr.OursUS / sr.TheirsUS
+		}
+		for _, tool := range tools {
+			sr.Switches[tool] = medianSwitches(sr.Samples, tool)
 		}
 		rep.Sizes = append(rep.Sizes, sr)
 	}
 	fmt.Println()
-	fmt.Println("| size | erdmakit median us | ib_write_lat median us | ratio of the medians | per-round ratio: median (p25-p75), rounds |")
-	fmt.Println("|---:|---:|---:|---:|---:|")
+	fmt.Printf("latbench: %s, %s UTC, load average %s\n", rep.Mode, time.Now().UTC().Format("2006-01-02 15:04"), benchstat.LoadAvg())
+	fmt.Println("| size | erdmakit median us | ib_write_lat median us | ratio of the medians | per-round ratio: median (p25-p75), rounds | context switches per run, median: erdmakit / ib_write_lat |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|")
 	for _, s := range rep.Sizes {
-		fmt.Printf("| %d | %.2f | %.2f | %.3f | %s |\n", s.Size, s.OursUS, s.TheirsUS, s.Ratio, benchstat.Format(s.Paired, len(s.Rounds)))
+		fmt.Printf("| %d | %.2f | %.2f | %.3f | %s | %.0f / %.0f |\n", s.Size, s.OursUS, s.TheirsUS, s.Ratio, benchstat.Format(s.Paired, len(s.Rounds)),
+			s.Switches["erdmakit"], s.Switches["ib_write_lat"])
+	}
+	if *goLoop {
+		fmt.Println()
+		fmt.Println("| size | erdmakit (C loop) median us | its Go loop median us | C / Go per round: median (p25-p75), rounds | Go loop's switches per run, median |")
+		fmt.Println("|---:|---:|---:|---:|---:|")
+		for _, s := range rep.Sizes {
+			fmt.Printf("| %d | %.2f | %.2f | %s | %.0f |\n", s.Size, s.OursUS, s.GoUS, benchstat.Format(s.PairedGo, len(s.RoundsGo)), s.Switches[goTool])
+		}
 	}
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
@@ -176,8 +223,35 @@ type tools struct {
 	peer   string
 }
 
-func (t tools) ours(ctx context.Context, size int) sample {
+// goTool is erdmakit's ping-pong run in Go (-go-loop).
+const goTool = "erdmakit go-loop"
+
+// goOnly hides a link's native ping-pong: its sessions are only
+// perf.PingSession, so perf runs the ping-pong in Go.
+type goOnly struct{ perf.Link }
+
+func (g goOnly) Open(ctx context.Context, cfg perf.OpenConfig) (perf.Session, error) {
+	s, err := g.Link.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	ps, ok := s.(perf.PingSession)
+	if !ok {
+		s.Close()
+		return nil, fmt.Errorf("%s's sessions (%T) cannot ping", g.Device(), s)
+	}
+	return struct{ perf.PingSession }{ps}, nil
+}
+
+// goPort is where role a serves the Go loop's tests (-go-loop).
+const goPort = perf.DefaultPort + 1
+
+func (t tools) ours(ctx context.Context, size int, goLoop bool) sample {
 	s := sample{Tool: "erdmakit"}
+	link, port := t.link, perf.DefaultPort
+	if goLoop {
+		s.Tool, link, port = goTool, goOnly{t.link}, goPort
+	}
 	// No warm-up: ib_write_lat has none (it drops its two largest samples).
 	cfg := perf.LatencyConfig{Iterations: t.iters, Warmup: -1}
 	var (
@@ -185,11 +259,11 @@ func (t tools) ours(ctx context.Context, size int) sample {
 		errs    []error
 	)
 	if t.peer == "" {
-		results, errs = perf.LatencyLoopback(ctx, []perf.Link{t.link}, cfg, []int{size})
+		results, errs = perf.LatencyLoopback(ctx, []perf.Link{link}, cfg, []int{size})
 	} else {
-		addr := net.JoinHostPort(t.peer, strconv.Itoa(perf.DefaultPort))
+		addr := net.JoinHostPort(t.peer, strconv.Itoa(port))
 		for try := 0; try < 60; try++ { // the peer's server may still be starting
-			results, errs = perf.RunLatencyClients(ctx, []perf.Link{t.link}, addr, "", cfg, []int{size})
+			results, errs = perf.RunLatencyClients(ctx, []perf.Link{link}, addr, "", cfg, []int{size})
 			if len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), "connect") {
 				break
 			}
@@ -221,24 +295,32 @@ func (t tools) perftest(ctx context.Context, size, port int) sample {
 	return s
 }
 
-// serve is role a: our bw server for every ping-pong of b, and one
+// serve is role a: our bw server for every ping-pong of b (with -go-loop a
+// second one, on goPort, whose sessions run the Go loop), and one
 // ib_write_lat server per run, in b's order, until b made all of its runs.
-func serve(ctx context.Context, t tools, sizes []int, reps int) error {
-	ln, err := net.Listen("tcp", ":"+strconv.Itoa(perf.DefaultPort))
-	if err != nil {
-		return err
+func serve(ctx context.Context, t tools, sizes []int, reps int, goLoop bool) error {
+	links := map[int]perf.Link{perf.DefaultPort: t.link}
+	if goLoop {
+		links[goPort] = goOnly{t.link}
 	}
-	want := len(sizes) * reps
+	want := len(sizes) * reps * len(links)
 	done := make(chan struct{}, want)
-	srv := &perf.Server{Links: []perf.Link{t.link}, OnTest: func(st perf.ServerTest) {
-		if st.Err != nil {
-			fmt.Println("latbench: serving erdmakit:", st.Err)
-		}
-		done <- struct{}{}
-	}}
 	sctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sctx, ln) }()
+	defer stop()
+	served := make(chan error, len(links))
+	for port, l := range links {
+		ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+		if err != nil {
+			return err
+		}
+		srv := &perf.Server{Links: []perf.Link{l}, OnTest: func(st perf.ServerTest) {
+			if st.Err != nil {
+				fmt.Println("latbench: serving erdmakit:", st.Err)
+			}
+			done <- struct{}{}
+		}}
+		go func() { served <- srv.Serve(sctx, ln) }()
+	}
 	run := 0
 	for _, size := range sizes {
 		for range reps {
@@ -258,7 +340,21 @@ func serve(ctx context.Context, t tools, sizes []int, reps int) error {
 		}
 	}
 	stop()
-	return <-served
+	var errs []error
+	for range links {
+		errs = append(errs, <-served)
+	}
+	return errors.Join(errs...)
+}
+
+func medianSwitches(ss []sample, tool string) float64 {
+	var v []float64
+	for _, s := range ss {
+		if s.Tool == tool && s.Err == "" {
+			v = append(v, float64(s.Switches))
+		}
+	}
+	return benchstat.Median(v)
 }
 
 func medianOf(ss []sample, tool string) float64 {
