@@ -137,7 +137,7 @@ func builtins() []Check {
 // alone (erdma.HostCheck): the built-in host checks, and those a package
 // below the doctor contributes without importing it, such as the cloud's:
 //
-//	opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(h, eri.CloudOptions{})...)...)
+//	opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(ctx, h, eri.CloudOptions{})...)...)
 //
 // Each Run gets the inventory and erdma.DoctorOptions with the pipeline's
 // InstanceError (and, on a live host, its counter source and interval).
@@ -232,8 +232,8 @@ func Diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Optio
 	in.counters.InstanceError = instErr
 	if h.Live() && opt.Interval > 0 {
 		in.counters.Interval = opt.Interval
-		in.counters.Counters = erdma.CounterSourceFunc(func(_ context.Context, dev string, port int) (map[string]uint64, error) {
-			return erdma.ReadCounters(h, dev, port)
+		in.counters.Counters = erdma.CounterSourceFunc(func(ctx context.Context, dev string, port int) (map[string]uint64, error) {
+			return erdma.ReadCounters(ctx, h, dev, port)
 		})
 		if opt.Progress != nil && slices.ContainsFunc(inv.Devices, func(d erdma.Device) bool { return d.ERDMA }) {
 			opt.Progress(fmt.Sprintf("reading hw_counters twice, %s apart...", opt.Interval))
@@ -277,7 +277,7 @@ func Instance(ctx context.Context, h erdma.Host, opt Options) (*erdma.Instance, 
 		return &erdma.Instance{Type: t.String(), Source: "flag"}, nil
 	}
 	if !h.Live() {
-		inst, err := h.RecordedInstance()
+		inst, err := h.RecordedInstance(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("recorded instance: %w", err)
 		}

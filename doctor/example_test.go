@@ -13,7 +13,7 @@ import (
 // The doctor on a recorded host: exactly `erdmakit doctor --root DIR --json`.
 func ExampleRun() {
 	ctx := context.Background()
-	h, closer, err := erdma.OpenHost("../testdata/hosts/port-down-no-ip.tar.gz")
+	h, closer, err := erdma.OpenHost(context.Background(), "../testdata/hosts/port-down-no-ip.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -62,7 +62,7 @@ func ExampleCheck() {
 	}
 	opt := doctor.DefaultOptions()
 	opt.Checks = []doctor.Check{cloud}
-	h, closer, err := erdma.OpenHost("../testdata/hosts/gn8is-single.tar.gz")
+	h, closer, err := erdma.OpenHost(context.Background(), "../testdata/hosts/gn8is-single.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -101,7 +101,7 @@ func ExampleHostChecks() {
 	}
 	opt := doctor.DefaultOptions()
 	opt.Checks = doctor.HostChecks(seen)
-	h, closer, err := erdma.OpenHost("../testdata/hosts/gn8is-single.tar.gz")
+	h, closer, err := erdma.OpenHost(context.Background(), "../testdata/hosts/gn8is-single.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -124,7 +124,7 @@ func ExampleHostChecks() {
 // DIR` prints it; the GDR level is the doctor's (erdma.DecideGDRLevel), in NCCL's
 // words: nvidia-smi's NODE is NCCL's PHB.
 func ExampleNCCLEnv() {
-	h, closer, err := erdma.OpenHost("../testdata/hosts/ebmgn8is-healthy.tar.gz")
+	h, closer, err := erdma.OpenHost(context.Background(), "../testdata/hosts/ebmgn8is-healthy.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return

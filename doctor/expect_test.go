@@ -13,7 +13,7 @@ import (
 // The figure `bw` expects comes from the instance the doctor decides: the
 // option first, else the recording; unknown types give 0.
 func TestExpectedWriteGbpsFollowsTheDoctorsInstance(t *testing.T) {
-	h, closer, err := erdma.OpenHost("../testdata/hosts/ebmgn8is-healthy.tar.gz")
+	h, closer, err := erdma.OpenHost(t.Context(), "../testdata/hosts/ebmgn8is-healthy.tar.gz")
 	require.NoError(t, err)
 	defer closer.Close()
 	ctx := context.Background()

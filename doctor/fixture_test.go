@@ -380,7 +380,7 @@ func TestDoctorRecordReplay(t *testing.T) {
 			_, err = erdma.Record(context.Background(), erdma.RecordedHost(root), out, erdma.RecordOptions{Files: files})
 			require.NoError(t, err)
 			require.NoError(t, out.Close())
-			h, closer, err := erdma.OpenHost(archive)
+			h, closer, err := erdma.OpenHost(t.Context(), archive)
 			require.NoError(t, err)
 			defer closer.Close()
 			replayed, err := diagnoseRecorded(t, h.Root())

@@ -22,7 +22,7 @@ func NCCLEnv(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Option
 		GPUs(ctx, h, inv, opt)
 	}
 	if opts.NCCL == nil {
-		opts.NCCL = nccl.DetectNCCL(h.Root())
+		opts.NCCL = nccl.DetectNCCL(ctx, h.Root())
 	}
 	return nccl.AdviseEnv(inv, opts), inv, nil
 }

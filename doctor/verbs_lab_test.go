@@ -58,7 +58,7 @@ func TestLabProbeDMABUF(t *testing.T) {
 	got := verbsprobe.Live{}.ProbeDMABUF(t.Context(), []string{dev, "no-such-device"})
 	require.Equal(t, []nvml.ProbeResult{{Device: dev, Supported: false, Result: "EOPNOTSUPP"}}, got)
 
-	d := nvml.ReadDMABUF("/", got...)
+	d := nvml.ReadDMABUF(t.Context(), "/", got...)
 	var p *nvml.RDMAProvider
 	for i := range d.Providers {
 		if d.Providers[i].Device == dev {
@@ -71,7 +71,7 @@ func TestLabProbeDMABUF(t *testing.T) {
 	assert.Contains(t, p.Reason, "-> EOPNOTSUPP (live probe)")
 	assert.Equal(t, nvml.SupportNo, d.Supported)
 
-	h, closer, err := erdma.OpenHost("/")
+	h, closer, err := erdma.OpenHost(t.Context(), "/")
 	require.NoError(t, err)
 	defer closer.Close()
 	files, err := doctor.DMABUFRecordFiles(t.Context(), h, verbsprobe.Live{})

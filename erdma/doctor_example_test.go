@@ -86,12 +86,12 @@ func ExampleWritePrometheus() {
 	// erdmakit_doctor_status 2
 }
 
-func ExampleOpenHostContext() {
+func ExampleOpenHost_timeout() {
 	// Ctrl-C (a cancelled context) ends the unpacking of a .tar.gz root
 	// between entries and within reads; what was unpacked is removed.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	h, closer, err := erdma.OpenHostContext(ctx, "../testdata/hosts/gn8is-single.tar.gz")
+	h, closer, err := erdma.OpenHost(ctx, "../testdata/hosts/gn8is-single.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -169,7 +169,7 @@ func FuzzRecordedFiles(f *testing.F) {
 		inv, err := ReadInventory(context.Background(), h, InventoryOptions{})
 		require.NoError(t, err)
 		require.NotNil(t, inv)
-		_, _ = h.RecordedInstance()
+		_, _ = h.RecordedInstance(context.Background())
 	})
 }
 

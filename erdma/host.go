@@ -60,16 +60,11 @@ func RecordedHost(dir string) Host { return Host{root: filepath.Clean(dir)} }
 // OpenHost opens what --root names: "/" (or "") is the live host, a
 // directory is a recorded host, a .tar.gz or .tgz file is a recording
 // unpacked into a temporary directory that Close removes. Close is
-// idempotent and safe to call on every result. OpenHost is
-// OpenHostContext without a way to give up.
-func OpenHost(path string) (Host, io.Closer, error) {
-	return OpenHostContext(context.Background(), path)
-}
-
-// OpenHostContext is OpenHost giving up when ctx ends: unpacking an
-// archive checks ctx between entries and within every read, and what was
-// unpacked is removed before it returns ctx's error.
-func OpenHostContext(ctx context.Context, path string) (Host, io.Closer, error) {
+// idempotent and safe to call on every result. Unpacking gives up when ctx
+// ends (checked between entries and within every read; what was unpacked
+// is removed before it returns ctx's error) and is bounded in size,
+// entries, depth and time (60 s).
+func OpenHost(ctx context.Context, path string) (Host, io.Closer, error) {
 	if path == "" || filepath.Clean(path) == "/" {
 		return LiveHost(), nopCloser{}, nil
 	}
@@ -120,12 +115,12 @@ func (h Host) Path(elem ...string) string {
 // RecordedInstance is the instance a recording carries
 // (erdmakit/instance.json); nil without error when there is none or the host
 // is live (the doctor asks the metadata service then).
-func (h Host) RecordedInstance() (*Instance, error) {
+func (h Host) RecordedInstance(ctx context.Context) (*Instance, error) {
 	if h.live {
 		return nil, nil
 	}
 	var in Instance
-	ok, err := h.readJSON(RecordedInstanceFile, &in)
+	ok, err := h.readJSON(ctx, RecordedInstanceFile, &in)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -133,8 +128,8 @@ func (h Host) RecordedInstance() (*Instance, error) {
 }
 
 // readJSON decodes a recorded file; false without error when it is absent.
-func (h Host) readJSON(rel string, v any) (bool, error) {
-	b, err := h.readFile(rel)
+func (h Host) readJSON(ctx context.Context, rel string, v any) (bool, error) {
+	b, err := h.readFile(ctx, rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}

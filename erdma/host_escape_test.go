@@ -87,7 +87,7 @@ func tarGz(t *testing.T, dir, out string) {
 // the CLI does; no canary byte may appear.
 func assertNothingOutsideRead(t *testing.T, root string, mustOpen bool) {
 	t.Helper()
-	h, c, err := OpenHost(root)
+	h, c, err := OpenHost(t.Context(), root)
 	if !mustOpen && err != nil {
 		assert.ErrorIs(t, err, ErrMalformed, "refused up front")
 		assert.NotContains(t, err.Error(), escapeCanary)
@@ -104,7 +104,7 @@ func assertNothingOutsideRead(t *testing.T, root string, mustOpen bool) {
 	assert.Empty(t, inv.Devices[0].FWVer)
 
 	fw := ClassInfiniband + "/erdma_0/fw_ver"
-	got, err := h.ReadFile(fw)
+	got, err := h.ReadFile(t.Context(), fw)
 	assert.Error(t, err)
 	assert.NotContains(t, string(got), escapeCanary)
 
@@ -164,7 +164,7 @@ func TestArchiveDirectoriesAreBudgeted(t *testing.T) {
 		require.NoError(t, os.WriteFile(archive, buf.Bytes(), 0o644))
 		tmp := t.TempDir()
 		t.Setenv("TMPDIR", tmp)
-		_, c, err := OpenHost(archive)
+		_, c, err := OpenHost(t.Context(), archive)
 		require.Error(t, err)
 		c.Close()
 		assert.ErrorIs(t, err, ErrMalformed)

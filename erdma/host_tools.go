@@ -58,7 +58,7 @@ func (h Host) Tools(ctx context.Context) ([]Tool, error) {
 	}
 	if !h.live {
 		var rec []Tool
-		ok, err := h.readJSON(RecordedToolsFile, &rec)
+		ok, err := h.readJSON(ctx, RecordedToolsFile, &rec)
 		if err != nil || !ok {
 			return nil, err
 		}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/gid"
-
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,27 +62,30 @@ func ReadInventory(ctx context.Context, h Host, opt InventoryOptions) (*Inventor
 		return nil, fmt.Errorf("host root %s: %w", h.root, syscall.ENOTDIR)
 	}
 	inv := &Inventory{Root: h.Source(), Devices: []Device{}, Netdevs: []Netdev{}, Tools: []Tool{}}
+	var stopped error // the first read ctx's end cut short
 	addErr := func(err error) {
-		if err != nil {
-			inv.Errors = append(inv.Errors, err.Error())
+		if err == nil {
+			return
 		}
+		if stopped == nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			stopped = err
+		}
+		inv.Errors = append(inv.Errors, err.Error())
 	}
 	var err error
-	inv.Hostname, err = h.optAttr("proc/sys/kernel/hostname")
+	inv.Hostname, err = h.optAttr(ctx, "proc/sys/kernel/hostname")
 	addErr(err)
-	inv.Kernel, err = h.optAttr("proc/sys/kernel/osrelease")
+	inv.Kernel, err = h.optAttr(ctx, "proc/sys/kernel/osrelease")
 	addErr(err)
 
-	devs, errs, err := readDevices(h, !opt.SkipCounters)
-	if err != nil {
-		addErr(err)
+	devs, errs, err := readDevices(ctx, h, !opt.SkipCounters)
+	if ctx.Err() != nil {
+		return nil, cut(ctx, err, h.Path(ClassInfiniband))
 	}
+	addErr(err)
 	inv.Errors = append(inv.Errors, errs...)
 	if devs != nil {
 		inv.Devices = devs
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
 	}
 
 	nds, err := h.Netdevs(ctx)
@@ -92,9 +95,9 @@ func ReadInventory(ctx context.Context, h Host, opt InventoryOptions) (*Inventor
 	}
 	pairNetdevs(inv.Devices, inv.Netdevs)
 
-	inv.Modules = readModules(h, addErr)
+	inv.Modules = readModules(ctx, h, addErr)
 
-	inv.Memlock, err = h.Memlock()
+	inv.Memlock, err = h.Memlock(ctx)
 	addErr(err)
 
 	if !opt.SkipTools {
@@ -104,8 +107,8 @@ func ReadInventory(ctx context.Context, h Host, opt InventoryOptions) (*Inventor
 			inv.Tools = tools
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if ctx.Err() != nil {
+		return nil, cut(ctx, stopped, h.Source())
 	}
 	return inv, nil
 }
@@ -126,53 +129,88 @@ func statRoot(h Host) (bool, error) {
 // listed. No sys/class/infiniband (no RDMA stack loaded) is no devices and
 // no error. Netdev pairing by MAC and the recommended GID index need the
 // netdevs: ReadInventory fills them; here Device.Netdev comes only from
-// gid_attrs and RecommendedGIDIndex is -1.
-func ReadDevices(h Host) ([]Device, []string, error) {
-	return readDevices(h, true)
+// gid_attrs and RecommendedGIDIndex is -1. When ctx ends it stops and
+// returns only an error that names the file being read and wraps ctx's.
+func ReadDevices(ctx context.Context, h Host) ([]Device, []string, error) {
+	return readDevices(ctx, h, true)
 }
 
-func readDevices(h Host, counters bool) ([]Device, []string, error) {
-	names, err := h.readDir(ClassInfiniband)
-	if errors.Is(err, fs.ErrNotExist) {
+// readDevices is ReadDevices with counters optional.
+func readDevices(ctx context.Context, h Host, counters bool) ([]Device, []string, error) {
+	names, err := h.readDir(ctx, ClassInfiniband)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil, nil
-	}
-	if err != nil {
+	case ctx.Err() != nil:
+		return nil, nil, cut(ctx, err, h.Path(ClassInfiniband))
+	case err != nil:
 		return nil, nil, fmt.Errorf("%s: %w", h.Path(ClassInfiniband), err)
 	}
-	uverbs, uerrs := readUVerbs(h)
-	compat, cerr := h.optAttr(CompatModeParam)
-	var errs []string
-	errs = append(errs, uerrs...)
-	if cerr != nil {
-		errs = append(errs, cerr.Error())
+	uverbs, errs := readUVerbs(ctx, h)
+	compat, err := h.optAttr(ctx, CompatModeParam)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	devs := make([]Device, 0, len(names))
 	for _, name := range names {
-		d, derrs := readDevice(h, name, uverbs, compat, counters)
+		if ctx.Err() != nil {
+			break
+		}
+		d, derrs := readDevice(ctx, h, name, uverbs, compat, counters)
 		devs = append(devs, d)
 		errs = append(errs, derrs...)
 	}
-	return devs, errs, nil
+	if ctx.Err() != nil {
+		return nil, nil, cut(ctx, firstCut(ctx, errs), h.Path(ClassInfiniband))
+	}
+	strs := make([]string, len(errs))
+	for i, e := range errs {
+		strs[i] = e.Error()
+	}
+	return devs, strs, nil
+}
+
+// firstCut is the first of errs that ctx's end caused (it names the file
+// whose read was cut short), nil when none was.
+func firstCut(ctx context.Context, errs []error) error {
+	for _, e := range errs {
+		if errors.Is(e, ctx.Err()) {
+			return e
+		}
+	}
+	return nil
+}
+
+// cut is the error for a read that ctx ended: err when it names the read
+// it cut short, else what was being read with ctx's error.
+func cut(ctx context.Context, err error, what string) error {
+	if err != nil && errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", what, ctx.Err())
 }
 
 // readUVerbs maps ibdev name -> uverbsN from sys/class/infiniband_verbs.
-func readUVerbs(h Host) (map[string]string, []string) {
+func readUVerbs(ctx context.Context, h Host) (map[string]string, []error) {
 	m := map[string]string{}
-	names, err := h.readDir(ClassUVerbs)
+	names, err := h.readDir(ctx, ClassUVerbs)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, nil
 	}
 	if err != nil {
-		return m, []string{fmt.Sprintf("%s: %v", h.Path(ClassUVerbs), err)}
+		if ctx.Err() != nil {
+			return m, []error{err}
+		}
+		return m, []error{fmt.Errorf("%s: %v", h.Path(ClassUVerbs), err)}
 	}
-	var errs []string
+	var errs []error
 	for _, n := range names {
 		if !strings.HasPrefix(n, "uverbs") {
 			continue
 		}
-		ib, err := h.readAttr(path.Join(ClassUVerbs, n, "ibdev"))
+		ib, err := h.readAttr(ctx, path.Join(ClassUVerbs, n, "ibdev"))
 		if err != nil {
-			errs = append(errs, err.Error())
+			errs = append(errs, err)
 			continue
 		}
 		m[ib] = n
@@ -180,17 +218,17 @@ func readUVerbs(h Host) (map[string]string, []string) {
 	return m, errs
 }
 
-func readDevice(h Host, name string, uverbs map[string]string, compat string, counters bool) (Device, []string) {
+func readDevice(ctx context.Context, h Host, name string, uverbs map[string]string, compat string, counters bool) (Device, []error) {
 	dir := path.Join(ClassInfiniband, name)
 	d := Device{Name: name, NUMANode: -1, Transport: TransportUnknown, Ports: []Port{}}
-	var errs []string
+	var errs []error
 	note := func(err error) {
 		if err != nil {
-			errs = append(errs, err.Error())
+			errs = append(errs, err)
 		}
 	}
 	nodeCode := -1
-	if s, err := h.readAttr(path.Join(dir, "node_type")); err != nil {
+	if s, err := h.readAttr(ctx, path.Join(dir, "node_type")); err != nil {
 		note(err)
 	} else if n, _, err := ParseEnumAttr(s); err != nil {
 		note(fmt.Errorf("%s: %w", h.Path(dir, "node_type"), err))
@@ -198,32 +236,32 @@ func readDevice(h Host, name string, uverbs map[string]string, compat string, co
 	} else {
 		d.NodeType, nodeCode = s, n
 	}
-	if s, err := h.readAttr(path.Join(dir, "node_guid")); err != nil {
+	if s, err := h.readAttr(ctx, path.Join(dir, "node_guid")); err != nil {
 		note(err)
 	} else if _, err := parseGUID(s); err != nil {
 		note(fmt.Errorf("%s: %w", h.Path(dir, "node_guid"), err))
 	} else {
 		d.NodeGUID = s
 	}
-	fw, err := h.optAttr(path.Join(dir, "fw_ver"))
+	fw, err := h.optAttr(ctx, path.Join(dir, "fw_ver"))
 	note(err)
 	d.FWVer = fw
 
 	// The PCI function: device -> ../../../0000:00:05.0 (absent for rxe and
 	// other virtual devices).
-	if t, err := h.readlink(path.Join(dir, "device")); err == nil {
+	if t, err := h.readlink(ctx, path.Join(dir, "device")); err == nil {
 		if b := path.Base(t); isPCIAddress(b) {
 			d.PCIAddress = b
 		}
 		var vendor, device string
-		if s, err := h.optAttr(path.Join(dir, "device", "vendor")); err != nil {
+		if s, err := h.optAttr(ctx, path.Join(dir, "device", "vendor")); err != nil {
 			note(err)
 		} else if s != "" {
 			v, err := ParsePCIID(s)
 			note(wrapFile(h, path.Join(dir, "device", "vendor"), err))
 			vendor = v
 		}
-		if s, err := h.optAttr(path.Join(dir, "device", "device")); err != nil {
+		if s, err := h.optAttr(ctx, path.Join(dir, "device", "device")); err != nil {
 			note(err)
 		} else if s != "" {
 			v, err := ParsePCIID(s)
@@ -233,14 +271,14 @@ func readDevice(h Host, name string, uverbs map[string]string, compat string, co
 		if vendor != "" && device != "" {
 			d.PCIID = vendor + ":" + device
 		}
-		if s, err := h.optAttr(path.Join(dir, "device", "numa_node")); err != nil {
+		if s, err := h.optAttr(ctx, path.Join(dir, "device", "numa_node")); err != nil {
 			note(err)
 		} else if s != "" {
 			n, err := ParseNUMANode(s)
 			note(wrapFile(h, path.Join(dir, "device", "numa_node"), err))
 			d.NUMANode = n
 		}
-		if t, err := h.readlink(path.Join(dir, "device", "driver")); err == nil {
+		if t, err := h.readlink(ctx, path.Join(dir, "device", "driver")); err == nil {
 			d.Driver = path.Base(t)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			note(err)
@@ -254,10 +292,12 @@ func readDevice(h Host, name string, uverbs map[string]string, compat string, co
 	}
 	if u, ok := uverbs[name]; ok {
 		d.UVerbs = u
-		d.UVerbsPresent = h.exists(path.Join("dev/infiniband", u))
+		var err error
+		d.UVerbsPresent, err = h.exists(ctx, path.Join("dev/infiniband", u))
+		note(err)
 	}
 
-	ports, err := h.readDir(path.Join(dir, "ports"))
+	ports, err := h.readDir(ctx, path.Join(dir, "ports"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		note(fmt.Errorf("%s: %w", h.Path(dir, "ports"), err))
 	}
@@ -272,7 +312,7 @@ func readDevice(h Host, name string, uverbs map[string]string, compat string, co
 	}
 	sort.Ints(nums)
 	for _, n := range nums {
-		p, perrs := readPort(h, name, n, d.ERDMA, counters)
+		p, perrs := readPort(ctx, h, name, n, d.ERDMA, counters)
 		d.Ports = append(d.Ports, p)
 		errs = append(errs, perrs...)
 	}
@@ -318,23 +358,23 @@ func wrapFile(h Host, rel string, err error) error {
 	return fmt.Errorf("%s: %w", h.Path(rel), err)
 }
 
-func readPort(h Host, dev string, n int, erdma, counters bool) (Port, []string) {
+func readPort(ctx context.Context, h Host, dev string, n int, erdma, counters bool) (Port, []error) {
 	dir := path.Join(ClassInfiniband, dev, "ports", strconv.Itoa(n))
 	p := Port{Number: n, StateCode: -1, RecommendedGIDIndex: -1, GIDs: []GID{}, RateNominal: erdma}
-	var errs []string
+	var errs []error
 	note := func(err error) {
 		if err != nil {
-			errs = append(errs, err.Error())
+			errs = append(errs, err)
 		}
 	}
-	if s, err := h.readAttr(path.Join(dir, "state")); err != nil {
+	if s, err := h.readAttr(ctx, path.Join(dir, "state")); err != nil {
 		note(err)
 	} else if code, name, err := ParseEnumAttr(s); err != nil {
 		note(wrapFile(h, path.Join(dir, "state"), err))
 	} else {
 		p.StateCode, p.State = code, name
 	}
-	if s, err := h.optAttr(path.Join(dir, "phys_state")); err != nil {
+	if s, err := h.optAttr(ctx, path.Join(dir, "phys_state")); err != nil {
 		note(err)
 	} else if s != "" {
 		if _, name, err := ParseEnumAttr(s); err != nil {
@@ -344,12 +384,12 @@ func readPort(h Host, dev string, n int, erdma, counters bool) (Port, []string) 
 		}
 	}
 	var err error
-	p.LinkLayer, err = h.optAttr(path.Join(dir, "link_layer"))
+	p.LinkLayer, err = h.optAttr(ctx, path.Join(dir, "link_layer"))
 	note(err)
-	p.Rate, err = h.optAttr(path.Join(dir, "rate"))
+	p.Rate, err = h.optAttr(ctx, path.Join(dir, "rate"))
 	note(err)
 
-	gids, err := h.readDir(path.Join(dir, "gids"))
+	gids, err := h.readDir(ctx, path.Join(dir, "gids"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		note(fmt.Errorf("%s: %w", h.Path(dir, "gids"), err))
 	}
@@ -365,7 +405,7 @@ func readPort(h Host, dev string, n int, erdma, counters bool) (Port, []string) 
 	sort.Ints(idx)
 	for _, i := range idx {
 		si := strconv.Itoa(i)
-		s, err := h.readAttr(path.Join(dir, "gids", si))
+		s, err := h.readAttr(ctx, path.Join(dir, "gids", si))
 		if err != nil {
 			if !errors.Is(err, errNoAttr) {
 				note(err)
@@ -381,14 +421,14 @@ func readPort(h Host, dev string, n int, erdma, counters bool) (Port, []string) 
 			continue // unpopulated
 		}
 		g := GID{Index: i, GID: formatGID(ip), IP: gidIPv4(ip)}
-		g.Type, err = h.optAttr(path.Join(dir, "gid_attrs", "types", si))
+		g.Type, err = h.optAttr(ctx, path.Join(dir, "gid_attrs", "types", si))
 		note(err)
-		g.Netdev, err = h.optAttr(path.Join(dir, "gid_attrs", "ndevs", si))
+		g.Netdev, err = h.optAttr(ctx, path.Join(dir, "gid_attrs", "ndevs", si))
 		note(err)
 		p.GIDs = append(p.GIDs, g)
 	}
 	if counters {
-		c, err := ReadCounters(h, dev, n)
+		c, err := ReadCounters(ctx, h, dev, n)
 		note(err)
 		if len(c) > 0 {
 			p.Counters = c
@@ -402,17 +442,27 @@ func readPort(h Host, dev string, n int, erdma, counters bool) (Port, []string) 
 // "hw_tx_bytes_cnt"; upstream: "tx_bytes_cnt"). No hw_counters directory
 // (drivers before r0.2.33) is an empty map and no error. A file that is not
 // a decimal uint64 is left out of the map and named in the returned error
-// (the other counters are still returned). One read per file. ib_core's
-// "lifespan" (a setting, not a counter) is skipped. To poll, use
-// OpenCounters: it keeps the files open and reads them without allocating.
-func ReadCounters(h Host, dev string, port int) (map[string]uint64, error) {
-	c, err := OpenCounters(h, dev, port)
+// (the other counters are still returned). One read per file, each a query
+// of the device: when ctx ends first, the reads are abandoned and the error
+// names the directory and wraps ctx's. ib_core's "lifespan" (a setting, not
+// a counter) is skipped. To poll, use OpenCounters: it keeps the files open
+// and reads them without allocating.
+func ReadCounters(ctx context.Context, h Host, dev string, port int) (map[string]uint64, error) {
+	c, err := OpenCounters(ctx, h, dev, port)
 	if err != nil {
 		return map[string]uint64{}, err
 	}
-	defer c.Close()
 	m := make(map[string]uint64, len(c.names))
-	return m, c.Read(m)
+	// The reads own c (an abandoned one closes it when it returns) and a
+	// map of their own.
+	_, err = ctxio.Do(ctx, func() (struct{}, error) {
+		defer c.Close()
+		return struct{}{}, c.Read(m)
+	})
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return map[string]uint64{}, fmt.Errorf("%s: %w", c.dir, err)
+	}
+	return m, err
 }
 
 // CounterReader keeps one port's hw_counters files open so that each Read
@@ -428,12 +478,18 @@ type CounterReader struct {
 
 // OpenCounters opens every counter of sys/class/infiniband/<dev>/ports/<port>/hw_counters.
 // No hw_counters directory gives a reader with no counters and no error.
-func OpenCounters(h Host, dev string, port int) (*CounterReader, error) {
+// When ctx ends, what it opened is closed and the error names the file and
+// wraps ctx's (an open of a sysfs file does not reach the driver; the
+// reads do, and Read is the caller's to pace).
+func OpenCounters(ctx context.Context, h Host, dev string, port int) (*CounterReader, error) {
 	rel := path.Join(ClassInfiniband, dev, "ports", strconv.Itoa(port), "hw_counters")
 	c := &CounterReader{dir: h.Path(rel)}
-	names, err := h.readDir(rel)
+	names, err := h.readDir(ctx, rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
+	}
+	if ctx.Err() != nil {
+		return nil, cut(ctx, err, c.dir)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.dir, err)
@@ -446,6 +502,10 @@ func OpenCounters(h Host, dev string, port int) (*CounterReader, error) {
 	for _, n := range names {
 		if n == "lifespan" {
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%s/%s: %w", c.dir, n, err)
 		}
 		if h.tr != nil {
 			h.tr.add(h.tr.files, rel+"/"+n)
@@ -509,13 +569,15 @@ func (c *CounterReader) Close() error {
 
 // readModules reports the watched modules: loaded when sys/module/<name>
 // exists; version from sys/module/<name>/version where present.
-func readModules(h Host, note func(error)) []Module {
+func readModules(ctx context.Context, h Host, note func(error)) []Module {
 	names := WatchedModules()
 	mods := make([]Module, 0, len(names))
 	for _, name := range names {
-		m := Module{Name: name, Loaded: h.exists(path.Join(SysModule, name))}
+		loaded, err := h.exists(ctx, path.Join(SysModule, name))
+		note(err)
+		m := Module{Name: name, Loaded: loaded}
 		if m.Loaded {
-			v, err := h.optAttr(path.Join(SysModule, name, "version"))
+			v, err := h.optAttr(ctx, path.Join(SysModule, name, "version"))
 			note(err)
 			m.Version = v
 		}

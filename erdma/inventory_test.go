@@ -163,11 +163,11 @@ func TestReadInventoryFixtures(t *testing.T) {
 }
 
 func TestRecordedInstance(t *testing.T) {
-	in, err := erdma.RecordedHost(fixture.Host(t, "ebmgn8is-healthy")).RecordedInstance()
+	in, err := erdma.RecordedHost(fixture.Host(t, "ebmgn8is-healthy")).RecordedInstance(t.Context())
 	require.NoError(t, err)
 	require.NotNil(t, in)
 	assert.Equal(t, "ecs.ebmgn8is.32xlarge", in.Type)
-	in, err = erdma.LiveHost().RecordedInstance()
+	in, err = erdma.LiveHost().RecordedInstance(t.Context())
 	assert.NoError(t, err)
 	assert.Nil(t, in)
 }
@@ -185,42 +185,42 @@ func TestReadInventoryBadRoot(t *testing.T) {
 
 func TestReadCounters(t *testing.T) {
 	h := erdma.RecordedHost(fixture.Host(t, "ebmgn8is-healthy"))
-	c, err := erdma.ReadCounters(h, "erdma_1", 1)
+	c, err := erdma.ReadCounters(t.Context(), h, "erdma_1", 1)
 	require.NoError(t, err)
 	assert.Len(t, c, 55)
 	assert.Equal(t, uint64(7340032000+4096), c["hw_tx_bytes_cnt"])
-	c, err = erdma.ReadCounters(h, "erdma_9", 1)
+	c, err = erdma.ReadCounters(t.Context(), h, "erdma_9", 1)
 	assert.NoError(t, err, "no hw_counters is not an error")
 	assert.Empty(t, c)
 }
 
 func TestOpenHost(t *testing.T) {
-	h, c, err := erdma.OpenHost("/")
+	h, c, err := erdma.OpenHost(t.Context(), "/")
 	require.NoError(t, err)
 	assert.True(t, h.Live())
 	assert.NoError(t, c.Close())
 	dir := fixture.Host(t, "gn8is-single")
-	h, c, err = erdma.OpenHost(dir)
+	h, c, err = erdma.OpenHost(t.Context(), dir)
 	require.NoError(t, err)
 	assert.False(t, h.Live())
 	assert.Equal(t, filepath.Join(dir, "sys/class/infiniband"), h.Path("sys/class/infiniband"))
 	assert.NoError(t, c.Close())
 	archive := fixture.Archive(t, "gn8is-single")
-	h, c, err = erdma.OpenHost(archive)
+	h, c, err = erdma.OpenHost(t.Context(), archive)
 	require.NoError(t, err)
 	assert.False(t, h.Live())
 	assert.Equal(t, archive, h.Source())
 	assert.FileExists(t, h.Path("sys/class/infiniband/erdma_0/node_guid"))
 	assert.NoError(t, c.Close())
 	assert.NoDirExists(t, h.Root(), "Close removes the unpacked recording")
-	_, _, err = erdma.OpenHost("/nonexistent.tar.gz")
+	_, _, err = erdma.OpenHost(t.Context(), "/nonexistent.tar.gz")
 	assert.ErrorContains(t, err, "/nonexistent.tar.gz")
-	_, _, err = erdma.OpenHost("inventory_test.go")
+	_, _, err = erdma.OpenHost(t.Context(), "inventory_test.go")
 	assert.ErrorContains(t, err, "neither a directory nor a .tar.gz")
 }
 
 func ExampleReadInventory() {
-	h, closer, err := erdma.OpenHost("../testdata/hosts/ebmgn8is-healthy.tar.gz")
+	h, closer, err := erdma.OpenHost(context.Background(), "../testdata/hosts/ebmgn8is-healthy.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -242,13 +242,13 @@ func ExampleReadInventory() {
 }
 
 func ExampleReadCounters() {
-	h, closer, err := erdma.OpenHost("../testdata/hosts/ebmgn8is-healthy.tar.gz")
+	h, closer, err := erdma.OpenHost(context.Background(), "../testdata/hosts/ebmgn8is-healthy.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer closer.Close()
-	c, err := erdma.ReadCounters(h, "erdma_0", 1)
+	c, err := erdma.ReadCounters(context.Background(), h, "erdma_0", 1)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -297,7 +297,7 @@ func BenchmarkReadCounters(b *testing.B) {
 	h := erdma.RecordedHost(fixture.Host(b, "ebmgn8is-healthy"))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := erdma.ReadCounters(h, "erdma_0", 1); err != nil {
+		if _, err := erdma.ReadCounters(context.Background(), h, "erdma_0", 1); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -312,12 +312,12 @@ func TestReadCountersUpstreamNames(t *testing.T) {
 	for name, v := range map[string]string{"tx_bytes_cnt": "4096\n", "rx_bps_limit_drop_cnt": "3\n", "lifespan": "10\n"} {
 		require.NoError(t, os.WriteFile(filepath.Join(hc, name), []byte(v), 0o644))
 	}
-	c, err := erdma.ReadCounters(erdma.RecordedHost(dir), "erdma_0", 1)
+	c, err := erdma.ReadCounters(t.Context(), erdma.RecordedHost(dir), "erdma_0", 1)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]uint64{"tx_bytes_cnt": 4096, "rx_bps_limit_drop_cnt": 3}, c)
 
 	require.NoError(t, os.WriteFile(filepath.Join(hc, "tx_bytes_cnt"), []byte("lots\n"), 0o644))
-	c, err = erdma.ReadCounters(erdma.RecordedHost(dir), "erdma_0", 1)
+	c, err = erdma.ReadCounters(t.Context(), erdma.RecordedHost(dir), "erdma_0", 1)
 	assert.ErrorContains(t, err, filepath.Join(hc, "tx_bytes_cnt"))
 	assert.ErrorIs(t, err, erdma.ErrMalformed)
 	assert.Equal(t, map[string]uint64{"rx_bps_limit_drop_cnt": 3}, c, "the good counters are still returned")
@@ -326,13 +326,13 @@ func TestReadCountersUpstreamNames(t *testing.T) {
 func ExampleOpenHost() {
 	// "/" is this machine; a directory or a .tar.gz from `erdmakit record`
 	// is a recorded host.
-	h, closer, err := erdma.OpenHost("../testdata/hosts/iwarp-mode.tar.gz")
+	h, closer, err := erdma.OpenHost(context.Background(), "../testdata/hosts/iwarp-mode.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer closer.Close()
-	devs, errs, err := erdma.ReadDevices(h)
+	devs, errs, err := erdma.ReadDevices(context.Background(), h)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -346,7 +346,7 @@ func ExampleOpenHost() {
 
 // BenchmarkCounterReader is the exporter's polling path: zero allocations.
 func BenchmarkCounterReader(b *testing.B) {
-	c, err := erdma.OpenCounters(erdma.RecordedHost(fixture.Host(b, "ebmgn8is-healthy")), "erdma_0", 1)
+	c, err := erdma.OpenCounters(context.Background(), erdma.RecordedHost(fixture.Host(b, "ebmgn8is-healthy")), "erdma_0", 1)
 	require.NoError(b, err)
 	defer c.Close()
 	m := map[string]uint64{}
@@ -361,7 +361,7 @@ func BenchmarkCounterReader(b *testing.B) {
 }
 
 func TestCounterReader(t *testing.T) {
-	c, err := erdma.OpenCounters(erdma.RecordedHost(fixture.Host(t, "ebmgn8is-healthy")), "erdma_0", 1)
+	c, err := erdma.OpenCounters(t.Context(), erdma.RecordedHost(fixture.Host(t, "ebmgn8is-healthy")), "erdma_0", 1)
 	require.NoError(t, err)
 	m := map[string]uint64{}
 	require.NoError(t, c.Read(m))

@@ -57,7 +57,7 @@ func TestLiveNamespace(t *testing.T) {
 			compareLive(t, rec, &live)
 
 			// The child also recorded the live host: its replay reads the same.
-			h, closer, err := erdma.OpenHost(out + ".tar.gz")
+			h, closer, err := erdma.OpenHost(t.Context(), out+".tar.gz")
 			require.NoError(t, err)
 			defer closer.Close()
 			replayed, err := erdma.ReadInventory(context.Background(), h, erdma.InventoryOptions{SkipTools: true})

@@ -23,7 +23,7 @@ func (h Host) Netdevs(ctx context.Context) ([]Netdev, error) {
 	}
 	if !h.live {
 		var nds []Netdev
-		ok, err := h.readJSON(RecordedNetdevsFile, &nds)
+		ok, err := h.readJSON(ctx, RecordedNetdevsFile, &nds)
 		if err != nil {
 			return nil, err
 		}
@@ -88,7 +88,7 @@ func liveNetdevs() ([]Netdev, error) {
 
 // Memlock is RLIMIT_MEMLOCK: getrlimit on a live host, erdmakit/limits.json
 // on a recorded one (nil without error when not recorded).
-func (h Host) Memlock() (*Limit, error) {
+func (h Host) Memlock(ctx context.Context) (*Limit, error) {
 	if h.live {
 		var rl unix.Rlimit
 		if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
@@ -99,7 +99,7 @@ func (h Host) Memlock() (*Limit, error) {
 	var rec struct {
 		Memlock *Limit `json:"memlock"`
 	}
-	ok, err := h.readJSON(RecordedLimitsFile, &rec)
+	ok, err := h.readJSON(ctx, RecordedLimitsFile, &rec)
 	if err != nil || !ok {
 		return nil, err
 	}

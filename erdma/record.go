@@ -87,7 +87,7 @@ func Record(ctx context.Context, h Host, w io.Writer, opt RecordOptions) (*Inven
 	defer root.Close()
 	for _, p := range opt.Paths {
 		rel := strings.TrimPrefix(path.Clean("/"+p), "/")
-		names, err := th.readDir(rel)
+		names, err := th.readDir(ctx, rel)
 		if err != nil {
 			th.tr.add(th.tr.files, rel)
 			continue
@@ -101,13 +101,13 @@ func Record(ctx context.Context, h Host, w io.Writer, opt RecordOptions) (*Inven
 	}
 	r := &recorder{h: h, root: root, entries: map[string]*entry{}}
 	for _, rel := range sortedKeys(th.tr.dirs) {
-		r.capture(rel, true)
+		r.capture(ctx, rel, true)
 	}
 	for _, rel := range sortedKeys(th.tr.files) {
-		r.capture(rel, true)
+		r.capture(ctx, rel, true)
 	}
 	for _, rel := range sortedKeys(th.tr.links) {
-		r.capture(rel, false)
+		r.capture(ctx, rel, false)
 	}
 
 	nds := inv.Netdevs
@@ -126,7 +126,7 @@ func Record(ctx context.Context, h Host, w io.Writer, opt RecordOptions) (*Inven
 	}
 	in := opt.Instance
 	if in == nil {
-		if in, err = h.RecordedInstance(); err != nil {
+		if in, err = h.RecordedInstance(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -136,7 +136,12 @@ func Record(ctx context.Context, h Host, w io.Writer, opt RecordOptions) (*Inven
 		}
 	}
 	if !h.live && !opt.Redact {
-		r.carryRecorded()
+		r.carryRecorded(ctx)
+	}
+	// A read cut short by ctx is left out like an unreadable one: the
+	// recording would be incomplete, so none is written.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("record: %w", err)
 	}
 	for name, b := range opt.Files {
 		clean := path.Clean(name)
@@ -203,7 +208,7 @@ func (r *recorder) putJSON(rel string, v any) error {
 // carryRecorded copies a recorded host's other erdmakit/ files (e.g.
 // nvml.json) into the new recording; generators' manifests (*-files.txt)
 // stay behind.
-func (r *recorder) carryRecorded() {
+func (r *recorder) carryRecorded(ctx context.Context) {
 	names, err := r.root.ReadDir("erdmakit")
 	if err != nil {
 		return
@@ -213,7 +218,7 @@ func (r *recorder) carryRecorded() {
 		if _, taken := r.entries[rel]; taken || !e.Type().IsRegular() || strings.HasSuffix(e.Name(), "-files.txt") {
 			continue
 		}
-		if b, err := r.h.readFile(rel); err == nil {
+		if b, err := r.h.readFile(ctx, rel); err == nil {
 			r.entries[rel] = &entry{kind: tar.TypeReg, data: b}
 		}
 	}
@@ -224,7 +229,7 @@ func (r *recorder) carryRecorded() {
 // symlink as a link (readlink); true follows it to what a read would open.
 // What cannot be read (EINVAL on unpopulated GID attributes, missing files)
 // is left out, as the README describes.
-func (r *recorder) capture(rel string, followLast bool) {
+func (r *recorder) capture(ctx context.Context, rel string, followLast bool) {
 	cur, fi, err := r.root.Walk(rel, followLast, func(name, target string) {
 		// An absolute link names a path of the recorded host: store it
 		// relative to the link, as a replay (confined to its root)
@@ -243,7 +248,7 @@ func (r *recorder) capture(rel string, followLast bool) {
 			r.entries[cur] = &entry{kind: tar.TypeDir}
 		}
 	case fi.Mode().IsRegular():
-		b, err := r.h.readFile(cur)
+		b, err := r.h.readFile(ctx, cur)
 		if err != nil {
 			return
 		}

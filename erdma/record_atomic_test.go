@@ -51,7 +51,7 @@ func TestRecordFileNeverRemovesWhatWasThere(t *testing.T) {
 	inv, err := erdma.RecordFile(context.Background(), h, out, erdma.RecordOptions{})
 	require.NoError(t, err)
 	assert.Len(t, inv.Devices, 2)
-	rh, c, err := erdma.OpenHost(out)
+	rh, c, err := erdma.OpenHost(t.Context(), out)
 	require.NoError(t, err)
 	defer c.Close()
 	got, err := erdma.ReadInventory(context.Background(), rh, erdma.InventoryOptions{})

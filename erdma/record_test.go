@@ -28,7 +28,7 @@ func replay(t *testing.T, h erdma.Host, opt erdma.RecordOptions) (*erdma.Invento
 	require.NoError(t, err)
 	archive := filepath.Join(t.TempDir(), "host.tar.gz")
 	require.NoError(t, os.WriteFile(archive, buf.Bytes(), 0o644))
-	rh, closer, err := erdma.OpenHost(archive)
+	rh, closer, err := erdma.OpenHost(t.Context(), archive)
 	require.NoError(t, err)
 	t.Cleanup(func() { closer.Close() })
 	got, err := erdma.ReadInventory(context.Background(), rh, opt.Inventory)
@@ -202,7 +202,7 @@ func TestOpenHostRejectsHostileArchives(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeTarGz(t, tc.hdrs, tc.bodies)
-			_, c, err := erdma.OpenHost(p)
+			_, c, err := erdma.OpenHost(t.Context(), p)
 			assert.ErrorContains(t, err, tc.want)
 			assert.ErrorIs(t, err, erdma.ErrMalformed)
 			assert.NoError(t, c.Close())
@@ -212,7 +212,7 @@ func TestOpenHostRejectsHostileArchives(t *testing.T) {
 	}
 	garbage := filepath.Join(t.TempDir(), "g.tar.gz")
 	require.NoError(t, os.WriteFile(garbage, []byte("not gzip at all"), 0o644))
-	_, _, err := erdma.OpenHost(garbage)
+	_, _, err := erdma.OpenHost(t.Context(), garbage)
 	assert.ErrorIs(t, err, erdma.ErrMalformed)
 }
 
@@ -220,7 +220,7 @@ func TestOpenHostRejectsHostileArchives(t *testing.T) {
 // Debian VM without RDMA), made with `erdmakit record --redact`.
 func TestReplayBuildVM(t *testing.T) {
 	p := filepath.Join("..", "testdata", "recorded", "build-vm-no-rdma.tar.gz")
-	h, c, err := erdma.OpenHost(p)
+	h, c, err := erdma.OpenHost(t.Context(), p)
 	require.NoError(t, err)
 	defer c.Close()
 	inv, err := erdma.ReadInventory(context.Background(), h, erdma.InventoryOptions{})
@@ -240,7 +240,7 @@ func TestReplayBuildVM(t *testing.T) {
 func ExampleRecord() {
 	// Record a host (here a fixture; erdma.LiveHost() for this machine),
 	// redacted, and replay the archive.
-	src, srcCloser, err := erdma.OpenHost("../testdata/hosts/ebmgn8is-healthy.tar.gz")
+	src, srcCloser, err := erdma.OpenHost(context.Background(), "../testdata/hosts/ebmgn8is-healthy.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -256,7 +256,7 @@ func ExampleRecord() {
 		fmt.Println(err)
 		return
 	}
-	h, closer, _ := erdma.OpenHost(archive)
+	h, closer, _ := erdma.OpenHost(context.Background(), archive)
 	defer closer.Close()
 	inv, _ := erdma.ReadInventory(context.Background(), h, erdma.InventoryOptions{SkipTools: true})
 	for _, d := range inv.Devices {
@@ -280,7 +280,7 @@ func TestRecordReadersAndPaths(t *testing.T) {
 	var buf bytes.Buffer
 	_, err := erdma.Record(context.Background(), erdma.RecordedHost(dir), &buf, erdma.RecordOptions{
 		Readers: []func(context.Context, erdma.Host) error{func(_ context.Context, h erdma.Host) error {
-			_, err := h.ReadFile("sys/bus/pci/devices/0000:16:00.0/vendor")
+			_, err := h.ReadFile(t.Context(), "sys/bus/pci/devices/0000:16:00.0/vendor")
 			return err
 		}},
 		Paths: []string{"/sys/bus/pci/devices/0000:16:00.0"},
@@ -310,7 +310,7 @@ func FuzzOpenHostArchive(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p := filepath.Join(t.TempDir(), "x.tar.gz")
 		require.NoError(t, os.WriteFile(p, b, 0o644))
-		h, c, err := erdma.OpenHost(p)
+		h, c, err := erdma.OpenHost(context.Background(), p)
 		if err == nil {
 			_, err = erdma.ReadInventory(context.Background(), h, erdma.InventoryOptions{})
 			assert.NoError(t, err)

@@ -1,6 +1,7 @@
 package erdma
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/erdmakit/erdmakit/gid"
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
@@ -42,16 +44,14 @@ func (t *tracer) add(m map[string]bool, rel string) {
 }
 
 // readFile reads a whole file under the root, at most maxAttrSize bytes.
-func (h Host) readFile(rel string) ([]byte, error) {
+// A sysfs read is the driver's show(), which a wedged device can hold for
+// ever: the read is abandoned when ctx ends (ctxio.Do) and the error names
+// the file and wraps ctx's.
+func (h Host) readFile(ctx context.Context, rel string) ([]byte, error) {
 	if h.tr != nil {
 		h.tr.add(h.tr.files, rel)
 	}
-	r, err := h.open()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	b, err := r.ReadFile(rel, maxAttrSize)
+	b, err := do(ctx, h, rel, func(r *hostfs.Root) ([]byte, error) { return r.ReadFile(rel, maxAttrSize) })
 	switch {
 	case errors.Is(err, hostfs.ErrTooLarge):
 		return nil, fmt.Errorf("%s: %w: larger than %d bytes", h.Path(rel), ErrMalformed, maxAttrSize)
@@ -61,26 +61,50 @@ func (h Host) readFile(rel string) ([]byte, error) {
 	return b, err
 }
 
+// do runs one read of rel through a fresh root under ctx (ctxio.Do): an
+// ended ctx is an error that names rel and wraps ctx's.
+func do[T any](ctx context.Context, h Host, rel string, fn func(r *hostfs.Root) (T, error)) (T, error) {
+	if err := ctx.Err(); err != nil {
+		var zero T
+		return zero, fmt.Errorf("%s: %w", h.Path(rel), err)
+	}
+	v, err := ctxio.Do(ctx, func() (T, error) {
+		r, err := h.open()
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		defer r.Close()
+		return fn(r)
+	})
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return v, fmt.Errorf("%s: %w", h.Path(rel), err)
+	}
+	return v, err
+}
+
 // open is the one way to read under the root: hostfs confines every name
 // and link to it (a recording cannot point a read at this machine's files).
 func (h Host) open() (*hostfs.Root, error) { return hostfs.Open(h.root) }
 
-// ReadFile reads a file under the host root (at most 64 KiB). Other
-// packages read the host through it (and ReadLink, ReadDir) so that Record
-// captures what they read.
-func (h Host) ReadFile(rel string) ([]byte, error) { return h.readFile(rel) }
+// ReadFile reads a file under the host root (at most 64 KiB), giving up
+// when ctx ends (the error names the file and wraps ctx's). Other packages
+// read the host through it (and ReadLink, ReadDir) so that Record captures
+// what they read.
+func (h Host) ReadFile(ctx context.Context, rel string) ([]byte, error) { return h.readFile(ctx, rel) }
 
-// ReadLink reads a symlink under the host root.
-func (h Host) ReadLink(rel string) (string, error) { return h.readlink(rel) }
+// ReadLink reads a symlink under the host root, giving up when ctx ends.
+func (h Host) ReadLink(ctx context.Context, rel string) (string, error) { return h.readlink(ctx, rel) }
 
-// ReadDir lists a directory under the host root, names sorted.
-func (h Host) ReadDir(rel string) ([]string, error) { return h.readDir(rel) }
+// ReadDir lists a directory under the host root, names sorted, giving up
+// when ctx ends.
+func (h Host) ReadDir(ctx context.Context, rel string) ([]string, error) { return h.readDir(ctx, rel) }
 
 // readAttr reads a sysfs attribute, trimmed of surrounding white space. A
 // missing file wraps fs.ErrNotExist; an empty file or an EINVAL read wraps
 // errNoAttr; both name the file.
-func (h Host) readAttr(rel string) (string, error) {
-	b, err := h.readFile(rel)
+func (h Host) readAttr(ctx context.Context, rel string) (string, error) {
+	b, err := h.readFile(ctx, rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("%s: %w", h.Path(rel), fs.ErrNotExist)
@@ -98,8 +122,8 @@ func (h Host) readAttr(rel string) (string, error) {
 }
 
 // optAttr is readAttr for optional attributes: missing or empty is "", nil.
-func (h Host) optAttr(rel string) (string, error) {
-	s, err := h.readAttr(rel)
+func (h Host) optAttr(ctx context.Context, rel string) (string, error) {
+	s, err := h.readAttr(ctx, rel)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNoAttr) {
 		return "", nil
 	}
@@ -117,52 +141,43 @@ func printable(s string) bool {
 }
 
 // readlink reads a symlink under the root.
-func (h Host) readlink(rel string) (string, error) {
+func (h Host) readlink(ctx context.Context, rel string) (string, error) {
 	if h.tr != nil {
 		h.tr.add(h.tr.links, rel)
 	}
-	r, err := h.open()
-	if err != nil {
-		return "", err
-	}
-	defer r.Close()
-	return r.Readlink(rel)
+	return do(ctx, h, rel, func(r *hostfs.Root) (string, error) { return r.Readlink(rel) })
 }
 
 // readDir lists a directory under the root, names sorted.
-func (h Host) readDir(rel string) ([]string, error) {
+func (h Host) readDir(ctx context.Context, rel string) ([]string, error) {
 	if h.tr != nil {
 		h.tr.add(h.tr.dirs, rel)
 	}
-	r, err := h.open()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	ents, err := r.ReadDir(rel)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(ents))
-	for i, e := range ents {
-		names[i] = e.Name()
-	}
-	return names, nil
+	return do(ctx, h, rel, func(r *hostfs.Root) ([]string, error) {
+		ents, err := r.ReadDir(rel)
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, len(ents))
+		for i, e := range ents {
+			names[i] = e.Name()
+		}
+		return names, nil
+	})
 }
 
 // exists reports whether rel exists under the root (symlinks not followed
-// for the last element, so a dangling uverbs stand-in still counts).
-func (h Host) exists(rel string) bool {
+// for the last element, so a dangling uverbs stand-in still counts); an
+// ended ctx is an error naming rel.
+func (h Host) exists(ctx context.Context, rel string) (bool, error) {
 	if h.tr != nil {
 		h.tr.add(h.tr.files, rel)
 	}
-	r, err := h.open()
-	if err != nil {
-		return false
-	}
-	defer r.Close()
-	_, err = r.Lstat(rel)
-	return err == nil
+	ok, err := do(ctx, h, rel, func(r *hostfs.Root) (bool, error) {
+		_, err := r.Lstat(rel)
+		return err == nil, nil
+	})
+	return ok, err
 }
 
 // ParseEnumAttr parses the "N: NAME" form of node_type, state and

@@ -51,7 +51,7 @@ func openArchive(t *testing.T, ctx context.Context, p string) (time.Duration, bo
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	start := time.Now()
-	_, c, err := OpenHostContext(ctx, p)
+	_, c, err := OpenHost(ctx, p)
 	took := time.Since(start)
 	c.Close()
 	left, _ := os.ReadDir(tmp)
@@ -169,10 +169,10 @@ func TestUnpackHardLinks(t *testing.T) {
 		}
 		return &tar.Header{Typeflag: tar.TypeLink, Name: "sys/b", Linkname: "sys/a"}, nil
 	})
-	h, c, err := OpenHost(p)
+	h, c, err := OpenHost(t.Context(), p)
 	require.NoError(t, err)
 	defer c.Close()
-	b, err := h.ReadFile("sys/b")
+	b, err := h.ReadFile(t.Context(), "sys/b")
 	require.NoError(t, err)
 	assert.Equal(t, "a\n", string(b))
 }

@@ -33,12 +33,12 @@ func MarshalView(v *View) ([]byte, error) {
 }
 
 // RecordedView reads the view a recording carries; nil without error when
-// it has none (or h is live).
-func RecordedView(h erdma.Host) (*View, error) {
+// it has none (or h is live). It gives up when ctx ends.
+func RecordedView(ctx context.Context, h erdma.Host) (*View, error) {
 	if h.Live() {
 		return nil, nil
 	}
-	b, err := h.ReadFile(ViewFile)
+	b, err := h.ReadFile(ctx, ViewFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -123,14 +123,15 @@ func (r *cloudRun) fetch(ctx context.Context, inv *erdma.Inventory) (*View, erro
 // for the instance the pipeline resolved. In auto mode a recording without a
 // view gets no cloud check (the report is as without this package), and on
 // the live host the lookup is bounded to about a second; eri-mode says why
-// when there is no view. Call it once per run.
-func DoctorChecks(h erdma.Host, opt CloudOptions) []erdma.HostCheck {
+// when there is no view. Call it once per run; reading the recorded view
+// gives up when ctx ends.
+func DoctorChecks(ctx context.Context, h erdma.Host, opt CloudOptions) []erdma.HostCheck {
 	if opt.Mode == CloudOff {
 		return nil
 	}
 	r := &cloudRun{opt: opt}
 	if !h.Live() {
-		v, err := RecordedView(h)
+		v, err := RecordedView(ctx, h)
 		if v == nil && err == nil && opt.Mode != CloudOn {
 			return nil // a recording without a view: the doctor as before
 		}

@@ -269,14 +269,14 @@ func TestOneSeverityForASharedCard(t *testing.T) {
 // the tag that keeps Terway from handing their addresses to pods.
 func TestTerwayExclusion(t *testing.T) {
 	root := t.TempDir()
-	h, closer, err := erdma.OpenHost(root)
+	h, closer, err := erdma.OpenHost(t.Context(), root)
 	require.NoError(t, err)
 	defer closer.Close()
-	found, _ := eri.DetectTerway(h)
+	found, _ := eri.DetectTerway(t.Context(), h)
 	assert.False(t, found)
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "etc/cni/net.d"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "etc/cni/net.d/10-terway.conflist"), []byte(`{"name":"terway"}`), 0o644))
-	found, ev := eri.DetectTerway(h)
+	found, ev := eri.DetectTerway(t.Context(), h)
 	assert.True(t, found)
 	assert.Contains(t, ev, "10-terway.conflist")
 

@@ -1,6 +1,7 @@
 package eri
 
 import (
+	"context"
 	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
@@ -13,9 +14,10 @@ const cniConfigDir = "etc/cni/net.d"
 // (Alibaba Cloud's, which hands ENI addresses to pods): a Terway
 // configuration in /etc/cni/net.d. Where it is, new ERIs get the tag
 // terway.alibabacloud.com/excluded=true (AttachOptions.TerwayExclude), as
-// Alibaba's erdma-controller sets it. evidence names the file.
-func DetectTerway(h erdma.Host) (found bool, evidence string) {
-	names, err := h.ReadDir(cniConfigDir)
+// Alibaba's erdma-controller sets it. evidence names the file. It gives up
+// (not found) when ctx ends.
+func DetectTerway(ctx context.Context, h erdma.Host) (found bool, evidence string) {
+	names, err := h.ReadDir(ctx, cniConfigDir)
 	if err != nil {
 		return false, ""
 	}

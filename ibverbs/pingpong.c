@@ -98,7 +98,7 @@ static int reap(ek_ping *p)
 int ek_ping_run(ek_ping *p, int64_t *rtt, int64_t rounds, int64_t for_ns)
 {
 	int64_t t = ek_now_ns();
-	int64_t deadline = t + for_ns;
+	int64_t deadline = ek_deadline(t, for_ns);
 	for (int64_t i = 0; i < rounds; i++) {
 		uint8_t v = (uint8_t)(p->rounds + 1);
 		int rc;

@@ -64,6 +64,11 @@ int64_t ek_now_ns(void)
 	return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
+int64_t ek_deadline(int64_t now, int64_t for_ns)
+{
+	return for_ns > INT64_MAX - now ? INT64_MAX : now + for_ns;
+}
+
 void ek_stream_peak_start(ek_stream *s)
 {
 	s->peak_on = 1;
@@ -178,7 +183,7 @@ static int all_posted(ek_stream *s)
 
 int ek_stream_run(ek_stream *s, int64_t for_ns)
 {
-	int64_t deadline = ek_now_ns() + for_ns;
+	int64_t deadline = ek_deadline(ek_now_ns(), for_ns);
 	for (;;) {
 		int64_t posted = 0;
 		if (s->posting) {

@@ -56,6 +56,8 @@ enum { EK_STREAM_ERR_POST = 1, EK_STREAM_ERR_POLL = 2, EK_STREAM_ERR_WC = 3, EK_
 ek_stream *ek_stream_new(int nqp);
 void ek_stream_free(ek_stream *s);
 int64_t ek_now_ns(void);
+// ek_deadline is now + for_ns, or INT64_MAX where that would overflow.
+int64_t ek_deadline(int64_t now, int64_t for_ns);
 void ek_stream_peak_start(ek_stream *s);
 // ek_stream_run runs for at most for_ns nanoseconds; s->poll_ns is how long
 // its last poll of the CQ (every ready completion) took to return. (No

@@ -36,7 +36,7 @@ func ExampleDiff() {
 // A device name given by a user is checked before watching: Sample itself
 // tolerates devices that come and go.
 func ExampleHostSampler_CheckDevices() {
-	h, closer, err := erdma.OpenHost("../testdata/hosts/ebmgn8is-healthy.tar.gz")
+	h, closer, err := erdma.OpenHost(context.Background(), "../testdata/hosts/ebmgn8is-healthy.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/netip"
@@ -594,10 +595,11 @@ var ncclWheelGlobs = []string{
 // host) by their file names: libnccl.so.2.X.Y in the usual library
 // directories (or the target of a libnccl.so.2 symlink there, read as a
 // path under root) and nvidia_nccl_cu*-X.Y.Z.dist-info wheels. Unreadable
-// directories are skipped; the result is sorted by path.
-func DetectNCCL(root string) []NCCLInstall {
+// directories are skipped; the result is sorted by path. It stops reading
+// when ctx ends (what was found by then is returned).
+func DetectNCCL(ctx context.Context, root string) []NCCLInstall {
 	var out []NCCLInstall
-	r, err := hostfs.Open(root)
+	r, err := hostfs.OpenContext(ctx, root)
 	if err != nil {
 		return nil
 	}

@@ -206,7 +206,7 @@ func TestDetectNCCL(t *testing.T) {
 	mk("usr/local/lib/python3.10/dist-packages/nvidia/nccl/lib/libnccl.so.2", false)
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "usr/local/cuda/lib64"), 0o755))
 	require.NoError(t, os.Symlink("/opt/nccl-2.29.7/lib/libnccl.so.2.29.7", filepath.Join(root, "usr/local/cuda/lib64/libnccl.so.2")))
-	got := DetectNCCL(root)
+	got := DetectNCCL(t.Context(), root)
 	assert.Equal(t, []NCCLInstall{
 		{Version: "2.29.7", Path: "opt/nccl-2.29.7/lib/libnccl.so.2.29.7"},
 		{Version: "2.28.9", Path: "usr/lib/x86_64-linux-gnu/libnccl.so.2.28.9"},
@@ -215,5 +215,5 @@ func TestDetectNCCL(t *testing.T) {
 	a := AdviseEnv(host(), EnvOptions{NCCL: got})
 	require.Len(t, a.Warnings, 1)
 	assert.True(t, strings.Contains(a.Warnings[0], "segfaults"))
-	assert.Empty(t, DetectNCCL(filepath.Join(root, "nonexistent")))
+	assert.Empty(t, DetectNCCL(t.Context(), filepath.Join(root, "nonexistent")))
 }

@@ -1,6 +1,7 @@
 package nvml
 
 import (
+	"context"
 	"testing"
 )
 
@@ -17,7 +18,7 @@ func BenchmarkComputeTopology(b *testing.B) {
 	nics := healthyNICs()
 	b.ReportAllocs()
 	for b.Loop() {
-		if t := ComputeTopology(root, g.GPUs, nics); len(t.Errors) > 0 {
+		if t := ComputeTopology(context.Background(), root, g.GPUs, nics); len(t.Errors) > 0 {
 			b.Fatal(t.Errors)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 func TestCompare(t *testing.T) {
-	topo := ComputeTopology(hostRoot(t, "ebmgn8is-healthy"), fixtureGPUs(t, "ebmgn8is-healthy")[:2], healthyNICs())
+	topo := ComputeTopology(t.Context(), hostRoot(t, "ebmgn8is-healthy"), fixtureGPUs(t, "ebmgn8is-healthy")[:2], healthyNICs())
 	// What NCCL users report on eRDMA hosts: SYS everywhere, plus a NIC we
 	// do not list.
 	theirs, err := smitopo.Parse(context.Background(), strings.NewReader("\tGPU0\tGPU1\tNIC0\tNIC1\tNIC2\n"+

@@ -1,6 +1,7 @@
 package nvml
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"regexp"
@@ -89,21 +90,38 @@ var (
 // kernel, the NVIDIA module's flavour, rdma-core, and each RDMA device's
 // provider. probes are a live probe's answers (ibverbs.Context.ProbeDMABUF);
 // without them a recorded DMABUFProbePath is read, else the provider table
-// (ProviderDMABUF) decides.
-func ReadDMABUF(root string, probes ...ProbeResult) DMABUF {
-	r, err := hostfs.Open(root)
+// (ProviderDMABUF) decides. Every read gives up when ctx ends: the answer
+// is then unknown, Missing naming what was being read.
+func ReadDMABUF(ctx context.Context, root string, probes ...ProbeResult) DMABUF {
+	r, err := hostfs.OpenContext(ctx, root)
 	if err != nil {
 		return DMABUF{Supported: SupportUnknown, Missing: []string{err.Error()}, Evidence: []string{}, Providers: []RDMAProvider{}}
 	}
 	defer r.Close()
-	return readDMABUF(r, probes)
+	d, cut := readDMABUF(ctx, r, probes)
+	if cut != nil || ctx.Err() != nil {
+		// What was not read reads as absent: say why instead.
+		if cut == nil {
+			cut = fmt.Errorf("%s: %w", root, ctx.Err())
+		}
+		d.Supported, d.Missing = SupportUnknown, []string{"not decided: " + cut.Error()}
+	}
+	return d
 }
 
-func readDMABUF(r *hostfs.Root, probes []ProbeResult) DMABUF {
+// readDMABUF reads d; the error is the first read ctx's end cut short.
+func readDMABUF(ctx context.Context, r *hostfs.Root, probes []ProbeResult) (DMABUF, error) {
 	d := DMABUF{Evidence: []string{}, Providers: []RDMAProvider{}}
+	var cut error
 	read := func(rel string) (string, bool) {
 		b, err := r.ReadFile(rel, maxSysfsFile)
 		if err != nil {
+			if cut == nil {
+				cut = cutBy(ctx, err)
+			}
+			if unreadable(err) {
+				d.Evidence = append(d.Evidence, fmt.Sprintf("%s: unreadable: %v", rel, err))
+			}
 			return "", false
 		}
 		return strings.TrimSpace(string(b)), true
@@ -232,7 +250,7 @@ func readDMABUF(r *hostfs.Root, probes []ProbeResult) DMABUF {
 			d.Supported = SupportUnknown
 		}
 	}
-	return d
+	return d, cut
 }
 
 // Summary says in a few words what was found: "kernel 6.8.0, open module,

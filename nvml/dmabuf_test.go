@@ -106,7 +106,7 @@ func TestReadDMABUF(t *testing.T) {
 			want: SupportNo, flavour: FlavourProprietary, rdmaCore: "50", missing: "kernel version not known"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := ReadDMABUF(tree(t, dmabufHost(tc.extra)))
+			d := ReadDMABUF(t.Context(), tree(t, dmabufHost(tc.extra)))
 			assert.Equal(t, tc.want, d.Supported)
 			assert.Equal(t, tc.flavour, d.ModuleFlavour)
 			assert.Equal(t, tc.rdmaCore, d.RDMACore)
@@ -164,7 +164,7 @@ func TestGDRPaths(t *testing.T) {
 			summary: "DMA-BUF: rdma-core's version not known", fix: "modprobe nvidia_peermem"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := ReadGDR(tree(t, dmabufHost(tc.extra)), "570.133.20")
+			g := ReadGDR(t.Context(), tree(t, dmabufHost(tc.extra)), "570.133.20")
 			assert.Equal(t, tc.path, g.Path)
 			assert.Equal(t, tc.path != "", g.Ready)
 			assert.Equal(t, tc.peermem, g.Peermem)
@@ -209,12 +209,12 @@ func TestDMABUFRecordReplay(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, b, 0o644))
 	}
-	want := ReadGDR(src, "570.133.20")
+	want := ReadGDR(t.Context(), src, "570.133.20")
 	require.Equal(t, SupportYes, want.DMABUF.Supported)
 	// The device's driver link comes from the erdma inventory's recording.
 	require.NoError(t, os.MkdirAll(filepath.Join(dst, filepath.Dir(mlx5Driver)), 0o755))
 	require.NoError(t, os.Symlink("../../../../bus/pci/drivers/mlx5_core", filepath.Join(dst, mlx5Driver)))
-	got := ReadGDR(dst, "570.133.20")
+	got := ReadGDR(t.Context(), dst, "570.133.20")
 	assert.Equal(t, want, got)
 }
 
@@ -224,12 +224,12 @@ func TestDMABUFRecordReplay(t *testing.T) {
 func TestDMABUFLiveProbe(t *testing.T) {
 	files := dmabufHost(map[string]string{mlx5Driver: "-", erdmaDriver: "-> ../../../../bus/pci/drivers/erdma"})
 	root := tree(t, files)
-	g := ReadGDR(root, "570.133.20")
+	g := ReadGDR(t.Context(), root, "570.133.20")
 	assert.Equal(t, SupportNo, g.DMABUF.Supported, "the provider table: erdma refuses")
 	assert.Equal(t, []string{"erdma"}, g.DMABUF.RefusedBy())
 
 	eopnotsupp := []ProbeResult{{Device: "erdma_0", Supported: false, Result: "EOPNOTSUPP"}}
-	g = ReadGDR(root, "570.133.20", eopnotsupp...)
+	g = ReadGDR(t.Context(), root, "570.133.20", eopnotsupp...)
 	assert.Equal(t, SupportNo, g.DMABUF.Supported)
 	require.Len(t, g.DMABUF.Providers, 1)
 	assert.Equal(t, RDMAProvider{Device: "erdma_0", Driver: "erdma", Provider: "erdma", DMABUF: SupportNo, Source: "probe",
@@ -237,12 +237,12 @@ func TestDMABUFLiveProbe(t *testing.T) {
 
 	// A provider that would take a real dma-buf answers EBADF.
 	ebadf := []ProbeResult{{Device: "erdma_0", Supported: true, Result: "EBADF"}}
-	live := ReadGDR(root, "570.133.20", ebadf...)
+	live := ReadGDR(t.Context(), root, "570.133.20", ebadf...)
 	assert.Equal(t, GDRDMABUF, live.Path)
 	b, err := WriteProbes(ebadf)
 	require.NoError(t, err)
 	files[DMABUFProbePath] = string(b)
-	replayed := ReadGDR(tree(t, files), "570.133.20")
+	replayed := ReadGDR(t.Context(), tree(t, files), "570.133.20")
 	assert.Equal(t, GDRDMABUF, replayed.Path)
 	assert.Equal(t, SupportYes, replayed.DMABUF.Providers[0].DMABUF)
 	assert.Contains(t, replayed.DMABUF.Providers[0].Reason, "-> EBADF (erdmakit/dmabuf-probe.json)")
@@ -272,7 +272,7 @@ func FuzzReadDMABUF(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		d := ReadDMABUF(root)
+		d := ReadDMABUF(context.Background(), root)
 		switch d.Supported {
 		case SupportYes:
 			t.Fatalf("no libibverbs, yet supported: %+v", d)
@@ -316,7 +316,7 @@ func FuzzDMABUFProbeFile(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		d := ReadDMABUF(root)
+		d := ReadDMABUF(context.Background(), root)
 		if d.Supported != SupportYes && d.Supported != SupportNo {
 			t.Fatalf("supported = %q with erdma_0 known", d.Supported)
 		}

@@ -29,14 +29,14 @@ func TestReadersNeverLeaveTheRoot(t *testing.T) {
 				require.NoError(t, os.MkdirAll(filepath.Join(root, "sys/bus/pci/devices"), 0o755))
 				require.NoError(t, os.Symlink("../../../devices/pci0000:00/0000:00:05.0", filepath.Join(root, "sys/bus/pci/devices/0000:00:05.0")))
 
-				g := ReadGDR(root, "")
+				g := ReadGDR(t.Context(), root, "")
 				out, err := json.Marshal(g)
 				require.NoError(t, err)
 				assert.NotContains(t, string(out), canary)
-				p, err := ReadPCIPath(root, "0000:00:05.0")
+				p, err := ReadPCIPath(t.Context(), root, "0000:00:05.0")
 				require.NoError(t, err)
 				assert.Equal(t, -1, p.NUMANode, "numa_node through an escaping link is not read")
-				_, ok := sysfsNUMANode(root, "0000:00:05.0")
+				_, ok := sysfsNUMANode(t.Context(), root, "0000:00:05.0")
 				assert.False(t, ok)
 			})
 		}

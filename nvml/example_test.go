@@ -19,7 +19,7 @@ func ExampleNormalizeBusID() {
 // the same code a live host runs, with NVML answered from
 // <root>/erdmakit/nvml.json. erdma.OpenHost unpacks the recording.
 func ExampleInspect() {
-	h, closer, err := erdma.OpenHost("../testdata/hosts/ebmgn8is-healthy.tar.gz")
+	h, closer, err := erdma.OpenHost(context.Background(), "../testdata/hosts/ebmgn8is-healthy.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -50,13 +50,13 @@ func ExampleInspect() {
 }
 
 func ExampleReadGDR() {
-	h, closer, err := erdma.OpenHost("../testdata/hosts/no-peermem.tar.gz")
+	h, closer, err := erdma.OpenHost(context.Background(), "../testdata/hosts/no-peermem.tar.gz")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer closer.Close()
-	g := nvml.ReadGDR(h.Root(), "535.161.08")
+	g := nvml.ReadGDR(context.Background(), h.Root(), "535.161.08")
 	fmt.Println("ready:", g.Ready)
 	fmt.Printf("peermem: %q\n", g.Peermem)
 	fmt.Println("DMA-BUF:", g.DMABUF.Supported, g.DMABUF.Missing[0])

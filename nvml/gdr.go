@@ -2,10 +2,14 @@ package nvml
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"strings"
+	"syscall"
 
 	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
@@ -63,10 +67,21 @@ type GDR struct {
 // includes the RDMA provider: on eRDMA DMA-BUF is refused and nvidia_peermem
 // stays required). driverVersion is NVML's ("535.161.08"), "" when NVML is
 // unavailable: it only shapes the advice. probes are a live DMA-BUF probe's
-// answers (see ReadDMABUF).
-func ReadGDR(root, driverVersion string, probes ...ProbeResult) GDR {
-	g := readPeermem(root, driverVersion)
-	g.DMABUF = ReadDMABUF(root, probes...)
+// answers (see ReadDMABUF). Every read gives up when ctx ends: the answer is
+// then not ready, Missing saying what was being read when it was cut short.
+func ReadGDR(ctx context.Context, root, driverVersion string, probes ...ProbeResult) GDR {
+	g, cut := readPeermem(ctx, root, driverVersion)
+	g.DMABUF = ReadDMABUF(ctx, root, probes...)
+	if cut != nil || ctx.Err() != nil {
+		// What was not read reads as absent: say why instead.
+		if cut == nil {
+			cut = fmt.Errorf("%s: %w", root, ctx.Err())
+		}
+		g.Ready, g.Path, g.Version, g.Peermem = false, "", "", ""
+		g.Missing, g.Remediation = "not decided: "+cut.Error(), ""
+		g.Evidence = append(g.Evidence, g.DMABUF.Evidence...)
+		return g
+	}
 	g.Evidence = append(g.Evidence, g.DMABUF.Evidence...)
 	switch {
 	case g.DMABUF.Supported == SupportYes:
@@ -87,21 +102,32 @@ func ReadGDR(root, driverVersion string, probes ...ProbeResult) GDR {
 
 // readPeermem is the peer-memory path: nvidia_peermem, nv_peer_mem, or a
 // memory_peers registration.
-func readPeermem(root, driverVersion string) GDR {
+// The error is the first read that ctx's end cut short, if one was.
+func readPeermem(ctx context.Context, root, driverVersion string) (GDR, error) {
 	g := GDR{Evidence: []string{}}
-	r, err := hostfs.Open(root)
+	r, err := hostfs.OpenContext(ctx, root)
 	if err != nil {
 		g.Missing = err.Error()
-		return g
+		return g, cutBy(ctx, err)
 	}
 	defer r.Close()
+	var cut error
 	exists := func(rel string) bool {
 		_, err := r.Stat(rel)
+		if cut == nil {
+			cut = cutBy(ctx, err)
+		}
 		return err == nil
 	}
 	version := func(rel string) string {
 		b, err := r.ReadFile(rel, maxSysfsFile)
 		if err != nil {
+			if cut == nil {
+				cut = cutBy(ctx, err)
+			}
+			if unreadable(err) {
+				g.Evidence = append(g.Evidence, fmt.Sprintf("%s: unreadable: %v", rel, err))
+			}
 			return ""
 		}
 		return strings.TrimSpace(string(b))
@@ -158,7 +184,7 @@ func readPeermem(root, driverVersion string) GDR {
 				g.Remediation = fmt.Sprintf("echo %s > /etc/modules-load.d/%s.conf  # so it is loaded again after a reboot", g.Path, g.Path)
 			}
 		}
-		return g
+		return g, cut
 	}
 	major := driverMajor(driverVersion)
 	switch {
@@ -175,7 +201,7 @@ func readPeermem(root, driverVersion string) GDR {
 		g.Missing = "nvidia_peermem is not loaded (driver version unknown: NVML unavailable)"
 		g.Remediation = "modprobe nvidia_peermem (driver >= 470), and add it to /etc/modules-load.d/ so it survives a reboot"
 	}
-	return g
+	return g, cut
 }
 
 // modulePersistent reports whether any boot-time module list exists under
@@ -221,4 +247,19 @@ func fileListsModule(r *hostfs.Root, rel, module string) bool {
 		}
 	}
 	return false
+}
+
+// unreadable reports an error other than "not there" or "a directory"
+// (a module's directory is read as its name): a file that is there but
+// cannot be read, which the evidence names.
+func unreadable(err error) bool {
+	return err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.EISDIR)
+}
+
+// cutBy is err when ctx's end caused it, else nil.
+func cutBy(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return nil
 }

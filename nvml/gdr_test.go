@@ -61,7 +61,7 @@ func TestReadGDR(t *testing.T) {
 			missing: "driver version unknown", fix: "modprobe nvidia_peermem"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := ReadGDR(tree(t, tc.files), tc.driver)
+			g := ReadGDR(t.Context(), tree(t, tc.files), tc.driver)
 			assert.Equal(t, tc.ready, g.Ready)
 			assert.Equal(t, tc.path, g.Path)
 			assert.Equal(t, tc.persistent, g.Persistent)
@@ -80,13 +80,13 @@ func TestReadGDR(t *testing.T) {
 }
 
 func TestReadGDRFixtures(t *testing.T) {
-	g := ReadGDR(hostRoot(t, "ebmgn8is-healthy"), "535.161.08")
+	g := ReadGDR(t.Context(), hostRoot(t, "ebmgn8is-healthy"), "535.161.08")
 	assert.True(t, g.Ready)
 	assert.Equal(t, GDRPeermem, g.Path)
 	assert.Equal(t, "535.161.08", g.Version)
 	assert.Contains(t, g.Evidence, "sys/module/nvidia_peermem: present")
 
-	g = ReadGDR(hostRoot(t, "no-peermem"), "535.161.08")
+	g = ReadGDR(t.Context(), hostRoot(t, "no-peermem"), "535.161.08")
 	assert.False(t, g.Ready)
 	assert.True(t, strings.HasPrefix(g.Missing, "driver 535 >= 470 bundles nvidia_peermem but it is not loaded; DMA-BUF: "), g.Missing)
 	assert.Contains(t, g.Evidence, "sys/module/nvidia_peermem: absent")

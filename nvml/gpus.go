@@ -1,6 +1,7 @@
 package nvml
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"strconv"
@@ -84,8 +85,8 @@ func (g *GPUs) NVLink() Support {
 // sysfsNUMANode reads the function's numa_node, through the
 // sys/bus/pci/devices link or, where a recording kept no links, in the
 // device tree; -1 (the kernel's "unknown") and unreadable files report false.
-func sysfsNUMANode(root, bdf string) (int, bool) {
-	r, err := hostfs.Open(root)
+func sysfsNUMANode(ctx context.Context, root, bdf string) (int, bool) {
+	r, err := hostfs.OpenContext(ctx, root)
 	if err != nil {
 		return -1, false
 	}

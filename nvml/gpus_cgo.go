@@ -37,7 +37,7 @@ func ReadGPUs(ctx context.Context, lib Library, root string) (*GPUs, error) {
 		out.Warnings = append(out.Warnings, "CUDA driver version: "+returnName(r))
 	}
 	err := eachDevice(ctx, lib, func(i int, dev gonvml.Device, has optionalCalls) error {
-		g, warns := readGPU(lib, root, i, dev, has.numa)
+		g, warns := readGPU(ctx, lib, root, i, dev, has.numa)
 		if has.nvlink {
 			g.NVLinks = nvLinks(dev)
 		}
@@ -83,7 +83,7 @@ func eachDevice(ctx context.Context, lib Library, fn func(i int, dev gonvml.Devi
 
 // readGPU reads one GPU; the PCI bus id is required (topology needs it),
 // everything else is best effort.
-func readGPU(lib Library, root string, i int, dev gonvml.Device, numaCall bool) (GPU, []string) {
+func readGPU(ctx context.Context, lib Library, root string, i int, dev gonvml.Device, numaCall bool) (GPU, []string) {
 	g := GPU{Index: i, NUMANode: -1}
 	var warns []string
 	warn := func(what string, r gonvml.Return) {
@@ -120,7 +120,7 @@ func readGPU(lib Library, root string, i int, dev gonvml.Device, numaCall bool) 
 		}
 	}
 	if g.NUMASource == "" && g.PCIAddress != "" {
-		if node, ok := sysfsNUMANode(root, g.PCIAddress); ok {
+		if node, ok := sysfsNUMANode(ctx, root, g.PCIAddress); ok {
 			g.NUMANode, g.NUMASource = node, "sysfs"
 		}
 	}

@@ -1,6 +1,7 @@
 package nvml
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -32,13 +33,14 @@ var ErrNoPCIDevice = errors.New("PCI device not found")
 // ReadPCIPath resolves a PCI address under root. It follows
 // sys/bus/pci/devices/<bdf> (relative or absolute link, kept inside root);
 // when that entry is missing it looks for the function under
-// sys/devices/pci*.
-func ReadPCIPath(root, bdf string) (PCIPath, error) {
+// sys/devices/pci*. It gives up when ctx ends (the error names the file
+// and wraps ctx's).
+func ReadPCIPath(ctx context.Context, root, bdf string) (PCIPath, error) {
 	addr, err := NormalizeBusID(bdf)
 	if err != nil {
 		return PCIPath{}, err
 	}
-	r, err := hostfs.Open(root)
+	r, err := hostfs.OpenContext(ctx, root)
 	if err != nil {
 		return PCIPath{}, err
 	}
@@ -60,6 +62,8 @@ func readPCIPath(r *hostfs.Root, addr string) (PCIPath, error) {
 	}
 	dir := path.Join("sys", rel)
 	p.NUMANode = -1
+	// Both files are optional; one that is there but unreadable (a FIFO,
+	// a read ctx cut short) is an error naming it.
 	if b, err := r.ReadFile(path.Join(dir, "numa_node"), maxSysfsFile); err == nil {
 		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
 		if err != nil {
@@ -68,9 +72,13 @@ func readPCIPath(r *hostfs.Root, addr string) (PCIPath, error) {
 		if n >= 0 {
 			p.NUMANode = n
 		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return PCIPath{}, err
 	}
 	if b, err := r.ReadFile(path.Join(dir, "local_cpulist"), maxSysfsFile); err == nil {
 		p.CPUList = strings.TrimSpace(string(b))
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return PCIPath{}, err
 	}
 	return p, nil
 }
@@ -171,8 +179,8 @@ func (p PCIPath) switches() []string {
 
 // numaNodes counts sys/devices/system/node/node<N> under root (0 when the
 // directory is absent).
-func numaNodes(root string) int {
-	r, err := hostfs.Open(root)
+func numaNodes(ctx context.Context, root string) int {
+	r, err := hostfs.OpenContext(ctx, root)
 	if err != nil {
 		return 0
 	}

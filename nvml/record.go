@@ -3,6 +3,7 @@ package nvml
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path"
 	"strings"
 
@@ -26,7 +27,7 @@ func RecordFiles(ctx context.Context, lib Library, root, note string) (map[strin
 		return nil, err
 	}
 	out := map[string][]byte{SnapshotPath: buf.Bytes()}
-	r, err := hostfs.Open(root)
+	r, err := hostfs.OpenContext(ctx, root)
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +72,9 @@ func RecordFiles(ctx context.Context, lib Library, root, note string) (map[strin
 	for _, rel := range append(confs, nodes...) {
 		add(rel)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("GPU files under %s: %w", root, err)
+	}
 	return out, nil
 }
 
@@ -80,10 +84,11 @@ func RecordFiles(ctx context.Context, lib Library, root, note string) (map[strin
 // its sys/bus/pci/devices link, the GPUDirect RDMA files NCCL reads, the
 // boot-time module lists and the NUMA nodes' cpulists. Only files that
 // exist are listed. The snapshot itself goes in RecordOptions.Files under
-// SnapshotPath (Snapshot.Write).
-func RecordPaths(root string, s *Snapshot) []string {
+// SnapshotPath (Snapshot.Write). It stops listing when ctx ends (a
+// recording is then not written: erdma.Record checks ctx).
+func RecordPaths(ctx context.Context, root string, s *Snapshot) []string {
 	var out []string
-	r, err := hostfs.Open(root)
+	r, err := hostfs.OpenContext(ctx, root)
 	if err != nil {
 		return nil
 	}

@@ -66,7 +66,7 @@ func TestRecordPathsThroughErdmaRecord(t *testing.T) {
 	require.NoError(t, err)
 	var snap bytes.Buffer
 	require.NoError(t, s.Write(&snap))
-	paths := RecordPaths(src, s)
+	paths := RecordPaths(t.Context(), src, s)
 	assert.Contains(t, paths, "sys/bus/pci/devices/0000:9e:00.0/numa_node")
 	assert.Contains(t, paths, "sys/bus/pci/devices/0000:9b:00.0/vendor")
 	assert.Contains(t, paths, "sys/module/nvidia_peermem/version")
@@ -81,7 +81,7 @@ func TestRecordPathsThroughErdmaRecord(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 
-	h, closer, err := erdma.OpenHost(archive)
+	h, closer, err := erdma.OpenHost(t.Context(), archive)
 	require.NoError(t, err)
 	defer closer.Close()
 	lib2, err := ForRoot(h.Root())

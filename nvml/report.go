@@ -3,6 +3,7 @@ package nvml
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // Report is everything erdmakit knows about a host's GPUs: what NVML says,
@@ -43,9 +44,12 @@ func Inspect(ctx context.Context, lib Library, root string, nics []NIC, probes .
 	if gpus != nil {
 		drv = gpus.DriverVersion
 	}
-	rep.GDR = ReadGDR(root, drv, probes...)
+	rep.GDR = ReadGDR(ctx, root, drv, probes...)
 	if gpus != nil && len(gpus.GPUs) > 0 {
-		rep.Topology = ComputeTopology(root, gpus.GPUs, nics)
+		rep.Topology = ComputeTopology(ctx, root, gpus.GPUs, nics)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("GPUs under %s: %w", root, err)
 	}
 	return rep, nil
 }

@@ -1,6 +1,7 @@
 package nvml
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -27,15 +28,17 @@ type Topology struct {
 // root (nvidia-smi's rules: same device X; one switch PIX; several PXB;
 // same host bridge PHB; different host bridges on one NUMA node NODE;
 // across NUMA nodes SYS) and each GPU's nearest NIC. GPU<->GPU cells are
-// PCIe distances: NVLink is not evaluated.
-func ComputeTopology(root string, gpus []GPU, nics []NIC) *Topology {
+// PCIe distances: NVLink is not evaluated. When ctx ends the reads give
+// up: the devices not read are in Errors, each naming the file it was
+// reading.
+func ComputeTopology(ctx context.Context, root string, gpus []GPU, nics []NIC) *Topology {
 	t := &Topology{Matrix: Matrix{Source: "sysfs", AffinityColumns: []string{"CPU Affinity", "NUMA Affinity"}}}
 	paths := make([]*PCIPath, 0, len(gpus)+len(nics))
 	add := func(e Endpoint) {
 		var pp *PCIPath
 		if e.PCIAddress == "" {
 			t.Errors = append(t.Errors, e.Label+": no PCI address")
-		} else if p, err := ReadPCIPath(root, e.PCIAddress); err != nil {
+		} else if p, err := ReadPCIPath(ctx, root, e.PCIAddress); err != nil {
 			t.Errors = append(t.Errors, fmt.Sprintf("%s (%s): %v", e.Label, e.Name, err))
 		} else {
 			pp = &p
@@ -56,7 +59,7 @@ func ComputeTopology(root string, gpus []GPU, nics []NIC) *Topology {
 	for i, n := range nics {
 		add(Endpoint{Label: fmt.Sprintf("NIC%d", i), Name: n.Name, PCIAddress: n.PCIAddress})
 	}
-	single := numaNodes(root) <= 1
+	single := numaNodes(ctx, root) <= 1
 	t.Matrix.Links = make([][]Link, len(paths))
 	for i := range paths {
 		t.Matrix.Links[i] = make([]Link, len(paths))

@@ -82,7 +82,7 @@ func fixtureGPUs(t *testing.T, host string) []GPU {
 }
 
 func TestComputeTopologyHealthy(t *testing.T) {
-	topo := ComputeTopology(hostRoot(t, "ebmgn8is-healthy"), fixtureGPUs(t, "ebmgn8is-healthy"), healthyNICs())
+	topo := ComputeTopology(t.Context(), hostRoot(t, "ebmgn8is-healthy"), fixtureGPUs(t, "ebmgn8is-healthy"), healthyNICs())
 	require.Empty(t, topo.Errors)
 	m := &topo.Matrix
 	require.Len(t, m.Endpoints, 10)
@@ -114,7 +114,7 @@ func TestComputeTopologyHealthy(t *testing.T) {
 }
 
 func TestComputeTopologyVM(t *testing.T) {
-	topo := ComputeTopology(hostRoot(t, "gn8is-single"), fixtureGPUs(t, "gn8is-single"), healthyNICs()[:1])
+	topo := ComputeTopology(t.Context(), hostRoot(t, "gn8is-single"), fixtureGPUs(t, "gn8is-single"), healthyNICs()[:1])
 	require.Empty(t, topo.Errors)
 	require.Len(t, topo.Nearest, 2)
 	assert.Equal(t, smitopo.LinkPHB, topo.Nearest[0].Distance)
@@ -124,7 +124,7 @@ func TestComputeTopologyVM(t *testing.T) {
 func TestComputeTopologyMissingDevices(t *testing.T) {
 	gpus := fixtureGPUs(t, "ebmgn8is-healthy")[:2]
 	gpus[1].PCIAddress = "0000:55:00.0"
-	topo := ComputeTopology(hostRoot(t, "ebmgn8is-healthy"), gpus, []NIC{{Name: "erdma_9", PCIAddress: "0000:00:09.0"}, {Name: "erdma_0", PCIAddress: "0000:00:05.0"}})
+	topo := ComputeTopology(t.Context(), hostRoot(t, "ebmgn8is-healthy"), gpus, []NIC{{Name: "erdma_9", PCIAddress: "0000:00:09.0"}, {Name: "erdma_0", PCIAddress: "0000:00:05.0"}})
 	require.Len(t, topo.Errors, 2)
 	assert.Contains(t, topo.Errors[0], "GPU1")
 	assert.ErrorContains(t, errorsJoin(topo.Errors), "PCI device not found")
@@ -141,7 +141,7 @@ type joined struct{ s string }
 func (j *joined) Error() string { return j.s }
 
 func TestReadPCIPath(t *testing.T) {
-	p, err := ReadPCIPath(hostRoot(t, "ebmgn8is-healthy"), "00000000:1A:00.0")
+	p, err := ReadPCIPath(t.Context(), hostRoot(t, "ebmgn8is-healthy"), "00000000:1A:00.0")
 	require.NoError(t, err)
 	assert.Equal(t, PCIPath{Address: "0000:1a:00.0", HostBridge: "pci0000:16",
 		Chain:    []string{"0000:16:01.0", "0000:17:00.0", "0000:18:01.0", "0000:1a:00.0"},
@@ -150,7 +150,7 @@ func TestReadPCIPath(t *testing.T) {
 
 	// No sys/bus/pci/devices link: found by walking sys/devices.
 	root := tree(t, map[string]string{"sys/devices/pci0000:00/0000:00:05.0/numa_node": "-1\n"})
-	p, err = ReadPCIPath(root, "0000:00:05.0")
+	p, err = ReadPCIPath(t.Context(), root, "0000:00:05.0")
 	require.NoError(t, err)
 	assert.Equal(t, -1, p.NUMANode)
 
@@ -165,15 +165,15 @@ func TestReadPCIPath(t *testing.T) {
 	require.NoError(t, os.Symlink("../../../../../etc", filepath.Join(root, "sys/bus/pci/devices/0000:00:0a.0")))
 	require.NoError(t, os.Symlink("../../../devices/platform/0000:00:07.0", filepath.Join(root, "sys/bus/pci/devices/0000:00:07.0")))
 	require.NoError(t, os.Symlink("/sys/devices/pci0000:00/0000:00:09.0", filepath.Join(root, "sys/bus/pci/devices/0000:00:09.0")))
-	_, err = ReadPCIPath(root, "0000:00:0a.0")
+	_, err = ReadPCIPath(t.Context(), root, "0000:00:0a.0")
 	assert.ErrorContains(t, err, "leaves sys")
-	_, err = ReadPCIPath(root, "0000:00:06.0")
+	_, err = ReadPCIPath(t.Context(), root, "0000:00:06.0")
 	assert.ErrorContains(t, err, "numa_node")
-	_, err = ReadPCIPath(root, "0000:00:07.0")
+	_, err = ReadPCIPath(t.Context(), root, "0000:00:07.0")
 	assert.ErrorContains(t, err, "not a PCI device path")
-	_, err = ReadPCIPath(root, "0000:00:0b.0")
+	_, err = ReadPCIPath(t.Context(), root, "0000:00:0b.0")
 	assert.ErrorIs(t, err, ErrNoPCIDevice)
-	p, err = ReadPCIPath(root, "0000:00:09.0")
+	p, err = ReadPCIPath(t.Context(), root, "0000:00:09.0")
 	require.NoError(t, err, "absolute links resolve inside the root")
 	assert.Equal(t, "0-3", p.CPUList)
 }
@@ -211,7 +211,7 @@ func FuzzPCIDevicePath(f *testing.F) {
 // TestComputedMatrixParses: our own computed matrix prints in nvidia-smi's
 // format, which smitopo.Parse reads back.
 func TestComputedMatrixParses(t *testing.T) {
-	topo := ComputeTopology(hostRoot(t, "ebmgn8is-healthy"), fixtureGPUs(t, "ebmgn8is-healthy"), healthyNICs())
+	topo := ComputeTopology(t.Context(), hostRoot(t, "ebmgn8is-healthy"), fixtureGPUs(t, "ebmgn8is-healthy"), healthyNICs())
 	var buf bytes.Buffer
 	require.NoError(t, topo.Matrix.WriteText(&buf))
 	again, err := smitopo.Parse(context.Background(), &buf)

@@ -161,7 +161,7 @@ func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, er
 	if err := oc.exchange(ctx, sess, cfg.QPs, false); err != nil {
 		return res, fail(err)
 	}
-	before, cerr := l.Counters()
+	before, cerr := l.Counters(ctx)
 	if cerr != nil {
 		slog.Warn("bw: reading counters", "device", dev, "err", cerr)
 	}
@@ -175,7 +175,7 @@ func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, er
 	if err != nil {
 		return res, fail(err)
 	}
-	after, cerr := l.Counters()
+	after, cerr := l.Counters(ctx)
 	if cerr != nil {
 		slog.Warn("bw: reading counters", "device", dev, "err", cerr)
 	}

@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -21,9 +22,9 @@ func hostAt(root string) erdma.Host {
 // DefaultDevices names the devices `bw` and `perftest` test when none is
 // given: every eRDMA device of root (the doctor's rule: driver "erdma" or PCI
 // id 1ded:107f, never the name); when there is none, the only RDMA device if
-// there is exactly one (a Soft-RoCE lab).
-func DefaultDevices(root string) ([]string, error) {
-	devs, _, err := erdma.ReadDevices(hostAt(root))
+// there is exactly one (a Soft-RoCE lab). It gives up when ctx ends.
+func DefaultDevices(ctx context.Context, root string) ([]string, error) {
+	devs, _, err := erdma.ReadDevices(ctx, hostAt(root))
 	if err != nil {
 		return nil, fmt.Errorf("listing RDMA devices: %w", err)
 	}

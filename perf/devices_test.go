@@ -43,7 +43,7 @@ func TestDefaultDevices(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := DefaultDevices(mk(t, tc.devs))
+			got, err := DefaultDevices(t.Context(), mk(t, tc.devs))
 			if tc.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErr)

@@ -83,7 +83,7 @@ func (l *fakeLink) OpenSessions() int {
 }
 
 // Counters implements Link.
-func (l *fakeLink) Counters() (map[string]uint64, error) {
+func (l *fakeLink) Counters(context.Context) (map[string]uint64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return map[string]uint64{"tx_bytes_cnt": l.txBytes, "tx_pkts_cnt": l.txPkts}, nil

@@ -22,8 +22,9 @@ type Link interface {
 	// the peer may write into.
 	Open(ctx context.Context, cfg OpenConfig) (Session, error)
 	// Counters reads the device's port counters (name -> value, names as the
-	// driver spells them); nil and no error when the device has none.
-	Counters() (map[string]uint64, error)
+	// driver spells them); nil and no error when the device has none. Each
+	// read queries the device: it gives up when ctx ends.
+	Counters(ctx context.Context) (map[string]uint64, error)
 }
 
 // OpenConfig is what Link.Open creates.

@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"context"
 	"errors"
 	"io"
 	"sync"
@@ -10,10 +11,10 @@ import (
 // names is empty) with the same options: what `bw` tests. It returns the
 // links and one io.Closer that closes them all (idempotent); when a device
 // fails to open, those already open are closed and the error names it.
-func OpenVerbsLinks(names []string, o VerbsOptions) ([]Link, io.Closer, error) {
+func OpenVerbsLinks(ctx context.Context, names []string, o VerbsOptions) ([]Link, io.Closer, error) {
 	if len(names) == 0 {
 		var err error
-		if names, err = DefaultDevices(o.Root); err != nil {
+		if names, err = DefaultDevices(ctx, o.Root); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -10,10 +10,10 @@ import (
 )
 
 func TestOpenVerbsLinksNamesWhatFailed(t *testing.T) {
-	_, _, err := OpenVerbsLinks(nil, VerbsOptions{Root: t.TempDir()})
+	_, _, err := OpenVerbsLinks(t.Context(), nil, VerbsOptions{Root: t.TempDir()})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no RDMA devices under")
-	_, _, err = OpenVerbsLinks([]string{"nosuch0"}, VerbsOptions{Root: t.TempDir()})
+	_, _, err = OpenVerbsLinks(t.Context(), []string{"nosuch0"}, VerbsOptions{Root: t.TempDir()})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "nosuch0")
 }

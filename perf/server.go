@@ -288,7 +288,7 @@ func (s *Server) test(ctx context.Context, c *conn, h *helloMsg, t *ServerTest) 
 	if _, err := expect[*startMsg](c, c.step, "start"); err != nil {
 		return err
 	}
-	before, cerr := l.Counters()
+	before, cerr := l.Counters(ctx)
 	if cerr != nil {
 		s.log().Warn("bw server: counters", "device", l.Device(), "err", cerr)
 	}
@@ -300,7 +300,7 @@ func (s *Server) test(ctx context.Context, c *conn, h *helloMsg, t *ServerTest) 
 		return err
 	}
 	t.Client = *done
-	after, aerr := l.Counters()
+	after, aerr := l.Counters(ctx)
 	if aerr != nil {
 		s.log().Warn("bw server: counters", "device", l.Device(), "err", aerr)
 	}

@@ -70,8 +70,8 @@ func (l *VerbsLink) Device() string { return l.ctx.Name() }
 func (l *VerbsLink) Transport() connect.Transport { return l.transport }
 
 // Counters implements Link (sysfs hw_counters of the link's port).
-func (l *VerbsLink) Counters() (map[string]uint64, error) {
-	return erdma.ReadCounters(hostAt(l.opts.Root), l.ctx.Name(), l.opts.IBPort)
+func (l *VerbsLink) Counters(ctx context.Context) (map[string]uint64, error) {
+	return erdma.ReadCounters(ctx, hostAt(l.opts.Root), l.ctx.Name(), l.opts.IBPort)
 }
 
 // Close closes the device; an error wrapping EBUSY while a Session is open.

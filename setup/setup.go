@@ -159,7 +159,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if opt.Now != nil {
 		now = opt.Now
 	}
-	h, closer, err := erdma.OpenHostContext(ctx, opt.Root)
+	h, closer, err := erdma.OpenHost(ctx, opt.Root)
 	if err != nil {
 		return nil, err
 	}

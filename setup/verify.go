@@ -60,7 +60,7 @@ func verifyMeasure(ctx context.Context, h erdma.Host, rep *erdma.Report, opt *Op
 	devs := v.Devices
 	if len(devs) == 0 {
 		var err error
-		if devs, err = perf.DefaultDevices(h.Root()); err != nil || len(devs) == 0 {
+		if devs, err = perf.DefaultDevices(ctx, h.Root()); err != nil || len(devs) == 0 {
 			p.Blocked = "no RDMA device to measure"
 			if err != nil {
 				p.Blocked += ": " + err.Error()
@@ -80,7 +80,7 @@ func verifyMeasure(ctx context.Context, h erdma.Host, rep *erdma.Report, opt *Op
 		p.Notes = append(p.Notes, what+": not run on a recorded host")
 		return nil
 	}
-	links, closer, err := perf.OpenVerbsLinks(devs, perf.VerbsOptions{Root: h.Root()})
+	links, closer, err := perf.OpenVerbsLinks(ctx, devs, perf.VerbsOptions{Root: h.Root()})
 	if err != nil {
 		p.Blocked, p.Next = "bw loopback: "+err.Error(), "erdmakit bw loopback -v (the verbs probe: erdmakit doctor)"
 		return nil

@@ -132,7 +132,7 @@ func (f *bwFlags) config(g *globals) (perf.Config, []int, error) {
 }
 
 // openLinks opens the devices (or emulated ones); closeAll closes them.
-func (f *bwFlags) openLinks(g *globals) (links []perf.Link, closeAll func(), err error) {
+func (f *bwFlags) openLinks(ctx context.Context, g *globals) (links []perf.Link, closeAll func(), err error) {
 	if f.emulate > 0 {
 		names := f.devices
 		if len(names) == 0 {
@@ -143,7 +143,7 @@ func (f *bwFlags) openLinks(g *globals) (links []perf.Link, closeAll func(), err
 		}
 		return links, func() {}, nil
 	}
-	links, closer, err := perf.OpenVerbsLinks(f.devices, perf.VerbsOptions{Root: g.root, IBPort: f.ibPort, GIDIndex: f.gidIndex})
+	links, closer, err := perf.OpenVerbsLinks(ctx, f.devices, perf.VerbsOptions{Root: g.root, IBPort: f.ibPort, GIDIndex: f.gidIndex})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -181,7 +181,7 @@ func newBwServeCmd(g *globals) *cobra.Command {
 			if maxTests < 1 || maxConns < 0 || maxTest <= 0 {
 				return &exitError{code: ExitUnknown, err: fmt.Errorf("bw serve: --max-tests %d, --max-conns %d, --max-test %v: want at least 1 test, 0 (4 x max-tests) or more connections, a positive duration", maxTests, maxConns, maxTest)}
 			}
-			links, closeAll, err := f.openLinks(g)
+			links, closeAll, err := f.openLinks(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
@@ -225,7 +225,7 @@ func newBwRunCmd(g *globals) *cobra.Command {
 			if _, _, err := net.SplitHostPort(addr); err != nil {
 				addr = net.JoinHostPort(addr, strconv.Itoa(f.port))
 			}
-			links, closeAll, err := f.openLinks(g)
+			links, closeAll, err := f.openLinks(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
@@ -249,7 +249,7 @@ func newBwLoopbackCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			links, closeAll, err := f.openLinks(g)
+			links, closeAll, err := f.openLinks(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
@@ -267,7 +267,7 @@ func (f *bwFlags) report(ctx context.Context, g *globals, results []perf.Result,
 	expect := f.expect
 	if expect == 0 && len(f.devices) == 0 && f.emulate == 0 {
 		// Every eRDMA device tested: the instance type's figure applies.
-		if h, closer, err := erdma.OpenHostContext(ctx, g.root); err == nil {
+		if h, closer, err := erdma.OpenHost(ctx, g.root); err == nil {
 			defer closer.Close()
 			if gbps, why := doctor.ExpectedWriteGbps(ctx, h, doctor.DefaultOptions()); gbps > 0 {
 				expect = gbps

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -50,7 +51,7 @@ p99.9 and max in microseconds. Exit: 0 ok, 1 a median above --expect-us,
 			if err != nil {
 				return err
 			}
-			links, closeAll, err := f.openLinks(g)
+			links, closeAll, err := f.openLinks(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
@@ -125,12 +126,12 @@ func (f *latFlags) config(g *globals) (perf.LatencyConfig, []int, error) {
 }
 
 // openLinks opens the devices; --emulate-latency sets the emulated ones'.
-func (f *latFlags) openLinks(g *globals) ([]perf.Link, func(), error) {
+func (f *latFlags) openLinks(ctx context.Context, g *globals) ([]perf.Link, func(), error) {
 	if f.emulLat > 0 && f.bw.emulate == 0 {
 		return nil, nil, fmt.Errorf("--emulate-latency needs --emulate-gbps")
 	}
 	f.bw.emulateLat = f.emulLat
-	return f.bw.openLinks(g)
+	return f.bw.openLinks(ctx, g)
 }
 
 // report prints the results and returns the exit code.

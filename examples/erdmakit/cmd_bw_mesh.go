@@ -37,7 +37,7 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}
-			links, closeAll, err := f.openLinks(g)
+			links, closeAll, err := f.openLinks(cmd.Context(), g)
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}

@@ -22,7 +22,7 @@ func newDevicesCmd(g *globals) *cobra.Command {
 			"--json prints the whole inventory. Exit 0, 1 when some reads failed (listed), 3 when nothing could be read.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, closer, err := erdma.OpenHostContext(cmd.Context(), g.root)
+			h, closer, err := erdma.OpenHost(cmd.Context(), g.root)
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}

@@ -212,13 +212,13 @@ func runDoctorFix(ctx context.Context, g *globals, f doctorFlags) error {
 // runDoctorOn opens root (directory, archive or "/") and runs the doctor,
 // with the cloud checks when cloud is set.
 func runDoctorOn(ctx context.Context, root string, opt doctor.Options, cloud *eri.CloudOptions) (*erdma.Report, error) {
-	h, closer, err := erdma.OpenHostContext(ctx, root)
+	h, closer, err := erdma.OpenHost(ctx, root)
 	if err != nil {
 		return nil, err
 	}
 	defer closer.Close()
 	if cloud != nil {
-		opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(h, *cloud)...)...)
+		opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(ctx, h, *cloud)...)...)
 	}
 	return doctor.Run(ctx, h, opt)
 }

@@ -129,7 +129,7 @@ func newERIStatusCmd(g *globals, f *eriFlags) *cobra.Command {
 
 // localInventory reads the host for MAC matching; nil when it cannot.
 func localInventory(ctx context.Context, g *globals) *erdma.Inventory {
-	h, closer, err := erdma.OpenHostContext(ctx, g.root)
+	h, closer, err := erdma.OpenHost(ctx, g.root)
 	if err != nil {
 		slog.Warn("no local view", "root", g.root, "err", err)
 		return nil
@@ -218,8 +218,8 @@ func newERIAttachCmd(g *globals, f *eriFlags) *cobra.Command {
 			}
 			if terway {
 				opt.TerwayExclude = true
-			} else if h, closer, herr := erdma.OpenHostContext(ctx, g.root); herr == nil {
-				opt.TerwayExclude, _ = eri.DetectTerway(h)
+			} else if h, closer, herr := erdma.OpenHost(ctx, g.root); herr == nil {
+				opt.TerwayExclude, _ = eri.DetectTerway(ctx, h)
 				closer.Close()
 			}
 			res, err := c.Attach(ctx, t, opt)

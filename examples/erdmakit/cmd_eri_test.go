@@ -181,10 +181,10 @@ func TestRecordCloudView(t *testing.T) {
 	assert.NotContains(t, string(all), f.AccessKeySecret, "no secret in the recording")
 	assert.NotContains(t, string(all), f.AccessKeyID, "no key id in the recording")
 
-	h, closer, err := erdma.OpenHost(out)
+	h, closer, err := erdma.OpenHost(t.Context(), out)
 	require.NoError(t, err)
 	defer closer.Close()
-	v, err := eri.RecordedView(h)
+	v, err := eri.RecordedView(t.Context(), h)
 	require.NoError(t, err)
 	require.NotNil(t, v)
 	assert.Equal(t, "recorded", v.Source)
@@ -362,10 +362,10 @@ func TestRecordCloudViewRedacted(t *testing.T) {
 		assert.NotContains(t, string(all), secret)
 	}
 
-	h, closer, err := erdma.OpenHost(out)
+	h, closer, err := erdma.OpenHost(t.Context(), out)
 	require.NoError(t, err)
 	defer closer.Close()
-	v, err := eri.RecordedView(h)
+	v, err := eri.RecordedView(t.Context(), h)
 	require.NoError(t, err)
 	require.NotNil(t, v, "the view is kept, redacted")
 	require.Len(t, v.ERIs(), 2)

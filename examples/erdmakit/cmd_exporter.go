@@ -35,7 +35,7 @@ doctor's findings as erdmakit_doctor_check{id=...} (0 ok, 1 warn, 2 fail, -1 ski
 so alerts can fire on "nvidia_peermem not loaded". --root serves a recorded host.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, closer, err := erdma.OpenHostContext(cmd.Context(), g.root)
+			h, closer, err := erdma.OpenHost(cmd.Context(), g.root)
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}
@@ -120,7 +120,7 @@ func hostSnapshot(h erdma.Host, withDoctor bool, ttl time.Duration, md *erdma.Me
 		opt.Interval = 0
 		opt.Metadata = md
 		if cloud != nil {
-			opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(h, *cloud)...)...)
+			opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(ctx, h, *cloud)...)...)
 		}
 		if snap.Report, err = doctor.Diagnose(ctx, h, inv, opt); err != nil {
 			return nil, err

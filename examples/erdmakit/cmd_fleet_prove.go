@@ -138,7 +138,7 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 	}
 	// A host without an RDMA device still reports its doctor; the mesh
 	// runs without it and says so.
-	links, closeAll, err := bf.openLinks(g)
+	links, closeAll, err := bf.openLinks(ctx, g)
 	if err != nil {
 		pc.NoWorker = err
 	} else {
@@ -155,7 +155,7 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 	progress := func(format string, a ...any) { fmt.Fprintf(g.stderr, "fleet prove: "+format+"\n", a...) }
 	pc.Mesh = fleet.MeshOptions{ExpectGbps: bf.expect}
 	if bf.expect == 0 && len(bf.devices) == 0 && bf.emulate == 0 {
-		if h, closer, err := erdma.OpenHostContext(ctx, g.root); err == nil {
+		if h, closer, err := erdma.OpenHost(ctx, g.root); err == nil {
 			if gbps, why := doctor.ExpectedWriteGbps(ctx, h, doctor.DefaultOptions()); gbps > 0 {
 				pc.Mesh.ExpectGbps = gbps
 				progress("mesh: expecting %.0f Gbit/s per pair (%s)", gbps, why)

@@ -50,7 +50,7 @@ func newGPUsCmd(g *globals) *cobra.Command {
 // inspectGPUs opens the host root and runs nvml.Inspect; withNICs passes
 // the host's eRDMA devices for the topology.
 func inspectGPUs(ctx context.Context, g *globals, withNICs bool) (*nvml.Report, []string, error) {
-	h, closer, err := erdma.OpenHostContext(ctx, g.root)
+	h, closer, err := erdma.OpenHost(ctx, g.root)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -62,7 +62,7 @@ func inspectGPUs(ctx context.Context, g *globals, withNICs bool) (*nvml.Report, 
 	var nics []nvml.NIC
 	var notes []string
 	if withNICs {
-		devs, errs, err := erdma.ReadDevices(h)
+		devs, errs, err := erdma.ReadDevices(ctx, h)
 		if err != nil {
 			return nil, nil, err
 		}

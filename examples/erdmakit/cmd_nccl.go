@@ -360,7 +360,7 @@ func hostEnvAdvice(ctx context.Context, g *globals, f ncclEnvFlags) (*nccl.EnvAd
 	default:
 		return nil, nil, fmt.Errorf("--gdr %q: want auto, on or off", f.gdr)
 	}
-	h, closer, err := erdma.OpenHostContext(ctx, g.root)
+	h, closer, err := erdma.OpenHost(ctx, g.root)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -66,8 +66,8 @@ func printParsedPerftest(w io.Writer, r *perftest.Report) error {
 	if r.MTU > 0 {
 		add("mtu", strconv.Itoa(r.MTU))
 	}
-	if r.GIDIndex != nil {
-		add("gid index", strconv.Itoa(*r.GIDIndex))
+	if r.GIDIndex.Known {
+		add("gid index", r.GIDIndex.String())
 	}
 	if r.Units != "" {
 		add("log units", r.Units+" (shown as Gbit/s)")

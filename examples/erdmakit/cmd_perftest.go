@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -27,7 +28,7 @@ against 'erdmakit perftest --serve' (or ib_write_bw servers) there.
 Exit: 0 ok, 1 below --expect-gbps, 2 a pair failed, 3 bad usage.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := f.options(g, args)
+			o, err := f.options(cmd.Context(), g, args)
 			if err != nil {
 				return err
 			}
@@ -81,7 +82,7 @@ clients run here, against 'erdmakit perftest lat --serve' there.
 Exit: 0 ok, 1 a median (t_typical) above --expect-us, 2 a pair failed, 3 bad usage.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := f.options(g, args)
+			o, err := f.options(cmd.Context(), g, args)
 			if err != nil {
 				return err
 			}
@@ -127,7 +128,7 @@ type perftestFlags struct {
 
 // options checks the flags against args (SERVER) and fills in the method,
 // the size, the default devices and the host root.
-func (f *perftestFlags) options(g *globals, args []string) (perftest.Options, error) {
+func (f *perftestFlags) options(ctx context.Context, g *globals, args []string) (perftest.Options, error) {
 	o := f.o
 	if len(args) == 1 {
 		if f.serve {
@@ -148,7 +149,7 @@ func (f *perftestFlags) options(g *globals, args []string) (perftest.Options, er
 		o.Size = int(n)
 	}
 	if len(o.Devices) == 0 {
-		if o.Devices, err = perf.DefaultDevices(g.root); err != nil {
+		if o.Devices, err = perf.DefaultDevices(ctx, g.root); err != nil {
 			return o, err
 		}
 	}

@@ -33,7 +33,7 @@ func newRecordCmd(g *globals) *cobra.Command {
 			if out == "" {
 				return &exitError{code: ExitUnknown, err: errors.New("record: --out FILE.tar.gz is required")}
 			}
-			h, closer, err := erdma.OpenHostContext(cmd.Context(), g.root)
+			h, closer, err := erdma.OpenHost(cmd.Context(), g.root)
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}

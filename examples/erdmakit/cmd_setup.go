@@ -159,8 +159,8 @@ func (f *setupFlags) cloud(ctx context.Context, g *globals, md *erdma.MetadataCl
 		return nil, nil, err.Error()
 	}
 	att := eri.AttachOptions{Count: f.eriCount}
-	if h, closer, herr := erdma.OpenHostContext(ctx, "/"); herr == nil {
-		att.TerwayExclude, _ = eri.DetectTerway(h)
+	if h, closer, herr := erdma.OpenHost(ctx, "/"); herr == nil {
+		att.TerwayExclude, _ = eri.DetectTerway(ctx, h)
 		closer.Close()
 	}
 	if !g.json {

@@ -38,7 +38,7 @@ Without -l it prints one interval and exits: 1 when a problem counter moved.
 			if loop && count == 0 {
 				markUntilInterrupted(cmd)
 			}
-			h, closer, err := erdma.OpenHostContext(cmd.Context(), g.root)
+			h, closer, err := erdma.OpenHost(cmd.Context(), g.root)
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}

@@ -22,7 +22,7 @@ import (
 func TestOneAnswerPerQuestion(t *testing.T) {
 	for _, name := range fixtureHosts(t) {
 		t.Run(name, func(t *testing.T) {
-			h, closer, err := erdma.OpenHost(hostDir(name))
+			h, closer, err := erdma.OpenHost(t.Context(), hostDir(name))
 			require.NoError(t, err)
 			defer closer.Close()
 			rep, err := doctor.Run(t.Context(), h, doctor.DefaultOptions())

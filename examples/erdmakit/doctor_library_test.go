@@ -42,7 +42,7 @@ func TestDoctorLibraryEqualsCLI(t *testing.T) {
 			_, cli, stderr := runCLI("doctor", "--json", "--root", root)
 			require.NotEmpty(t, cli, stderr)
 
-			h, closer, err := erdma.OpenHost(root)
+			h, closer, err := erdma.OpenHost(t.Context(), root)
 			require.NoError(t, err)
 			defer closer.Close()
 			rep, err := doctor.Run(t.Context(), h, doctor.DefaultOptions())

@@ -24,7 +24,7 @@ func TestExporterAsksOncePerRun(t *testing.T) {
 	md := &ecsfake.Metadata{InstanceID: "i-cli", InstanceType: "ecs.ebmgn8is.32xlarge", Region: "cn-hangzhou"}
 	mdSrv := httptest.NewServer(md)
 	defer mdSrv.Close()
-	h, closer, err := erdma.OpenHostContext(context.Background(), "/")
+	h, closer, err := erdma.OpenHost(context.Background(), "/")
 	require.NoError(t, err)
 	defer closer.Close()
 

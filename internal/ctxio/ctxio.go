@@ -160,3 +160,35 @@ func ReadFile(ctx context.Context, path string, max int64) ([]byte, error) {
 
 // ErrTooLarge is wrapped by ReadFile when a file is bigger than its bound.
 var ErrTooLarge = errors.New("file too large")
+
+// Do calls fn and returns its result, or ctx's error as soon as ctx ends
+// while fn still runs: fn is then left to finish in its goroutine and its
+// result is dropped, so fn must release whatever it holds (a file it was
+// handed, one it opens) itself. fn is called exactly once, even when ctx
+// has already ended (so that it can release what it was handed); callers
+// that should not start work after an end check ctx.Err() first. It is for
+// calls that can stall in the kernel with no way to interrupt them: a sysfs
+// read is a driver's show() (a wedged device holds it), a directory on a
+// dead network mount never answers. A context that can never end calls fn
+// directly.
+func Do[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	if ctx.Done() == nil {
+		return fn()
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}

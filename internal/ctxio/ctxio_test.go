@@ -68,3 +68,45 @@ func TestReaderNeverBlockingInputs(t *testing.T) {
 	_, err = NewReader(ctx, strings.NewReader("x")).Read(make([]byte, 1))
 	assert.ErrorIs(t, err, context.Canceled)
 }
+
+// TestDoReturnsOnCancelWhileFnBlocks: a call stuck where nothing can
+// interrupt it (a wedged driver's sysfs read) is abandoned when ctx ends;
+// its late result is dropped.
+func TestDoReturnsOnCancelWhileFnBlocks(t *testing.T) {
+	release := make(chan struct{})
+	finished := make(chan struct{})
+	defer func() { close(release); <-finished }()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	v, err := Do(ctx, func() (int, error) {
+		defer close(finished)
+		<-release
+		return 42, nil
+	})
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Zero(t, v)
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+func TestDoPassesResultsThrough(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	v, err := Do(ctx, func() (string, error) { return "x", io.EOF })
+	assert.Equal(t, "x", v)
+	assert.ErrorIs(t, err, io.EOF)
+	v, err = Do(context.Background(), func() (string, error) { return "y", nil })
+	assert.Equal(t, "y", v)
+	assert.NoError(t, err)
+	cancel()
+	called := make(chan struct{})
+	release := make(chan struct{})
+	defer close(release)
+	_, err = Do(ctx, func() (string, error) { close(called); <-release; return "", nil })
+	assert.ErrorIs(t, err, context.Canceled)
+	select {
+	case <-called:
+	case <-time.After(5 * time.Second):
+		t.Fatal("fn was not called: it could not release what it was handed")
+	}
+}

@@ -20,6 +20,7 @@
 package hostfs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 )
 
 // ErrTooLarge is wrapped by ReadFile when a file is bigger than its bound.
@@ -41,9 +44,12 @@ var ErrTooLarge = errors.New("file too large")
 // files); the live host's sysfs and procfs neither.
 var ErrNotRegular = errors.New("neither a regular file nor a directory")
 
-// Root reads under one directory. The zero Root is not usable; use Open.
+// Root reads under one directory. The zero Root is not usable; use Open
+// or OpenContext. A Root is for one goroutine at a time.
 type Root struct {
 	dir string
+	// ctx, when set (OpenContext), bounds every read.
+	ctx context.Context
 	// live: "/", where nothing lies outside; read directly.
 	live bool
 	// fd is the root directory for openat2 (Linux), -1 when not used.
@@ -71,6 +77,34 @@ func Open(dir string) (*Root, error) {
 		return nil, fmt.Errorf("host root %s: %w", dir, err)
 	}
 	return &Root{dir: dir, r: r, fd: -1}, nil
+}
+
+// OpenContext is Open with every read bound to ctx, as exec.CommandContext
+// binds a command: each method fails once ctx has ended, with an error that
+// names the file and wraps ctx's, and ReadFile abandons a read still in
+// flight when ctx ends (a sysfs read is the driver's show(), which a wedged
+// device can hold for ever; the file is closed when the read returns).
+func OpenContext(ctx context.Context, dir string) (*Root, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &fs.PathError{Op: "open", Path: filepath.Clean(dir), Err: err}
+	}
+	r, err := Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	r.ctx = ctx
+	return r, nil
+}
+
+// ended is the error for an operation on rel after ctx ended, else nil.
+func (r *Root) ended(op, rel string) error {
+	if r.ctx == nil {
+		return nil
+	}
+	if err := r.ctx.Err(); err != nil {
+		return &fs.PathError{Op: op, Path: r.Path(rel), Err: err}
+	}
+	return nil
 }
 
 // root is the os.Root, opened on first use.
@@ -135,6 +169,9 @@ func (r *Root) named(err error) error {
 // non-blocking and the kind is the opened file's own (fstat), so a rename
 // between a check and the open cannot slip a FIFO in.
 func (r *Root) Open(rel string) (*os.File, error) {
+	if err := r.ended("open", rel); err != nil {
+		return nil, err
+	}
 	if f, err, ok := r.openInRoot(rel); ok {
 		return f, err // checked there, on the raw descriptor
 	}
@@ -290,8 +327,17 @@ func (r *Root) ReadFile(rel string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	read := func() ([]byte, error) {
+		defer f.Close()
+		return io.ReadAll(io.LimitReader(f, max+1))
+	}
+	var b []byte
+	if r.ctx != nil {
+		// The read owns f: one abandoned closes it when it returns.
+		b, err = ctxio.Do(r.ctx, read)
+	} else {
+		b, err = read()
+	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "read", Path: r.Path(rel), Err: err}
 	}
@@ -303,7 +349,7 @@ func (r *Root) ReadFile(rel string, max int64) ([]byte, error) {
 
 // ReadDir lists a directory, sorted by name.
 func (r *Root) ReadDir(rel string) ([]fs.DirEntry, error) {
-	f, err := r.Open(rel)
+	f, err := r.Open(rel) // checks ctx
 	if err != nil {
 		return nil, err
 	}
@@ -319,6 +365,9 @@ func (r *Root) ReadDir(rel string) ([]fs.DirEntry, error) {
 // Readlink returns a symlink's text (not resolved: the caller resolves it
 // by reading through the root).
 func (r *Root) Readlink(rel string) (string, error) {
+	if err := r.ended("readlink", rel); err != nil {
+		return "", err
+	}
 	if r.live {
 		return os.Readlink(r.Path(rel))
 	}
@@ -337,6 +386,9 @@ func (r *Root) Readlink(rel string) (string, error) {
 
 // Stat follows links (inside the root).
 func (r *Root) Stat(rel string) (fs.FileInfo, error) {
+	if err := r.ended("stat", rel); err != nil {
+		return nil, err
+	}
 	if r.live {
 		return os.Stat(r.Path(rel))
 	}
@@ -355,6 +407,9 @@ func (r *Root) Stat(rel string) (fs.FileInfo, error) {
 
 // Lstat does not follow a final link.
 func (r *Root) Lstat(rel string) (fs.FileInfo, error) {
+	if err := r.ended("lstat", rel); err != nil {
+		return nil, err
+	}
 	if r.live {
 		return os.Lstat(r.Path(rel))
 	}

@@ -1,6 +1,7 @@
 package hostfs
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -126,4 +127,39 @@ func TestFSInterfaces(t *testing.T) {
 	assert.Equal(t, "x", string(b))
 	_, err = fsys.Open("../f")
 	assert.ErrorIs(t, err, fs.ErrInvalid)
+}
+
+// TestOpenContextEndsEveryRead: a Root bound to a context that has ended
+// refuses every read with ctx's error, naming the file; a FIFO is still
+// refused at once while it lives.
+func TestOpenContextEndsEveryRead(t *testing.T) {
+	dir := t.TempDir()
+	names := specialFiles(t, dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sys/x/fw_ver"), []byte("1.0\n"), 0o644))
+	ctx, cancel := context.WithCancel(t.Context())
+	r, err := OpenContext(ctx, dir)
+	require.NoError(t, err)
+	defer r.Close()
+	b, err := r.ReadFile("sys/x/fw_ver", 64)
+	require.NoError(t, err)
+	assert.Equal(t, "1.0\n", string(b))
+	within(t, 5*time.Second, "FIFO", func() {
+		_, err := r.ReadFile(names[0], 64)
+		assert.ErrorIs(t, err, ErrNotRegular)
+	})
+	cancel()
+	fw := filepath.Join(dir, "sys/x/fw_ver")
+	_, err = r.ReadFile("sys/x/fw_ver", 64)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorContains(t, err, fw)
+	_, err = r.ReadDir("sys/x")
+	assert.ErrorIs(t, err, context.Canceled)
+	_, err = r.Stat("sys/x/fw_ver")
+	assert.ErrorIs(t, err, context.Canceled)
+	_, err = r.Lstat("sys/x/fw_ver")
+	assert.ErrorIs(t, err, context.Canceled)
+	_, err = r.Readlink("sys/x/fw_ver")
+	assert.ErrorIs(t, err, context.Canceled)
+	_, err = OpenContext(ctx, dir)
+	assert.ErrorIs(t, err, context.Canceled)
 }

@@ -217,7 +217,7 @@ import (
 )
 
 func main() {
-	h, closer, err := erdma.OpenHost(os.Args[1])
+	h, closer, err := erdma.OpenHost(context.Background(), os.Args[1])
 	if err != nil {
 		fmt.Println(err)
 		os.Exit(1)

@@ -158,7 +158,11 @@ func (a *Analyzer) block(b []byte) {
 				next = len(b) - len(m) + end + 1
 				m = m[:end]
 			}
-			a.message(trimCR(m), kind)
+			if m = trimCR(m); kind == 'I' {
+				a.info1(m)
+			} else {
+				a.message(m, kind)
+			}
 			i = next
 		case len(m) >= 4 && m[1] == 'E' && m[2] == 'T' && m[3] == '/':
 			// A bare "NET/..." line (or one where NCCL's prefix comes
@@ -177,11 +181,28 @@ func (a *Analyzer) block(b []byte) {
 				if i >= 4 && string(b[i-4:i]) == "via " {
 					m = b[i-4 : i+len(m)]
 				}
-				a.message(m, 'I')
+				a.info1(m)
 			}
 			i = next
 		default:
 			i++
+		}
+	}
+}
+
+// info1 is message(msg, 'I') through the worker's memo: an idempotent
+// message analysed before changes nothing but the count of NCCL's lines
+// (logmemo.go).
+func (a *Analyzer) info1(msg []byte) {
+	switch {
+	case a.memo == nil:
+		a.message(msg, 'I')
+	case a.memo.seen(msg):
+		a.s.NCCLLines++
+	default:
+		a.message(msg, 'I')
+		if idempotent(msg) {
+			a.memo.add(msg)
 		}
 	}
 }
@@ -284,6 +305,9 @@ type Analyzer struct {
 	seenIB, seenSocket map[string]struct{}
 	envKeys            []string // the keys of s.Env, in the order seen
 	nic                nicStats
+	// memo, in the analyser of a chunk, is its worker's memory of the
+	// idempotent messages it analysed (logmemo.go); nil elsewhere.
+	memo *lineMemo
 	// chunk marks the analyser of one chunk of a parallel scan: it counts
 	// every channel transport (its chunk bounds them), so that merge can
 	// add the counts of a transport that an earlier chunk listed.

@@ -180,9 +180,10 @@ func BenchmarkAnalyzeBlock(b *testing.B) {
 			for b.Loop() {
 				total := NewAnalyzer()
 				seenIB, seenSocket := map[string]struct{}{}, map[string]struct{}{}
+				memo := new(lineMemo)
 				for _, c := range chunks {
 					a := NewAnalyzer()
-					a.chunk, a.seenIB, a.seenSocket = true, seenIB, seenSocket
+					a.chunk, a.seenIB, a.seenSocket, a.memo = true, seenIB, seenSocket, memo
 					a.block(c)
 					total.merge(a)
 				}

@@ -307,6 +307,8 @@ const trickyLines = "[1,0]<stdout>:NET/IB : Using [0]mlx5_9:1/IB h:1:1 [0] NCCL 
 	"quoted: Channel 00/0 : 0[0] -> 1[1] via NET/IB/3/GDRDMA\n" +
 	"NET/IB : GPU Direct RDMA Enabled for HCA 0 'erdma_4' NCCL WARN late warning\r\n" +
 	"NET/IB : No device found. NCCL version 2.99.1+cuda1\n" +
+	"h:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] [send] via CollNet7 extra words\n" +
+	"h:1:1 [0] NCCL INFO Channel 02/0 : 0[0] -> 1[1] [send] via NET/Plug9/0 x\n" +
 	"NCCL INFO\nNCCL \nNET/\nNET/IB : Using [0]erdma_5:1/RoCE"
 
 // The bare-line shortcut of the block scanner finds what feeding the lines
@@ -323,6 +325,8 @@ func TestBlockScanMixedLines(t *testing.T) {
 	assert.Equal(t, []string{"eth7"}, blk.SocketInterfaces)
 	assert.Equal(t, 1, blk.Channels["NET/IB"])
 	assert.Equal(t, 1, blk.GDRDMAChannels)
+	assert.Equal(t, 1, blk.Channels["CollNet7"])
+	assert.Equal(t, 1, blk.Channels["NET/Plug9"])
 	assert.Equal(t, []IBDevice{{Index: 0, Name: "erdma_5", Port: 1, Link: "RoCE"}}, blk.IBDevices)
 	assert.Empty(t, blk.GDR.Enabled, "the line's NCCL WARN wins over its bare NET/ text")
 }

@@ -98,6 +98,7 @@ func analyzeSource(ctx context.Context, src chunkSource, size, workers int) (_ *
 			// NET/Socket line it parsed in an earlier chunk is already in
 			// the merge: its repeats (every rank prints one) are skipped.
 			seenIB, seenSocket := map[string]struct{}{}, map[string]struct{}{}
+			memo := new(lineMemo) // the same reasoning: logmemo.go
 			for {
 				tokens <- struct{}{}
 				lines, cut, seq, ok := take(&buf)
@@ -106,7 +107,7 @@ func analyzeSource(ctx context.Context, src chunkSource, size, workers int) (_ *
 					return
 				}
 				a := NewAnalyzer()
-				a.chunk, a.seenIB, a.seenSocket = true, seenIB, seenSocket
+				a.chunk, a.seenIB, a.seenSocket, a.memo = true, seenIB, seenSocket, memo
 				a.block(lines)
 				if cut != nil {
 					a.Feed(cut)

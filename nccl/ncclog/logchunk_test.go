@@ -166,3 +166,22 @@ func TestLogMergeCoversEveryField(t *testing.T) {
 	merged.merge(full)
 	require.Equal(t, full.Summary(), merged.Summary(), "a field is missing from Analyzer.merge")
 }
+
+// The memo remembers idempotent messages only, compares them whole, and
+// leaves out what it cannot hold.
+func TestLineMemo(t *testing.T) {
+	var m lineMemo
+	env := []byte("NCCL_IB_HCA set to erdma_0")
+	require.False(t, m.seen(env))
+	m.add(env)
+	require.True(t, m.seen(env))
+	require.False(t, m.seen([]byte("NCCL_IB_HCA set to erdma_1")), "same length and ends, one byte differs")
+	long := bytes.Repeat([]byte("x"), memoMaxLen+1)
+	m.add(long)
+	require.False(t, m.seen(long), "too long to remember")
+	m.add([]byte("short"))
+	require.False(t, m.seen([]byte("short")), "too short to hash")
+	require.False(t, idempotent([]byte("Channel 00/0 : 0[0] -> 1[1] via NET/IB/0")), "channel lines are counted")
+	require.False(t, idempotent([]byte("via NET/IB/0/GDRDMA")))
+	require.True(t, idempotent(env))
+}

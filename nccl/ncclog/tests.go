@@ -3,6 +3,7 @@ package ncclog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -69,7 +70,7 @@ type TestParams struct {
 	Step        string `json:"step,omitempty"` // "2(factor)" or "1048576(bytes)"
 	WarmupIters int    `json:"warmup_iters,omitempty"`
 	Iters       int    `json:"iters,omitempty"`
-	Validation  *int   `json:"validation,omitempty"`
+	Validation  Count  `json:"validation,omitzero"` // "validation 1"; left out of JSON when not printed
 }
 
 // TestRank is one "#  Rank  0 Group  0 Pid 6899 on host device 0 [bus] GPU" line.
@@ -102,8 +103,9 @@ type Measurement struct {
 	// Wrong is #wrong; not Known where the log says N/A or the format has
 	// an error column instead.
 	Wrong Count `json:"wrong"`
-	// Error is the older formats' max-error column when numeric.
-	Error *float64 `json:"error,omitempty"`
+	// Error is the older formats' max-error column when numeric (left out
+	// of JSON when not).
+	Error Float `json:"error,omitzero"`
 }
 
 // Count is a count a log may leave unknown: nccl-tests prints N/A in
@@ -133,6 +135,10 @@ func (c Count) MarshalJSON() ([]byte, error) {
 	return strconv.AppendInt(nil, c.N, 10), nil
 }
 
+// IsZero reports an unknown count (a field tagged omitzero is then left
+// out of JSON).
+func (c Count) IsZero() bool { return !c.Known }
+
 // UnmarshalJSON reads a number or null.
 func (c *Count) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
@@ -144,6 +150,51 @@ func (c *Count) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("count %.40q: want an integer or null: %w", b, err)
 	}
 	*c = KnownCount(n)
+	return nil
+}
+
+// Float is a number a log may leave out (the older formats' max-error
+// column). It prints (%v) as the number or "N/A", and is the number in
+// JSON; tagged omitzero, an unknown one is left out.
+type Float struct {
+	V     float64
+	Known bool // false: the log did not give it; V is 0
+}
+
+// KnownFloat is the Float v.
+func KnownFloat(v float64) Float { return Float{V: v, Known: true} }
+
+// String is the number, or "N/A" when unknown.
+func (f Float) String() string {
+	if !f.Known {
+		return "N/A"
+	}
+	return strconv.FormatFloat(f.V, 'g', -1, 64)
+}
+
+// IsZero reports an unknown number.
+func (f Float) IsZero() bool { return !f.Known }
+
+// MarshalJSON writes the number as encoding/json writes a float64, or
+// null when unknown.
+func (f Float) MarshalJSON() ([]byte, error) {
+	if !f.Known {
+		return []byte("null"), nil
+	}
+	return json.Marshal(f.V)
+}
+
+// UnmarshalJSON reads a number or null.
+func (f *Float) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*f = Float{}
+		return nil
+	}
+	var v float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("number %.40q: want a number or null: %w", b, err)
+	}
+	*f = KnownFloat(v)
 	return nil
 }
 
@@ -369,8 +420,7 @@ func (p *TestParser) params(t string) {
 		case "iters":
 			pr.Iters = atoi(next())
 		case "validation":
-			v := atoi(next())
-			pr.Validation = &v
+			pr.Validation = KnownCount(int64(atoi(next())))
 		}
 	}
 }
@@ -534,7 +584,7 @@ func measurement(f []string, errorColumn bool) (Measurement, bool) {
 		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
 			return m, false
 		}
-		m.Error = &x
+		m.Error = KnownFloat(x)
 		return m, true
 	}
 	w, err := strconv.ParseInt(f[3], 10, 64)

@@ -113,8 +113,7 @@ func TestParseTestsDetails(t *testing.T) {
 			GPU: "NVIDIA H100 80GB HBM3"}, r.Devices[15])
 		assert.Equal(t, TestParams{Threads: 1, GPUs: 1, MinBytes: 8, MaxBytes: 8589934592, Step: "2(factor)",
 			WarmupIters: 5, Iters: 20, Validation: r.Params.Validation}, r.Params)
-		require.NotNil(t, r.Params.Validation)
-		assert.Equal(t, 1, *r.Params.Validation)
+		assert.Equal(t, KnownCount(1), r.Params.Validation)
 	})
 	t.Run("NCCL 1.x rank lines without pid", func(t *testing.T) {
 		r := parseTestsFile(t, "B08_nccl_tests_nccl1_old_format_NCCL_failure_unhandled_cuda_error.txt")
@@ -145,8 +144,8 @@ func TestParseTestsDetails(t *testing.T) {
 		r, err := ParseTests(context.Background(), strings.NewReader(in))
 		require.NoError(t, err)
 		require.Len(t, r.Rows, 1)
-		require.NotNil(t, r.Rows[0].OutOfPlace.Error)
-		assert.InDelta(t, 5e-7, *r.Rows[0].OutOfPlace.Error, 1e-15)
+		require.True(t, r.Rows[0].OutOfPlace.Error.Known)
+		assert.InDelta(t, 5e-7, r.Rows[0].OutOfPlace.Error.V, 1e-15)
 		assert.False(t, r.Rows[0].OutOfPlace.Wrong.Known)
 		assert.Equal(t, "error", r.Format)
 	})
@@ -267,4 +266,45 @@ func TestCountPrintsAndEncodesAsANumberOrUnknown(t *testing.T) {
 	}
 	var bad Measurement
 	assert.ErrorContains(t, json.Unmarshal([]byte(`{"wrong":"x"}`), &bad), "want an integer or null")
+}
+
+// TestOptionalNumbersPrintAndMarshal: issue 26 item 5. #wrong, the old
+// max-error column and "validation" may be missing from a log: %v prints
+// each as the number or N/A (a pointer printed an address), and the JSON
+// is what it was with pointers: the number, or (error, validation) no key.
+func TestOptionalNumbersPrintAndMarshal(t *testing.T) {
+	in := "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n" +
+		"#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n" +
+		"     1048576        262144   float     sum    74.78   14.02   24.54  5e-07    76.17   13.77   24.09  0e+00\n"
+	r, err := ParseTests(context.Background(), strings.NewReader(in))
+	require.NoError(t, err)
+	require.Len(t, r.Rows, 1)
+	m := r.Rows[0].OutOfPlace
+	s := fmt.Sprintf("%v %v %v", m, r.Rows[0].InPlace, r.Params)
+	assert.NotContains(t, s, "0xc", "no pointer printed")
+	assert.Contains(t, s, "5e-07")
+	assert.Contains(t, s, "N/A", "the #wrong the format does not have")
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"time_us":74.78,"algbw_gbs":14.02,"busbw_gbs":24.54,"wrong":null,"error":5e-7}`, string(b))
+	assert.Contains(t, string(b), `"error":5e-7`, "written as encoding/json writes a float64")
+	b, err = json.Marshal(r.Rows[0].InPlace)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"error":0`, "a known zero is kept")
+	b, err = json.Marshal(r.Params)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"validation":1`)
+
+	var back Row
+	b, err = json.Marshal(r.Rows[0])
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, r.Rows[0], back, "the JSON reads back")
+
+	b, err = json.Marshal(Measurement{Wrong: KnownCount(0)})
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), `"error"`, "an unknown error column has no key")
+	b, err = json.Marshal(TestParams{})
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), `"validation"`, "no validation printed: no key")
 }

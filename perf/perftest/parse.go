@@ -43,7 +43,7 @@ type Report struct {
 	ConnectionType string `json:"connection_type,omitempty"` // RC, UC, UD, XRC, DC
 	Bidirectional  bool   `json:"bidirectional"`             // "Bidirectional" in the title
 	MTU            int    `json:"mtu,omitempty"`             // bytes, "Mtu : 4096[B]"
-	GIDIndex       *int   `json:"gid_index,omitempty"`       // "GID index : 3"; nil when not printed
+	GIDIndex       Int    `json:"gid_index,omitzero"`        // "GID index : 3"; not Known (no key) when not printed
 	TXDepth        int    `json:"tx_depth,omitempty"`
 	CQModeration   int    `json:"cq_moderation,omitempty"`
 	PostList       int    `json:"post_list,omitempty"`
@@ -575,7 +575,7 @@ func (p *parser) field(key, val string) {
 	case "GID index":
 		n, ok := num()
 		if ok {
-			r.GIDIndex = &n
+			r.GIDIndex = KnownInt(n)
 		}
 		known = ok
 	case "TX depth":
@@ -594,4 +594,48 @@ func (p *parser) field(key, val string) {
 	if known {
 		p.set[key] = true
 	}
+}
+
+// Int is a header number a log may not print (the GID index). It prints
+// (%v) as the number or "N/A"; in JSON it is the number, and a field
+// tagged omitzero is left out when unknown.
+type Int struct {
+	N     int
+	Known bool // false: the log did not print it; N is 0
+}
+
+// KnownInt is the Int n.
+func KnownInt(n int) Int { return Int{N: n, Known: true} }
+
+// String is the number, or "N/A" when unknown.
+func (i Int) String() string {
+	if !i.Known {
+		return "N/A"
+	}
+	return strconv.Itoa(i.N)
+}
+
+// IsZero reports an unknown number.
+func (i Int) IsZero() bool { return !i.Known }
+
+// MarshalJSON writes the number, or null when unknown.
+func (i Int) MarshalJSON() ([]byte, error) {
+	if !i.Known {
+		return []byte("null"), nil
+	}
+	return strconv.AppendInt(nil, int64(i.N), 10), nil
+}
+
+// UnmarshalJSON reads an integer or null.
+func (i *Int) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*i = Int{}
+		return nil
+	}
+	n, err := strconv.Atoi(string(b))
+	if err != nil {
+		return fmt.Errorf("number %.40q: want an integer or null: %w", b, err)
+	}
+	*i = KnownInt(n)
+	return nil
 }

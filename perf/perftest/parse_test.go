@@ -2,6 +2,7 @@ package perftest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -32,7 +33,7 @@ func readTestdata(t testing.TB, name string) string {
 }
 
 func TestParseSamples(t *testing.T) {
-	gid := func(n int) *int { return &n }
+	gid := KnownInt
 	tests := []struct {
 		file      string
 		test      string
@@ -46,7 +47,7 @@ func TestParseSamples(t *testing.T) {
 		nResults  int
 		first     *Result
 		last      *Result
-		gidIndex  *int
+		gidIndex  Int
 		errors    []string
 		warnings  []string
 		nLatency  int
@@ -391,4 +392,24 @@ func TestParseRunErrors(t *testing.T) {
 			assert.False(t, r.OK())
 		})
 	}
+}
+
+// TestGIDIndexPrintsAndMarshals: issue 26 item 5. The GID index a log may
+// not print: %v shows the number or N/A (a pointer printed an address),
+// and the JSON is what it was: the number, or no key.
+func TestGIDIndexPrintsAndMarshals(t *testing.T) {
+	r := Report{GIDIndex: KnownInt(3)}
+	assert.Equal(t, "3 N/A", fmt.Sprintf("%v %v", r.GIDIndex, Int{}))
+	b, err := json.Marshal(r)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"gid_index":3`)
+	var back Report
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, KnownInt(3), back.GIDIndex)
+	b, err = json.Marshal(Report{GIDIndex: KnownInt(0)})
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"gid_index":0`, "a known 0 is kept")
+	b, err = json.Marshal(Report{})
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "gid_index")
 }

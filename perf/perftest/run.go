@@ -167,7 +167,7 @@ func ServeWriteBW(ctx context.Context, o Options) []Run {
 		go func() {
 			defer wg.Done()
 			port := o.Port + i
-			od := o.forDevice(dev)
+			od := o.forDevice(ctx, dev)
 			r := Run{Device: dev, Port: port, Args: od.Args(dev, port, "")}
 			out, err := od.exec(ctx, r.Args)
 			r.Server, err = parseOutput(out, err)
@@ -206,7 +206,7 @@ func ServeWriteLat(ctx context.Context, o Options) []Run {
 }
 
 func (o Options) pair(ctx context.Context, dev string, port int) Run {
-	o = o.forDevice(dev)
+	o = o.forDevice(ctx, dev)
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	addr := o.Server
@@ -219,7 +219,7 @@ func (o Options) pair(ctx context.Context, dev string, port int) Run {
 	if addr == "" {
 		addr = o.LoopbackAddr
 		if addr == "" && o.Method == connect.RDMACM {
-			ip, err := deviceIPv4(o.Root, dev)
+			ip, err := deviceIPv4(ctx, o.Root, dev)
 			if err != nil {
 				r.Error = err.Error()
 				return r
@@ -368,17 +368,17 @@ func tail(out []byte, n int) string {
 // deviceIPv4 returns the IPv4 address in dev's port 1 GID table (rdma_cm
 // needs an address of the device).
 // forDevice is o with its Method resolved for dev's transport.
-func (o Options) forDevice(dev string) Options {
+func (o Options) forDevice(ctx context.Context, dev string) Options {
 	if o.Method == connect.Auto {
-		o.Method = o.Method.Resolve(deviceTransport(o.Root, dev))
+		o.Method = o.Method.Resolve(deviceTransport(ctx, o.Root, dev))
 	}
 	return o
 }
 
 // deviceTransport reads dev's personality from its node_type and port 1's
 // link_layer under root; connect.UnknownTransport when they cannot be read.
-func deviceTransport(root, dev string) connect.Transport {
-	r, err := hostfs.Open(root)
+func deviceTransport(ctx context.Context, root, dev string) connect.Transport {
+	r, err := hostfs.OpenContext(ctx, root)
 	if err != nil {
 		return connect.UnknownTransport
 	}
@@ -397,8 +397,8 @@ func deviceTransport(root, dev string) connect.Transport {
 	return connect.TransportOf(n, strings.TrimSpace(string(ll)))
 }
 
-func deviceIPv4(root, dev string) (string, error) {
-	r, err := hostfs.Open(root)
+func deviceIPv4(ctx context.Context, root, dev string) (string, error) {
+	r, err := hostfs.OpenContext(ctx, root)
 	if err != nil {
 		return "", err
 	}

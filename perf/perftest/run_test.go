@@ -137,9 +137,9 @@ func TestAutoMethodAddsRForIWARPDevicesOnly(t *testing.T) {
 	write("sys/class/infiniband/roce0/node_type", "1: CA\n")
 	write("sys/class/infiniband/roce0/ports/1/link_layer", "Ethernet\n")
 	o := Options{Root: root, GIDIndex: -1}.withDefaults()
-	assert.Contains(t, o.forDevice("iwp0").Args("iwp0", 1, ""), "-R", "iWARP connects only through rdma_cm")
-	assert.NotContains(t, o.forDevice("roce0").Args("roce0", 1, ""), "-R")
-	assert.NotContains(t, o.forDevice("absent0").Args("absent0", 1, ""), "-R", "unreadable transport: perftest's default")
+	assert.Contains(t, o.forDevice(t.Context(), "iwp0").Args("iwp0", 1, ""), "-R", "iWARP connects only through rdma_cm")
+	assert.NotContains(t, o.forDevice(t.Context(), "roce0").Args("roce0", 1, ""), "-R")
+	assert.NotContains(t, o.forDevice(t.Context(), "absent0").Args("absent0", 1, ""), "-R", "unreadable transport: perftest's default")
 	o.Method = connect.OOB
-	assert.NotContains(t, o.forDevice("iwp0").Args("iwp0", 1, ""), "-R", "an explicit method wins")
+	assert.NotContains(t, o.forDevice(t.Context(), "iwp0").Args("iwp0", 1, ""), "-R", "an explicit method wins")
 }

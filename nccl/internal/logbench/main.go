@@ -11,7 +11,8 @@
 // default for quick runs); -layout mpirun tags every line as mpirun
 // --tag-output does. One untimed pass puts the file in the page cache; then
 // every tool runs once per round, the order rotating, for -runs rounds. It
-// prints each tool's best run and, per peer, AnalyzeLog's throughput over the
+// prints each tool's best run and CPU seconds per GiB (best and median of the
+// rounds) and, per peer, AnalyzeLog's throughput over the
 // peer's in each round with the median and quartiles of those ratios, and
 // with -cli the same for the CLI's whole process (start-up and JSON output
 // included), which is what docs/parse.md's goal is judged on; the load
@@ -63,6 +64,10 @@ type Result struct {
 	// machine it is steadier than the wall clock.
 	CPUSeconds float64 `json:"cpu_seconds"`
 	CPUMBps    float64 `json:"mb_per_cpu_s"`
+	// CPUPerGiB is CPUSeconds per GiB of the log; MedianCPUPerGiB the
+	// median over the rounds (the figure docs/parse.md quotes).
+	CPUPerGiB       float64 `json:"cpu_s_per_gib"`
+	MedianCPUPerGiB float64 `json:"median_cpu_s_per_gib"`
 	// MaxRSSKiB is the peak resident memory of a tool run as a process
 	// (0 for AnalyzeLog in this process).
 	MaxRSSKiB int64  `json:"max_rss_kib,omitempty"`
@@ -149,6 +154,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// peer's in the same round, so that a machine whose load changes
 	// between rounds skews both sides of a ratio alike.
 	secs := make([][]float64, len(tools))
+	cpus := make([][]float64, len(tools))
 	for r := 0; r < *runs; r++ {
 		for k := range tools {
 			i := (r + k) % len(tools)
@@ -160,6 +166,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 			sec := time.Since(start).Seconds()
 			secs[i] = append(secs[i], sec)
+			if cpu > 0 {
+				cpus[i] = append(cpus[i], cpu)
+			}
 			b := &best[i]
 			b.Tool, b.Output = t.name, out
 			if b.Seconds == 0 || sec < b.Seconds {
@@ -169,6 +178,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				b.CPUSeconds, b.CPUMBps = cpu, float64(written)/cpu/1e6
 			}
 			b.MaxRSSKiB = max(b.MaxRSSKiB, rss)
+		}
+	}
+	gib := float64(written) / (1 << 30)
+	for i := range best {
+		best[i].CPUPerGiB = best[i].CPUSeconds / gib
+		if len(cpus[i]) > 0 {
+			best[i].MedianCPUPerGiB = median(cpus[i]) / gib
 		}
 	}
 	// Subjects: AnalyzeLog in this process, and the CLI as a whole
@@ -188,7 +204,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				per[r] = secs[i][r] / secs[s][r] // the subject's throughput / the peer's
 			}
 			q1, med, q3 := quartiles(per)
-			ratios = append(ratios, Ratio{Subject: tools[s].name, Peer: t.name, Q1: q1, Median: med, Q3: q3, PerRound: per})
+			r := Ratio{Subject: tools[s].name, Peer: t.name, Q1: q1, Median: med, Q3: q3, PerRound: per}
+			if len(cpus[i]) == *runs && len(cpus[s]) == *runs {
+				cpu := make([]float64, *runs)
+				for k := range cpu {
+					cpu[k] = cpus[s][k] / cpus[i][k]
+				}
+				r.CPUMedian = median(cpu)
+			}
+			ratios = append(ratios, r)
 		}
 	}
 	if *asJSON {
@@ -198,21 +222,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "log: %d bytes (%.0f MiB), layout %s, built from %s; %d rounds, order rotating; GOMAXPROCS %d; %d CPUs\n",
 		written, float64(written)/(1<<20), *layout, dir, *runs, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	fmt.Fprintf(stdout, "%s; load average before %s, after %s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), loadBefore, loadAvg())
-	t := render.NewTable("TOOL", "BEST S", "MB/s", "CPU S", "MB/CPU-s", "MAX RSS MiB", "FOUND")
+	t := render.NewTable("TOOL", "BEST S", "MB/s", "CPU-s/GiB BEST", "CPU-s/GiB MEDIAN", "MAX RSS MiB", "FOUND")
 	for _, b := range best {
 		rss := "-"
 		if b.MaxRSSKiB > 0 {
 			rss = fmt.Sprintf("%.1f", float64(b.MaxRSSKiB)/1024)
 		}
 		t.Add(b.Tool, fmt.Sprintf("%.3f", b.Seconds), fmt.Sprintf("%.0f", b.MBps),
-			fmt.Sprintf("%.3f", b.CPUSeconds), fmt.Sprintf("%.0f", b.CPUMBps), rss, b.Output)
+			fmt.Sprintf("%.3f", b.CPUPerGiB), fmt.Sprintf("%.3f", b.MedianCPUPerGiB), rss, b.Output)
 	}
 	if err := t.Write(stdout); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "throughput / peer's, per round (wall clock):")
+	fmt.Fprintln(stdout, "throughput / peer's, per round (wall clock); cpu: the subject's CPU time / the peer's, median of the rounds:")
 	for _, r := range ratios {
-		fmt.Fprintf(stdout, "  %-30s vs %-30s median %.2f  quartiles %.2f-%.2f  rounds %s\n", r.Subject, r.Peer, r.Median, r.Q1, r.Q3, fmtRatios(r.PerRound))
+		fmt.Fprintf(stdout, "  %-30s vs %-30s median %.2f  quartiles %.2f-%.2f  cpu %.2f  rounds %s\n", r.Subject, r.Peer, r.Median, r.Q1, r.Q3, r.CPUMedian, fmtRatios(r.PerRound))
 	}
 	return nil
 }
@@ -231,6 +255,9 @@ type Ratio struct {
 	Median   float64   `json:"median"`
 	Q3       float64   `json:"q3"`
 	PerRound []float64 `json:"per_round"`
+	// CPUMedian is the subject's CPU time over the peer's, the median of
+	// the rounds (0 where a tool's CPU time was not read).
+	CPUMedian float64 `json:"cpu_median"`
 }
 
 func fmtRatios(v []float64) string {
