@@ -195,6 +195,40 @@ func TestLabLatLoopback(t *testing.T) {
 	}
 }
 
+// TestLabLatCancelled: a context cancelled during the C ping-pong (here
+// from the progress report, between runs, and from a timer, mid-run) ends
+// the test on both sides at once with the context's error, and every
+// resource is released.
+func TestLabLatCancelled(t *testing.T) {
+	l := openLabLink(t)
+	ctx := labtest.Deadline(t)
+	before, err := labtest.ResourcesOf(ctx, l.Device())
+	require.NoError(t, err)
+	for _, mid := range []bool{false, true} {
+		cctx, cancel := context.WithCancel(ctx)
+		cfg := LatencyConfig{Iterations: MaxLatencyIterations, Warmup: -1}
+		if mid {
+			time.AfterFunc(500*time.Millisecond, cancel)
+		} else {
+			cfg.ProgressInterval = 200 * time.Millisecond
+			cfg.Progress = func(p LatencyProgress) {
+				if p.Done > 0 {
+					cancel()
+				}
+			}
+		}
+		start := time.Now()
+		_, errs := LatencyLoopback(cctx, []Link{l}, cfg, []int{2})
+		cancel()
+		require.NotEmpty(t, errs)
+		assert.ErrorIs(t, errs[0], context.Canceled)
+		assert.Less(t, time.Since(start), 30*time.Second)
+	}
+	after, err := labtest.ResourcesOf(ctx, l.Device())
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+}
+
 // TestLab2HostLat is `bw serve` on VM a and `bw lat a` on VM b: the
 // ping-pong across the lab's Ethernet segment, rxe0 to rxe0. Port 18611.
 func TestLab2HostLat(t *testing.T) {

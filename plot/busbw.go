@@ -6,63 +6,41 @@ import (
 	"math"
 
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
-	gplot "gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
 )
 
 // BusBW writes an SVG chart of an nccl-tests result: bus bandwidth against
 // message size, out-of-place and in-place, with a dashed line at expectGBs
 // when it is positive. A result without a row of positive size is ErrNoData.
 func BusBW(w io.Writer, res *ncclog.TestResult, title string, expectGBs float64) error {
-	var out, in plotter.XYs
+	var xs, out, in []float64
 	if res != nil {
 		for _, r := range res.Rows {
 			if r.Size <= 0 {
 				continue
 			}
-			out = append(out, plotter.XY{X: float64(r.Size), Y: r.OutOfPlace.BusBWGB})
-			in = append(in, plotter.XY{X: float64(r.Size), Y: r.InPlace.BusBWGB})
+			xs = append(xs, float64(r.Size))
+			out = append(out, r.OutOfPlace.BusBWGB)
+			in = append(in, r.InPlace.BusBWGB)
 		}
 	}
-	if len(out) == 0 {
+	if len(xs) == 0 {
 		return ErrNoData
 	}
-	p := gplot.New()
-	p.Title.Text = title
-	p.Y.Label.Text = "bus bandwidth (GB/s)"
-	p.Y.Min = 0
-	lo, hi := out[0].X, out[0].X
-	for _, xy := range out {
-		lo, hi = math.Min(lo, xy.X), math.Max(hi, xy.X)
+	lo, hi, top := xs[0], xs[0], expectGBs
+	for i := range xs {
+		lo, hi = math.Min(lo, xs[i]), math.Max(hi, xs[i])
+		top = highest(top, out[i], in[i])
 	}
-	lo, hi = sizeAxis(p, lo, hi)
-	p.Add(plotter.NewGrid())
-	for i, s := range []struct {
-		name string
-		xys  plotter.XYs
-	}{{"out-of-place", out}, {"in-place", in}} {
-		l, pts, err := plotter.NewLinePoints(s.xys)
-		if err != nil {
-			return fmt.Errorf("plot: %s: %w", s.name, err)
-		}
-		l.Color = plotutil.Color(i)
-		pts.Color = plotutil.Color(i)
-		p.Add(l, pts)
-		p.Legend.Add(s.name, l, pts)
-	}
+	x := sizeAxis(lo, hi)
+	ch := newChart(768, 432, x, linearAxis("bus bandwidth (GB/s)", 0, top*1.05, true), layout{title: title})
+	entries := []entry{{name: "out-of-place", colour: colour(0), points: true}, {name: "in-place", colour: colour(1), points: true}}
 	if expectGBs > 0 {
-		e, err := plotter.NewLine(plotter.XYs{{X: lo, Y: expectGBs}, {X: hi, Y: expectGBs}})
-		if err != nil {
-			return fmt.Errorf("plot: the expectation: %w", err)
-		}
-		e.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		e.Color = plotutil.Color(2)
-		p.Add(e)
-		p.Legend.Add(fmt.Sprintf("expected %.1f GB/s", expectGBs), e)
+		e := entry{name: fmt.Sprintf("expected %.1f GB/s", expectGBs), colour: colour(2), dashed: true}
+		ch.series([]float64{x.min, x.max}, []float64{expectGBs, expectGBs}, e.colour, false, true)
+		entries = append(entries, e)
 	}
-	p.Legend.Top = true
-	p.Legend.Left = true
-	return writeSVG(w, p, 8, 4.5)
+	ch.series(xs, out, colour(0), true, false)
+	ch.series(xs, in, colour(1), true, false)
+	ch.legend(topLeft, entries...)
+	return ch.write(w)
 }

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"time"
+
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
-	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/plot"
 )
 
@@ -31,11 +32,12 @@ func ExampleBusBW() {
 	// Output: true
 }
 
-// A bw sweep: one line per device and their total.
+// A bw sweep: one line per device and their total. Package report's
+// BandwidthOf converts perf's and perftest's results.
 func ExampleSweep() {
-	results := []perf.Result{
-		{Device: "erdma_0", Size: 65536, AvgGbps: 88},
-		{Device: "erdma_0", Size: 1 << 20, AvgGbps: 97},
+	results := []plot.Bandwidth{
+		{Device: "erdma_0", Size: 65536, Gbps: 88},
+		{Device: "erdma_0", Size: 1 << 20, Gbps: 97},
 	}
 	var svg bytes.Buffer
 	fmt.Println(plot.Sweep(&svg, "bw sweep", results), svg.Len() > 0)
@@ -45,11 +47,13 @@ func ExampleSweep() {
 	// plot: nothing to plot
 }
 
+// One-way latency samples, drawn as a histogram. Package report's
+// LatencyOf converts `bw lat`'s results.
 func ExampleLatencyHistogram() {
-	link := perf.NewEmulatedLink("fake0", 10, 0)
-	results, _ := perf.LatencyLoopback(context.Background(), []perf.Link{link}, perf.LatencyConfig{Iterations: 100}, nil)
+	r := plot.Latency{Device: "erdma_0", Size: 2, Iterations: 4, MinUS: 14.9, MedianUS: 15.05, P99US: 15.4, P999US: 15.4, MaxUS: 15.4,
+		Samples: []time.Duration{14900 * time.Nanosecond, 15 * time.Microsecond, 15100 * time.Nanosecond, 15400 * time.Nanosecond}}
 	var svg bytes.Buffer
-	fmt.Println(plot.LatencyHistogram(&svg, "bw lat", results), svg.Len() > 0)
+	fmt.Println(plot.LatencyHistogram(&svg, "bw lat", []plot.Latency{r}), svg.Len() > 0)
 	// Output:
 	// <nil> true
 }
@@ -74,9 +78,22 @@ host:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 8[0] [send] via NET/IB/1/GDRDMA
 // `bw lat` read back from its JSON has no samples: the percentiles instead
 // of the histogram.
 func ExampleLatencyPercentiles() {
-	r := perf.LatencyResult{Device: "erdma_0", Size: 2,
-		LatencyStats: perf.LatencyStats{Iterations: 1000, MinUS: 14.1, MedianUS: 15.2, P99US: 17.9, P999US: 24.0, MaxUS: 61.3}}
+	r := plot.Latency{Device: "erdma_0", Size: 2, Iterations: 1000, MinUS: 14.1, MedianUS: 15.2, P99US: 17.9, P999US: 24.0, MaxUS: 61.3}
 	var svg bytes.Buffer
-	fmt.Println(plot.LatencyPercentiles(&svg, "bw lat", []perf.LatencyResult{r}), svg.Len() > 0)
+	fmt.Println(plot.LatencyPercentiles(&svg, "bw lat", []plot.Latency{r}), svg.Len() > 0)
+	// Output: <nil> true
+}
+
+// A mesh of three hosts where gpu2 is slow. Package report's MeshOf
+// converts fleet's mesh report.
+func ExampleHeatmap() {
+	fast, slow := 98.0, 31.0
+	m := plot.Mesh{Hosts: []string{"gpu0", "gpu1", "gpu2"}, MedianGbps: 98, Matrix: [][]*float64{
+		{nil, &fast, &slow},
+		{&fast, nil, &slow},
+		{&slow, &slow, nil},
+	}}
+	var svg bytes.Buffer
+	fmt.Println(plot.Heatmap(&svg, m), strings.Contains(svg.String(), "red 31.0 .. blue 98.0"))
 	// Output: <nil> true
 }

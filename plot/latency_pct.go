@@ -1,47 +1,32 @@
 package plot
 
-import (
-	"fmt"
-	"io"
+import "io"
 
-	gplot "gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-
-	"github.com/erdmakit/erdmakit/internal/units"
-	"github.com/erdmakit/erdmakit/perf"
-)
-
-// LatencyPercentiles writes an SVG chart of `bw lat` results without their
-// samples (as read back from --json): one line per device and size through
-// min, median, p99, p99.9 and max, in µs. Results with no iteration are
-// ErrNoData.
-func LatencyPercentiles(w io.Writer, title string, results []perf.LatencyResult) error {
-	p := gplot.New()
-	p.Title.Text = title
-	p.Y.Label.Text = "one-way latency (µs)"
-	p.Y.Min = 0
-	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.NominalX("min", "median", "p99", "p99.9", "max")
-	n := 0
+// LatencyPercentiles writes an SVG chart of latency results without their
+// samples (`bw lat` read back from --json): one line per device and size
+// through min, median, p99, p99.9 and max, in µs. Results with no
+// iteration are ErrNoData.
+func LatencyPercentiles(w io.Writer, title string, results []Latency) error {
+	top, n := 0.0, 0
 	for _, r := range results {
-		if r.Iterations == 0 {
-			continue
+		if r.Iterations > 0 {
+			top, n = highest(top, r.MinUS, r.MedianUS, r.P99US, r.P999US, r.MaxUS), n+1
 		}
-		xys := plotter.XYs{{X: 0, Y: r.MinUS}, {X: 1, Y: r.MedianUS}, {X: 2, Y: r.P99US}, {X: 3, Y: r.P999US}, {X: 4, Y: r.MaxUS}}
-		l, pts, err := plotter.NewLinePoints(xys)
-		if err != nil {
-			return fmt.Errorf("plot: %s: %w", r.Device, err)
-		}
-		l.Color, pts.Color = plotutil.Color(n), plotutil.Color(n)
-		p.Add(l, pts)
-		p.Legend.Add(fmt.Sprintf("%s %s", r.Device, units.Format(int64(r.Size), units.Compact)), l, pts)
-		n++
 	}
 	if n == 0 {
 		return ErrNoData
 	}
-	return writeSVG(w, p, 8, 4.5)
+	x := nominalAxis("", []string{"min", "median", "p99", "p99.9", "max"}, 1)
+	ch := newChart(768, 432, x, linearAxis("one-way latency (µs)", 0, top*1.05, true), layout{title: title})
+	var entries []entry
+	for _, r := range results {
+		if r.Iterations == 0 {
+			continue
+		}
+		e := entry{name: r.name(), colour: colour(len(entries)), points: true}
+		ch.series([]float64{0, 1, 2, 3, 4}, []float64{r.MinUS, r.MedianUS, r.P99US, r.P999US, r.MaxUS}, e.colour, true, false)
+		entries = append(entries, e)
+	}
+	ch.legend(topLeft, entries...)
+	return ch.write(w)
 }

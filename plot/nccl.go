@@ -3,13 +3,9 @@ package plot
 import (
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
-	gplot "gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
 )
 
 // NCCLUse writes an SVG bar chart of what an NCCL_DEBUG=INFO log says NCCL
@@ -21,12 +17,12 @@ func NCCLUse(w io.Writer, title string, s *ncclog.Summary) error {
 		return ErrNoData
 	}
 	var labels []string
-	var total, gdr plotter.Values
+	var total, gdr []float64
 	keys := make([]string, 0, len(s.Channels))
 	for k := range s.Channels {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	for _, k := range keys {
 		labels = append(labels, k)
 		total = append(total, float64(s.Channels[k]))
@@ -44,28 +40,18 @@ func NCCLUse(w io.Writer, title string, s *ncclog.Summary) error {
 	if len(labels) == 0 {
 		return ErrNoData
 	}
-	p := gplot.New()
-	p.Title.Text = fmt.Sprintf("%s (network: %s)", title, s.Transport)
-	p.Y.Label.Text = "channels"
-	p.Y.Min = 0
-	p.Add(plotter.NewGrid())
-	width := vg.Points(14)
-	all, err := plotter.NewBarChart(total, width)
-	if err != nil {
-		return fmt.Errorf("plot: channels: %w", err)
+	top := max(1, slices.Max(total), slices.Max(gdr))
+	ch := newChart(max(480, 192+77*float64(len(labels))), 400, nominalAxis("", labels, 1),
+		linearAxis("channels", 0, top*1.15, true), layout{title: fmt.Sprintf("%s (network: %s)", title, s.Transport)})
+	// Two bars side by side at each label, each at most 20 px wide.
+	bar := min(20, (ch.px(1)-ch.px(0))/3)
+	for i := range labels {
+		for j, v := range []float64{total[i], gdr[i]} {
+			x, y := ch.px(float64(i))+float64(j-1)*bar, ch.py(v)
+			ch.rect(x, y, bar, ch.py(0)-y, fmt.Sprintf(`fill="%s"`, colour(j)))
+		}
 	}
-	all.Color = plotutil.Color(0)
-	all.Offset = -width / 2
-	g, err := plotter.NewBarChart(gdr, width)
-	if err != nil {
-		return fmt.Errorf("plot: GDRDMA channels: %w", err)
-	}
-	g.Color = plotutil.Color(1)
-	g.Offset = width / 2
-	p.Add(all, g)
-	p.Legend.Add("channels", all)
-	p.Legend.Add("over GPUDirect RDMA (GDRDMA)", g)
-	p.Legend.Top = true
-	p.NominalX(labels...)
-	return writeSVG(w, p, 2+0.8*float64(len(labels)), 4)
+	ch.legend(topRight, entry{name: "channels", colour: colour(0), solid: true},
+		entry{name: "over GPUDirect RDMA (GDRDMA)", colour: colour(1), solid: true})
+	return ch.write(w)
 }

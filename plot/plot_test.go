@@ -3,20 +3,20 @@ package plot
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
+	"errors"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/erdmakit/erdmakit/fleet"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
-	"github.com/erdmakit/erdmakit/perf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	gplot "gonum.org/v1/plot"
-	"gonum.org/v1/plot/palette/moreland"
-	"gonum.org/v1/plot/plotter"
 )
 
 func TestBusBW(t *testing.T) {
@@ -44,10 +44,10 @@ func TestBusBW(t *testing.T) {
 }
 
 func TestSweep(t *testing.T) {
-	var results []perf.Result
+	var results []Bandwidth
 	for _, dev := range []string{"erdma_0", "erdma_1"} {
 		for _, s := range []int{4096, 65536, 1 << 20} {
-			results = append(results, perf.Result{Device: dev, Size: s, AvgGbps: float64(s) / 10000})
+			results = append(results, Bandwidth{Device: dev, Size: s, Gbps: float64(s) / 10000})
 		}
 	}
 	var b strings.Builder
@@ -71,18 +71,18 @@ func TestHeatmap(t *testing.T) {
 	assert.Contains(t, b.String(), "gpu004")
 	assert.Contains(t, b.String(), "median 100.0")
 
-	assert.ErrorIs(t, Heatmap(&b, &fleet.MeshReport{Hosts: []string{"a"}}), ErrNoData)
-	assert.ErrorIs(t, Heatmap(&b, nil), ErrNoData)
+	assert.ErrorIs(t, Heatmap(&b, Mesh{Hosts: []string{"a"}}), ErrNoData)
+	assert.ErrorIs(t, Heatmap(&b, Mesh{}), ErrNoData)
 	// A matrix that does not match the hosts is an error, not a panic.
 	bad := mesh(3)
 	bad.Matrix[1] = bad.Matrix[1][:1]
 	assert.ErrorIs(t, Heatmap(&b, bad), ErrNoData)
-	assert.ErrorIs(t, Heatmap(&b, &fleet.MeshReport{Hosts: []string{"a", "b"}}), ErrNoData)
+	assert.ErrorIs(t, Heatmap(&b, Mesh{Hosts: []string{"a", "b"}}), ErrNoData)
 }
 
 // mesh is an n-host mesh at 100 Gbit/s with host 4 slow and host 9 dead.
-func mesh(n int) *fleet.MeshReport {
-	rep := &fleet.MeshReport{MedianGbps: 100}
+func mesh(n int) Mesh {
+	rep := Mesh{MedianGbps: 100}
 	for i := range n {
 		rep.Hosts = append(rep.Hosts, "gpu"+pad3(i))
 		row := make([]*float64, n)
@@ -108,31 +108,33 @@ func pad3(i int) string {
 
 func TestLog2Ticks(t *testing.T) {
 	ticks := log2Ticks(8, 8<<30)
-	assert.Equal(t, "8", ticks[0].Label)
-	assert.Equal(t, "8M", ticks[20].Label)
+	assert.Equal(t, "8", ticks[0].label)
+	assert.Equal(t, "8M", ticks[20].label)
 	assert.Len(t, ticks, 31)
 	assert.Nil(t, log2Ticks(0, 1))
 }
 
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
 func TestLatencyHistogram(t *testing.T) {
-	res := func(dev string, size int, base time.Duration) perf.LatencyResult {
+	res := func(dev string, size int, base time.Duration) Latency {
 		var s []time.Duration
 		for i := range 1000 {
 			s = append(s, base+time.Duration(i%37)*100*time.Nanosecond)
 		}
 		s = append(s, 100*base) // an outlier: counted in the last bin
-		return perf.LatencyResult{Device: dev, Size: size, LatencyStats: perf.NewLatencyStats(s), Samples: s}
+		return Latency{Device: dev, Size: size, Iterations: len(s), MinUS: us(base), MedianUS: us(base) + 1.8, P99US: us(base) + 3.5, P999US: us(base) + 3.6, MaxUS: us(100 * base), Samples: s}
 	}
 	var b strings.Builder
-	require.NoError(t, LatencyHistogram(&b, "lat", []perf.LatencyResult{res("erdma_0", 2, 15*time.Microsecond), res("erdma_0", 4096, 18*time.Microsecond)}))
+	require.NoError(t, LatencyHistogram(&b, "lat", []Latency{res("erdma_0", 2, 15*time.Microsecond), res("erdma_0", 4096, 18*time.Microsecond)}))
 	svg := b.String()
 	for _, want := range []string{"<svg", "lat", "erdma_0 2B: median", "erdma_0 4KiB: median", "one-way latency"} {
 		assert.Contains(t, svg, want)
 	}
-	assert.ErrorIs(t, LatencyHistogram(&b, "empty", []perf.LatencyResult{{Device: "x"}}), ErrNoData)
+	assert.ErrorIs(t, LatencyHistogram(&b, "empty", []Latency{{Device: "x"}}), ErrNoData)
 	b.Reset()
-	one := perf.LatencyResult{Device: "x", Size: 2, Samples: []time.Duration{time.Microsecond}, LatencyStats: perf.NewLatencyStats([]time.Duration{time.Microsecond})}
-	require.NoError(t, LatencyHistogram(&b, "one sample", []perf.LatencyResult{one}))
+	one := Latency{Device: "x", Size: 2, Iterations: 1, MinUS: 1, MedianUS: 1, P99US: 1, P999US: 1, MaxUS: 1, Samples: []time.Duration{time.Microsecond}}
+	require.NoError(t, LatencyHistogram(&b, "one sample", []Latency{one}))
 }
 
 func TestHeatmapOfManyHostsIsOneImage(t *testing.T) {
@@ -157,32 +159,121 @@ func TestNCCLUse(t *testing.T) {
 }
 
 func TestLatencyPercentiles(t *testing.T) {
-	r := perf.LatencyResult{Device: "erdma_0", Size: 2, LatencyStats: perf.LatencyStats{Iterations: 10, MinUS: 1, MedianUS: 2, P99US: 3, P999US: 4, MaxUS: 9}}
+	r := Latency{Device: "erdma_0", Size: 2, Iterations: 10, MinUS: 1, MedianUS: 2, P99US: 3, P999US: 4, MaxUS: 9}
 	var b strings.Builder
-	require.NoError(t, LatencyPercentiles(&b, "lat", []perf.LatencyResult{r}))
+	require.NoError(t, LatencyPercentiles(&b, "lat", []Latency{r}))
 	for _, want := range []string{"<svg", "erdma_0 2B", "p99.9", "median"} {
 		assert.Contains(t, b.String(), want)
 	}
-	assert.ErrorIs(t, LatencyPercentiles(&b, "", []perf.LatencyResult{{Device: "x"}}), ErrNoData)
+	assert.ErrorIs(t, LatencyPercentiles(&b, "", []Latency{{Device: "x"}}), ErrNoData)
 }
 
-// cornerGlyphs pads the heat map as gonum's box per cell does: the same
-// drawing, byte for byte.
-func TestCornerGlyphsDrawTheSame(t *testing.T) {
-	for _, n := range []int{2, 12, 40} {
-		rep := mesh(n)
-		draw := func(wrap bool) string {
-			p := gplot.New()
-			h := plotter.NewHeatMap(matrixGrid(rep.Matrix), moreland.SmoothBlueRed().Palette(8))
-			if wrap {
-				p.Add(cornerGlyphs{h})
-			} else {
-				p.Add(h)
-			}
-			var b strings.Builder
-			require.NoError(t, writeSVG(&b, p, 4, 4))
-			return b.String()
+// wellFormed checks that svg is one well-formed XML document whose root is
+// an <svg> of positive size, and returns its character data.
+func wellFormed(t *testing.T, svg string) string {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(svg))
+	var text strings.Builder
+	depth, roots := 0, 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
 		}
-		assert.True(t, draw(false) == draw(true), "%d hosts: the drawings differ", n)
+		require.NoError(t, err, "%.300s", svg)
+		switch e := tok.(type) {
+		case xml.StartElement:
+			if depth == 0 {
+				roots++
+				require.Equal(t, "svg", e.Name.Local)
+				for _, a := range e.Attr {
+					if a.Name.Local == "width" || a.Name.Local == "height" {
+						v, err := strconv.ParseFloat(a.Value, 64)
+						require.NoError(t, err)
+						assert.Positive(t, v, a.Name.Local)
+					}
+				}
+			}
+			for _, a := range e.Attr {
+				assert.NotContains(t, a.Value, "NaN", "<%s %s>", e.Name.Local, a.Name.Local)
+				assert.NotContains(t, a.Value, "Inf", "<%s %s>", e.Name.Local, a.Name.Local)
+			}
+			depth++
+		case xml.EndElement:
+			depth--
+		case xml.CharData:
+			text.Write(e)
+		}
 	}
+	assert.Equal(t, 1, roots)
+	return text.String()
+}
+
+// Every chart is one well-formed document; names from the input are text,
+// never markup, and values that cannot be drawn are left out.
+func TestChartsAreWellFormedAndEscaped(t *testing.T) {
+	evil := `<script>alert(1)</script>&"'` + "\x00\x1b"
+	nan, inf := math.NaN(), math.Inf(1)
+	res := &ncclog.TestResult{Rows: []ncclog.Row{{Size: 8, OutOfPlace: ncclog.Measurement{BusBWGB: nan}, InPlace: ncclog.Measurement{BusBWGB: 1}},
+		{Size: 1024, OutOfPlace: ncclog.Measurement{BusBWGB: inf}, InPlace: ncclog.Measurement{BusBWGB: 2}}}}
+	m := mesh(3)
+	m.Hosts[1] = evil
+	m.Matrix[0][1] = &nan
+	lat := []Latency{{Device: evil, Size: 2, Iterations: 2, MinUS: 1, MedianUS: nan, P99US: inf, P999US: 3, MaxUS: 4, Samples: []time.Duration{time.Microsecond, 3 * time.Microsecond}}}
+	charts := map[string]func(w io.Writer) error{
+		"busbw": func(w io.Writer) error { return BusBW(w, res, evil, inf) },
+		"sweep": func(w io.Writer) error {
+			return Sweep(w, evil, []Bandwidth{{Device: evil, Size: 8, Gbps: nan}, {Device: evil, Size: 16, Gbps: 5}, {Device: "b", Size: 16, Gbps: inf}})
+		},
+		"heatmap":     func(w io.Writer) error { return Heatmap(w, m) },
+		"histogram":   func(w io.Writer) error { return LatencyHistogram(w, evil, lat) },
+		"percentiles": func(w io.Writer) error { return LatencyPercentiles(w, evil, lat) },
+		"nccl": func(w io.Writer) error {
+			return NCCLUse(w, evil, &ncclog.Summary{Channels: map[string]int{evil: 2}, NICs: []ncclog.NICUse{{Name: evil, Channels: 1}}})
+		},
+	}
+	for name, draw := range charts {
+		var b strings.Builder
+		require.NoError(t, draw(&b), name)
+		assert.NotContains(t, b.String(), "<script", name)
+		text := wellFormed(t, b.String())
+		assert.Contains(t, text, "<script>alert(1)</script>&", name)
+	}
+}
+
+func TestLinearAxisTicksAreNice(t *testing.T) {
+	labels := func(a axis) (out []string) {
+		for _, t := range a.ticks {
+			out = append(out, t.label)
+		}
+		return out
+	}
+	a := linearAxis("", 0, 187, true)
+	assert.Equal(t, []string{"0", "50", "100", "150", "200"}, labels(a))
+	assert.Equal(t, 200.0, a.max)
+	assert.Equal(t, []string{"15", "15.5", "16", "16.5", "17"}, labels(linearAxis("", 14.9, 17.2, false))[:5])
+	assert.Equal(t, []string{"0", "0.001", "0.002"}, labels(linearAxis("", 0, 0.0041, true))[:3])
+	// Degenerate and hostile ranges: a few ticks, never a hang.
+	for _, r := range [][2]float64{{5, 5}, {1e16, 1e16 + 2}, {math.NaN(), 1}, {-math.MaxFloat64, math.MaxFloat64}, {0, math.Inf(1)}, {3, -3}} {
+		a := linearAxis("", r[0], r[1], true)
+		assert.NotEmpty(t, a.ticks, "%v", r)
+		assert.LessOrEqual(t, len(a.ticks), 50, "%v", r)
+		assert.Greater(t, a.max, a.min, "%v", r)
+	}
+}
+
+// FuzzSweep: any device name, size and bandwidth make a well-formed chart
+// or ErrNoData.
+func FuzzSweep(f *testing.F) {
+	f.Add("erdma_0", 65536, 97.5, "erdma_1", 1<<20, 180.0)
+	f.Add("<a>&", 0, math.NaN(), "", -1, math.Inf(-1))
+	f.Fuzz(func(t *testing.T, d1 string, s1 int, g1 float64, d2 string, s2 int, g2 float64) {
+		var b strings.Builder
+		err := Sweep(&b, d1+d2, []Bandwidth{{Device: d1, Size: s1, Gbps: g1}, {Device: d2, Size: s2, Gbps: g2}})
+		if errors.Is(err, ErrNoData) {
+			return
+		}
+		require.NoError(t, err)
+		wellFormed(t, b.String())
+	})
 }

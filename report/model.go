@@ -608,7 +608,7 @@ func meshSection(s *section, r *fleet.MeshReport) ([]finding, []hostRow) {
 			}
 		}
 	}
-	s.addChart("pairwise write bandwidth (Gbit/s)", func(w io.Writer) error { return plot.Heatmap(w, r) })
+	s.addChart("pairwise write bandwidth (Gbit/s)", func(w io.Writer) error { return plot.Heatmap(w, MeshOf(r)) })
 	return fs, hs
 }
 
@@ -649,7 +649,7 @@ func bwSection(s *section, r *perf.Report) ([]finding, []hostRow) {
 			Summary: fmt.Sprintf("the total is below the expected %.1f Gbit/s", r.ExpectGbps)})
 	}
 	s.addChart("RDMA write bandwidth against message size", func(w io.Writer) error {
-		return plot.Sweep(w, "erdmakit bw: RDMA write bandwidth", r.Results)
+		return plot.Sweep(w, "erdmakit bw: RDMA write bandwidth", BandwidthOf(r.Results))
 	})
 	return fs, nil
 }
@@ -672,28 +672,14 @@ func latencySection(s *section, r *perf.LatencyReport) ([]finding, []hostRow) {
 			Summary: fmt.Sprintf("a median is above the expected %.2f µs", r.ExpectUS)})
 	}
 	s.addChart("RDMA write latency", func(w io.Writer) error {
-		return plot.LatencyHistogram(w, "erdmakit bw lat: RDMA write latency", r.Results)
+		return plot.LatencyHistogram(w, "erdmakit bw lat: RDMA write latency", LatencyOf(r.Results))
 	})
 	if len(s.Charts) == 0 && len(r.Results) > 0 {
 		s.addChart("RDMA write latency percentiles", func(w io.Writer) error {
-			return plot.LatencyPercentiles(w, "erdmakit bw lat: RDMA write latency", r.Results)
+			return plot.LatencyPercentiles(w, "erdmakit bw lat: RDMA write latency", LatencyOf(r.Results))
 		})
 	}
 	return fs, nil
-}
-
-// perftestSweep is perftest's client rows as perf results, for the chart.
-func perftestSweep(runs []perftest.Run) []perf.Result {
-	var out []perf.Result
-	for _, r := range runs {
-		if r.Client == nil {
-			continue
-		}
-		for _, x := range r.Client.Results {
-			out = append(out, perf.Result{Device: r.Device, Size: int(x.Bytes), AvgGbps: x.BWAvgGbps, PeakGbps: x.BWPeakGbps, QPs: r.Client.QPs})
-		}
-	}
-	return out
 }
 
 func perftestRuns(s *section, runs []perftest.Run, latency bool) []finding {

@@ -278,7 +278,7 @@ func (f *bwFlags) report(ctx context.Context, g *globals, results []perf.Result,
 	rep := perf.NewReport(results, errs, expect)
 	if f.plot != "" && len(results) > 0 {
 		if err := writeSVG(f.plot, func(w io.Writer) error {
-			return plot.Sweep(w, "erdmakit bw: RDMA write bandwidth", results)
+			return plot.Sweep(w, "erdmakit bw: RDMA write bandwidth", report.BandwidthOf(results))
 		}); err != nil {
 			rep.Errors = append(rep.Errors, err.Error())
 		}

@@ -139,7 +139,7 @@ func (f *latFlags) report(g *globals, results []perf.LatencyResult, errs []error
 	rep := perf.NewLatencyReport(results, errs, f.expect)
 	if f.plot != "" && len(results) > 0 {
 		if err := writeSVG(f.plot, func(w io.Writer) error {
-			return plot.LatencyHistogram(w, "erdmakit bw lat: RDMA write latency", results)
+			return plot.LatencyHistogram(w, "erdmakit bw lat: RDMA write latency", report.LatencyOf(results))
 		}); err != nil {
 			rep.Errors = append(rep.Errors, err.Error())
 		}

@@ -54,7 +54,7 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 				return nil
 			}
 			if f.plot != "" {
-				if err := writeSVG(f.plot, func(wr io.Writer) error { return plot.Heatmap(wr, rep) }); err != nil {
+				if err := writeSVG(f.plot, func(wr io.Writer) error { return plot.Heatmap(wr, report.MeshOf(rep)) }); err != nil {
 					fmt.Fprintln(g.stderr, "erdmakit:", err)
 				}
 			}

@@ -278,36 +278,22 @@ func TestGoDirectiveIsTheFloor(t *testing.T) {
 }
 
 // portable are the packages a laptop must be able to use to read a
-// cluster's logs: no cgo, any GOOS, nothing heavy (the parsers of
-// nccl-tests, NCCL_DEBUG and launcher logs, perftest logs and nvidia-smi
-// topo -m, and the build's version).
-var portable = []string{"./connect", "./gid", "./health", "./nccl/ncclog", "./nvml/smitopo", "./perf/perftest", "./version"}
+// cluster's logs and chart its results: no cgo, any GOOS, nothing heavy
+// (the parsers of nccl-tests, NCCL_DEBUG and launcher logs, perftest logs
+// and nvidia-smi topo -m, the charts, and the build's version).
+var portable = []string{"./connect", "./gid", "./health", "./nccl/ncclog", "./nvml/smitopo", "./perf/perftest", "./plot", "./version"}
 
 // nocgo are packages that wrap a C library and must still build without
 // cgo on any OS (stubs returning a clear error, as ibverbs has), so that an
 // importer's CGO_ENABLED=0 build does not fail in them.
 var nocgo = []string{"./nvml"}
 
-// heavy are what a portable package must not pull in.
+// heavy are the modules a portable package must not pull in.
 var heavy = []string{"gonum.org/", "github.com/vishvananda/netlink", "github.com/Mellanox/rdmamap", "github.com/NVIDIA/go-nvml"}
 
-// plotted are the domain packages whose charts moved to package plot: they
-// must not pull gonum back in.
-var plotted = []string{"./nccl", "./perf", "./fleet"}
-
-// TestDomainPackagesDrawNothing: gonum/plot (with its fonts, LaTeX and PDF
-// writers) is package plot's alone.
-func TestDomainPackagesDrawNothing(t *testing.T) {
-	root, err := fixture.ModuleRoot()
-	require.NoError(t, err)
-	list := execx.Command(t.Context(), "go", append([]string{"list", "-deps"}, plotted...)...)
-	list.Dir = root
-	deps, err := list.Output()
-	require.NoError(t, err)
-	for _, d := range strings.Fields(string(deps)) {
-		assert.False(t, strings.HasPrefix(d, "gonum.org/"), "%v pull %s", plotted, d)
-	}
-}
+// domain are the module's packages that drive the host (ibverbs' cgo,
+// netlink, NVML) or take their results: a portable package imports none.
+var domain = []string{"doctor", "erdma", "eri", "fleet", "ibverbs", "monitor", "nccl", "nvml", "perf", "report", "setup"}
 
 // printless are the domain packages that return data and print nothing:
 // their text tables are package report's, and whether a terminal gets
@@ -360,6 +346,9 @@ func TestParsersArePortable(t *testing.T) {
 		for _, d := range strings.Fields(string(deps)) {
 			for _, h := range heavy {
 				assert.False(t, strings.HasPrefix(d, h), "GOOS=%s: %v pulls %s", goos, portable, d)
+			}
+			for _, p := range domain {
+				assert.NotEqual(t, modulePath+"/"+p, d, "GOOS=%s: %v pull a domain package", goos, portable)
 			}
 		}
 	}
