@@ -29,7 +29,7 @@ func liveDMABUFProbe(ctx context.Context, h erdma.Host, devs []erdma.Device, v V
 // probe it recorded, if any.
 func DMABUFRecordFiles(ctx context.Context, h erdma.Host, v Verbs) (map[string][]byte, error) {
 	if !h.Live() {
-		r, err := hostfs.Open(h.Root())
+		r, err := hostfs.OpenContext(ctx, h.Root())
 		if err != nil {
 			return nil, err
 		}

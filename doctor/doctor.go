@@ -302,7 +302,7 @@ func GPUs(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Options) 
 	lib := opt.NVML
 	if lib == nil {
 		var err error
-		if lib, err = nvml.ForRoot(h.Root()); err != nil {
+		if lib, err = nvml.ForRoot(ctx, h.Root()); err != nil {
 			return nvml.Unavailable(h.Root(), err)
 		}
 	}

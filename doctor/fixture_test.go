@@ -373,7 +373,7 @@ func TestDoctorRecordReplay(t *testing.T) {
 			out, err := os.Create(archive)
 			require.NoError(t, err)
 			// As `erdmakit record` does: the GPU files nvml reads go along.
-			lib, err := nvml.ForRoot(root)
+			lib, err := nvml.ForRoot(t.Context(), root)
 			require.NoError(t, err)
 			files, err := nvml.RecordFiles(context.Background(), lib, root, "test")
 			require.NoError(t, err)

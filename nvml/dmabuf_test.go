@@ -198,7 +198,7 @@ func merge(a, b map[string]string) map[string]string {
 // --root replays the same answer.
 func TestDMABUFRecordReplay(t *testing.T) {
 	src := tree(t, dmabufHost(nil))
-	lib, err := ForRoot(hostRoot(t, "ebmgn8is-healthy"))
+	lib, err := ForRoot(t.Context(), hostRoot(t, "ebmgn8is-healthy"))
 	require.NoError(t, err)
 	files, err := RecordFiles(context.Background(), lib, src, "test")
 	require.NoError(t, err)

@@ -41,7 +41,7 @@ func newRecordCmd(g *globals) *cobra.Command {
 			opt := erdma.RecordOptions{Redact: redact, Inventory: erdma.InventoryOptions{SkipTools: skipTools}}
 			// The GPUs: what NVML says (or why it cannot), and the PCI and
 			// GPUDirect files the nvml package reads, so --root replays them.
-			if lib, err := nvml.ForRoot(h.Root()); err == nil {
+			if lib, err := nvml.ForRoot(cmd.Context(), h.Root()); err == nil {
 				files, err := nvml.RecordFiles(cmd.Context(), lib, h.Root(), "erdmakit record")
 				if err != nil {
 					fmt.Fprintln(g.stderr, "erdmakit: record: GPUs not recorded:", err)
