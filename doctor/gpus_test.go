@@ -23,7 +23,7 @@ func healthyNICs() []nvml.NIC {
 func inspect(t *testing.T, host string, nics []nvml.NIC) *nvml.Report {
 	t.Helper()
 	root := fixture.Host(t, host)
-	lib, err := nvml.ForRoot(root)
+	lib, err := nvml.ForRoot(t.Context(), root)
 	require.NoError(t, err)
 	rep, err := nvml.Inspect(context.Background(), lib, root, nics)
 	require.NoError(t, err)

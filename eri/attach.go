@@ -433,3 +433,15 @@ func createParams(region string, s CreateSpec) map[string]string {
 	}
 	return p
 }
+
+// String is the step on one line ("move eni-b card 0 -> 1"), for %v.
+func (s Step) String() string {
+	id := s.ENIID
+	if id == "" {
+		id = "<new ERI>"
+	}
+	if s.FromCardIndex != nil {
+		return fmt.Sprintf("%s %s card %d -> %d", s.Kind, id, *s.FromCardIndex, s.CardIndex)
+	}
+	return fmt.Sprintf("%s %s card %d", s.Kind, id, s.CardIndex)
+}

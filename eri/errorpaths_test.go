@@ -2,7 +2,9 @@ package eri_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -341,4 +343,22 @@ func TestApplyRecordsATransportFailure(t *testing.T) {
 	require.Len(t, res.Unattached, 1)
 	assert.Equal(t, "available", strings.ToLower(res.Unattached[0].Status))
 	assert.Contains(t, res.Made[1].String(), "AttachNetworkInterface InstanceId="+testInst)
+}
+
+// TestOptionalNumbersPrint: issue 26 item 5. An ENI's card and device and
+// a step's former card are optional (pointers, for the JSON's omitempty):
+// %v prints them as numbers or "?", never an address.
+func TestOptionalNumbersPrint(t *testing.T) {
+	one, two := 1, 2
+	e := eri.ENI{ID: "eni-b", Type: "Secondary", TrafficMode: eri.ModeHighPerformance, Status: eri.StatusInUse,
+		NetworkCardIndex: &one, DeviceIndex: &two, IP: "10.0.1.3"}
+	assert.Equal(t, "eni-b Secondary HighPerformance InUse card 1 device 2 10.0.1.3", fmt.Sprintf("%v", e))
+	assert.Equal(t, "eni-c Secondary Standard Available card ? device ?",
+		fmt.Sprint(eri.ENI{ID: "eni-c", Type: "Secondary", TrafficMode: eri.ModeStandard, Status: eri.StatusAvailable}))
+	zero := 0
+	assert.Equal(t, "move eni-b card 0 -> 1", fmt.Sprint(eri.Step{Kind: eri.StepMove, ENIID: "eni-b", CardIndex: 1, FromCardIndex: &zero}))
+	assert.Equal(t, "create <new ERI> card 1", fmt.Sprint(eri.Step{Kind: eri.StepCreate, Create: true, CardIndex: 1}))
+	b, err := json.Marshal(e)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"network_card_index":1,"device_index":2`, "the JSON is unchanged")
 }

@@ -1,5 +1,10 @@
 package eri
 
+import (
+	"fmt"
+	"strconv"
+)
+
 // Traffic modes of an ENI (NetworkInterfaceTrafficMode).
 const (
 	ModeStandard        = "Standard"        // TCP only
@@ -110,4 +115,24 @@ func (v *View) SharedChannels() map[int][]string {
 		}
 	}
 	return by
+}
+
+// optInt is an optional number for String: the number, or "?".
+func optInt(p *int) string {
+	if p == nil {
+		return "?"
+	}
+	return strconv.Itoa(*p)
+}
+
+// String is the ENI on one line ("eni-x Secondary HighPerformance InUse
+// card 1 device 2 10.0.1.2"), an unknown card or device as "?": %v of an
+// ENI printed the optional numbers' addresses.
+func (e ENI) String() string {
+	s := fmt.Sprintf("%s %s %s %s card %s device %s", e.ID, e.Type, e.TrafficMode, e.Status,
+		optInt(e.NetworkCardIndex), optInt(e.DeviceIndex))
+	if e.IP != "" {
+		s += " " + e.IP
+	}
+	return s
 }

@@ -145,3 +145,20 @@ func rate(deltas map[string]uint64, names []string, secs float64) *float64 {
 func portName(k PortKey) string {
 	return k.Device + "/" + strconv.Itoa(k.Port)
 }
+
+// String is the port's rates on one line ("erdma_0/1 ACTIVE: tx 1.25
+// Gbit/s 1000 pkt/s, rx - -"), "-" where the device has no such counter:
+// %v of a PortRates printed the optional rates' addresses.
+func (p PortRates) String() string {
+	rate := func(r *float64, unit func(float64) string) string {
+		if r == nil {
+			return "-"
+		}
+		return unit(*r)
+	}
+	gbps := func(v float64) string { return strconv.FormatFloat(v*8/1e9, 'f', 2, 64) + " Gbit/s" }
+	pps := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) + " pkt/s" }
+	return p.Device + "/" + strconv.Itoa(p.Port) + " " + p.State +
+		": tx " + rate(p.TxBytesPerS, gbps) + " " + rate(p.TxPacketsPerS, pps) +
+		", rx " + rate(p.RxBytesPerS, gbps) + " " + rate(p.RxPacketsPerS, pps)
+}

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -106,4 +107,12 @@ func TestIsProblemCounter(t *testing.T) {
 	for _, n := range []string{"hw_tx_bytes_cnt", "rx_packets_cnt", "connect_success_cnt", "cmdq_submitted_cnt"} {
 		assert.False(t, IsProblemCounter(n), n)
 	}
+}
+
+// TestPortRatesPrint: issue 26 item 5. A rate the device has no counter
+// for is nil (the JSON leaves it out): %v prints "-", never an address.
+func TestPortRatesPrint(t *testing.T) {
+	tx, pps := 1.25e9/8, 1000.0
+	r := PortRates{Device: "erdma_0", Port: 1, State: "ACTIVE", TxBytesPerS: &tx, TxPacketsPerS: &pps}
+	assert.Equal(t, "erdma_0/1 ACTIVE: tx 1.25 Gbit/s 1000 pkt/s, rx - -", fmt.Sprintf("%v", r))
 }

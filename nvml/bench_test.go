@@ -7,7 +7,7 @@ import (
 
 func BenchmarkComputeTopology(b *testing.B) {
 	root := hostRoot(b, "ebmgn8is-healthy")
-	lib, err := ForRoot(root)
+	lib, err := ForRoot(context.Background(), root)
 	if err != nil {
 		b.Fatal(err)
 	}

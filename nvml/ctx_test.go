@@ -17,13 +17,15 @@ import (
 // sys/bus/pci/devices as in sysfs, and the GPUDirect RDMA files of a host
 // with nvidia_peermem loaded.
 func pciTree(t *testing.T) string {
-	files := dmabufHost(map[string]string{
+	return tree(t, map[string]string{
+		"proc/sys/kernel/osrelease":                         "6.8.0-45-generic\n",
+		"sys/module/nvidia/taint":                           "O\n",
+		"sys/module/nvidia/version":                         "570.133.20\n",
+		"sys/module/nvidia_peermem/version":                 "570.133.20\n",
 		"sys/devices/pci0000:00/0000:00:05.0/numa_node":     "0\n",
 		"sys/devices/pci0000:00/0000:00:05.0/local_cpulist": "0-15\n",
 		"sys/bus/pci/devices/0000:00:05.0":                  "-> ../../../devices/pci0000:00/0000:00:05.0",
-		"sys/module/nvidia_peermem/version":                 "570.133.20\n",
 	})
-	return tree(t, files)
 }
 
 // fifoAt makes rel under root a FIFO with no writer.

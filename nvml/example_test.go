@@ -26,7 +26,7 @@ func ExampleInspect() {
 	}
 	defer closer.Close()
 	root := h.Root()
-	lib, err := nvml.ForRoot(root)
+	lib, err := nvml.ForRoot(context.Background(), root)
 	if err != nil {
 		fmt.Println(err)
 		return

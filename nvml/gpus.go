@@ -107,3 +107,14 @@ func sysfsNUMANode(ctx context.Context, root, bdf string) (int, bool) {
 	}
 	return n, true
 }
+
+// String is the GPU on one line ("GPU0 NVIDIA H20 0000:17:00.0 NUMA 0
+// NVLinks 18"), NVLinks "?" when NVML could not say: %v of a GPU printed
+// the optional count's address.
+func (g GPU) String() string {
+	links := "?"
+	if g.NVLinks != nil {
+		links = strconv.Itoa(*g.NVLinks)
+	}
+	return fmt.Sprintf("GPU%d %s %s NUMA %d NVLinks %s", g.Index, g.Name, g.PCIAddress, g.NUMANode, links)
+}

@@ -5,6 +5,7 @@ package nvml
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -221,4 +222,14 @@ func TestNVLinkCount(t *testing.T) {
 	got, err = ReadGPUs(context.Background(), s.Library(), t.TempDir())
 	require.NoError(t, err)
 	assert.Equal(t, SupportUnknown, got.NVLink(), "an older recording: not known")
+}
+
+// TestGPUPrints: issue 26 item 5. NVLinks is nil when NVML could not say
+// (the JSON leaves it out): %v prints "?", never an address.
+func TestGPUPrints(t *testing.T) {
+	n := 18
+	g := GPU{Index: 0, Name: "NVIDIA H20", PCIAddress: "0000:17:00.0", NUMANode: 0, NVLinks: &n}
+	assert.Equal(t, "GPU0 NVIDIA H20 0000:17:00.0 NUMA 0 NVLinks 18", fmt.Sprintf("%v", g))
+	g.NVLinks = nil
+	assert.Equal(t, "GPU0 NVIDIA H20 0000:17:00.0 NUMA 0 NVLinks ?", fmt.Sprint(g))
 }

@@ -3,6 +3,7 @@
 package nvml
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -46,16 +47,17 @@ func Live() Library {
 // recorded snapshot (<root>/erdmakit/nvml.json) for any other root. A
 // recorded host without a snapshot replays as "libnvidia-ml not found", so
 // the reason printed names the missing file instead of this host's NVML.
-func ForRoot(root string) (Library, error) {
+// Reading the snapshot gives up when ctx ends.
+func ForRoot(ctx context.Context, root string) (Library, error) {
 	if root == "" || filepath.Clean(root) == "/" {
 		return Live(), nil
 	}
-	r, err := hostfs.Open(root)
+	r, err := hostfs.OpenContext(ctx, root)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	s, err := readSnapshotIn(r)
+	s, err := readSnapshotIn(ctx, r)
 	if errors.Is(err, os.ErrNotExist) {
 		return (&Snapshot{Init: "ERROR_LIBRARY_NOT_FOUND",
 			Note: "recorded host has no " + SnapshotPath}).Library(), nil

@@ -22,7 +22,7 @@ func Live() Library { return noLibrary{} }
 
 // ForRoot returns the stub for any root (a recorded snapshot is replayed
 // through go-nvml's mock, which needs cgo too).
-func ForRoot(root string) (Library, error) { return noLibrary{}, nil }
+func ForRoot(ctx context.Context, root string) (Library, error) { return noLibrary{}, nil }
 
 func noCgoError(op string) *InitError {
 	return &InitError{Op: op, Code: "ERROR_LIBRARY_NOT_FOUND", Reason: "NVML not in this build",

@@ -13,7 +13,7 @@ import (
 // TestNoCgo: without cgo the package builds and says so, with the same
 // InitError shape the doctor turns into a finding.
 func TestNoCgo(t *testing.T) {
-	lib, err := ForRoot(hostRoot(t, "ebmgn8is-healthy"))
+	lib, err := ForRoot(t.Context(), hostRoot(t, "ebmgn8is-healthy"))
 	require.NoError(t, err)
 	_, err = ReadGPUs(context.Background(), lib, "/")
 	var ie *InitError

@@ -16,7 +16,7 @@ import (
 // only, no sys/bus/pci/devices links) replays the same report.
 func TestRecordFilesReplay(t *testing.T) {
 	src := hostRoot(t, "ebmgn8is-healthy")
-	lib, err := ForRoot(src)
+	lib, err := ForRoot(t.Context(), src)
 	require.NoError(t, err)
 	files, err := RecordFiles(context.Background(), lib, src, "test")
 	require.NoError(t, err)
@@ -48,7 +48,7 @@ func TestRecordFilesReplay(t *testing.T) {
 	}
 	want, err := Inspect(context.Background(), lib, src, healthyNICs())
 	require.NoError(t, err)
-	lib2, err := ForRoot(dst)
+	lib2, err := ForRoot(t.Context(), dst)
 	require.NoError(t, err)
 	got, err := Inspect(context.Background(), lib2, dst, healthyNICs())
 	require.NoError(t, err)
@@ -60,7 +60,7 @@ func TestRecordFilesReplay(t *testing.T) {
 // replays the same report from the archive.
 func TestRecordPathsThroughErdmaRecord(t *testing.T) {
 	src := hostRoot(t, "ebmgn8is-healthy")
-	lib, err := ForRoot(src)
+	lib, err := ForRoot(t.Context(), src)
 	require.NoError(t, err)
 	s, err := Capture(context.Background(), lib, "test")
 	require.NoError(t, err)
@@ -84,7 +84,7 @@ func TestRecordPathsThroughErdmaRecord(t *testing.T) {
 	h, closer, err := erdma.OpenHost(t.Context(), archive)
 	require.NoError(t, err)
 	defer closer.Close()
-	lib2, err := ForRoot(h.Root())
+	lib2, err := ForRoot(t.Context(), h.Root())
 	require.NoError(t, err)
 	got, err := Inspect(context.Background(), lib2, h.Root(), healthyNICs())
 	require.NoError(t, err)

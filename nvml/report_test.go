@@ -13,7 +13,7 @@ import (
 
 func inspectFixture(t *testing.T, host string, nics []NIC) *Report {
 	t.Helper()
-	lib, err := ForRoot(hostRoot(t, host))
+	lib, err := ForRoot(t.Context(), hostRoot(t, host))
 	require.NoError(t, err)
 	rep, err := Inspect(context.Background(), lib, hostRoot(t, host), nics)
 	require.NoError(t, err)

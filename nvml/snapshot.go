@@ -65,13 +65,13 @@ func ReadSnapshot(ctx context.Context, r io.Reader) (*Snapshot, error) {
 const maxSnapshot = 16 << 20
 
 // readSnapshotIn reads SnapshotPath under a host root (confined to it).
-func readSnapshotIn(r *hostfs.Root) (*Snapshot, error) {
+func readSnapshotIn(ctx context.Context, r *hostfs.Root) (*Snapshot, error) {
 	f, err := r.Open(SnapshotPath)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	s, err := ReadSnapshot(context.Background(), io.LimitReader(f, maxSnapshot)) // a file under the root: never blocks
+	s, err := ReadSnapshot(ctx, io.LimitReader(f, maxSnapshot))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Name(), err)
 	}

@@ -83,13 +83,13 @@ func TestReadSnapshotErrors(t *testing.T) {
 }
 
 func TestForRoot(t *testing.T) {
-	lib, err := ForRoot(hostRoot(t, "ebmgn8is-healthy"))
+	lib, err := ForRoot(t.Context(), hostRoot(t, "ebmgn8is-healthy"))
 	require.NoError(t, err)
 	g, err := ReadGPUs(context.Background(), lib, hostRoot(t, "ebmgn8is-healthy"))
 	require.NoError(t, err)
 	assert.Len(t, g.GPUs, 8)
 
-	lib, err = ForRoot(t.TempDir())
+	lib, err = ForRoot(t.Context(), t.TempDir())
 	require.NoError(t, err)
 	_, err = ReadGPUs(context.Background(), lib, "")
 	assert.ErrorIs(t, err, ErrLibraryNotFound, "a recording without nvml.json replays as no NVML")
@@ -97,7 +97,7 @@ func TestForRoot(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "erdmakit"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, SnapshotPath), []byte("{"), 0o644))
-	_, err = ForRoot(dir)
+	_, err = ForRoot(t.Context(), dir)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), SnapshotPath)
 	assert.False(t, errors.Is(err, os.ErrNotExist))

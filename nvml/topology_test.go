@@ -74,7 +74,7 @@ func healthyNICs() []NIC {
 
 func fixtureGPUs(t *testing.T, host string) []GPU {
 	t.Helper()
-	lib, err := ForRoot(hostRoot(t, host))
+	lib, err := ForRoot(t.Context(), hostRoot(t, host))
 	require.NoError(t, err)
 	g, err := ReadGPUs(t.Context(), lib, hostRoot(t, host))
 	require.NoError(t, err)

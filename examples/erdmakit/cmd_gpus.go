@@ -55,7 +55,7 @@ func inspectGPUs(ctx context.Context, g *globals, withNICs bool) (*nvml.Report, 
 		return nil, nil, err
 	}
 	defer closer.Close()
-	lib, err := nvml.ForRoot(h.Root())
+	lib, err := nvml.ForRoot(ctx, h.Root())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/erdmakit/erdmakit/doctor/verbsprobe"
 	"github.com/erdmakit/erdmakit/eri"
 
 	"github.com/erdmakit/erdmakit/doctor"
@@ -40,7 +41,7 @@ func newRecordCmd(g *globals) *cobra.Command {
 			opt := erdma.RecordOptions{Redact: redact, Inventory: erdma.InventoryOptions{SkipTools: skipTools}}
 			// The GPUs: what NVML says (or why it cannot), and the PCI and
 			// GPUDirect files the nvml package reads, so --root replays them.
-			if lib, err := nvml.ForRoot(h.Root()); err == nil {
+			if lib, err := nvml.ForRoot(cmd.Context(), h.Root()); err == nil {
 				files, err := nvml.RecordFiles(cmd.Context(), lib, h.Root(), "erdmakit record")
 				if err != nil {
 					fmt.Fprintln(g.stderr, "erdmakit: record: GPUs not recorded:", err)
@@ -49,7 +50,7 @@ func newRecordCmd(g *globals) *cobra.Command {
 			}
 			// The RDMA providers' DMA-BUF answers (NCCL's probe), so --root
 			// replays the GPUDirect RDMA path.
-			if files, err := doctor.DMABUFRecordFiles(cmd.Context(), h); err != nil {
+			if files, err := doctor.DMABUFRecordFiles(cmd.Context(), h, verbsprobe.Live{}); err != nil {
 				fmt.Fprintln(g.stderr, "erdmakit: record: DMA-BUF probe not recorded:", err)
 			} else if len(files) > 0 {
 				if opt.Files == nil {

@@ -185,3 +185,25 @@ func TestLineMemo(t *testing.T) {
 	require.False(t, idempotent([]byte("via NET/IB/0/GDRDMA")))
 	require.True(t, idempotent(env))
 }
+
+// FuzzAnalyzeChunks: any input, cut into chunks of 16 to 271 bytes and
+// analysed by two workers (each keeping its memo and seen NET lines across
+// its chunks), gives what feeding it line by line gives.
+func FuzzAnalyzeChunks(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join("testdata", "[BCe]*.txt"))
+	require.NoError(f, err)
+	for i, name := range files {
+		b, err := os.ReadFile(name)
+		require.NoError(f, err)
+		f.Add(append(b, b...), uint8(i*37))
+	}
+	f.Add([]byte(trickyLines+"\n"+trickyLines), uint8(3))
+	f.Fuzz(func(t *testing.T, in []byte, n uint8) {
+		size := 16 + int(n)
+		ref := NewAnalyzer()
+		require.NoError(t, eachLineBytes(bytes.NewReader(in), size, func(l []byte) { ref.Feed(l) }))
+		a, err := analyzeChunks(bytes.NewReader(in), size, 2)
+		require.NoError(t, err)
+		require.Equal(t, ref.Summary(), a.Summary())
+	})
+}
