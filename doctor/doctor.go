@@ -6,7 +6,10 @@
 //
 // Each check has exactly one owner: the host checks are package erdma's,
 // gpu-count and gpu-nic-distance package nvml's. Other packages contribute
-// checks through Options.Checks (see Check).
+// checks through Options.Checks (see Check); a package below the doctor
+// (eri's cloud checks) writes them against the inventory alone
+// (erdma.HostCheck) and HostChecks adapts them, so that it need not import
+// the doctor.
 package doctor
 
 import (
@@ -57,6 +60,10 @@ type Options struct {
 	// ECS API or the operator), filled into the instance where it does not
 	// say: the mtu check and setup's os stage judge by it (erdma.ERIMTU).
 	JumboFrames *bool
+	// Verbs asks libibverbs on a live host (the verbs check, the DMA-BUF
+	// probe); nil: the verbs check says skip. verbsprobe.Live is the real
+	// one (package doctor/verbsprobe); `erdmakit doctor` runs with it.
+	Verbs Verbs
 	// Checks are contributed by other packages; see Check.
 	Checks []Check
 	// Progress, when set, is told what the doctor is about to wait for
@@ -81,6 +88,7 @@ type Input struct {
 	// Findings are the findings of the checks run before this one.
 	Findings []health.Finding
 	counters erdma.DoctorOptions
+	verbs    Verbs
 }
 
 // Check is a check another package contributes: a stable kebab-case ID,
@@ -106,14 +114,13 @@ type Check struct {
 func builtins() []Check {
 	var cs []Check
 	fx := fixes()
-	for _, hc := range erdma.HostChecks() {
-		run := hc.Run
-		cs = append(cs, Check{ID: hc.ID, Step: hc.Step, Title: hc.Title, Fix: fx[hc.ID],
-			Run: func(ctx context.Context, in *Input) health.Finding { return run(ctx, in.Inventory, in.counters) }})
-		if hc.ID == erdma.FindingUVerbs {
+	for _, c := range HostChecks(erdma.HostChecks()...) {
+		c.Fix = fx[c.ID]
+		cs = append(cs, c)
+		if c.ID == erdma.FindingUVerbs {
 			cs = append(cs, verbsCheck())
 		}
-		if hc.ID == erdma.FindingGDRPeermem {
+		if c.ID == erdma.FindingGDRPeermem {
 			cs = append(cs,
 				Check{ID: nvml.FindingGPUCount, Step: "guide step 1", Title: "as many GPUs as the instance type has",
 					Run: func(_ context.Context, in *Input) health.Finding {
@@ -124,6 +131,27 @@ func builtins() []Check {
 		}
 	}
 	return cs
+}
+
+// HostChecks makes doctor checks of checks decided from the inventory
+// alone (erdma.HostCheck): the built-in host checks, and those a package
+// below the doctor contributes without importing it, such as the cloud's:
+//
+//	opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(ctx, h, eri.CloudOptions{})...)...)
+//
+// Each Run gets the inventory and erdma.DoctorOptions with the pipeline's
+// InstanceError (and, on a live host, its counter source and interval).
+func HostChecks(hcs ...erdma.HostCheck) []Check {
+	out := make([]Check, 0, len(hcs))
+	for _, hc := range hcs {
+		run := hc.Run
+		c := Check{ID: hc.ID, Step: hc.Step, Title: hc.Title, After: hc.After}
+		if run != nil {
+			c.Run = func(ctx context.Context, in *Input) health.Finding { return run(ctx, in.Inventory, in.counters) }
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // plan merges the contributed checks into the built-in list.
@@ -200,7 +228,7 @@ func Diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Optio
 		inst.JumboFrames = &v
 	}
 	erdma.SetInstance(inv, inst)
-	in := &Input{Host: h, Inventory: inv, InstanceError: instErr, GPUs: GPUs(ctx, h, inv, opt.NVML)}
+	in := &Input{Host: h, Inventory: inv, InstanceError: instErr, GPUs: GPUs(ctx, h, inv, opt), verbs: opt.Verbs}
 	in.counters.InstanceError = instErr
 	if h.Live() && opt.Interval > 0 {
 		in.counters.Interval = opt.Interval
@@ -265,11 +293,13 @@ func Instance(ctx context.Context, h erdma.Host, opt Options) (*erdma.Instance, 
 	return opt.Metadata.Instance(ctx)
 }
 
-// GPUs reads the host's GPUs through lib (nil: nvml.ForRoot(host root))
-// and fills inv.GPU, the GPU facts the checks and nccl.AdviseEnv use. On a
-// live host each RDMA device is probed for DMA-BUF (ProbeDMABUF). What
-// cannot be read is the report's reason, never an error.
-func GPUs(ctx context.Context, h erdma.Host, inv *erdma.Inventory, lib nvml.Library) *nvml.Report {
+// GPUs reads the host's GPUs through opt.NVML (nil: nvml.ForRoot(host
+// root)) and fills inv.GPU, the GPU facts the checks and nccl.AdviseEnv
+// use. On a live host opt.Verbs, when set, probes each RDMA device for
+// DMA-BUF (Verbs.ProbeDMABUF). What cannot be read is the report's reason,
+// never an error.
+func GPUs(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Options) *nvml.Report {
+	lib := opt.NVML
 	if lib == nil {
 		var err error
 		if lib, err = nvml.ForRoot(ctx, h.Root()); err != nil {
@@ -279,7 +309,7 @@ func GPUs(ctx context.Context, h erdma.Host, inv *erdma.Inventory, lib nvml.Libr
 	nics, _ := NICsOf(inv.Devices)
 	// On a live host the RDMA providers are asked about DMA-BUF as NCCL
 	// asks them; a recording replays what was recorded.
-	rep, err := nvml.Inspect(ctx, lib, h.Root(), nics, liveDMABUFProbe(ctx, h, inv.Devices)...)
+	rep, err := nvml.Inspect(ctx, lib, h.Root(), nics, liveDMABUFProbe(ctx, h, inv.Devices, opt.Verbs)...)
 	if err != nil {
 		return nvml.Unavailable(h.Root(), err)
 	}

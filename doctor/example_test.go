@@ -83,6 +83,43 @@ func ExampleCheck() {
 	// status: warn
 }
 
+// A package below the doctor contributes a check decided from the
+// inventory alone (erdma.HostCheck, as eri.DoctorChecks does) without
+// importing the doctor; HostChecks adapts it.
+func ExampleHostChecks() {
+	seen := erdma.HostCheck{
+		Check: erdma.Check{ID: "eri-seen", Step: "guide step 1", Title: "the host sees an eRDMA device"},
+		After: erdma.FindingERDMADevices,
+		Run: func(_ context.Context, inv *erdma.Inventory, _ erdma.DoctorOptions) health.Finding {
+			for _, d := range inv.Devices {
+				if d.ERDMA {
+					return health.Finding{Severity: health.OK, Summary: d.Name + " is an eRDMA device"}
+				}
+			}
+			return health.Finding{Severity: health.Fail, Summary: "no eRDMA device"}
+		},
+	}
+	opt := doctor.DefaultOptions()
+	opt.Checks = doctor.HostChecks(seen)
+	h, closer, err := erdma.OpenHost(context.Background(), "../testdata/hosts/gn8is-single.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	rep, err := doctor.Run(context.Background(), h, opt)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, f := range rep.Findings[2:4] {
+		fmt.Println(f.ID, f.Severity, f.Summary)
+	}
+	// Output:
+	// erdma-devices ok 1 eRDMA device(s): erdma_0 (as gn8is-2x has)
+	// eri-seen ok erdma_0 is an eRDMA device
+}
+
 // The NCCL environment for a recorded host, as `erdmakit nccl env --root
 // DIR` prints it; the GDR level is the doctor's (erdma.DecideGDRLevel), in NCCL's
 // words: nvidia-smi's NODE is NCCL's PHB.
@@ -93,7 +130,7 @@ func ExampleNCCLEnv() {
 		return
 	}
 	defer closer.Close()
-	a, _, err := doctor.NCCLEnv(context.Background(), h, nil, nccl.EnvOptions{})
+	a, _, err := doctor.NCCLEnv(context.Background(), h, nil, doctor.Options{}, nccl.EnvOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -12,8 +12,8 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/hostconf"
+	"github.com/erdmakit/erdmakit/internal/netdev"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // How a host persists its network configuration; the os stage writes
@@ -148,7 +148,7 @@ func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
 	live := in.Host.Live() && !env.Describe
 	primary := 0
 	if live {
-		primary = primaryMetricOf(names)
+		primary = netdev.PrimaryMetric(names)
 	}
 	for i, name := range names {
 		nd := netdevOf(inv, name)
@@ -257,98 +257,18 @@ func planDescribed(p *Plan, e eri, nd *erdma.Netdev) {
 	}
 }
 
-// planLink compares the live netdev with e and plans the netlink changes.
+// planLink compares the live netdev with e and plans the netlink changes
+// (internal/netdev, the planner `erdmakit eri configure` uses too).
 func planLink(p *Plan, e eri) error {
-	l, err := netlink.LinkByName(e.name)
+	steps, found, err := netdev.Plan(netdev.Config{Name: e.name, Addr: e.addr, Gateway: e.gateway, MTU: e.mtu, Metric: e.metric})
 	if err != nil {
-		return fmt.Errorf("%s: %w", e.name, err)
+		return err
 	}
-	a := l.Attrs()
-	both := []string{erdma.FindingNetdevIP}
-	if a.MTU != e.mtu {
-		p.add(Change{Checks: []string{erdma.FindingMTU}, Kind: KindNetlink, Target: e.name,
-			Command: fmt.Sprintf("ip link set %s mtu %d", e.name, e.mtu), Revert: fmt.Sprintf("ip link set %s mtu %d", e.name, a.MTU),
-			apply: func(context.Context) error { return netlink.LinkSetMTU(l, e.mtu) }})
-	} else {
-		p.Found = append(p.Found, fmt.Sprintf("%s: MTU %d", e.name, a.MTU))
-	}
-	addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
-	if err != nil {
-		return fmt.Errorf("%s: addresses: %w", e.name, err)
-	}
-	has := slices.ContainsFunc(addrs, func(ad netlink.Addr) bool { return ad.IPNet.String() == e.addr.String() })
-	if !has {
-		addr := &netlink.Addr{IPNet: e.addr, Flags: unix.IFA_F_NOPREFIXROUTE}
-		p.add(Change{Checks: both, Kind: KindNetlink, Target: e.name,
-			Command: fmt.Sprintf("ip addr add %s dev %s noprefixroute", e.addr, e.name), Revert: fmt.Sprintf("ip addr del %s dev %s", e.addr, e.name),
-			apply: func(context.Context) error { return netlink.AddrAdd(l, addr) }})
-	} else {
-		p.Found = append(p.Found, fmt.Sprintf("%s: address %s", e.name, e.addr))
-	}
-	if a.Flags&net.FlagUp == 0 {
-		p.add(Change{Checks: both, Kind: KindNetlink, Target: e.name, Command: fmt.Sprintf("ip link set %s up", e.name),
-			Revert: fmt.Sprintf("ip link set %s down", e.name),
-			apply:  func(context.Context) error { return netlink.LinkSetUp(l) }})
-	} else {
-		p.Found = append(p.Found, e.name+": up")
-	}
-	routes, err := netlink.RouteList(l, netlink.FAMILY_V4)
-	if err != nil {
-		return fmt.Errorf("%s: routes: %w", e.name, err)
-	}
-	sub := e.subnet()
-	isSub := func(r netlink.Route) bool { return r.Dst != nil && r.Dst.String() == sub.String() && r.Gw == nil }
-	if !slices.ContainsFunc(routes, func(r netlink.Route) bool { return isSub(r) && r.Priority == e.metric }) {
-		rt := &netlink.Route{LinkIndex: a.Index, Dst: sub, Src: e.addr.IP, Scope: netlink.SCOPE_LINK, Priority: e.metric, Protocol: unix.RTPROT_KERNEL}
-		p.add(Change{Checks: both, Kind: KindNetlink, Target: e.name,
-			Command: fmt.Sprintf("ip route add %s dev %s proto kernel scope link src %s metric %d", sub, e.name, e.addr.IP, e.metric),
-			Revert:  fmt.Sprintf("ip route del %s dev %s metric %d", sub, e.name, e.metric),
-			apply:   func(context.Context) error { return netlink.RouteReplace(rt) }})
-	}
-	for _, r := range routes {
-		if isSub(r) && r.Priority == 0 {
-			// The kernel's prefix route: at metric 0 it competes with the
-			// primary ENI's route to the same vSwitch.
-			rt := r
-			p.add(Change{Checks: both, Kind: KindNetlink, Target: e.name,
-				Command: fmt.Sprintf("ip route del %s dev %s metric 0", sub, e.name),
-				Revert:  fmt.Sprintf("ip route add %s dev %s scope link src %s", sub, e.name, e.addr.IP),
-				apply:   func(context.Context) error { return netlink.RouteDel(&rt) }})
-		}
-	}
-	if e.gateway != nil && !slices.ContainsFunc(routes, func(r netlink.Route) bool {
-		return r.Gw != nil && r.Gw.Equal(e.gateway) && (r.Dst == nil || r.Dst.IP.IsUnspecified())
-	}) {
-		rt := &netlink.Route{LinkIndex: a.Index, Gw: e.gateway, Priority: e.metric,
-			Dst: &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}}
-		p.add(Change{Checks: both, Kind: KindNetlink, Target: e.name,
-			Command: fmt.Sprintf("ip route add default via %s dev %s metric %d", e.gateway, e.name, e.metric),
-			Revert:  fmt.Sprintf("ip route del default via %s dev %s metric %d", e.gateway, e.name, e.metric),
-			apply:   func(context.Context) error { return netlink.RouteReplace(rt) }})
+	p.Found = append(p.Found, found...)
+	for _, st := range steps {
+		p.AddChange(Change{Checks: st.Checks, Kind: KindNetlink, Target: st.Target, Command: st.Command, Revert: st.Revert}, st.Apply)
 	}
 	return nil
-}
-
-// primaryMetricOf is the lowest metric of the default routes that do not go
-// through one of the ERIs (the primary ENI's), 0 when there is none.
-func primaryMetricOf(names []string) int {
-	eris := map[int]bool{}
-	for _, n := range names {
-		if l, err := netlink.LinkByName(n); err == nil {
-			eris[l.Attrs().Index] = true
-		}
-	}
-	rs, err := netlink.RouteList(nil, netlink.FAMILY_V4)
-	if err != nil {
-		return 0
-	}
-	best := -1
-	for _, r := range rs {
-		if (r.Dst == nil || r.Dst.IP.IsUnspecified()) && !eris[r.LinkIndex] && (best < 0 || r.Priority < best) {
-			best = r.Priority
-		}
-	}
-	return max(best, 0)
 }
 
 // planPersist plans the ERI's file in the host's network configuration
@@ -415,27 +335,3 @@ func uuidOf(s string) string {
 	h[8] = h[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 }
-
-// PlanNetdev plans one ERI netdev's live configuration as the os stage
-// does (MTU, the address with noprefixroute, up, the subnet and default
-// routes at metric, the kernel's metric-0 prefix route removed): `erdmakit
-// eri configure` uses it, so the two cannot differ. address is CIDR
-// ("10.0.1.5/24"), gateway may be "". Apply the plan with Apply.
-func PlanNetdev(name, address, gateway string, mtu, metric int) (*Plan, error) {
-	ip, n, err := net.ParseCIDR(address)
-	if err != nil || ip.To4() == nil {
-		return nil, fmt.Errorf("%s: address %q: want IPv4 CIDR", name, address)
-	}
-	e := eri{name: name, addr: &net.IPNet{IP: ip.To4(), Mask: n.Mask}, mtu: mtu, metric: metric}
-	if gateway != "" {
-		if e.gateway = net.ParseIP(gateway).To4(); e.gateway == nil {
-			return nil, fmt.Errorf("%s: gateway %q: want IPv4", name, gateway)
-		}
-	}
-	p := newPlan(StageOS)
-	return p, planLink(p, e)
-}
-
-// PrimaryMetric is the lowest metric of the default routes that do not go
-// through one of the netdevs named (the primary ENI's), 0 when none.
-func PrimaryMetric(eris []string) int { return primaryMetricOf(eris) }

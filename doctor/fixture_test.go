@@ -14,6 +14,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/erdmakit/erdmakit/internal/hostgen"
 	"github.com/erdmakit/erdmakit/nvml"
@@ -38,8 +39,8 @@ func allChecks(t testing.TB) []erdma.Check {
 	return cs
 }
 
-func severities(r *erdma.Report) map[string]erdma.Severity {
-	m := map[string]erdma.Severity{}
+func severities(r *erdma.Report) map[string]health.Severity {
+	m := map[string]health.Severity{}
 	for _, f := range r.Findings {
 		m[f.ID] = f.Severity
 	}
@@ -50,35 +51,35 @@ func severities(r *erdma.Report) map[string]erdma.Severity {
 // findings. Checks not listed must be ok.
 func TestDoctorFixtures(t *testing.T) {
 	const (
-		ok   = erdma.SeverityOK
-		warn = erdma.SeverityWarn
-		fail = erdma.SeverityFail
-		skip = erdma.SeveritySkip
+		ok   = health.OK
+		warn = health.Warn
+		fail = health.Fail
+		skip = health.Skip
 	)
 	for _, tc := range []struct {
 		host   string
-		status erdma.Severity
-		want   map[string]erdma.Severity // ids that are not ok
-		text   map[string]string         // id -> substring of its summary
+		status health.Severity
+		want   map[string]health.Severity // ids that are not ok
+		text   map[string]string          // id -> substring of its summary
 	}{
 		{host: "ebmgn8is-healthy", status: ok,
 			text: map[string]string{"erdma-devices": "2 eRDMA device(s): erdma_0, erdma_1", "gid-index": "NCCL_IB_GID_INDEX=-1",
 				"mtu": "MTU 8500", "transport-mode": "compat mode"}},
-		{host: "gn8is-single", status: ok, want: map[string]erdma.Severity{"network-card-channel": skip},
+		{host: "gn8is-single", status: ok, want: map[string]health.Severity{"network-card-channel": skip},
 			text: map[string]string{"erdma-devices": "1 eRDMA device(s)"}},
-		{host: "iwarp-mode", status: warn, want: map[string]erdma.Severity{"erdma-devices": warn, "transport-mode": warn, "gid-index": skip, "network-card-channel": skip},
+		{host: "iwarp-mode", status: warn, want: map[string]health.Severity{"erdma-devices": warn, "transport-mode": warn, "gid-index": skip, "network-card-channel": skip},
 			text: map[string]string{"transport-mode": "rdma_cm"}},
-		{host: "port-down-no-ip", status: fail, want: map[string]erdma.Severity{"netdev-ip": fail, "port-active": fail, "gid-index": fail},
+		{host: "port-down-no-ip", status: fail, want: map[string]health.Severity{"netdev-ip": fail, "port-active": fail, "gid-index": fail},
 			text: map[string]string{"port-active": "erdma_1 port 1 is DOWN", "netdev-ip": "eth2 (erdma_1) has no IPv4 address"}},
-		{host: "no-erdma-driver", status: fail, want: map[string]erdma.Severity{"erdma-devices": fail, "erdma-driver": fail, "eadm": warn,
+		{host: "no-erdma-driver", status: fail, want: map[string]health.Severity{"erdma-devices": fail, "erdma-driver": fail, "eadm": warn,
 			"network-card-channel": skip, "uverbs": skip, "netdev-ip": skip, "port-active": skip, "transport-mode": skip,
 			"gid-index": skip, "mtu": skip, "rate-limit-drops": skip, "gpu-nic-distance": skip},
 			text: map[string]string{"erdma-devices": "no eRDMA device on this host", "erdma-driver": "not loaded"}},
-		{host: "no-peermem", status: fail, want: map[string]erdma.Severity{"gdr-peermem": fail},
+		{host: "no-peermem", status: fail, want: map[string]health.Severity{"gdr-peermem": fail},
 			text: map[string]string{"gdr-peermem": "neither nvidia_peermem nor nv_peer_mem"}},
-		{host: "memlock-64k", status: fail, want: map[string]erdma.Severity{"memlock": fail},
+		{host: "memlock-64k", status: fail, want: map[string]health.Severity{"memlock": fail},
 			text: map[string]string{"memlock": "memlock 64 KiB: every ibv_create_qp fails with ENOMEM"}},
-		{host: "mtu-mismatch", status: fail, want: map[string]erdma.Severity{"mtu": fail},
+		{host: "mtu-mismatch", status: fail, want: map[string]health.Severity{"mtu": fail},
 			text: map[string]string{"mtu": "1400 on eth2; 8500 on eth1"}},
 	} {
 		t.Run(tc.host, func(t *testing.T) {
@@ -317,7 +318,7 @@ func BenchmarkDoctor(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r, err := doctor.Run(ctx, h, doctor.Options{})
-		if err != nil || r.Status != erdma.SeverityOK {
+		if err != nil || r.Status != health.OK {
 			b.Fatal(err, r)
 		}
 	}

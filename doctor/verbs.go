@@ -9,8 +9,8 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
-	"github.com/erdmakit/erdmakit/ibverbs"
 	"github.com/erdmakit/erdmakit/internal/hostfs"
+	"github.com/erdmakit/erdmakit/nvml"
 )
 
 // FindingVerbs is the id of the userspace verbs check: sysfs can look
@@ -27,6 +27,27 @@ func providerLibDirs() []string {
 		"usr/lib/x86_64-linux-gnu/libibverbs", "usr/lib/aarch64-linux-gnu/libibverbs",
 		"usr/lib64/libibverbs", "usr/lib/libibverbs", "usr/local/lib/libibverbs", "usr/local/lib64/libibverbs",
 	}
+}
+
+// Verbs is what the doctor asks libibverbs on a live host: the verbs check
+// (Probe) and NCCL's DMA-BUF question (ProbeDMABUF). Package doctor does not
+// drive verbs itself, so that an importer builds it without cgo's verbs
+// shim: verbsprobe.Live (package doctor/verbsprobe, through package ibverbs)
+// is the real one, which `erdmakit` passes; tests may pass a stand-in. With
+// Options.Verbs nil the verbs check says skip and why, and DMA-BUF is
+// decided from the RDMA providers alone (nvml.ProviderDMABUF), as where
+// libibverbs does not load.
+type Verbs interface {
+	// Probe loads libibverbs, lists its devices and opens each of names
+	// that it lists, querying ports 1..ports[name]. The doctor passes at
+	// most 64 names.
+	Probe(ctx context.Context, names []string, ports map[string]int) VerbsProbe
+	// ProbeDMABUF asks each of names whether its RDMA provider registers
+	// dma-bufs, as NCCL does before it uses DMA-BUF, in the form
+	// nvml.ReadGDR takes and a recording keeps (nvml.DMABUFProbePath). A
+	// library that does not load, or a device that does not open, gives no
+	// answer.
+	ProbeDMABUF(ctx context.Context, names []string) []nvml.ProbeResult
 }
 
 // VerbsProbe is what libibverbs says about the host: whether it loads, the
@@ -48,58 +69,22 @@ type VerbsDevice struct {
 // VerbsPort is ibv_query_port's answer for one port.
 type VerbsPort struct {
 	Number int
-	State  ibverbs.PortState
+	State  string // as libibverbs names it: "PORT_ACTIVE", "PORT_DOWN"
 	Err    error
 }
 
-// ProbeVerbs loads libibverbs with loader, lists its devices and opens
-// each of names that it lists, querying ports 1..ports[name].
-func ProbeVerbs(ctx context.Context, loader ibverbs.Loader, names []string, ports map[string]int) VerbsProbe {
-	var p VerbsProbe
-	lib, err := loader.Load()
-	if err != nil {
-		p.LoadErr = err
-		return p
-	}
-	infos, err := lib.Devices()
-	if err != nil {
-		p.ListErr = err
-		return p
-	}
-	for _, d := range infos {
-		p.Listed = append(p.Listed, d.Name)
-	}
-	for _, name := range names {
-		if ctx.Err() != nil || len(p.Devices) >= maxVerbsDevices {
-			break
-		}
-		if !slices.Contains(p.Listed, name) {
-			continue
-		}
-		vd := VerbsDevice{Name: name}
-		c, err := lib.Open(name)
-		if err != nil {
-			vd.OpenErr = err
-			p.Devices = append(p.Devices, vd)
-			continue
-		}
-		for port := 1; port <= ports[name]; port++ {
-			a, err := c.QueryPort(port)
-			vd.Ports = append(vd.Ports, VerbsPort{Number: port, State: a.State, Err: err})
-		}
-		c.Close()
-		p.Devices = append(p.Devices, vd)
-	}
-	return p
-}
-
 // verbsCheck is the built-in userspace verbs check. A recorded host says
-// skip: libibverbs can only be asked on the host itself.
+// skip: libibverbs can only be asked on the host itself; so does a run
+// without a probe (Options.Verbs).
 func verbsCheck() Check {
 	return Check{ID: FindingVerbs, Step: "guide step 2", Title: "libibverbs loads, lists every RDMA device sysfs has, opens it and queries its ports",
 		Run: func(ctx context.Context, in *Input) health.Finding {
 			if !in.Host.Live() {
 				return health.Finding{Severity: health.Skip, Summary: "recorded host: libibverbs is probed only on the live host"}
+			}
+			if in.verbs == nil {
+				return health.Finding{Severity: health.Skip,
+					Summary: "libibverbs was not asked: this run has no verbs probe (doctor.Options.Verbs; verbsprobe.Live is the real one)"}
 			}
 			devs := verbsTargets(in.Inventory.Devices)
 			names := make([]string, len(devs))
@@ -108,7 +93,7 @@ func verbsCheck() Check {
 				names[i] = d.Name
 				ports[d.Name] = len(d.Ports)
 			}
-			return VerbsFinding(in.Host.Root(), in.Inventory.Devices, ProbeVerbs(ctx, ibverbs.Loader{}, names, ports))
+			return VerbsFinding(in.Host.Root(), in.Inventory.Devices, in.verbs.Probe(ctx, names, ports))
 		}}
 }
 
@@ -185,7 +170,7 @@ func VerbsFinding(root string, devs []erdma.Device, p VerbsProbe) health.Finding
 				continue
 			}
 			summary = append(summary, fmt.Sprintf("%s port %d %s", vd.Name, pt.Number, pt.State))
-			if want := sysfsState(sysfs, pt.Number); want != "" && "PORT_"+want != pt.State.String() {
+			if want := sysfsState(sysfs, pt.Number); want != "" && "PORT_"+want != pt.State {
 				sev = health.Worst(sev, health.Warn)
 				evidence = append(evidence, fmt.Sprintf("%s port %d: verbs says %s, sysfs says %s", vd.Name, pt.Number, pt.State, want))
 			}

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/erdmakit/erdmakit/doctor"
+	"github.com/erdmakit/erdmakit/doctor/verbsprobe"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
-	"github.com/erdmakit/erdmakit/ibverbs"
 	"github.com/erdmakit/erdmakit/internal/lab/labtest"
 	"github.com/erdmakit/erdmakit/nvml"
 )
@@ -48,14 +48,14 @@ func TestLabVerbsCheck(t *testing.T) {
 	labtest.RerunInMountNamespace(t, "TestLabVerbsCheck", verbsLabHiddenEnv, 2*time.Minute)
 }
 
-// TestLabProbeDMABUF: the doctor's DMA-BUF probe on rxe0 (rdma-core's rxe
+// TestLabProbeDMABUF: the doctor's DMA-BUF probe (verbsprobe.Live) on rxe0 (rdma-core's rxe
 // provider has no reg_dmabuf_mr, like erdma's) answers EOPNOTSUPP, nvml's
 // rule takes that answer over its provider table, and the recorded form
 // replays it.
 func TestLabProbeDMABUF(t *testing.T) {
 	labtest.Require(t)
 	dev := labtest.Device()
-	got := doctor.ProbeDMABUF(t.Context(), ibverbs.Loader{}, []string{dev, "no-such-device"})
+	got := verbsprobe.Live{}.ProbeDMABUF(t.Context(), []string{dev, "no-such-device"})
 	require.Equal(t, []nvml.ProbeResult{{Device: dev, Supported: false, Result: "EOPNOTSUPP"}}, got)
 
 	d := nvml.ReadDMABUF(t.Context(), "/", got...)
@@ -74,7 +74,7 @@ func TestLabProbeDMABUF(t *testing.T) {
 	h, closer, err := erdma.OpenHost(t.Context(), "/")
 	require.NoError(t, err)
 	defer closer.Close()
-	files, err := doctor.DMABUFRecordFiles(t.Context(), h)
+	files, err := doctor.DMABUFRecordFiles(t.Context(), h, verbsprobe.Live{})
 	require.NoError(t, err)
 	assert.Contains(t, string(files[nvml.DMABUFProbePath]), `"result": "EOPNOTSUPP"`)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/erdmakit/erdmakit/doctor"
+	"github.com/erdmakit/erdmakit/doctor/verbsprobe"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/ibverbs"
@@ -48,8 +49,8 @@ func providerRoot(t *testing.T, driverFile, so bool) string {
 func TestVerbsFinding(t *testing.T) {
 	two := []erdma.Device{erdmaDev("erdma_0", "ACTIVE"), erdmaDev("erdma_1", "ACTIVE")}
 	listed := doctor.VerbsProbe{Listed: []string{"erdma_0", "erdma_1"}, Devices: []doctor.VerbsDevice{
-		{Name: "erdma_0", Ports: []doctor.VerbsPort{{Number: 1, State: ibverbs.PortActive}}},
-		{Name: "erdma_1", Ports: []doctor.VerbsPort{{Number: 1, State: ibverbs.PortActive}}}}}
+		{Name: "erdma_0", Ports: []doctor.VerbsPort{{Number: 1, State: "PORT_ACTIVE"}}},
+		{Name: "erdma_1", Ports: []doctor.VerbsPort{{Number: 1, State: "PORT_ACTIVE"}}}}}
 	for name, tc := range map[string]struct {
 		root  string
 		devs  []erdma.Device
@@ -72,7 +73,7 @@ func TestVerbsFinding(t *testing.T) {
 			{Name: "erdma_0", OpenErr: &ibverbs.Error{Verb: "ibv_open_device", Device: "erdma_0", Errno: syscall.EACCES}}}},
 			sev: health.Fail, want: []string{"cannot open or query", "ibv_open_device on erdma_0: permission denied"}},
 		"states disagree": {devs: []erdma.Device{erdmaDev("erdma_0", "ACTIVE")}, probe: doctor.VerbsProbe{Listed: []string{"erdma_0"},
-			Devices: []doctor.VerbsDevice{{Name: "erdma_0", Ports: []doctor.VerbsPort{{Number: 1, State: ibverbs.PortDown}}}}},
+			Devices: []doctor.VerbsDevice{{Name: "erdma_0", Ports: []doctor.VerbsPort{{Number: 1, State: "PORT_DOWN"}}}}},
 			sev: health.Warn, want: []string{"verbs says PORT_DOWN, sysfs says ACTIVE"}},
 		"no devices": {probe: doctor.VerbsProbe{}, sev: health.Skip, want: []string{"no RDMA device in sysfs"}},
 		"rxe lab": {root: t.TempDir(), devs: []erdma.Device{{Name: "rxe0", Ports: []erdma.Port{{Number: 1, State: "ACTIVE"}}}},
@@ -106,9 +107,25 @@ func TestVerbsCheckLive(t *testing.T) {
 	assert.NotContains(t, f.Summary, "cannot be loaded")
 }
 
+// TestVerbsCheckWithoutProbe: an importer that runs the doctor without a
+// verbs probe (package doctor does not load libibverbs itself) gets the
+// verbs check as skip, saying why, on the live host too.
+func TestVerbsCheckWithoutProbe(t *testing.T) {
+	rep, err := doctor.Run(context.Background(), erdma.LiveHost(), doctor.Options{SkipTools: true})
+	require.NoError(t, err)
+	for _, f := range rep.Findings {
+		if f.ID == doctor.FindingVerbs {
+			assert.Equal(t, health.Skip, f.Severity)
+			assert.Contains(t, f.Summary, "no verbs probe (doctor.Options.Verbs")
+			return
+		}
+	}
+	t.Fatal("no verbs finding")
+}
+
 func liveVerbsFinding(t *testing.T) health.Finding {
 	t.Helper()
-	rep, err := doctor.Run(context.Background(), erdma.LiveHost(), doctor.Options{SkipTools: true})
+	rep, err := doctor.Run(context.Background(), erdma.LiveHost(), doctor.Options{SkipTools: true, Verbs: verbsprobe.Live{}})
 	require.NoError(t, err)
 	for _, f := range rep.Findings {
 		if f.ID == doctor.FindingVerbs {

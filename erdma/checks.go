@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/units"
 )
 
@@ -28,12 +29,12 @@ const (
 
 // checkHostRead reports the reads that failed while the inventory was
 // taken: each names its file or source.
-func checkHostRead(_ context.Context, d *diag) Finding {
+func checkHostRead(_ context.Context, d *diag) health.Finding {
 	if len(d.inv.Errors) == 0 {
-		return Finding{Severity: SeverityOK, Summary: "every file and source of the host was read",
+		return health.Finding{Severity: health.OK, Summary: "every file and source of the host was read",
 			Evidence: []string{"root " + d.path()}}
 	}
-	return Finding{Severity: SeverityWarn,
+	return health.Finding{Severity: health.Warn,
 		Summary:     fmt.Sprintf("%d read(s) failed; the checks below use what could be read", len(d.inv.Errors)),
 		Evidence:    append([]string(nil), d.inv.Errors...),
 		Remediation: "check that the files named exist and are readable (run as root); on a recorded host, record it again with `erdmakit record`",
@@ -42,14 +43,14 @@ func checkHostRead(_ context.Context, d *diag) Finding {
 
 // checkInstanceProfile: guide step 1, the instance must be a type that
 // supports ERI; its profile says what to expect.
-func checkInstanceProfile(_ context.Context, d *diag) Finding {
+func checkInstanceProfile(_ context.Context, d *diag) health.Finding {
 	inst := d.inv.Instance
 	if inst == nil || inst.Type == "" {
 		var ev []string
 		if d.opt.InstanceError != nil {
 			ev = append(ev, d.opt.InstanceError.Error())
 		}
-		return Finding{Severity: SeveritySkip, Evidence: ev,
+		return health.Finding{Severity: health.Skip, Evidence: ev,
 			Summary:     "instance type unknown: the metadata service was not asked or did not answer (not on ECS), or nothing was recorded; expected ERI count and bandwidth unknown",
 			Remediation: "name the instance type (ecs.<family>.<size>), or run on the ECS instance where the metadata service answers",
 		}
@@ -60,12 +61,12 @@ func checkInstanceProfile(_ context.Context, d *diag) Finding {
 	}
 	t, err := ParseInstanceType(inst.Type)
 	if err != nil {
-		return Finding{Severity: SeverityWarn, Summary: err.Error(), Evidence: ev,
+		return health.Finding{Severity: health.Warn, Summary: err.Error(), Evidence: ev,
 			Remediation: "name the instance type as ecs.<family>.<size>, e.g. ecs.ebmgn8is.32xlarge"}
 	}
 	p := d.inv.Profile
 	if p == nil {
-		return Finding{Severity: SeveritySkip,
+		return health.Finding{Severity: health.Skip,
 			Summary: fmt.Sprintf("family %q is not a known eRDMA GPU family: expected ERI count and bandwidth unknown (not guessed)", t.Family),
 			Evidence: append(ev, "known families: "+strings.Join(KnownFamilies(), ", "),
 				"the ERI count of any type is EriQuantity in the DescribeInstanceTypes OpenAPI"),
@@ -74,7 +75,7 @@ func checkInstanceProfile(_ context.Context, d *diag) Finding {
 	ev = append(ev, fmt.Sprintf("profile %s: ERIs %s, GPUs %s, ib_write_bw aggregate %s",
 		p.Family, unknownIfZero(p.ERIs, ""), unknownIfZero(p.GPUs, ""), unknownIfZeroF(p.WriteGbps, " Gbit/s")),
 		"profile source: "+p.Source)
-	return Finding{Severity: SeverityOK, Summary: fmt.Sprintf("%s is an eRDMA GPU type (family %s)", t, p.Family), Evidence: ev}
+	return health.Finding{Severity: health.OK, Summary: fmt.Sprintf("%s is an eRDMA GPU type (family %s)", t, p.Family), Evidence: ev}
 }
 
 func unknownIfZero(n int, unit string) string {
@@ -93,7 +94,7 @@ func unknownIfZeroF(f float64, unit string) string {
 
 // checkERDMADevices: guide steps 1 and 4, ibv_devinfo shows the instance's
 // eRDMA devices (at most 2; as many as the profile says).
-func checkERDMADevices(_ context.Context, d *diag) Finding {
+func checkERDMADevices(_ context.Context, d *diag) health.Finding {
 	var ev []string
 	for _, dev := range d.inv.Devices {
 		ev = append(ev, fmt.Sprintf("%s: driver %q, PCI %s id %q, eRDMA %t", d.ibPath(dev.Name), dev.Driver, dev.PCIAddress, dev.PCIID, dev.ERDMA))
@@ -107,7 +108,7 @@ func checkERDMADevices(_ context.Context, d *diag) Finding {
 		if !d.loaded("erdma") {
 			sum += " (and the erdma driver is not loaded: attached ERIs need the driver installed)"
 		}
-		return Finding{Severity: SeverityFail,
+		return health.Finding{Severity: health.Fail,
 			Summary:     sum,
 			Evidence:    ev,
 			Remediation: fixAttachERI,
@@ -120,18 +121,18 @@ func checkERDMADevices(_ context.Context, d *diag) Finding {
 	p := d.inv.Profile
 	switch {
 	case n > MaxERIs:
-		return Finding{Severity: SeverityWarn,
+		return health.Finding{Severity: health.Warn,
 			Summary:  fmt.Sprintf("%d eRDMA devices (%s): the guide allows at most %d per instance", n, strings.Join(names, ", "), MaxERIs),
 			Evidence: ev, Remediation: "stop the instance, then detach the extra ERIs: OpenAPI DetachNetworkInterface (" + ERIDetachNote + ")"}
 	case p != nil && p.ERIs > 0 && n < p.ERIs:
-		return Finding{Severity: SeverityWarn,
+		return health.Finding{Severity: health.Warn,
 			Summary: fmt.Sprintf("%d eRDMA device(s) (%s) but %s has %d ERIs: bandwidth is below what the type offers",
 				n, strings.Join(names, ", "), p.Family, p.ERIs),
 			Evidence:    append(ev, "profile source: "+p.Source),
 			Remediation: "attach the missing ERI: OpenAPI CreateNetworkInterface with NetworkInterfaceTrafficMode=HighPerformance, then AttachNetworkInterface with NetworkCardIndex=1 (a channel not used by the first ERI); then configure its IP in the OS",
 		}
 	case p != nil && p.ERIs > 0 && n > p.ERIs:
-		return Finding{Severity: SeverityWarn,
+		return health.Finding{Severity: health.Warn,
 			Summary:  fmt.Sprintf("%d eRDMA devices (%s) but %s has %d ERIs", n, strings.Join(names, ", "), p.Family, p.ERIs),
 			Evidence: append(ev, "profile source: "+p.Source)}
 	}
@@ -139,15 +140,15 @@ func checkERDMADevices(_ context.Context, d *diag) Finding {
 	if p != nil && p.ERIs > 0 {
 		expect = fmt.Sprintf("as %s has", p.Family)
 	}
-	return Finding{Severity: SeverityOK, Summary: fmt.Sprintf("%d eRDMA device(s): %s (%s)", n, strings.Join(names, ", "), expect), Evidence: ev}
+	return health.Finding{Severity: health.OK, Summary: fmt.Sprintf("%d eRDMA device(s): %s (%s)", n, strings.Join(names, ", "), expect), Evidence: ev}
 }
 
 // checkNetworkCardChannel: guide step 1, two ERIs must sit on different
 // network-card channels or their total bandwidth halves. The channel
 // (NetworkCardIndex) is not visible inside the host: only hints are.
-func checkNetworkCardChannel(_ context.Context, d *diag) Finding {
+func checkNetworkCardChannel(_ context.Context, d *diag) health.Finding {
 	if len(d.erdma) < 2 {
-		return Finding{Severity: SeveritySkip, Summary: fmt.Sprintf("%d eRDMA device(s): no second ERI to share a channel with", len(d.erdma))}
+		return health.Finding{Severity: health.Skip, Summary: fmt.Sprintf("%d eRDMA device(s): no second ERI to share a channel with", len(d.erdma))}
 	}
 	ev := []string{"the NetworkCardIndex of an ERI is only visible through the OpenAPI DescribeNetworkInterfaces; from inside the host NUMA node, PCI bus and subnet are hints only"}
 	for _, dev := range d.erdma {
@@ -172,13 +173,13 @@ func checkNetworkCardChannel(_ context.Context, d *diag) Finding {
 		fix += fmt.Sprintf("; or measure: ib_write_bw on both devices at once (guide step 5) should reach about %g Gbit/s in total", p.WriteGbps)
 	}
 	if len(same) > 0 {
-		return Finding{Severity: SeverityWarn,
+		return health.Finding{Severity: health.Warn,
 			Summary:     fmt.Sprintf("%s share NUMA node and PCI bus: they may sit on one network-card channel (total bandwidth halves); this cannot be decided from inside the host", strings.Join(same, ", ")),
 			Evidence:    ev,
 			Remediation: fix,
 		}
 	}
-	return Finding{Severity: SeverityOK,
+	return health.Finding{Severity: health.OK,
 		Summary:     "the ERIs differ in NUMA node or PCI bus: a hint of separate network-card channels, not a proof",
 		Evidence:    ev,
 		Remediation: fix,
@@ -218,7 +219,7 @@ func (d *diag) subnetOf(dev *Device) string {
 
 // checkDriver: guide step 2, the erdma module is loaded and every eRDMA
 // PCI function is bound to it.
-func checkDriver(_ context.Context, d *diag) Finding {
+func checkDriver(_ context.Context, d *diag) health.Finding {
 	ev := []string{d.moduleEvidence("erdma")}
 	var unbound []string
 	for _, dev := range d.erdma {
@@ -228,10 +229,10 @@ func checkDriver(_ context.Context, d *diag) Finding {
 		}
 	}
 	if !d.loaded("erdma") && len(d.erdma) == 0 {
-		return Finding{Severity: SeverityFail, Summary: "the erdma driver is not loaded", Evidence: ev, Remediation: fixDriver}
+		return health.Finding{Severity: health.Fail, Summary: "the erdma driver is not loaded", Evidence: ev, Remediation: fixDriver}
 	}
 	if len(unbound) > 0 {
-		return Finding{Severity: SeverityFail,
+		return health.Finding{Severity: health.Fail,
 			Summary:  fmt.Sprintf("%s not bound to the erdma driver", strings.Join(unbound, ", ")),
 			Evidence: ev, Remediation: fixDriver}
 	}
@@ -242,21 +243,21 @@ func checkDriver(_ context.Context, d *diag) Finding {
 		}
 	}
 	if !d.loaded("erdma") {
-		return Finding{Severity: SeverityOK, Summary: "devices are bound to erdma (built into the kernel: no sys/module entry)", Evidence: ev}
+		return health.Finding{Severity: health.OK, Summary: "devices are bound to erdma (built into the kernel: no sys/module entry)", Evidence: ev}
 	}
-	return Finding{Severity: SeverityOK, Summary: "erdma loaded: " + flavour, Evidence: ev}
+	return health.Finding{Severity: health.OK, Summary: "erdma loaded: " + flavour, Evidence: ev}
 }
 
 // checkEadm: guide step 2, `eadm ver` shows the driver version.
-func checkEadm(_ context.Context, d *diag) Finding {
+func checkEadm(_ context.Context, d *diag) health.Finding {
 	if len(d.inv.Tools) == 0 {
-		return Finding{Severity: SeveritySkip,
+		return health.Finding{Severity: health.Skip,
 			Summary:  "programs on PATH were not looked for (asked not to, or a recording without erdmakit/tools.json)",
 			Evidence: []string{"no tool entries (" + d.source("PATH", "erdmakit/tools.json") + ")"}}
 	}
 	t := d.tools["eadm"]
 	if t == nil || t.Path == "" {
-		return Finding{Severity: SeverityWarn,
+		return health.Finding{Severity: health.Warn,
 			Summary:     "eadm not found on PATH: the eRDMA software package is not installed (driver version unknown)",
 			Evidence:    []string{"eadm: not found (" + d.source("PATH", "erdmakit/tools.json") + ")"},
 			Remediation: "install the eRDMA package with `env_setup.sh --egs` (Alibaba's installer), then check with `eadm ver`",
@@ -277,12 +278,12 @@ func checkEadm(_ context.Context, d *diag) Finding {
 	} else {
 		ev = append(ev, "ofed_info: not found ("+d.source("PATH", "erdmakit/tools.json")+"): the OFED version the guide records is unknown")
 	}
-	return Finding{Severity: SeverityOK, Summary: sum, Evidence: ev}
+	return health.Finding{Severity: health.OK, Summary: sum, Evidence: ev}
 }
 
 // checkUVerbs: guide step 2, user-space verbs need ib_uverbs and a
 // /dev/infiniband/uverbsN per device.
-func checkUVerbs(_ context.Context, d *diag) Finding {
+func checkUVerbs(_ context.Context, d *diag) health.Finding {
 	if len(d.erdma) == 0 {
 		return noERDMA()
 	}
@@ -301,13 +302,13 @@ func checkUVerbs(_ context.Context, d *diag) Finding {
 		}
 	}
 	if len(bad) > 0 {
-		return Finding{Severity: SeverityFail, Summary: strings.Join(bad, "; "), Evidence: ev,
+		return health.Finding{Severity: health.Fail, Summary: strings.Join(bad, "; "), Evidence: ev,
 			Remediation: "modprobe ib_uverbs; in a container pass the devices: --device=/dev/infiniband/uverbs0 (and uverbs1), or mount /dev/infiniband"}
 	}
 	if !d.loaded("ib_uverbs") {
-		return Finding{Severity: SeverityOK, Summary: "uverbs devices present (ib_uverbs built into the kernel)", Evidence: ev}
+		return health.Finding{Severity: health.OK, Summary: "uverbs devices present (ib_uverbs built into the kernel)", Evidence: ev}
 	}
-	return Finding{Severity: SeverityOK, Summary: "ib_uverbs loaded, every eRDMA device has its uverbs char device", Evidence: ev}
+	return health.Finding{Severity: health.OK, Summary: "ib_uverbs loaded, every eRDMA device has its uverbs char device", Evidence: ev}
 }
 
 // gpuState is what the two GPU checks know: whether there is a GPU driver,
@@ -345,11 +346,11 @@ func (d *diag) gpuExpected() bool { return d.inv.Profile != nil }
 
 // checkGPUDriver: guide step 2, the GPU driver; nvidia_peermem ships with
 // drivers >= 470.
-func checkGPUDriver(_ context.Context, d *diag) Finding {
+func checkGPUDriver(_ context.Context, d *diag) health.Finding {
 	g := d.gpu()
 	if !g.present {
 		if d.gpuExpected() {
-			return Finding{Severity: SeverityFail,
+			return health.Finding{Severity: health.Fail,
 				Summary:     fmt.Sprintf("no NVIDIA driver loaded on a GPU instance type (%s)", d.inv.Profile.Family),
 				Evidence:    g.ev,
 				Remediation: "install the NVIDIA GPU driver (>= 470) and CUDA, then `modprobe nvidia`; check with nvidia-smi",
@@ -359,32 +360,32 @@ func checkGPUDriver(_ context.Context, d *diag) Finding {
 		if g.reason != "" {
 			sum += " (" + g.reason + ")"
 		}
-		return Finding{Severity: SeveritySkip, Summary: sum, Evidence: g.ev}
+		return health.Finding{Severity: health.Skip, Summary: sum, Evidence: g.ev}
 	}
 	var findings []string
-	sev := SeverityOK
+	sev := health.OK
 	major, err := driverMajor(g.version)
 	switch {
 	case g.version == "":
-		sev = SeverityWarn
+		sev = health.Warn
 		findings = append(findings, "driver version unknown (no sys/module/nvidia/version, no NVML)")
 	case err != nil:
-		sev = SeverityWarn
+		sev = health.Warn
 		findings = append(findings, err.Error())
 	case major < 470:
-		sev = SeverityWarn
+		sev = health.Warn
 		findings = append(findings, fmt.Sprintf("driver %s is older than 470: no bundled nvidia_peermem (GPUDirect RDMA needs nv_peer_mem)", g.version))
 	default:
 		findings = append(findings, fmt.Sprintf("driver %s (>= 470: nvidia_peermem bundled)", g.version))
 	}
 	if p := d.inv.Profile; p != nil && p.GPUs > 0 && g.count > 0 && g.count != p.GPUs {
-		sev = Worst(sev, SeverityWarn)
+		sev = health.Worst(sev, health.Warn)
 		findings = append(findings, fmt.Sprintf("%d GPU(s) but %s has %d", g.count, p.Family, p.GPUs))
 	} else if g.count > 0 {
 		findings = append(findings, fmt.Sprintf("%d GPU(s)", g.count))
 	}
-	f := Finding{Severity: sev, Summary: strings.Join(findings, "; "), Evidence: g.ev}
-	if sev != SeverityOK {
+	f := health.Finding{Severity: sev, Summary: strings.Join(findings, "; "), Evidence: g.ev}
+	if sev != health.OK {
 		f.Remediation = "install an NVIDIA driver >= 470 (it bundles nvidia_peermem); check with nvidia-smi"
 	}
 	return f
@@ -403,10 +404,10 @@ func driverMajor(v string) (int, error) {
 // checkPeermem: guide step 2, GPUDirect RDMA needs nvidia_peermem (driver
 // >= 470) or nv_peer_mem, loaded again after every reboot, or DMA-BUF
 // (inv.GPU.DMABUF, from nvml); it fails only when neither is available.
-func checkPeermem(_ context.Context, d *diag) Finding {
+func checkPeermem(_ context.Context, d *diag) health.Finding {
 	g := d.gpu()
 	if !g.present {
-		return Finding{Severity: SeveritySkip, Summary: "no NVIDIA GPU driver: GPUDirect RDMA not applicable (see gpu-driver)"}
+		return health.Finding{Severity: health.Skip, Summary: "no NVIDIA GPU driver: GPUDirect RDMA not applicable (see gpu-driver)"}
 	}
 	ev := []string{d.moduleEvidence("nvidia_peermem"), d.moduleEvidence("nv_peer_mem")}
 	path := ""
@@ -429,7 +430,7 @@ func checkPeermem(_ context.Context, d *diag) Finding {
 		}
 	}
 	if path == "" {
-		f := Finding{Severity: SeverityFail,
+		f := health.Finding{Severity: health.Fail,
 			Summary:  "GPUDirect RDMA not ready: neither nvidia_peermem nor nv_peer_mem is loaded, and DMA-BUF is not supported",
 			Evidence: ev,
 			Remediation: "modprobe nvidia_peermem (bundled with NVIDIA driver >= 470; older drivers: install and load nv_peer_mem); " +
@@ -447,13 +448,13 @@ func checkPeermem(_ context.Context, d *diag) Finding {
 				"(DMA-BUF is no alternative here: the " + refused + " provider registers no dma-buf)"
 		case gi.DMABUF == "unknown":
 			// DMA-BUF may work: what decides it was not all seen.
-			f.Severity = SeverityWarn
+			f.Severity = health.Warn
 			f.Summary = "GPUDirect RDMA not proven: neither nvidia_peermem nor nv_peer_mem is loaded, and DMA-BUF support could not be decided"
 		}
 		return f
 	}
 	if path == "dmabuf" {
-		return Finding{Severity: SeverityOK,
+		return health.Finding{Severity: health.OK,
 			Summary:  "GPUDirect RDMA ready through DMA-BUF (nvidia_peermem not needed; " + gdrLevelNote(d.inv.GPU) + ")",
 			Evidence: ev}
 	}
@@ -462,7 +463,7 @@ func checkPeermem(_ context.Context, d *diag) Finding {
 			ev = append(ev, fmt.Sprintf("GPU %d -> %s: %s (nvidia-smi topo distance)", n.GPU, n.Device, n.Distance))
 		}
 	}
-	return Finding{Severity: SeverityOK,
+	return health.Finding{Severity: health.OK,
 		Summary:  path + " loaded: GPUDirect RDMA ready (" + gdrLevelNote(d.inv.GPU) + ")",
 		Evidence: ev}
 }
@@ -484,17 +485,17 @@ func gdrLevelNote(g *GPUInfo) string {
 
 // checkNetdevIP: guide step 3, the secondary NIC of each ERI is configured
 // in the OS: up, with an IPv4 address.
-func checkNetdevIP(_ context.Context, d *diag) Finding {
+func checkNetdevIP(_ context.Context, d *diag) health.Finding {
 	if len(d.erdma) == 0 {
 		return noERDMA()
 	}
 	var ev, bad, fixes []string
-	sev := SeverityOK
+	sev := health.OK
 	for _, dev := range d.erdma {
-		mac, macOK := MACFromNodeGUID(dev.NodeGUID)
+		mac, macOK := macFromNodeGUID(dev.NodeGUID)
 		nd := d.netdevOf(dev)
 		if nd == nil {
-			sev = SeverityFail
+			sev = health.Fail
 			want := "its MAC"
 			if macOK {
 				want = "MAC " + mac + " (from node_guid " + dev.NodeGUID + ")"
@@ -511,28 +512,28 @@ func checkNetdevIP(_ context.Context, d *diag) Finding {
 		}
 		switch {
 		case nd.OperState != "up":
-			sev = SeverityFail
+			sev = health.Fail
 			bad = append(bad, fmt.Sprintf("%s (%s) is %s", nd.Name, dev.Name, orUnknown(nd.OperState)))
 			fixes = append(fixes, "ip link set "+nd.Name+" up")
 		}
 		if len(nd.IPv4) == 0 {
-			sev = SeverityFail
+			sev = health.Fail
 			bad = append(bad, fmt.Sprintf("%s (%s) has no IPv4 address", nd.Name, dev.Name))
 			fixes = append(fixes, fmt.Sprintf("%s; IP=$(curl -s -H \"X-aliyun-ecs-metadata-token: $TOKEN\" http://100.100.100.200/latest/meta-data/network/interfaces/macs/%s/primary-ip-address); "+
 				"MASK=$(curl -s -H \"X-aliyun-ecs-metadata-token: $TOKEN\" http://100.100.100.200/latest/meta-data/network/interfaces/macs/%s/netmask); "+
 				"ip addr add $IP/$MASK dev %s (and make it persistent in the distribution's network configuration)", mdTokenCmd, mac, mac, nd.Name))
 		}
 	}
-	if sev == SeverityOK {
-		return Finding{Severity: SeverityOK, Summary: "every ERI's netdev is up with an IPv4 address", Evidence: ev}
+	if sev == health.OK {
+		return health.Finding{Severity: health.OK, Summary: "every ERI's netdev is up with an IPv4 address", Evidence: ev}
 	}
-	return Finding{Severity: sev, Summary: strings.Join(bad, "; ") + ": the secondary NIC is not configured in the OS",
+	return health.Finding{Severity: sev, Summary: strings.Join(bad, "; ") + ": the secondary NIC is not configured in the OS",
 		Evidence: ev, Remediation: strings.Join(fixes, "; ")}
 }
 
 // checkPortActive: guide step 4, every port PORT_ACTIVE; ibv_devinfo's
 // "invalid state" means the secondary NIC is not configured (its IP).
-func checkPortActive(_ context.Context, d *diag) Finding {
+func checkPortActive(_ context.Context, d *diag) health.Finding {
 	if len(d.erdma) == 0 {
 		return noERDMA()
 	}
@@ -558,9 +559,9 @@ func checkPortActive(_ context.Context, d *diag) Finding {
 		}
 	}
 	if len(bad) == 0 {
-		return Finding{Severity: SeverityOK, Summary: "every eRDMA port is ACTIVE", Evidence: ev}
+		return health.Finding{Severity: health.OK, Summary: "every eRDMA port is ACTIVE", Evidence: ev}
 	}
-	return Finding{Severity: SeverityFail,
+	return health.Finding{Severity: health.Fail,
 		Summary:     strings.Join(bad, "; ") + " (ibv_devinfo: not PORT_ACTIVE / \"invalid state\": the secondary NIC is not configured, check its IP)",
 		Evidence:    ev,
 		Remediation: strings.Join(fixes, "; "),
@@ -569,7 +570,7 @@ func checkPortActive(_ context.Context, d *diag) Finding {
 
 // checkTransport: domain section 3, compat (RoCE v2) vs iWARP decides how
 // queue pairs connect; both ends must use the same.
-func checkTransport(_ context.Context, d *diag) Finding {
+func checkTransport(_ context.Context, d *diag) health.Finding {
 	if len(d.erdma) == 0 {
 		return noERDMA()
 	}
@@ -593,7 +594,7 @@ func checkTransport(_ context.Context, d *diag) Finding {
 				parts = append(parts, fmt.Sprintf("%s: %s", t, strings.Join(names, ", ")))
 			}
 		}
-		return Finding{Severity: SeverityFail,
+		return health.Finding{Severity: health.Fail,
 			Summary:     "eRDMA devices in different modes (" + strings.Join(parts, "; ") + "): a connection needs both ends in the same mode",
 			Evidence:    ev,
 			Remediation: fixCompat,
@@ -601,23 +602,23 @@ func checkTransport(_ context.Context, d *diag) Finding {
 	}
 	switch {
 	case len(modes[TransportRoCE]) > 0:
-		return Finding{Severity: SeverityOK,
+		return health.Finding{Severity: health.OK,
 			Summary:  "compat mode (RoCE v2): queue pairs connect by out-of-band GID exchange + modify_qp (perftest without -R, NCCL) and by rdma_cm; peers must be GPU-instance eRDMA in compat mode too",
 			Evidence: ev}
 	case len(modes[TransportIWARP]) > 0:
-		return Finding{Severity: SeverityWarn,
+		return health.Finding{Severity: health.Warn,
 			Summary:     "iWARP mode: queue pairs reach RTS only through rdma_cm (perftest -R); the out-of-band exchange NCCL and perftest use by default fails (modify_qp EINVAL); peers must be iWARP too",
 			Evidence:    ev,
 			Remediation: fixCompat,
 		}
 	}
-	return Finding{Severity: SeverityWarn, Summary: "transport mode could not be told (node_type unreadable)", Evidence: ev,
+	return health.Finding{Severity: health.Warn, Summary: "transport mode could not be told (node_type unreadable)", Evidence: ev,
 		Remediation: "check `cat /sys/class/infiniband/*/node_type` and /sys/module/erdma/parameters/compat_mode"}
 }
 
 // checkGIDIndex: domain section 3, the GID to use is the RoCE v2 entry
 // ::ffff:<IPv4 of the netdev>; its index differs per device.
-func checkGIDIndex(_ context.Context, d *diag) Finding {
+func checkGIDIndex(_ context.Context, d *diag) health.Finding {
 	if len(d.erdma) == 0 {
 		return noERDMA()
 	}
@@ -653,10 +654,10 @@ func checkGIDIndex(_ context.Context, d *diag) Finding {
 		}
 	}
 	if roce == 0 {
-		return Finding{Severity: SeveritySkip, Summary: "iWARP mode: GIDs are not used to connect (rdma_cm)", Evidence: ev}
+		return health.Finding{Severity: health.Skip, Summary: "iWARP mode: GIDs are not used to connect (rdma_cm)", Evidence: ev}
 	}
 	if len(bad) > 0 {
-		return Finding{Severity: SeverityFail, Summary: strings.Join(bad, "; ") + ": NCCL_IB_GID_INDEX has nothing to point at",
+		return health.Finding{Severity: health.Fail, Summary: strings.Join(bad, "; ") + ": NCCL_IB_GID_INDEX has nothing to point at",
 			Evidence:    ev,
 			Remediation: "give the paired netdev its IPv4 address (see netdev-ip): the driver adds the ::ffff:<IPv4> RoCE v2 entry itself"}
 	}
@@ -666,9 +667,9 @@ func checkGIDIndex(_ context.Context, d *diag) Finding {
 	}
 	sort.Ints(list)
 	if len(list) == 1 {
-		return Finding{Severity: SeverityOK, Summary: fmt.Sprintf("RoCE v2 IPv4 GID at index %d: NCCL_IB_GID_INDEX=%d", list[0], list[0]), Evidence: ev}
+		return health.Finding{Severity: health.OK, Summary: fmt.Sprintf("RoCE v2 IPv4 GID at index %d: NCCL_IB_GID_INDEX=%d", list[0], list[0]), Evidence: ev}
 	}
-	return Finding{Severity: SeverityOK,
+	return health.Finding{Severity: health.OK,
 		Summary: fmt.Sprintf("RoCE v2 IPv4 GIDs at indexes %v (they differ per device): NCCL_IB_GID_INDEX=-1 NCCL_IB_ADDR_FAMILY=AF_INET NCCL_IB_ROCE_VERSION_NUM=2 "+
 			"(NCCL >= 2.21.5; an older NCCL takes one index for every device)", list),
 		Evidence: ev}
@@ -682,7 +683,7 @@ const mtuSource = "Alibaba's guide, Enable Jumbo Frames: 8500 with jumbo frames 
 	"it warns that a wrong MTU causes data consistency problems"
 
 // checkMTU: the guide's MTU rule (mtuSource), the same on every ERI.
-func checkMTU(_ context.Context, d *diag) Finding {
+func checkMTU(_ context.Context, d *diag) health.Finding {
 	if len(d.erdma) == 0 {
 		return noERDMA()
 	}
@@ -699,7 +700,7 @@ func checkMTU(_ context.Context, d *diag) Finding {
 		names = append(names, nd.Name)
 	}
 	if len(names) == 0 {
-		return Finding{Severity: SeveritySkip, Summary: "no paired netdev to check", Evidence: ev}
+		return health.Finding{Severity: health.Skip, Summary: "no paired netdev to check", Evidence: ev}
 	}
 	setAll := func(mtu int) string {
 		var s []string
@@ -719,7 +720,7 @@ func checkMTU(_ context.Context, d *diag) Finding {
 		for _, m := range keys {
 			parts = append(parts, fmt.Sprintf("%d on %s", m, strings.Join(mtus[m], ", ")))
 		}
-		return Finding{Severity: SeverityFail,
+		return health.Finding{Severity: health.Fail,
 			Summary:  "ERI MTUs disagree (" + strings.Join(parts, "; ") + "): the guide allows 8500 (jumbo frames) or 1400, one of them everywhere",
 			Evidence: append(ev, "source: "+mtuSource), Remediation: fix}
 	}
@@ -734,18 +735,18 @@ func checkMTU(_ context.Context, d *diag) Finding {
 		}
 		ev = append(ev, "instance: "+jumbo+fmt.Sprintf(": the guide wants MTU %d", want))
 		if mtu != want {
-			return Finding{Severity: SeverityFail,
+			return health.Finding{Severity: health.Fail,
 				Summary:  fmt.Sprintf("MTU %d on every ERI, but the instance has %s: the guide wants %d (a wrong MTU causes data corruption)", mtu, jumbo, want),
 				Evidence: ev, Remediation: setAll(want) + "; persistent in the network configuration"}
 		}
 	}
 	switch mtu {
 	case 8500:
-		return Finding{Severity: SeverityOK, Summary: "MTU 8500 on every ERI (jumbo frames; port active_mtu 4096)", Evidence: ev}
+		return health.Finding{Severity: health.OK, Summary: "MTU 8500 on every ERI (jumbo frames; port active_mtu 4096)", Evidence: ev}
 	case 1400:
-		return Finding{Severity: SeverityOK, Summary: "MTU 1400 on every ERI (no jumbo frames; with jumbo frames the guide gives 8500 for NCCL with LL128)", Evidence: ev}
+		return health.Finding{Severity: health.OK, Summary: "MTU 1400 on every ERI (no jumbo frames; with jumbo frames the guide gives 8500 for NCCL with LL128)", Evidence: ev}
 	}
-	return Finding{Severity: SeverityWarn,
+	return health.Finding{Severity: health.Warn,
 		Summary:  fmt.Sprintf("MTU %d: the guide gives 8500 with jumbo frames, else 1400, and warns that a wrong MTU causes data consistency problems", mtu),
 		Evidence: append(ev, "source: "+mtuSource), Remediation: fix}
 }
@@ -760,22 +761,22 @@ const memlockSource = "rdma-core Documentation/libibverbs.md (verbs must lock ev
 
 // checkMemlock: domain section 5, memlock unlimited (memlockSource); at 64
 // KiB every ibv_create_qp fails with ENOMEM.
-func checkMemlock(_ context.Context, d *diag) Finding {
+func checkMemlock(_ context.Context, d *diag) health.Finding {
 	l := d.inv.Memlock
 	if l == nil {
-		return Finding{Severity: SeveritySkip, Summary: "RLIMIT_MEMLOCK not read"}
+		return health.Finding{Severity: health.Skip, Summary: "RLIMIT_MEMLOCK not read"}
 	}
 	ev := []string{fmt.Sprintf("RLIMIT_MEMLOCK soft %s, hard %s (%s)", limitString(l.Soft, l.Unlimited), limitString(l.Hard, false),
 		d.source("getrlimit", "erdmakit/limits.json"))}
 	if l.Unlimited || l.Soft == ^uint64(0) {
-		return Finding{Severity: SeverityOK, Summary: "memlock unlimited", Evidence: ev}
+		return health.Finding{Severity: health.OK, Summary: "memlock unlimited", Evidence: ev}
 	}
 	ev = append(ev, "why unlimited: "+memlockSource)
 	fix := "ulimit -l unlimited (this shell); persistent: add '* soft memlock unlimited' and '* hard memlock unlimited' to /etc/security/limits.conf; " +
 		"systemd services (containerd, docker): LimitMEMLOCK=infinity; containers: --ulimit memlock=-1"
 	const sixteenGiB = 16 << 30
 	if l.Soft >= sixteenGiB {
-		return Finding{Severity: SeverityWarn,
+		return health.Finding{Severity: health.Warn,
 			Summary:  fmt.Sprintf("memlock limited to %s: large registrations may fail; rdma-core and NCCL deployments use unlimited", limitString(l.Soft, false)),
 			Evidence: ev, Remediation: fix}
 	}
@@ -783,7 +784,7 @@ func checkMemlock(_ context.Context, d *diag) Finding {
 	if l.Soft > 64<<10 {
 		sum = fmt.Sprintf("memlock %s: queue pairs and memory registrations beyond it fail with ENOMEM; rdma-core and NCCL deployments use unlimited", limitString(l.Soft, false))
 	}
-	return Finding{Severity: SeverityFail, Summary: sum, Evidence: ev, Remediation: fix}
+	return health.Finding{Severity: health.Fail, Summary: sum, Evidence: ev, Remediation: fix}
 }
 
 func limitString(v uint64, unlimited bool) string {
@@ -800,7 +801,7 @@ func IsLimitDrop(name string) bool { return strings.HasSuffix(name, "_limit_drop
 
 // checkRateLimitDrops: domain section 4, the *_limit_drop_cnt counters are
 // drops by the instance's bandwidth/PPS meter; they must not rise.
-func checkRateLimitDrops(ctx context.Context, d *diag) Finding {
+func checkRateLimitDrops(ctx context.Context, d *diag) health.Finding {
 	if len(d.erdma) == 0 {
 		return noERDMA()
 	}
@@ -823,7 +824,7 @@ func checkRateLimitDrops(ctx context.Context, d *diag) Finding {
 		for _, k := range keys {
 			c, err := d.opt.Counters.ReadCounters(ctx, k.dev, k.port)
 			if err != nil {
-				return Finding{Severity: SeverityWarn, Summary: "could not read hw_counters: " + err.Error(),
+				return health.Finding{Severity: health.Warn, Summary: "could not read hw_counters: " + err.Error(),
 					Evidence: []string{d.ibPath(k.dev, "ports", strconv.Itoa(k.port), "hw_counters")}}
 			}
 			first[k] = c
@@ -846,15 +847,15 @@ func checkRateLimitDrops(ctx context.Context, d *diag) Finding {
 		ev = append(ev, dir+": "+strings.Join(parts, " "))
 	}
 	if len(names) == 0 {
-		return Finding{Severity: SeveritySkip,
+		return health.Finding{Severity: health.Skip,
 			Summary:  "no rate-limit drop counters (hw_counters appear with driver r0.2.33; older drivers have none)",
 			Evidence: ev}
 	}
 	if !live {
 		if total == 0 {
-			return Finding{Severity: SeverityOK, Summary: "no rate-limit drops counted since the driver loaded (one reading)", Evidence: ev}
+			return health.Finding{Severity: health.OK, Summary: "no rate-limit drops counted since the driver loaded (one reading)", Evidence: ev}
 		}
-		return Finding{Severity: SeveritySkip,
+		return health.Finding{Severity: health.Skip,
 			Summary:  fmt.Sprintf("%d rate-limit drops counted since the driver loaded; a single reading cannot show whether they are rising (read them twice some interval apart on the live host)", total),
 			Evidence: ev}
 	}
@@ -862,14 +863,14 @@ func checkRateLimitDrops(ctx context.Context, d *diag) Finding {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return Finding{Severity: SeveritySkip, Summary: "interrupted before the second counter reading: " + ctx.Err().Error(), Evidence: ev}
+		return health.Finding{Severity: health.Skip, Summary: "interrupted before the second counter reading: " + ctx.Err().Error(), Evidence: ev}
 	case <-t.C:
 	}
 	var rising []string
 	for _, k := range keys {
 		c, err := d.opt.Counters.ReadCounters(ctx, k.dev, k.port)
 		if err != nil {
-			return Finding{Severity: SeverityWarn, Summary: "could not read hw_counters the second time: " + err.Error(), Evidence: ev}
+			return health.Finding{Severity: health.Warn, Summary: "could not read hw_counters the second time: " + err.Error(), Evidence: ev}
 		}
 		var parts []string
 		for _, n := range sortedLimitDrops(c) {
@@ -881,13 +882,13 @@ func checkRateLimitDrops(ctx context.Context, d *diag) Finding {
 		ev = append(ev, fmt.Sprintf("after %s: %s: %s", d.opt.Interval, d.ibPath(k.dev, "ports", strconv.Itoa(k.port), "hw_counters"), strings.Join(parts, " ")))
 	}
 	if len(rising) > 0 {
-		return Finding{Severity: SeverityWarn,
+		return health.Finding{Severity: health.Warn,
 			Summary:     fmt.Sprintf("rate-limit drops rising over %s (%s): traffic exceeds the instance's bandwidth/PPS meter", d.opt.Interval, strings.Join(rising, ", ")),
 			Evidence:    ev,
 			Remediation: "lower the offered load (fewer QPs or streams, or pace them) to the instance type's bandwidth, or spread it over both ERIs; check that the two ERIs are on different network-card channels (network-card-channel)",
 		}
 	}
-	return Finding{Severity: SeverityOK, Summary: fmt.Sprintf("rate-limit drop counters did not rise over %s", d.opt.Interval), Evidence: ev}
+	return health.Finding{Severity: health.OK, Summary: fmt.Sprintf("rate-limit drop counters did not rise over %s", d.opt.Interval), Evidence: ev}
 }
 
 func sortedLimitDrops(c map[string]uint64) []string {

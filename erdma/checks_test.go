@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -60,7 +61,7 @@ func mustProfile(t string) *Profile {
 	return p
 }
 
-func findingOf(t *testing.T, r *Report, id string) Finding {
+func findingOf(t *testing.T, r *Report, id string) health.Finding {
 	t.Helper()
 	for _, f := range r.Findings {
 		if f.ID == id {
@@ -68,7 +69,7 @@ func findingOf(t *testing.T, r *Report, id string) Finding {
 		}
 	}
 	require.Failf(t, "no finding", "id %s", id)
-	return Finding{}
+	return health.Finding{}
 }
 
 func testModule(inv *Inventory, name string) *Module {
@@ -92,9 +93,9 @@ func testNetdev(inv *Inventory, name string) *Netdev {
 
 func TestDiagnoseHandBuiltHealthy(t *testing.T) {
 	r := Diagnose(context.Background(), handHealthy(), DoctorOptions{})
-	assert.Equal(t, SeverityOK, r.Status)
+	assert.Equal(t, health.OK, r.Status)
 	for _, f := range r.Findings {
-		assert.Contains(t, []Severity{SeverityOK, SeveritySkip}, f.Severity, "%s: %s", f.ID, f.Summary)
+		assert.Contains(t, []health.Severity{health.OK, health.Skip}, f.Severity, "%s: %s", f.ID, f.Summary)
 		assert.NotNil(t, f.Evidence, f.ID)
 	}
 	require.Len(t, r.Findings, len(Checks()))
@@ -110,142 +111,142 @@ func TestChecks(t *testing.T) {
 		name    string
 		mutate  func(inv *Inventory)
 		id      string
-		sev     Severity
+		sev     health.Severity
 		summary string // substring of the summary
 		fix     string // substring of the remediation
 	}{
-		{"healthy profile", func(*Inventory) {}, "instance-profile", SeverityOK, "ebmgn8is", ""},
-		{"no instance", func(inv *Inventory) { SetInstance(inv, nil) }, "instance-profile", SeveritySkip, "instance type unknown", "ecs.<family>.<size>"},
+		{"healthy profile", func(*Inventory) {}, "instance-profile", health.OK, "ebmgn8is", ""},
+		{"no instance", func(inv *Inventory) { SetInstance(inv, nil) }, "instance-profile", health.Skip, "instance type unknown", "ecs.<family>.<size>"},
 		{"unknown family", func(inv *Inventory) {
 			SetInstance(inv, &Instance{Type: "ecs.g7.large", Source: "flag"})
-		}, "instance-profile", SeveritySkip, `"g7" is not a known`, ""},
-		{"garbled type", func(inv *Inventory) { inv.Instance.Type = "ebmgn8is"; inv.Profile = nil }, "instance-profile", SeverityWarn, "not an ECS instance type", "ecs.<family>.<size>"},
+		}, "instance-profile", health.Skip, `"g7" is not a known`, ""},
+		{"garbled type", func(inv *Inventory) { inv.Instance.Type = "ebmgn8is"; inv.Profile = nil }, "instance-profile", health.Warn, "not an ECS instance type", "ecs.<family>.<size>"},
 
-		{"two devices", func(*Inventory) {}, "erdma-devices", SeverityOK, "2 eRDMA device(s): erdma_0, erdma_1", ""},
-		{"no devices", func(inv *Inventory) { inv.Devices = nil }, "erdma-devices", SeverityFail, "no eRDMA device", "NetworkInterfaceTrafficMode=HighPerformance"},
+		{"two devices", func(*Inventory) {}, "erdma-devices", health.OK, "2 eRDMA device(s): erdma_0, erdma_1", ""},
+		{"no devices", func(inv *Inventory) { inv.Devices = nil }, "erdma-devices", health.Fail, "no eRDMA device", "NetworkInterfaceTrafficMode=HighPerformance"},
 		{"only rxe", func(inv *Inventory) {
 			inv.Devices = []Device{{Name: "rxe0", Driver: "", NodeType: "1: CA"}}
-		}, "erdma-devices", SeverityFail, "no eRDMA device", "AttachNetworkInterface with NetworkCardIndex"},
+		}, "erdma-devices", health.Fail, "no eRDMA device", "AttachNetworkInterface with NetworkCardIndex"},
 		{"fewer than profile", func(inv *Inventory) {
 			inv.Devices = inv.Devices[:1]
 			SetInstance(inv, &Instance{Type: "ecs.ebmgn9gc.64xlarge", Source: "flag"})
-		}, "erdma-devices", SeverityWarn, "ebmgn9gc has 2 ERIs", "NetworkCardIndex=1"},
+		}, "erdma-devices", health.Warn, "ebmgn9gc has 2 ERIs", "NetworkCardIndex=1"},
 		{"more than profile", func(inv *Inventory) {
 			SetInstance(inv, &Instance{Type: "ecs.gn8is-2x.8xlarge", Source: "flag"})
-		}, "erdma-devices", SeverityWarn, "gn8is-2x has 1 ERIs", ""},
+		}, "erdma-devices", health.Warn, "gn8is-2x has 1 ERIs", ""},
 		{"three devices", func(inv *Inventory) {
 			d := inv.Devices[1]
 			d.Name = "erdma_2"
 			inv.Devices = append(inv.Devices, d)
-		}, "erdma-devices", SeverityWarn, "at most 2", "DetachNetworkInterface"},
+		}, "erdma-devices", health.Warn, "at most 2", "DetachNetworkInterface"},
 
-		{"channels differ", func(*Inventory) {}, "network-card-channel", SeverityOK, "hint", "DescribeNetworkInterfaces"},
+		{"channels differ", func(*Inventory) {}, "network-card-channel", health.OK, "hint", "DescribeNetworkInterfaces"},
 		{"same channel hints", func(inv *Inventory) {
 			inv.Devices[1].NUMANode = 0
 			inv.Devices[1].PCIAddress = "0000:3b:00.2"
-		}, "network-card-channel", SeverityWarn, "erdma_0+erdma_1 share NUMA node and PCI bus", "NetworkCardIndex"},
-		{"one ERI", func(inv *Inventory) { inv.Devices = inv.Devices[:1] }, "network-card-channel", SeveritySkip, "no second ERI", ""},
+		}, "network-card-channel", health.Warn, "erdma_0+erdma_1 share NUMA node and PCI bus", "NetworkCardIndex"},
+		{"one ERI", func(inv *Inventory) { inv.Devices = inv.Devices[:1] }, "network-card-channel", health.Skip, "no second ERI", ""},
 
-		{"driver loaded", func(*Inventory) {}, "erdma-driver", SeverityOK, "out-of-tree", ""},
+		{"driver loaded", func(*Inventory) {}, "erdma-driver", health.OK, "out-of-tree", ""},
 		{"in-kernel driver", func(inv *Inventory) {
 			for i := range inv.Devices {
 				inv.Devices[i].CompatMode = ""
 			}
-		}, "erdma-driver", SeverityOK, "in-kernel", ""},
-		{"driver missing", func(inv *Inventory) { inv.Devices = nil; testModule(inv, "erdma").Loaded = false }, "erdma-driver", SeverityFail, "not loaded", "env_setup.sh --egs"},
-		{"device unbound", func(inv *Inventory) { inv.Devices[1].Driver = "" }, "erdma-driver", SeverityFail, "erdma_1 not bound", "modprobe erdma"},
+		}, "erdma-driver", health.OK, "in-kernel", ""},
+		{"driver missing", func(inv *Inventory) { inv.Devices = nil; testModule(inv, "erdma").Loaded = false }, "erdma-driver", health.Fail, "not loaded", "env_setup.sh --egs"},
+		{"device unbound", func(inv *Inventory) { inv.Devices[1].Driver = "" }, "erdma-driver", health.Fail, "erdma_1 not bound", "modprobe erdma"},
 
-		{"eadm", func(*Inventory) {}, "eadm", SeverityOK, "0.2.38", ""},
-		{"no eadm", func(inv *Inventory) { inv.Tools = []Tool{{Name: "eadm"}, {Name: "mpirun", Path: "/usr/bin/mpirun"}} }, "eadm", SeverityWarn, "eadm not found", "eadm ver"},
-		{"tools not looked for", func(inv *Inventory) { inv.Tools = nil }, "eadm", SeveritySkip, "not looked for", ""},
+		{"eadm", func(*Inventory) {}, "eadm", health.OK, "0.2.38", ""},
+		{"no eadm", func(inv *Inventory) { inv.Tools = []Tool{{Name: "eadm"}, {Name: "mpirun", Path: "/usr/bin/mpirun"}} }, "eadm", health.Warn, "eadm not found", "eadm ver"},
+		{"tools not looked for", func(inv *Inventory) { inv.Tools = nil }, "eadm", health.Skip, "not looked for", ""},
 
-		{"uverbs", func(*Inventory) {}, "uverbs", SeverityOK, "ib_uverbs loaded", ""},
-		{"uverbs char missing", func(inv *Inventory) { inv.Devices[0].UVerbsPresent = false }, "uverbs", SeverityFail, "/dev/infiniband/uverbs0 missing", "--device=/dev/infiniband/uverbs0"},
-		{"no uverbs bound", func(inv *Inventory) { inv.Devices[0].UVerbs = ""; testModule(inv, "ib_uverbs").Loaded = false }, "uverbs", SeverityFail, "erdma_0 has no uverbs device", "modprobe ib_uverbs"},
-		{"uverbs no devices", func(inv *Inventory) { inv.Devices = nil }, "uverbs", SeveritySkip, "no eRDMA device", ""},
+		{"uverbs", func(*Inventory) {}, "uverbs", health.OK, "ib_uverbs loaded", ""},
+		{"uverbs char missing", func(inv *Inventory) { inv.Devices[0].UVerbsPresent = false }, "uverbs", health.Fail, "/dev/infiniband/uverbs0 missing", "--device=/dev/infiniband/uverbs0"},
+		{"no uverbs bound", func(inv *Inventory) { inv.Devices[0].UVerbs = ""; testModule(inv, "ib_uverbs").Loaded = false }, "uverbs", health.Fail, "erdma_0 has no uverbs device", "modprobe ib_uverbs"},
+		{"uverbs no devices", func(inv *Inventory) { inv.Devices = nil }, "uverbs", health.Skip, "no eRDMA device", ""},
 
-		{"gpu driver", func(*Inventory) {}, "gpu-driver", SeverityOK, "535.161.08", ""},
-		{"gpu old driver", func(inv *Inventory) { inv.GPU.DriverVersion = "460.32.03" }, "gpu-driver", SeverityWarn, "older than 470", "470"},
+		{"gpu driver", func(*Inventory) {}, "gpu-driver", health.OK, "535.161.08", ""},
+		{"gpu old driver", func(inv *Inventory) { inv.GPU.DriverVersion = "460.32.03" }, "gpu-driver", health.Warn, "older than 470", "470"},
 		{"gpu count off", func(inv *Inventory) {
 			inv.Profile = &Profile{Family: "x", GPUs: 8, Source: "test"}
 			inv.GPU.Count = 7
-		}, "gpu-driver", SeverityWarn, "7 GPU(s) but x has 8", ""},
-		{"gpu from module", func(inv *Inventory) { inv.GPU = nil }, "gpu-driver", SeverityOK, "535.161.08", ""},
-		{"gpu garbled version", func(inv *Inventory) { inv.GPU = nil; testModule(inv, "nvidia").Version = "abc" }, "gpu-driver", SeverityWarn, `"abc" not understood`, ""},
+		}, "gpu-driver", health.Warn, "7 GPU(s) but x has 8", ""},
+		{"gpu from module", func(inv *Inventory) { inv.GPU = nil }, "gpu-driver", health.OK, "535.161.08", ""},
+		{"gpu garbled version", func(inv *Inventory) { inv.GPU = nil; testModule(inv, "nvidia").Version = "abc" }, "gpu-driver", health.Warn, `"abc" not understood`, ""},
 		{"no gpu on gpu type", func(inv *Inventory) {
 			inv.GPU = &GPUInfo{Reason: "libnvidia-ml not found"}
 			testModule(inv, "nvidia").Loaded = false
-		}, "gpu-driver", SeverityFail, "no NVIDIA driver loaded on a GPU instance type", "nvidia-smi"},
+		}, "gpu-driver", health.Fail, "no NVIDIA driver loaded on a GPU instance type", "nvidia-smi"},
 		{"no gpu unknown type", func(inv *Inventory) {
 			inv.GPU = &GPUInfo{Reason: "no NVIDIA driver"}
 			testModule(inv, "nvidia").Loaded = false
 			SetInstance(inv, nil)
-		}, "gpu-driver", SeveritySkip, "no NVIDIA driver", ""},
+		}, "gpu-driver", health.Skip, "no NVIDIA driver", ""},
 
-		{"peermem", func(*Inventory) {}, "gdr-peermem", SeverityOK, "nvidia_peermem loaded", ""},
+		{"peermem", func(*Inventory) {}, "gdr-peermem", health.OK, "nvidia_peermem loaded", ""},
 		{"peermem nearest", func(inv *Inventory) {
 			inv.GPU.Nearest = []GPUNIC{{GPU: 0, Device: "erdma_0", Distance: "SYS"}}
-		}, "gdr-peermem", SeverityOK, "NCCL_NET_GDR_LEVEL=SYS", ""},
-		{"peermem from modules", func(inv *Inventory) { inv.GPU.GDRPath = "" }, "gdr-peermem", SeverityOK, "nvidia_peermem loaded", ""},
+		}, "gdr-peermem", health.OK, "NCCL_NET_GDR_LEVEL=SYS", ""},
+		{"peermem from modules", func(inv *Inventory) { inv.GPU.GDRPath = "" }, "gdr-peermem", health.OK, "nvidia_peermem loaded", ""},
 		{"nv_peer_mem", func(inv *Inventory) {
 			inv.GPU.GDRPath = ""
 			testModule(inv, "nvidia_peermem").Loaded = false
 			testModule(inv, "nv_peer_mem").Loaded = true
-		}, "gdr-peermem", SeverityOK, "nv_peer_mem loaded", ""},
-		{"no peermem", func(inv *Inventory) { inv.GPU.GDRPath = ""; testModule(inv, "nvidia_peermem").Loaded = false }, "gdr-peermem", SeverityFail, "neither nvidia_peermem nor nv_peer_mem", "modprobe nvidia_peermem"},
+		}, "gdr-peermem", health.OK, "nv_peer_mem loaded", ""},
+		{"no peermem", func(inv *Inventory) { inv.GPU.GDRPath = ""; testModule(inv, "nvidia_peermem").Loaded = false }, "gdr-peermem", health.Fail, "neither nvidia_peermem nor nv_peer_mem", "modprobe nvidia_peermem"},
 		{"peermem no gpu", func(inv *Inventory) {
 			inv.GPU = &GPUInfo{Reason: "no NVIDIA driver"}
 			testModule(inv, "nvidia").Loaded = false
-		}, "gdr-peermem", SeveritySkip, "not applicable", ""},
+		}, "gdr-peermem", health.Skip, "not applicable", ""},
 
-		{"netdev ok", func(*Inventory) {}, "netdev-ip", SeverityOK, "up with an IPv4", ""},
-		{"netdev no ip", func(inv *Inventory) { testNetdev(inv, "eth2").IPv4 = nil }, "netdev-ip", SeverityFail, "eth2 (erdma_1) has no IPv4 address", "macs/00:16:3e:2f:31:11/primary-ip-address"},
-		{"netdev down", func(inv *Inventory) { testNetdev(inv, "eth2").OperState = "down" }, "netdev-ip", SeverityFail, "eth2 (erdma_1) is down", "ip link set eth2 up"},
-		{"netdev unpaired", func(inv *Inventory) { inv.Devices[0].Netdev = "" }, "netdev-ip", SeverityFail, "erdma_0 has no paired netdev", "00:16:3e:2f:37:75"},
+		{"netdev ok", func(*Inventory) {}, "netdev-ip", health.OK, "up with an IPv4", ""},
+		{"netdev no ip", func(inv *Inventory) { testNetdev(inv, "eth2").IPv4 = nil }, "netdev-ip", health.Fail, "eth2 (erdma_1) has no IPv4 address", "macs/00:16:3e:2f:31:11/primary-ip-address"},
+		{"netdev down", func(inv *Inventory) { testNetdev(inv, "eth2").OperState = "down" }, "netdev-ip", health.Fail, "eth2 (erdma_1) is down", "ip link set eth2 up"},
+		{"netdev unpaired", func(inv *Inventory) { inv.Devices[0].Netdev = "" }, "netdev-ip", health.Fail, "erdma_0 has no paired netdev", "00:16:3e:2f:37:75"},
 
-		{"ports active", func(*Inventory) {}, "port-active", SeverityOK, "ACTIVE", ""},
+		{"ports active", func(*Inventory) {}, "port-active", health.OK, "ACTIVE", ""},
 		{"port down", func(inv *Inventory) {
 			inv.Devices[1].Ports[0].State, inv.Devices[1].Ports[0].StateCode = "DOWN", 1
-		}, "port-active", SeverityFail, "erdma_1 port 1 is DOWN", "configure eth2"},
-		{"no ports", func(inv *Inventory) { inv.Devices[1].Ports = nil }, "port-active", SeverityFail, "erdma_1 has no ports", ""},
+		}, "port-active", health.Fail, "erdma_1 port 1 is DOWN", "configure eth2"},
+		{"no ports", func(inv *Inventory) { inv.Devices[1].Ports = nil }, "port-active", health.Fail, "erdma_1 has no ports", ""},
 
-		{"compat", func(*Inventory) {}, "transport-mode", SeverityOK, "compat mode", ""},
+		{"compat", func(*Inventory) {}, "transport-mode", health.OK, "compat mode", ""},
 		{"iwarp", func(inv *Inventory) {
 			for i := range inv.Devices {
 				inv.Devices[i].Transport, inv.Devices[i].NodeType, inv.Devices[i].CompatMode = TransportIWARP, "4: RNIC", "N"
 			}
-		}, "transport-mode", SeverityWarn, "rdma_cm", "compat_mode=Y"},
-		{"mixed", func(inv *Inventory) { inv.Devices[1].Transport = TransportIWARP }, "transport-mode", SeverityFail, "different modes", "env_setup.sh --egs"},
+		}, "transport-mode", health.Warn, "rdma_cm", "compat_mode=Y"},
+		{"mixed", func(inv *Inventory) { inv.Devices[1].Transport = TransportIWARP }, "transport-mode", health.Fail, "different modes", "env_setup.sh --egs"},
 		{"unknown transport", func(inv *Inventory) {
 			inv.Devices[0].Transport, inv.Devices[1].Transport = TransportUnknown, TransportUnknown
-		}, "transport-mode", SeverityWarn, "could not be told", ""},
+		}, "transport-mode", health.Warn, "could not be told", ""},
 
-		{"gid same index", func(*Inventory) {}, "gid-index", SeverityOK, "NCCL_IB_GID_INDEX=1", ""},
+		{"gid same index", func(*Inventory) {}, "gid-index", health.OK, "NCCL_IB_GID_INDEX=1", ""},
 		{"gid differ", func(inv *Inventory) {
 			inv.Devices[0].Ports[0].RecommendedGIDIndex = 2
 			inv.Devices[0].Ports[0].GIDs[1].Index = 2
-		}, "gid-index", SeverityOK, "NCCL_IB_GID_INDEX=-1", ""},
-		{"gid missing", func(inv *Inventory) { inv.Devices[1].Ports[0].RecommendedGIDIndex = -1 }, "gid-index", SeverityFail, "erdma_1 port 1 has no RoCE v2 GID", "IPv4"},
+		}, "gid-index", health.OK, "NCCL_IB_GID_INDEX=-1", ""},
+		{"gid missing", func(inv *Inventory) { inv.Devices[1].Ports[0].RecommendedGIDIndex = -1 }, "gid-index", health.Fail, "erdma_1 port 1 has no RoCE v2 GID", "IPv4"},
 		{"gid iwarp", func(inv *Inventory) {
 			inv.Devices[0].Transport, inv.Devices[1].Transport = TransportIWARP, TransportIWARP
-		}, "gid-index", SeveritySkip, "iWARP", ""},
+		}, "gid-index", health.Skip, "iWARP", ""},
 
-		{"mtu 8500", func(*Inventory) {}, "mtu", SeverityOK, "8500", ""},
-		{"mtu 1400", func(inv *Inventory) { testNetdev(inv, "eth1").MTU = 1400; testNetdev(inv, "eth2").MTU = 1400 }, "mtu", SeverityOK, "1400", ""},
-		{"mtu mismatch", func(inv *Inventory) { testNetdev(inv, "eth2").MTU = 1500 }, "mtu", SeverityFail, "1500 on eth2; 8500 on eth1", "ip link set eth1 mtu 8500"},
-		{"mtu 1500", func(inv *Inventory) { testNetdev(inv, "eth1").MTU = 1500; testNetdev(inv, "eth2").MTU = 1500 }, "mtu", SeverityWarn, "MTU 1500", "ip link set eth2 mtu 1400"},
+		{"mtu 8500", func(*Inventory) {}, "mtu", health.OK, "8500", ""},
+		{"mtu 1400", func(inv *Inventory) { testNetdev(inv, "eth1").MTU = 1400; testNetdev(inv, "eth2").MTU = 1400 }, "mtu", health.OK, "1400", ""},
+		{"mtu mismatch", func(inv *Inventory) { testNetdev(inv, "eth2").MTU = 1500 }, "mtu", health.Fail, "1500 on eth2; 8500 on eth1", "ip link set eth1 mtu 8500"},
+		{"mtu 1500", func(inv *Inventory) { testNetdev(inv, "eth1").MTU = 1500; testNetdev(inv, "eth2").MTU = 1500 }, "mtu", health.Warn, "MTU 1500", "ip link set eth2 mtu 1400"},
 
-		{"memlock unlimited", func(*Inventory) {}, "memlock", SeverityOK, "unlimited", ""},
-		{"memlock 64k", func(inv *Inventory) { inv.Memlock = &Limit{Soft: 65536, Hard: 65536} }, "memlock", SeverityFail, "memlock 64 KiB", "/etc/security/limits.conf"},
-		{"memlock 32G", func(inv *Inventory) { inv.Memlock = &Limit{Soft: 32 << 30, Hard: 32 << 30} }, "memlock", SeverityWarn, "32 GiB", "ulimit -l unlimited"},
-		{"memlock unread", func(inv *Inventory) { inv.Memlock = nil }, "memlock", SeveritySkip, "not read", ""},
+		{"memlock unlimited", func(*Inventory) {}, "memlock", health.OK, "unlimited", ""},
+		{"memlock 64k", func(inv *Inventory) { inv.Memlock = &Limit{Soft: 65536, Hard: 65536} }, "memlock", health.Fail, "memlock 64 KiB", "/etc/security/limits.conf"},
+		{"memlock 32G", func(inv *Inventory) { inv.Memlock = &Limit{Soft: 32 << 30, Hard: 32 << 30} }, "memlock", health.Warn, "32 GiB", "ulimit -l unlimited"},
+		{"memlock unread", func(inv *Inventory) { inv.Memlock = nil }, "memlock", health.Skip, "not read", ""},
 
-		{"drops zero", func(*Inventory) {}, "rate-limit-drops", SeverityOK, "no rate-limit drops", ""},
-		{"drops counted", func(inv *Inventory) { inv.Devices[0].Ports[0].Counters["hw_bps_limit_drop_cnt"] = 12 }, "rate-limit-drops", SeveritySkip, "single reading cannot show", ""},
-		{"no counters", func(inv *Inventory) { inv.Devices[0].Ports[0].Counters = nil; inv.Devices[1].Ports[0].Counters = nil }, "rate-limit-drops", SeveritySkip, "r0.2.33", ""},
+		{"drops zero", func(*Inventory) {}, "rate-limit-drops", health.OK, "no rate-limit drops", ""},
+		{"drops counted", func(inv *Inventory) { inv.Devices[0].Ports[0].Counters["hw_bps_limit_drop_cnt"] = 12 }, "rate-limit-drops", health.Skip, "single reading cannot show", ""},
+		{"no counters", func(inv *Inventory) { inv.Devices[0].Ports[0].Counters = nil; inv.Devices[1].Ports[0].Counters = nil }, "rate-limit-drops", health.Skip, "r0.2.33", ""},
 
-		{"host read ok", func(*Inventory) {}, "host-read", SeverityOK, "every file", ""},
-		{"host read errors", func(inv *Inventory) { inv.Errors = []string{"sys/class/infiniband/erdma_0/ports/1/gids/3: garbled"} }, "host-read", SeverityWarn, "1 read(s) failed", ""},
+		{"host read ok", func(*Inventory) {}, "host-read", health.OK, "every file", ""},
+		{"host read errors", func(inv *Inventory) { inv.Errors = []string{"sys/class/infiniband/erdma_0/ports/1/gids/3: garbled"} }, "host-read", health.Warn, "1 read(s) failed", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			inv := handHealthy()
@@ -255,7 +256,7 @@ func TestChecks(t *testing.T) {
 			assert.Equal(t, tc.sev, f.Severity, "%s", f.Summary)
 			assert.Contains(t, f.Summary, tc.summary)
 			assert.Contains(t, f.Remediation, tc.fix)
-			if f.Severity == SeverityWarn || f.Severity == SeverityFail {
+			if f.Severity == health.Warn || f.Severity == health.Fail {
 				assert.NotEmpty(t, f.Evidence, "a problem quotes what was read")
 			}
 			assert.Equal(t, expectedStatus(r.Findings), r.Status)
@@ -263,14 +264,14 @@ func TestChecks(t *testing.T) {
 	}
 }
 
-func expectedStatus(fs []Finding) Severity {
-	s := SeverityOK
+func expectedStatus(fs []health.Finding) health.Severity {
+	s := health.OK
 	for _, f := range fs {
-		if f.Severity == SeverityFail {
-			return SeverityFail
+		if f.Severity == health.Fail {
+			return health.Fail
 		}
-		if f.Severity == SeverityWarn {
-			s = SeverityWarn
+		if f.Severity == health.Warn {
+			s = health.Warn
 		}
 	}
 	return s
@@ -297,14 +298,14 @@ func TestRateLimitDropsTwoReadings(t *testing.T) {
 		name     string
 		readings []map[string]uint64
 		err      error
-		sev      Severity
+		sev      health.Severity
 		summary  string
 	}{
-		{"steady", []map[string]uint64{{"hw_bps_limit_drop_cnt": 5}, {"hw_bps_limit_drop_cnt": 5}}, nil, SeverityOK, "did not rise over 10ms"},
+		{"steady", []map[string]uint64{{"hw_bps_limit_drop_cnt": 5}, {"hw_bps_limit_drop_cnt": 5}}, nil, health.OK, "did not rise over 10ms"},
 		{"rising", []map[string]uint64{{"hw_bps_limit_drop_cnt": 5, "hw_rx_pps_limit_drop_cnt": 1}, {"hw_bps_limit_drop_cnt": 9, "hw_rx_pps_limit_drop_cnt": 1}},
-			nil, SeverityWarn, "erdma_0 port 1 hw_bps_limit_drop_cnt +4"},
-		{"upstream names", []map[string]uint64{{"tx_bps_limit_drop_cnt": 0}, {"tx_bps_limit_drop_cnt": 3}}, nil, SeverityWarn, "tx_bps_limit_drop_cnt +3"},
-		{"read error", nil, errors.New("erdma_0: hw_counters: permission denied"), SeverityWarn, "permission denied"},
+			nil, health.Warn, "erdma_0 port 1 hw_bps_limit_drop_cnt +4"},
+		{"upstream names", []map[string]uint64{{"tx_bps_limit_drop_cnt": 0}, {"tx_bps_limit_drop_cnt": 3}}, nil, health.Warn, "tx_bps_limit_drop_cnt +3"},
+		{"read error", nil, errors.New("erdma_0: hw_counters: permission denied"), health.Warn, "permission denied"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := &fakeCounters{readings: tc.readings, err: tc.err}
@@ -324,7 +325,7 @@ func TestRateLimitDropsCancelled(t *testing.T) {
 	r := Diagnose(ctx, handHealthy(), DoctorOptions{Counters: fc, Interval: time.Hour})
 	assert.Less(t, time.Since(start), time.Minute)
 	f := findingOf(t, r, "rate-limit-drops")
-	assert.Equal(t, SeveritySkip, f.Severity)
+	assert.Equal(t, health.Skip, f.Severity)
 	assert.Contains(t, f.Summary, "interrupted")
 }
 
@@ -332,13 +333,13 @@ func TestDiagnoseNoERDMAAtAll(t *testing.T) {
 	// What `make run` sees on a machine without eRDMA: nothing at all.
 	inv := &Inventory{Root: "/", Memlock: &Limit{Soft: 8 << 20, Hard: 8 << 20}}
 	r := Diagnose(context.Background(), inv, DoctorOptions{})
-	assert.Equal(t, SeverityFail, r.Status)
+	assert.Equal(t, health.Fail, r.Status)
 	f := findingOf(t, r, "erdma-devices")
-	assert.Equal(t, SeverityFail, f.Severity)
+	assert.Equal(t, health.Fail, f.Severity)
 	assert.Contains(t, f.Summary, "no eRDMA device on this host")
 	assert.Contains(t, strings.Join(f.Evidence, "\n"), "/sys/class/infiniband: no RDMA device at all")
 	for _, id := range []string{"uverbs", "netdev-ip", "port-active", "transport-mode", "gid-index", "mtu", "rate-limit-drops", "network-card-channel"} {
-		assert.Equal(t, SeveritySkip, findingOf(t, r, id).Severity, id)
+		assert.Equal(t, health.Skip, findingOf(t, r, id).Severity, id)
 	}
 }
 
@@ -355,19 +356,19 @@ func TestDiagnoseNilAndEmpty(t *testing.T) {
 }
 
 func TestWorst(t *testing.T) {
-	assert.Equal(t, SeverityOK, Worst(SeverityOK, SeveritySkip))
-	assert.Equal(t, SeverityOK, Worst(SeveritySkip, SeveritySkip))
-	assert.Equal(t, SeverityWarn, Worst(SeverityOK, SeverityWarn))
-	assert.Equal(t, SeverityFail, Worst(SeverityWarn, SeverityFail))
-	assert.Equal(t, SeverityFail, Worst(SeverityFail, SeverityWarn))
+	assert.Equal(t, health.OK, health.Worst(health.OK, health.Skip))
+	assert.Equal(t, health.OK, health.Worst(health.Skip, health.Skip))
+	assert.Equal(t, health.Warn, health.Worst(health.OK, health.Warn))
+	assert.Equal(t, health.Fail, health.Worst(health.Warn, health.Fail))
+	assert.Equal(t, health.Fail, health.Worst(health.Fail, health.Warn))
 }
 
 func TestMACFromNodeGUID(t *testing.T) {
-	mac, ok := MACFromNodeGUID("0216:3eff:fe2f:3775")
+	mac, ok := macFromNodeGUID("0216:3eff:fe2f:3775")
 	assert.True(t, ok)
 	assert.Equal(t, "00:16:3e:2f:37:75", mac)
 	for _, bad := range []string{"", "0216:3eff:fe2f", "0216:3eff:0e2f:3775", "zz16:3eff:fe2f:3775"} {
-		_, ok := MACFromNodeGUID(bad)
+		_, ok := macFromNodeGUID(bad)
 		assert.False(t, ok, bad)
 	}
 }
@@ -388,6 +389,6 @@ func TestInstanceErrorIsEvidence(t *testing.T) {
 	SetInstance(inv, nil)
 	r := Diagnose(context.Background(), inv, DoctorOptions{InstanceError: errors.New("metadata: connection refused")})
 	f := findingOf(t, r, "instance-profile")
-	assert.Equal(t, SeveritySkip, f.Severity)
+	assert.Equal(t, health.Skip, f.Severity)
 	assert.Equal(t, []string{"metadata: connection refused"}, f.Evidence)
 }

@@ -3,10 +3,11 @@ package erdma
 import (
 	"context"
 	"fmt"
-	"github.com/erdmakit/erdmakit/gid"
-	"github.com/erdmakit/erdmakit/health"
 	"path/filepath"
 	"time"
+
+	"github.com/erdmakit/erdmakit/gid"
+	"github.com/erdmakit/erdmakit/health"
 )
 
 // CounterSource reads one port's hw_counters now (name -> value, names as
@@ -67,17 +68,21 @@ const (
 	FindingRateLimitDrops     = "rate-limit-drops"
 )
 
-// HostCheck is one check this package owns: a Check and the function that
-// decides it from the inventory. The doctor package runs them, with the
-// checks other packages own, in the guide's order.
+// HostCheck is a check decided from the inventory alone: a Check and the
+// function that decides it. HostChecks are this package's; a package below
+// the doctor contributes its own the same way (eri.DoctorChecks) without
+// importing it, and doctor.HostChecks makes doctor checks of them. After,
+// for a contributed check, names the check it goes right after ("": at the
+// end; a contributed check whose ID is a built-in's replaces it in place).
 type HostCheck struct {
 	Check
-	Run func(ctx context.Context, inv *Inventory, opt DoctorOptions) Finding
+	After string
+	Run   func(ctx context.Context, inv *Inventory, opt DoctorOptions) health.Finding
 }
 
 // hostCheck adapts a check on the shared lookups to HostCheck.
-func hostCheck(id, step, title string, run func(context.Context, *diag) Finding) HostCheck {
-	return HostCheck{Check{id, step, title}, func(ctx context.Context, inv *Inventory, opt DoctorOptions) Finding {
+func hostCheck(id, step, title string, run func(context.Context, *diag) health.Finding) HostCheck {
+	return HostCheck{Check: Check{id, step, title}, Run: func(ctx context.Context, inv *Inventory, opt DoctorOptions) health.Finding {
 		if inv == nil {
 			inv = &Inventory{}
 		}
@@ -112,9 +117,6 @@ func HostChecks() []HostCheck {
 		hostCheck(FindingRateLimitDrops, "domain section 4", "the *_limit_drop_cnt counters are not rising", checkRateLimitDrops),
 	}
 }
-
-// Worst is health.Worst: the worse of a status and a severity, as a status.
-func Worst(status, s Severity) Severity { return health.Worst(status, s) }
 
 // diag is what every check shares: the inventory and lookups built once.
 type diag struct {
@@ -200,14 +202,14 @@ func (d *diag) netdevOf(dev *Device) *Netdev {
 
 // noERDMA is the finding of a check that needs eRDMA devices when there
 // are none.
-func noERDMA() Finding {
-	return Finding{Severity: SeveritySkip, Summary: "no eRDMA device to check (see erdma-devices)"}
+func noERDMA() health.Finding {
+	return health.Finding{Severity: health.Skip, Summary: "no eRDMA device to check (see erdma-devices)"}
 }
 
-// MACFromNodeGUID returns the MAC an eRDMA node_guid was made from (the
+// macFromNodeGUID is the MAC an eRDMA node_guid was made from (the
 // EUI-64 rule, gid.GUID.MAC): "0216:3eff:fe2f:3775" -> "00:16:3e:2f:37:75".
 // ok is false when guid is not an EUI-64 built from a MAC.
-func MACFromNodeGUID(guid string) (mac string, ok bool) {
+func macFromNodeGUID(guid string) (mac string, ok bool) {
 	g, err := gid.ParseGUID(guid)
 	if err != nil {
 		return "", false

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 )
 
 func ExampleLookupProfile() {
@@ -66,10 +67,10 @@ func ExampleMetadataClient() {
 }
 
 func ExampleWritePrometheus() {
-	rep := &erdma.Report{Status: erdma.SeverityFail, Findings: []erdma.Finding{
-		{ID: "port-active", Severity: erdma.SeverityOK},
-		{ID: "memlock", Severity: erdma.SeverityFail},
-		{ID: "gid-index", Severity: erdma.SeveritySkip},
+	rep := &erdma.Report{Status: health.Fail, Findings: []health.Finding{
+		{ID: "port-active", Severity: health.OK},
+		{ID: "memlock", Severity: health.Fail},
+		{ID: "gid-index", Severity: health.Skip},
 	}}
 	var b strings.Builder
 	_ = erdma.WritePrometheus(&b, rep)

@@ -1,6 +1,10 @@
 package erdma
 
-import "context"
+import (
+	"context"
+
+	"github.com/erdmakit/erdmakit/health"
+)
 
 // Diagnose runs this package's host checks alone, in order: the tests of
 // the checks use it. The doctor package runs the whole pipeline.
@@ -8,11 +12,11 @@ func Diagnose(ctx context.Context, inv *Inventory, opt DoctorOptions) *Report {
 	if inv == nil {
 		inv = &Inventory{}
 	}
-	rep := &Report{Status: SeverityOK, Host: inv}
+	rep := &Report{Status: health.OK, Host: inv}
 	for _, c := range HostChecks() {
 		f := c.Run(ctx, inv, opt)
 		rep.Findings = append(rep.Findings, f)
-		rep.Status = Worst(rep.Status, f.Severity)
+		rep.Status = health.Worst(rep.Status, f.Severity)
 	}
 	return rep
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/gid"
 	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,13 +73,13 @@ func FuzzParseGUID(f *testing.F) {
 		f.Add(string(s))
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		g, err := ParseGUID(s)
+		g, err := parseGUID(s)
 		if err == nil {
-			g2, err := ParseGUID(FormatGUID(g))
+			g2, err := parseGUID(g.String())
 			require.NoError(t, err)
 			assert.Equal(t, g, g2, "round trip")
-			if mac, ok := GUIDToMAC(g); ok {
-				back, ok := MACToGUID(mac)
+			if mac, ok := g.MAC(); ok {
+				back, ok := gid.GUIDFromMAC(mac)
 				assert.True(t, ok)
 				assert.Equal(t, g, back)
 			}
@@ -91,15 +92,15 @@ func FuzzParseGID(f *testing.F) {
 		f.Add(string(s))
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ip, err := ParseGID(s)
+		ip, err := parseGID(s)
 		if err != nil {
 			return
 		}
 		require.Len(t, ip, 16)
-		assert.Equal(t, strings.ToLower(strings.TrimSpace(s)), FormatGID(ip))
+		assert.Equal(t, strings.ToLower(strings.TrimSpace(s)), formatGID(ip))
 		_ = gidIPv4(ip)
 		// Redaction keeps a GID a GID.
-		_, err = ParseGID(NewRedactor().GID(s))
+		_, err = parseGID(NewRedactor().GID(s))
 		assert.NoError(t, err)
 	})
 }
@@ -180,15 +181,15 @@ func TestParsers(t *testing.T) {
 	_, _, err = ParseEnumAttr("ACTIVE")
 	assert.ErrorIs(t, err, ErrMalformed)
 
-	g, err := ParseGUID("0216:3eff:fe2f:3775")
+	g, err := parseGUID("0216:3eff:fe2f:3775")
 	require.NoError(t, err)
-	mac, ok := GUIDToMAC(g)
+	mac, ok := g.MAC()
 	require.True(t, ok)
 	assert.Equal(t, "00:16:3e:2f:37:75", mac.String()) // domain doc section 2
-	_, err = ParseGUID("0216:3eff:fe2f")
+	_, err = parseGUID("0216:3eff:fe2f")
 	assert.ErrorIs(t, err, ErrMalformed)
 
-	ip, err := ParseGID("0000:0000:0000:0000:0000:ffff:c0a8:0a0b")
+	ip, err := parseGID("0000:0000:0000:0000:0000:ffff:c0a8:0a0b")
 	require.NoError(t, err)
 	assert.Equal(t, "192.168.10.11", gidIPv4(ip))
 

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/erdmakit/erdmakit/connect"
-	"github.com/erdmakit/erdmakit/gid"
-	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"io/fs"
 	"net"
 	"net/netip"
@@ -17,6 +14,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/erdmakit/erdmakit/connect"
+	"github.com/erdmakit/erdmakit/gid"
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"golang.org/x/sys/unix"
 )
 
@@ -238,7 +238,7 @@ func readDevice(ctx context.Context, h Host, name string, uverbs map[string]stri
 	}
 	if s, err := h.readAttr(ctx, path.Join(dir, "node_guid")); err != nil {
 		note(err)
-	} else if _, err := ParseGUID(s); err != nil {
+	} else if _, err := parseGUID(s); err != nil {
 		note(fmt.Errorf("%s: %w", h.Path(dir, "node_guid"), err))
 	} else {
 		d.NodeGUID = s
@@ -412,7 +412,7 @@ func readPort(ctx context.Context, h Host, dev string, n int, erdma, counters bo
 			}
 			continue
 		}
-		ip, err := ParseGID(s)
+		ip, err := parseGID(s)
 		if err != nil {
 			note(wrapFile(h, path.Join(dir, "gids", si), err))
 			continue
@@ -420,7 +420,7 @@ func readPort(ctx context.Context, h Host, dev string, n int, erdma, counters bo
 		if isZero(ip) {
 			continue // unpopulated
 		}
-		g := GID{Index: i, GID: FormatGID(ip), IP: gidIPv4(ip)}
+		g := GID{Index: i, GID: formatGID(ip), IP: gidIPv4(ip)}
 		g.Type, err = h.optAttr(ctx, path.Join(dir, "gid_attrs", "types", si))
 		note(err)
 		g.Netdev, err = h.optAttr(ctx, path.Join(dir, "gid_attrs", "ndevs", si))
@@ -607,8 +607,8 @@ func pairNetdevs(devs []Device, nds []Netdev) {
 			}
 		}
 		if d.Netdev == "" && d.NodeGUID != "" {
-			if g, err := ParseGUID(d.NodeGUID); err == nil {
-				if mac, ok := GUIDToMAC(g); ok {
+			if g, err := gid.ParseGUID(d.NodeGUID); err == nil {
+				if mac, ok := g.MAC(); ok {
 					for _, n := range nds {
 						if sameMAC(netdevMAC(n), mac) {
 							d.Netdev, d.NetdevBy = n.Name, "mac"

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/atomicfile"
 	"github.com/erdmakit/erdmakit/internal/safetext"
 )
@@ -82,13 +83,13 @@ const (
 
 // PromValue is the gauge value of a severity in the Prometheus output:
 // 0 ok, 1 warn, 2 fail, -1 skip.
-func PromValue(s Severity) int {
+func PromValue(s health.Severity) int {
 	switch s {
-	case SeverityOK:
+	case health.OK:
 		return 0
-	case SeverityWarn:
+	case health.Warn:
 		return 1
-	case SeverityFail:
+	case health.Fail:
 		return 2
 	}
 	return -1

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -44,17 +45,17 @@ func TestWritePrometheus(t *testing.T) {
 func TestPromQuote(t *testing.T) {
 	assert.Equal(t, `"a\\b\"c\nd"`, promQuote("a\\b\"c\nd"))
 	var b bytes.Buffer
-	r := &Report{Status: SeverityWarn, Host: &Inventory{Kernel: "6.1 \"x\"\n"}}
+	r := &Report{Status: health.Warn, Host: &Inventory{Kernel: "6.1 \"x\"\n"}}
 	require.NoError(t, WritePrometheus(&b, r))
 	assert.Contains(t, b.String(), `kernel="6.1 \"x\"\n"} 1`)
 	assert.Contains(t, b.String(), "erdmakit_doctor_status 1\n")
 }
 
 func TestPromValue(t *testing.T) {
-	assert.Equal(t, 0, PromValue(SeverityOK))
-	assert.Equal(t, 1, PromValue(SeverityWarn))
-	assert.Equal(t, 2, PromValue(SeverityFail))
-	assert.Equal(t, -1, PromValue(SeveritySkip))
+	assert.Equal(t, 0, PromValue(health.OK))
+	assert.Equal(t, 1, PromValue(health.Warn))
+	assert.Equal(t, 2, PromValue(health.Fail))
+	assert.Equal(t, -1, PromValue(health.Skip))
 }
 
 // TestPromRunCouldNotRun: a doctor that could not run still writes a file

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/erdmakit/erdmakit/gid"
 )
 
 // Redactor replaces identifying values consistently: within one Redactor the
@@ -73,16 +75,16 @@ func (r *Redactor) mac(hw net.HardwareAddr) net.HardwareAddr {
 
 // GUID redacts a sysfs GUID; malformed input is returned unchanged.
 func (r *Redactor) GUID(s string) string {
-	g, err := ParseGUID(s)
+	g, err := gid.ParseGUID(s)
 	if err != nil {
 		return s
 	}
-	return FormatGUID(r.guid(g))
+	return gid.GUID(r.guid(g)).String()
 }
 
 func (r *Redactor) guid(g [8]byte) [8]byte {
-	if mac, ok := GUIDToMAC(g); ok {
-		out, _ := MACToGUID(r.mac(mac))
+	if mac, ok := gid.GUID(g).MAC(); ok {
+		out, _ := gid.GUIDFromMAC(r.mac(mac))
 		return out
 	}
 	if isZero(g[:]) {
@@ -127,7 +129,7 @@ func (r *Redactor) ipv4(ip net.IP) net.IP {
 
 // GID redacts a sysfs GID; malformed input is returned unchanged.
 func (r *Redactor) GID(s string) string {
-	ip, err := ParseGID(s)
+	ip, err := parseGID(s)
 	if err != nil || isZero(ip) {
 		return s
 	}
@@ -137,29 +139,29 @@ func (r *Redactor) GID(s string) string {
 		out := make(net.IP, 16)
 		copy(out, ip[:12])
 		copy(out[12:], v4)
-		return FormatGID(out)
+		return formatGID(out)
 	case ip[0] == 0xfe && ip[1] == 0x80 && isZero(ip[2:8]):
 		var g [8]byte
 		copy(g[:], ip[8:])
-		if _, ok := GUIDToMAC(g); ok {
+		if _, ok := gid.GUID(g).MAC(); ok {
 			ng := r.guid(g)
 			out := make(net.IP, 16)
 			copy(out, ip[:8])
 			copy(out[8:], ng[:])
-			return FormatGID(out)
+			return formatGID(out)
 		}
 	case isZero(ip[6:]):
 		out := make(net.IP, 16)
 		copy(out, r.mac(net.HardwareAddr(ip[:6])))
-		return FormatGID(out)
+		return formatGID(out)
 	}
 	if m, ok := r.ip6[string(ip)]; ok {
-		return FormatGID(m)
+		return formatGID(m)
 	}
 	n := len(r.ip6) + 1
 	m := net.IP{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
 	r.ip6[string(ip)] = m
-	return FormatGID(m)
+	return formatGID(m)
 }
 
 // Hostname redacts a host name.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/gid"
 	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/erdmakit/erdmakit/internal/hostgen"
 	"github.com/stretchr/testify/assert"
@@ -101,9 +102,9 @@ func TestRecordRedact(t *testing.T) {
 		assert.Equal(t, o.Ports[0].RecommendedGIDIndex, d.Ports[0].RecommendedGIDIndex)
 		assert.NotEqual(t, o.NodeGUID, d.NodeGUID)
 		// node_guid is still the EUI-64 of the (redacted) netdev MAC.
-		g, err := erdma.ParseGUID(d.NodeGUID)
+		g, err := gid.ParseGUID(d.NodeGUID)
 		require.NoError(t, err)
-		mac, ok := erdma.GUIDToMAC(g)
+		mac, ok := g.MAC()
 		require.True(t, ok)
 		assert.Equal(t, netdev(got, d.Netdev).MAC, mac.String())
 	}

@@ -198,35 +198,19 @@ func ParseEnumAttr(s string) (int, string, error) {
 	return n, name, nil
 }
 
-// ParseGUID parses a node_guid ("0216:3eff:fe2f:3775") into its 8 bytes,
-// with gid.ParseGUID (the one GUID parser); errors wrap ErrMalformed.
-func ParseGUID(s string) ([8]byte, error) {
+// parseGUID is gid.ParseGUID (the one GUID parser) with errors wrapping
+// ErrMalformed.
+func parseGUID(s string) (gid.GUID, error) {
 	g, err := gid.ParseGUID(s)
 	if err != nil {
-		return [8]byte{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return gid.GUID{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	return g, nil
 }
 
-// FormatGUID is the sysfs form of a GUID.
-func FormatGUID(g [8]byte) string { return gid.GUID(g).String() }
-
-// GUIDToMAC is the MAC whose EUI-64 is g (0x02 bit flipped back, ff:fe
-// removed); false when g is not an EUI-64 of a MAC.
-func GUIDToMAC(g [8]byte) (net.HardwareAddr, bool) { return gid.GUID(g).MAC() }
-
-// MACToGUID is the EUI-64 of a 6-byte MAC, the eRDMA driver's node_guid.
-func MACToGUID(mac net.HardwareAddr) ([8]byte, bool) {
-	if len(mac) != 6 {
-		return [8]byte{}, false
-	}
-	return [8]byte{mac[0] ^ 0x02, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]}, true
-}
-
-// ParseGID parses a sysfs GID ("fe80:0000:0000:0000:0216:3eff:fe2f:3775")
-// into its 16 bytes, with gid.Parse (the one GID parser); errors wrap
-// ErrMalformed.
-func ParseGID(s string) (net.IP, error) {
+// parseGID is gid.Parse (the one GID parser) as the 16 bytes of a net.IP,
+// with errors wrapping ErrMalformed.
+func parseGID(s string) (net.IP, error) {
 	g, err := gid.Parse(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
@@ -234,8 +218,8 @@ func ParseGID(s string) (net.IP, error) {
 	return net.IP(g[:]), nil
 }
 
-// FormatGID is the sysfs form of a 16-byte GID.
-func FormatGID(ip net.IP) string {
+// formatGID is the sysfs form of a 16-byte GID (gid.GID.String).
+func formatGID(ip net.IP) string {
 	var g gid.GID
 	copy(g[:], ip.To16())
 	return g.String()

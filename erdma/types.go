@@ -219,24 +219,9 @@ type Inventory struct {
 	Errors []string `json:"errors,omitempty"`
 }
 
-// Severity and Finding are the shared verdict types of package health,
-// named here too so existing code reads as before.
-type (
-	Severity = health.Severity
-	Finding  = health.Finding
-)
-
-// The severities, as in package health.
-const (
-	SeverityOK   = health.OK
-	SeveritySkip = health.Skip
-	SeverityWarn = health.Warn
-	SeverityFail = health.Fail
-)
-
 // Report is the doctor's output, the public schema of `doctor --json`.
 type Report struct {
-	Status   Severity   `json:"status"` // ok | warn | fail
-	Findings []Finding  `json:"findings"`
-	Host     *Inventory `json:"host"`
+	Status   health.Severity  `json:"status"` // ok | warn | fail
+	Findings []health.Finding `json:"findings"`
+	Host     *Inventory       `json:"host"`
 }

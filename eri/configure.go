@@ -7,8 +7,8 @@ import (
 	"net"
 	"strings"
 
-	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/netdev"
 	"github.com/vishvananda/netlink"
 )
 
@@ -56,9 +56,9 @@ func NetConfigFor(ctx context.Context, md *erdma.MetadataClient, mac string) (Ne
 // gateway the metadata service gives, its subnet and default routes at a
 // metric above the primary's (primary+100, +1 per further ERI; the address
 // added with noprefixroute, so that no route at metric 0 competes with the
-// primary's in the same vSwitch), and the MTU: setup's os stage's
-// planner (doctor.PlanNetdev), without persisting (erdmakit setup does). A netdev already up with an IPv4 is left
-// alone and reported. Netlink in the caller's network namespace.
+// primary's in the same vSwitch), and the MTU: the planner of setup's os
+// stage (the doctor's os fix), without persisting (erdmakit setup does). A
+// netdev already up with an IPv4 is left alone and reported. Netlink in the caller's network namespace.
 func Configure(ctx context.Context, macs []string, opt ConfigureOptions) ([]LinkResult, error) {
 	mtu := opt.MTU
 	if mtu == 0 {
@@ -78,7 +78,13 @@ func Configure(ctx context.Context, macs []string, opt ConfigureOptions) ([]Link
 	for _, l := range links {
 		byMAC[strings.ToLower(l.Attrs().HardwareAddr.String())] = l
 	}
-	metric := primaryMetric(byMAC, macs) + 100
+	var eris []string
+	for _, m := range macs {
+		if l := byMAC[strings.ToLower(m)]; l != nil {
+			eris = append(eris, l.Attrs().Name)
+		}
+	}
+	metric := netdev.PrimaryMetric(eris) + 100
 	var out []LinkResult
 	var firstErr error
 	for i, mac := range macs {
@@ -120,41 +126,22 @@ func configureOne(ctx context.Context, r *LinkResult, l netlink.Link, mtu, metri
 		return fmt.Errorf("%s: %w: %w", a.Name, ErrConfigure, err)
 	}
 	r.Config = &nc
-	// The os stage's planner (doctor.PlanNetdev): the address without the
-	// kernel's prefix route at metric 0, the subnet and default routes at
-	// metric, the MTU.
-	plan, err := doctor.PlanNetdev(a.Name, nc.Address, nc.Gateway, mtu, metric)
+	// The os stage's planner: the address without the kernel's prefix
+	// route at metric 0, the subnet and default routes at metric, the MTU.
+	c, err := netdev.Parse(a.Name, nc.Address, nc.Gateway, mtu, metric)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfigure, err)
 	}
-	r.Actions = plan.Commands()
+	steps, _, err := netdev.Plan(c)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfigure, err)
+	}
+	r.Actions = netdev.Commands(steps)
 	if opt.DryRun {
 		return nil
 	}
-	if err := doctor.Apply(ctx, plan); err != nil {
+	if err := netdev.Apply(ctx, steps); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfigure, err)
 	}
 	return nil
-}
-
-// primaryMetric is the lowest metric of the default routes that do not go
-// through one of the ERIs (the primary ENI's), 0 when there is none.
-func primaryMetric(byMAC map[string]netlink.Link, macs []string) int {
-	eri := map[int]bool{}
-	for _, m := range macs {
-		if l := byMAC[strings.ToLower(m)]; l != nil {
-			eri[l.Attrs().Index] = true
-		}
-	}
-	rs, err := netlink.RouteList(nil, netlink.FAMILY_V4)
-	if err != nil {
-		return 0
-	}
-	best := -1
-	for _, r := range rs {
-		if (r.Dst == nil || r.Dst.IP.IsUnspecified()) && !eri[r.LinkIndex] && (best < 0 || r.Priority < best) {
-			best = r.Priority
-		}
-	}
-	return max(best, 0)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 )
 
 // ViewFile is where a recorded host keeps the cloud's view (no credentials).
@@ -116,21 +117,21 @@ func cardOf(e ENI) string {
 
 // ChannelFinding is network-card-channel decided from the real
 // NetworkCardIndex: fail when two ERIs share one (half bandwidth each).
-func ChannelFinding(v *View) erdma.Finding {
-	f := erdma.Finding{ID: CheckChannel}
+func ChannelFinding(v *View) health.Finding {
+	f := health.Finding{ID: CheckChannel}
 	eris := v.ERIs()
 	for _, e := range eris {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("DescribeNetworkInterfaces (%s): %s mac %s NetworkCardIndex %s status %s",
 			v.Source, e.ID, e.MAC, cardOf(e), e.Status))
 	}
 	if len(eris) < 2 {
-		f.Severity = erdma.SeveritySkip
+		f.Severity = health.Skip
 		f.Summary = fmt.Sprintf("%d ERI(s) attached: no second ERI to share a channel with", len(eris))
 		return f
 	}
 	shared := v.SharedChannels()
 	if len(shared) == 0 {
-		f.Severity = erdma.SeverityOK
+		f.Severity = health.OK
 		f.Summary = fmt.Sprintf("%d ERIs on distinct network-card channels (NetworkCardIndex, from the ECS API)", len(eris))
 		return f
 	}
@@ -143,7 +144,7 @@ func ChannelFinding(v *View) erdma.Finding {
 	for _, k := range idx {
 		parts = append(parts, fmt.Sprintf("%s on NetworkCardIndex %d", strings.Join(shared[k], " and "), k))
 	}
-	f.Severity = erdma.SeverityFail
+	f.Severity = health.Fail
 	f.Summary = strings.Join(parts, "; ") + ": they share one channel, the total bandwidth halves"
 	f.Remediation = "move one to a free card: stop the instance first (an ERI is detached only from a stopped " +
 		"instance; the primary ENI cannot be detached), then `erdmakit eri attach --instance-id ID --region R " +
@@ -154,8 +155,8 @@ func ChannelFinding(v *View) erdma.Finding {
 
 // ModeFinding is eri-mode: every eRDMA netdev's ENI is HighPerformance,
 // and every HighPerformance ENI has an eRDMA device in the OS.
-func ModeFinding(v *View, inv *erdma.Inventory) erdma.Finding {
-	f := erdma.Finding{ID: CheckERIMode}
+func ModeFinding(v *View, inv *erdma.Inventory) health.Finding {
+	f := health.Finding{ID: CheckERIMode}
 	st := Match(v, inv)
 	var bad []string
 	var fix []string
@@ -196,18 +197,18 @@ func ModeFinding(v *View, inv *erdma.Inventory) erdma.Finding {
 		}
 	}
 	if len(st.ENIs) == 0 || len(v.ERIs()) == 0 && len(bad) == 0 {
-		f.Severity = erdma.SeverityFail
+		f.Severity = health.Fail
 		f.Summary = "no ERI (HighPerformance ENI) attached to the instance"
 		f.Remediation = "erdmakit eri attach"
 		return f
 	}
 	if len(bad) > 0 {
-		f.Severity = erdma.SeverityFail
+		f.Severity = health.Fail
 		f.Summary = strings.Join(bad, "; ")
 		f.Remediation = strings.Join(uniq(fix), "; ")
 		return f
 	}
-	f.Severity = erdma.SeverityOK
+	f.Severity = health.OK
 	f.Summary = fmt.Sprintf("%d ERI(s), each with its eRDMA device; every eRDMA netdev is an ERI", len(v.ERIs()))
 	return f
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/eri"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -32,18 +33,18 @@ func hp(id, mac string, card int) eri.ENI {
 func TestCloudFindings(t *testing.T) {
 	for name, tc := range map[string]struct {
 		v             *eri.View
-		channel, mode erdma.Severity
+		channel, mode health.Severity
 		text          string
 	}{
 		"two ERIs on distinct channels": {view(hp("eni-1", "00:16:3e:00:00:02", 0), hp("eni-2", "00:16:3e:00:00:03", 1)),
-			erdma.SeverityOK, erdma.SeverityOK, ""},
+			health.OK, health.OK, ""},
 		"two ERIs on one channel": {view(hp("eni-1", "00:16:3e:00:00:02", 1), hp("eni-2", "00:16:3e:00:00:03", 1)),
-			erdma.SeverityFail, erdma.SeverityOK, "eni-1 and eni-2 on NetworkCardIndex 1"},
+			health.Fail, health.OK, "eni-1 and eni-2 on NetworkCardIndex 1"},
 		"an eRDMA netdev on a Standard ENI": {view(hp("eni-1", "00:16:3e:00:00:02", 0), eri.ENI{ID: "eni-2", MAC: "00:16:3e:00:00:03",
 			TrafficMode: eri.ModeStandard, InstanceID: testInst, NetworkCardIndex: ip(1)}),
-			erdma.SeveritySkip, erdma.SeverityFail, "erdma_1's ENI eni-2 is Standard"},
+			health.Skip, health.Fail, "erdma_1's ENI eni-2 is Standard"},
 		"an ERI without netdev": {view(hp("eni-1", "00:16:3e:00:00:02", 0), hp("eni-2", "00:16:3e:00:00:03", 1),
-			hp("eni-3", "00:16:3e:00:00:09", 2)), erdma.SeverityOK, erdma.SeverityFail, "ERI eni-3 (00:16:3e:00:00:09) has no netdev"},
+			hp("eni-3", "00:16:3e:00:00:09", 2)), health.OK, health.Fail, "ERI eni-3 (00:16:3e:00:00:09) has no netdev"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ch := eri.ChannelFinding(tc.v)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aliyun/credentials-go/credentials"
-	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 )
@@ -77,19 +76,19 @@ type cloudRun struct {
 	why  error
 }
 
-func (r *cloudRun) view(ctx context.Context, in *doctor.Input) (*View, error) {
+func (r *cloudRun) view(ctx context.Context, inv *erdma.Inventory) (*View, error) {
 	r.once.Do(func() {
 		if r.opt.Cache != nil {
-			r.v, r.why = r.opt.Cache.get(ctx, func(ctx context.Context) (*View, error) { return r.fetch(ctx, in) })
+			r.v, r.why = r.opt.Cache.get(ctx, func(ctx context.Context) (*View, error) { return r.fetch(ctx, inv) })
 			return
 		}
-		r.v, r.why = r.fetch(ctx, in)
+		r.v, r.why = r.fetch(ctx, inv)
 	})
 	return r.v, r.why
 }
 
-func (r *cloudRun) fetch(ctx context.Context, in *doctor.Input) (*View, error) {
-	inst := in.Inventory.Instance
+func (r *cloudRun) fetch(ctx context.Context, inv *erdma.Inventory) (*View, error) {
+	inst := inv.Instance
 	if inst == nil || inst.ID == "" || inst.Region == "" || inst.Type == "" {
 		return nil, fmt.Errorf("%w: the instance id, region and type are needed (from the metadata service)", ErrNotOnECS)
 	}
@@ -109,7 +108,9 @@ func (r *cloudRun) fetch(ctx context.Context, in *doctor.Input) (*View, error) {
 	return DoctorView(ctx, c, Target{Region: inst.Region, InstanceID: inst.ID, InstanceType: inst.Type}, timeout)
 }
 
-// DoctorChecks are the cloud's checks for one doctor run (doctor.Options.Checks):
+// DoctorChecks are the cloud's checks for one doctor run, decided from the
+// inventory (so that this package does not import the doctor; put them in
+// doctor.Options.Checks through doctor.HostChecks):
 //   - network-card-channel from the real NetworkCardIndex (replacing the
 //     in-host hint) when a view exists;
 //   - eri-mode: every eRDMA netdev's ENI is HighPerformance and every ERI
@@ -124,7 +125,7 @@ func (r *cloudRun) fetch(ctx context.Context, in *doctor.Input) (*View, error) {
 // the live host the lookup is bounded to about a second; eri-mode says why
 // when there is no view. Call it once per run; reading the recorded view
 // gives up when ctx ends.
-func DoctorChecks(ctx context.Context, h erdma.Host, opt CloudOptions) []doctor.Check {
+func DoctorChecks(ctx context.Context, h erdma.Host, opt CloudOptions) []erdma.HostCheck {
 	if opt.Mode == CloudOff {
 		return nil
 	}
@@ -150,17 +151,14 @@ func DoctorChecks(ctx context.Context, h erdma.Host, opt CloudOptions) []doctor.
 			builtinChannel = hc.Run
 		}
 	}
-	hostOpt := func(in *doctor.Input) erdma.DoctorOptions {
-		return erdma.DoctorOptions{InstanceError: in.InstanceError}
-	}
-	profile := doctor.Check{ID: erdma.FindingInstanceProfile, Step: "guide step 1",
-		Title: "the instance type is a known eRDMA GPU type (or DescribeInstanceTypes says so)",
-		Run: func(ctx context.Context, in *doctor.Input) health.Finding {
-			f := builtinProfile(ctx, in.Inventory, hostOpt(in))
-			if in.Inventory.Profile != nil || in.Inventory.Instance == nil {
+	profile := erdma.HostCheck{Check: erdma.Check{ID: erdma.FindingInstanceProfile, Step: "guide step 1",
+		Title: "the instance type is a known eRDMA GPU type (or DescribeInstanceTypes says so)"},
+		Run: func(ctx context.Context, inv *erdma.Inventory, hopt erdma.DoctorOptions) health.Finding {
+			f := builtinProfile(ctx, inv, hopt)
+			if inv.Profile != nil || inv.Instance == nil {
 				return f
 			}
-			v, err := r.view(ctx, in)
+			v, err := r.view(ctx, inv)
 			if err != nil || v == nil || v.TypeInfo.Type == "" {
 				return f
 			}
@@ -173,26 +171,27 @@ func DoctorChecks(ctx context.Context, h erdma.Host, opt CloudOptions) []doctor.
 				return f
 			}
 			p := ProfileFromType(ti)
-			in.Inventory.Profile = p
+			inv.Profile = p
 			return health.Finding{Severity: health.OK,
 				Summary:  fmt.Sprintf("%s supports %d ERI(s) (DescribeInstanceTypes; not in the built-in table)", ti.Type, ti.EriQuantity),
 				Evidence: append(f.Evidence, "profile source: "+p.Source)}
 		}}
-	channel := doctor.Check{ID: erdma.FindingNetworkCardChannel, Step: "guide step 1",
-		Title: "two ERIs sit on different network-card channels (NetworkCardIndex from the ECS API)",
-		Run: func(ctx context.Context, in *doctor.Input) health.Finding {
-			v, _ := r.view(ctx, in)
+	channel := erdma.HostCheck{Check: erdma.Check{ID: erdma.FindingNetworkCardChannel, Step: "guide step 1",
+		Title: "two ERIs sit on different network-card channels (NetworkCardIndex from the ECS API)"},
+		Run: func(ctx context.Context, inv *erdma.Inventory, hopt erdma.DoctorOptions) health.Finding {
+			v, _ := r.view(ctx, inv)
 			if v == nil {
-				return builtinChannel(ctx, in.Inventory, hostOpt(in))
+				return builtinChannel(ctx, inv, hopt)
 			}
 			return ChannelFinding(v)
 		}}
-	mode := doctor.Check{ID: CheckERIMode, Step: "guide steps 1, 3", After: erdma.FindingNetworkCardChannel,
-		Title: "every eRDMA netdev is an ERI (HighPerformance) and every ERI has its eRDMA device",
-		Run: func(ctx context.Context, in *doctor.Input) health.Finding {
-			v, why := r.view(ctx, in)
+	mode := erdma.HostCheck{Check: erdma.Check{ID: CheckERIMode, Step: "guide steps 1, 3",
+		Title: "every eRDMA netdev is an ERI (HighPerformance) and every ERI has its eRDMA device"},
+		After: erdma.FindingNetworkCardChannel,
+		Run: func(ctx context.Context, inv *erdma.Inventory, _ erdma.DoctorOptions) health.Finding {
+			v, why := r.view(ctx, inv)
 			if v != nil {
-				return ModeFinding(v, in.Inventory)
+				return ModeFinding(v, inv)
 			}
 			sev := health.Skip
 			if opt.Mode == CloudOn {
@@ -207,5 +206,5 @@ func DoctorChecks(ctx context.Context, h erdma.Host, opt CloudOptions) []doctor.
 			}
 			return f
 		}}
-	return []doctor.Check{profile, channel, mode}
+	return []erdma.HostCheck{profile, channel, mode}
 }

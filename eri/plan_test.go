@@ -10,6 +10,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/eri"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/ecsfake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -243,7 +244,7 @@ func TestSharedCardPlannedAndFixed(t *testing.T) {
 
 	v, err := c.Describe(ctx, target)
 	require.NoError(t, err)
-	assert.Equal(t, erdma.SeverityOK, eri.ChannelFinding(v).Severity)
+	assert.Equal(t, health.OK, eri.ChannelFinding(v).Severity)
 }
 
 // TestOneSeverityForASharedCard: eri status and the doctor judged two ERIs
@@ -257,7 +258,7 @@ func TestOneSeverityForASharedCard(t *testing.T) {
 	}}
 	st := eri.Match(v, nil)
 	doc := eri.ChannelFinding(v)
-	assert.Equal(t, erdma.SeverityFail, doc.Severity)
+	assert.Equal(t, health.Fail, doc.Severity)
 	assert.Equal(t, doc.Severity, st.Worst())
 	assert.Equal(t, doc, st.Findings()[0])
 	assert.Contains(t, doc.Remediation, "stop the instance first")

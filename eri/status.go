@@ -67,8 +67,8 @@ func Match(v *View, inv *erdma.Inventory) *Status {
 // checks so that one fact has one severity everywhere: network-card-channel
 // (two ERIs on one card fail: half bandwidth each) and, with a local view,
 // eri-mode (every ERI has its netdev and eRDMA device).
-func (s *Status) Findings() []erdma.Finding {
-	out := []erdma.Finding{ChannelFinding(s.View)}
+func (s *Status) Findings() []health.Finding {
+	out := []health.Finding{ChannelFinding(s.View)}
 	if s.inv != nil {
 		out = append(out, ModeFinding(s.View, s.inv))
 	}
@@ -76,8 +76,8 @@ func (s *Status) Findings() []erdma.Finding {
 }
 
 // Worst is the worst severity of Findings: ok, warn or fail.
-func (s *Status) Worst() erdma.Severity {
-	w := erdma.SeverityOK
+func (s *Status) Worst() health.Severity {
+	w := health.OK
 	for _, f := range s.Findings() {
 		w = health.Worst(w, f.Severity)
 	}

@@ -27,9 +27,9 @@ type HostReport struct {
 // FleetReport is what `erdmakit fleet doctor` prints: the public schema of
 // its --json output.
 type FleetReport struct {
-	Status erdma.Severity `json:"status"` // worst over all hosts; fail when a host is missing
-	Size   int            `json:"size"`
-	Hosts  []HostSummary  `json:"hosts"` // by rank
+	Status health.Severity `json:"status"` // worst over all hosts; fail when a host is missing
+	Size   int             `json:"size"`
+	Hosts  []HostSummary   `json:"hosts"` // by rank
 	// ByStatus lists host names per host status (ok, warn, fail, and
 	// Missing, Errored, NotReached).
 	ByStatus map[health.Severity][]string `json:"by_status"`
@@ -92,16 +92,16 @@ type Difference struct {
 // SeverityGroup is the hosts where a check had one severity, with the
 // summary one of them gave (they are usually alike).
 type SeverityGroup struct {
-	Severity erdma.Severity `json:"severity"`
-	Hosts    []string       `json:"hosts"`
-	Summary  string         `json:"summary"`
+	Severity health.Severity `json:"severity"`
+	Hosts    []string        `json:"hosts"`
+	Summary  string          `json:"summary"`
 }
 
 // Aggregate builds the fleet report from every rank's report; ranks in
 // missing never answered.
 func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 	// Lists are [] when empty (jq '.differences[]' on agreeing hosts).
-	fr := &FleetReport{Status: erdma.SeverityOK, Size: size, ByStatus: map[health.Severity][]string{},
+	fr := &FleetReport{Status: health.OK, Size: size, ByStatus: map[health.Severity][]string{},
 		Hosts: []HostSummary{}, Differences: []Difference{}, Errors: []string{}}
 	sort.Slice(reports, func(i, j int) bool { return reports[i].Rank < reports[j].Rank })
 	names := make([]string, len(reports))
@@ -114,7 +114,7 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 		reports[i].Host = names[i]
 	}
 	type cell struct {
-		sev     erdma.Severity
+		sev     health.Severity
 		summary string
 	}
 	byCheck := map[string]map[string]cell{} // id -> host -> result
@@ -127,17 +127,17 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 			if hs.Error == "" {
 				hs.Error = "no report"
 			}
-			fr.Status = erdma.Worst(fr.Status, erdma.SeverityFail)
+			fr.Status = health.Worst(fr.Status, health.Fail)
 		default:
 			hs.Status = r.Report.Status
-			fr.Status = erdma.Worst(fr.Status, r.Report.Status)
+			fr.Status = health.Worst(fr.Status, r.Report.Status)
 			for _, f := range r.Report.Findings {
 				if byCheck[f.ID] == nil {
 					byCheck[f.ID] = map[string]cell{}
 					order = append(order, f.ID)
 				}
 				byCheck[f.ID][r.Host] = cell{f.Severity, f.Summary}
-				if f.Severity == erdma.SeverityWarn || f.Severity == erdma.SeverityFail {
+				if f.Severity == health.Warn || f.Severity == health.Fail {
 					hs.Problems = append(hs.Problems, f.ID)
 				}
 			}
@@ -149,7 +149,7 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 		name := fmt.Sprintf("rank %d", m)
 		fr.Hosts = append(fr.Hosts, HostSummary{Rank: m, Host: name, Status: Missing, Error: "did not report in time", Problems: []string{}})
 		fr.ByStatus[Missing] = append(fr.ByStatus[Missing], name)
-		fr.Status = erdma.Worst(fr.Status, erdma.SeverityFail)
+		fr.Status = health.Worst(fr.Status, health.Fail)
 	}
 	sort.Slice(fr.Hosts, func(i, j int) bool { return fr.Hosts[i].Rank < fr.Hosts[j].Rank })
 
@@ -161,7 +161,7 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 	}
 	for _, id := range order {
 		hosts := byCheck[id]
-		groups := map[erdma.Severity]*SeverityGroup{}
+		groups := map[health.Severity]*SeverityGroup{}
 		for h, c := range hosts {
 			g := groups[c.sev]
 			if g == nil {

@@ -16,27 +16,27 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func report(status erdma.Severity, findings ...erdma.Finding) *erdma.Report {
+func report(status health.Severity, findings ...health.Finding) *erdma.Report {
 	return &erdma.Report{Status: status, Findings: findings}
 }
 
-func ok(id string) erdma.Finding {
-	return erdma.Finding{ID: id, Severity: erdma.SeverityOK, Summary: id + " fine"}
+func ok(id string) health.Finding {
+	return health.Finding{ID: id, Severity: health.OK, Summary: id + " fine"}
 }
 
 func TestAggregateSingleHostStandsOut(t *testing.T) {
 	var reports []HostReport
 	for r := 0; r < 8; r++ {
 		peermem := ok("gdr-peermem")
-		status := erdma.SeverityOK
+		status := health.OK
 		if r == 5 {
-			peermem = erdma.Finding{ID: "gdr-peermem", Severity: erdma.SeverityFail, Summary: "nvidia_peermem is not loaded"}
-			status = erdma.SeverityFail
+			peermem = health.Finding{ID: "gdr-peermem", Severity: health.Fail, Summary: "nvidia_peermem is not loaded"}
+			status = health.Fail
 		}
 		reports = append(reports, HostReport{Rank: r, Host: fmt.Sprintf("gpu%d", r), Report: report(status, ok("port-active"), peermem)})
 	}
 	fr := Aggregate(9, reports, []int{8})
-	assert.Equal(t, erdma.SeverityFail, fr.Status)
+	assert.Equal(t, health.Fail, fr.Status)
 	assert.Equal(t, []string{"gpu0", "gpu1", "gpu2", "gpu3", "gpu4", "gpu6", "gpu7"}, fr.ByStatus["ok"])
 	assert.Equal(t, []string{"gpu5"}, fr.ByStatus["fail"])
 	assert.Equal(t, []string{"rank 8"}, fr.ByStatus["missing"])
@@ -53,10 +53,10 @@ func TestAggregateSingleHostStandsOut(t *testing.T) {
 
 func TestAggregateHostWithoutReport(t *testing.T) {
 	fr := Aggregate(2, []HostReport{
-		{Rank: 0, Host: "a", Report: report(erdma.SeverityOK, ok("port-active"))},
+		{Rank: 0, Host: "a", Report: report(health.OK, ok("port-active"))},
 		{Rank: 1, Host: "b", Error: "doctor: reading /sys: permission denied"},
 	}, nil)
-	assert.Equal(t, erdma.SeverityFail, fr.Status)
+	assert.Equal(t, health.Fail, fr.Status)
 	assert.Equal(t, []string{"b"}, fr.ByStatus["error"])
 	assert.Empty(t, fr.Differences, "a host without a report is not a difference in checks")
 }
@@ -88,7 +88,7 @@ func TestRunDoctorOverLoopback(t *testing.T) {
 				}
 				f := ok("mtu-consistent")
 				if r == 2 {
-					f = erdma.Finding{ID: "mtu-consistent", Severity: erdma.SeverityWarn, Summary: "eth1 MTU 1500"}
+					f = health.Finding{ID: "mtu-consistent", Severity: health.Warn, Summary: "eth1 MTU 1500"}
 				}
 				return report(f.Severity, f), nil
 			}
@@ -102,11 +102,11 @@ func TestRunDoctorOverLoopback(t *testing.T) {
 	o := opt
 	o.Hostname = "gpu0"
 	fr, err := RunDoctor(context.Background(), me, addr, func(context.Context) (*erdma.Report, error) {
-		return report(erdma.SeverityOK, ok("mtu-consistent")), nil
+		return report(health.OK, ok("mtu-consistent")), nil
 	}, o)
 	require.NoError(t, err)
 	wg.Wait()
-	assert.Equal(t, erdma.SeverityFail, fr.Status)
+	assert.Equal(t, health.Fail, fr.Status)
 	assert.Equal(t, []string{"gpu0", "gpu1", "gpu3"}, fr.ByStatus["ok"])
 	assert.Equal(t, []string{"gpu2"}, fr.ByStatus["warn"])
 	assert.Equal(t, []string{"gpu4"}, fr.ByStatus["error"])
@@ -199,7 +199,7 @@ func TestAggregateListsNeverNull(t *testing.T) {
 // its JSON words are the documented ones.
 func TestHostStatusIsASeverityWithTheDocumentedWords(t *testing.T) {
 	fr := Aggregate(4, []HostReport{
-		{Rank: 0, Host: "a", Report: report(erdma.SeverityWarn, erdma.Finding{ID: "mtu", Severity: erdma.SeverityWarn})},
+		{Rank: 0, Host: "a", Report: report(health.Warn, health.Finding{ID: "mtu", Severity: health.Warn})},
 		{Rank: 1, Host: "b", Error: "doctor: no root"},
 	}, []int{2})
 	fr.markNotReached([]int{3})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/fleet"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/erdmakit/erdmakit/perf"
 )
@@ -24,12 +25,12 @@ func ExampleSchedule() {
 // A fleet report puts the odd host first: one host without nvidia_peermem
 // among three.
 func ExampleAggregate() {
-	ok := erdma.Finding{ID: "gdr-peermem", Severity: erdma.SeverityOK, Summary: "nvidia_peermem loaded"}
-	bad := erdma.Finding{ID: "gdr-peermem", Severity: erdma.SeverityFail, Summary: "nvidia_peermem is not loaded"}
+	ok := health.Finding{ID: "gdr-peermem", Severity: health.OK, Summary: "nvidia_peermem loaded"}
+	bad := health.Finding{ID: "gdr-peermem", Severity: health.Fail, Summary: "nvidia_peermem is not loaded"}
 	rep := fleet.Aggregate(3, []fleet.HostReport{
-		{Rank: 0, Host: "gpu1", Report: &erdma.Report{Status: erdma.SeverityOK, Findings: []erdma.Finding{ok}}},
-		{Rank: 1, Host: "gpu2", Report: &erdma.Report{Status: erdma.SeverityFail, Findings: []erdma.Finding{bad}}},
-		{Rank: 2, Host: "gpu3", Report: &erdma.Report{Status: erdma.SeverityOK, Findings: []erdma.Finding{ok}}},
+		{Rank: 0, Host: "gpu1", Report: &erdma.Report{Status: health.OK, Findings: []health.Finding{ok}}},
+		{Rank: 1, Host: "gpu2", Report: &erdma.Report{Status: health.Fail, Findings: []health.Finding{bad}}},
+		{Rank: 2, Host: "gpu3", Report: &erdma.Report{Status: health.OK, Findings: []health.Finding{ok}}},
 	}, nil)
 	fmt.Println("fleet:", rep.Status)
 	for _, d := range rep.Differences {
@@ -87,11 +88,11 @@ func ExampleJobSecret() {
 // Judge weighs the stages' reports: one host without nvidia_peermem makes
 // the cluster broken, and its first thing to fix is the doctor's own.
 func ExampleJudge() {
-	peermem := erdma.Finding{ID: "gdr-peermem", Severity: erdma.SeverityFail, Summary: "nvidia_peermem is not loaded", Remediation: "modprobe nvidia_peermem"}
-	ok := erdma.Finding{ID: "gdr-peermem", Severity: erdma.SeverityOK, Summary: "nvidia_peermem loaded"}
+	peermem := health.Finding{ID: "gdr-peermem", Severity: health.Fail, Summary: "nvidia_peermem is not loaded", Remediation: "modprobe nvidia_peermem"}
+	ok := health.Finding{ID: "gdr-peermem", Severity: health.OK, Summary: "nvidia_peermem loaded"}
 	reports := []fleet.HostReport{
-		{Rank: 0, Host: "gpu1", Report: &erdma.Report{Status: erdma.SeverityOK, Findings: []erdma.Finding{ok}}},
-		{Rank: 1, Host: "gpu2", Report: &erdma.Report{Status: erdma.SeverityFail, Findings: []erdma.Finding{peermem}}},
+		{Rank: 0, Host: "gpu1", Report: &erdma.Report{Status: health.OK, Findings: []health.Finding{ok}}},
+		{Rank: 1, Host: "gpu2", Report: &erdma.Report{Status: health.Fail, Findings: []health.Finding{peermem}}},
 	}
 	doc := fleet.Aggregate(2, append([]fleet.HostReport(nil), reports...), nil)
 	p := fleet.Judge(fleet.Judgement{Size: 2, Doctor: doc, Reports: reports,
@@ -114,7 +115,7 @@ func ExampleProve() {
 		// This host's side of the mesh's pair tests; an emulated device here.
 		Worker: &fleet.BwWorker{Links: []perf.Link{perf.NewEmulatedLink("erdma_0", 100, 0)}},
 		Doctor: func(context.Context) (*erdma.Report, error) {
-			return &erdma.Report{Status: erdma.SeverityOK, Findings: []erdma.Finding{}}, nil
+			return &erdma.Report{Status: health.OK, Findings: []health.Finding{}}, nil
 		},
 		NCCL: func(context.Context, []fleet.JobHost) (*nccl.RunReport, error) {
 			return nil, fmt.Errorf("nccl-tests all_reduce_perf not found: %w", fleet.ErrSkipped)

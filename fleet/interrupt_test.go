@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 )
 
 // TestRunDoctorInterruptedHostsAreNotReached: issue 12 item 6. Rank 0
@@ -21,11 +22,11 @@ func TestRunDoctorInterruptedHostsAreNotReached(t *testing.T) {
 	time.AfterFunc(300*time.Millisecond, cancel)
 	me, _ := NewRank(0, 3, "test")
 	fr, err := RunDoctor(ctx, me, addr, func(context.Context) (*erdma.Report, error) {
-		return report(erdma.SeverityOK, ok("mtu-consistent")), nil
+		return report(health.OK, ok("mtu-consistent")), nil
 	}, Options{Join: 10 * time.Second, Message: 2 * time.Second, Hostname: "gpu0"})
 	require.NoError(t, err)
 	assert.True(t, fr.Interrupted)
-	assert.Equal(t, erdma.SeverityOK, fr.Status)
+	assert.Equal(t, health.OK, fr.Status)
 	assert.Empty(t, fr.ByStatus["missing"])
 	assert.Equal(t, []string{"rank 1", "rank 2"}, fr.ByStatus[NotReached])
 	require.Len(t, fr.Hosts, 3)

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 )
 
 // Pair is one directed write test: Client writes to Server.
@@ -124,8 +124,8 @@ func (o MeshOptions) withDefaults() MeshOptions {
 
 // MeshReport is the public schema of `erdmakit bw mesh --json`.
 type MeshReport struct {
-	Status erdma.Severity `json:"status"`
-	Hosts  []string       `json:"hosts"` // mesh positions: Matrix and pairs index this
+	Status health.Severity `json:"status"`
+	Hosts  []string        `json:"hosts"` // mesh positions: Matrix and pairs index this
 	// Ranks maps a mesh position to the launcher rank (ranks that never
 	// joined have no position); nil when positions are ranks.
 	Ranks      []int   `json:"ranks,omitempty"`
@@ -169,7 +169,7 @@ type Culprit struct {
 func RunMesh(ctx context.Context, hosts []string, t PairTester, opt MeshOptions) *MeshReport {
 	opt = opt.withDefaults()
 	n := len(hosts)
-	rep := &MeshReport{Hosts: hosts, ExpectGbps: opt.ExpectGbps, Status: erdma.SeverityOK}
+	rep := &MeshReport{Hosts: hosts, ExpectGbps: opt.ExpectGbps, Status: health.OK}
 	rounds := Schedule(n)
 	rep.Rounds = len(rounds)
 	for r, round := range rounds {
@@ -432,9 +432,9 @@ func analyze(ctx context.Context, rep *MeshReport, t PairTester, opt MeshOptions
 	}
 	switch {
 	case len(rep.BadHosts) > 0 || len(rep.BadLinks) > 0 || len(rep.DeadHosts) > 0:
-		rep.Status = erdma.SeverityFail
+		rep.Status = health.Fail
 	case len(outliers) > 0:
-		rep.Status = erdma.SeverityWarn
+		rep.Status = health.Warn
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -124,7 +124,7 @@ func TestMeshSimulatedFleetNamesTheCulprits(t *testing.T) {
 			require.Len(t, rep.BadLinks, 1, "%+v", rep.BadLinks)
 			assert.ElementsMatch(t, []int{3, 17}, rep.BadLinks[0].Ranks)
 			assert.Empty(t, rep.Transient)
-			assert.Equal(t, erdma.SeverityFail, rep.Status)
+			assert.Equal(t, health.Fail, rep.Status)
 			assert.InDelta(t, 190, rep.MedianGbps, 10)
 
 			// The second pass is small: one test per suspect host plus the link.
@@ -152,7 +152,7 @@ func TestMeshHungHostTimesOut(t *testing.T) {
 func TestMeshHealthyFleetIsOK(t *testing.T) {
 	sim := newSim(16, 100)
 	rep := RunMesh(context.Background(), hostNames(16), sim, MeshOptions{})
-	assert.Equal(t, erdma.SeverityOK, rep.Status)
+	assert.Equal(t, health.OK, rep.Status)
 	assert.Empty(t, rep.Outliers)
 	assert.Empty(t, rep.SecondPass)
 }
@@ -163,7 +163,7 @@ func TestMeshTransientOutlier(t *testing.T) {
 	require.Len(t, rep.Transient, 1)
 	assert.Empty(t, rep.BadHosts)
 	assert.Empty(t, rep.BadLinks)
-	assert.Equal(t, erdma.SeverityWarn, rep.Status)
+	assert.Equal(t, health.Warn, rep.Status)
 }
 
 // flaky is slow on one pair the first time only.

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 )
 
 // Worker runs this host's side of a mesh pair test (the CLI implements it
@@ -277,7 +277,7 @@ func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, o
 			Hosts: []string{fmt.Sprintf("rank %d", r)}, Ranks: []int{r},
 			Reason: "never joined the mesh", Evidence: []string{fmt.Sprintf("no hello within %v", opt.Join)},
 		})
-		rep.Status = erdma.Worst(rep.Status, erdma.SeverityFail)
+		rep.Status = health.Worst(rep.Status, health.Fail)
 	}
 	if len(g.Errors) > 0 {
 		rep.Errors = append(rep.Errors, g.Errors...)

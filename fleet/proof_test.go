@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/nccl"
 )
@@ -40,7 +39,7 @@ func (s eriSim) TestPair(ctx context.Context, p Pair) PairResult {
 	return r
 }
 
-var peermemFail = erdma.Finding{ID: "gdr-peermem", Severity: erdma.SeverityFail, Summary: "nvidia_peermem is not loaded",
+var peermemFail = health.Finding{ID: "gdr-peermem", Severity: health.Fail, Summary: "nvidia_peermem is not loaded",
 	Evidence: []string{"/proc/modules: no nvidia_peermem"}, Remediation: "modprobe nvidia_peermem"}
 
 // simulatedProof judges a simulated fleet of n hosts: host 5's doctor
@@ -51,14 +50,14 @@ func simulatedProof(t *testing.T, n int, run *nccl.RunReport) *Proof {
 	reports := make([]HostReport, n)
 	names := hostNames(n)
 	for i := range reports {
-		rep := report(erdma.SeverityOK, ok("erdma-devices"), ok("gdr-peermem"), ok("mtu"))
+		rep := report(health.OK, ok("erdma-devices"), ok("gdr-peermem"), ok("mtu"))
 		switch i {
 		case 5:
-			rep = report(erdma.SeverityFail, ok("erdma-devices"), peermemFail,
-				erdma.Finding{ID: "mtu", Severity: erdma.SeverityWarn, Summary: "MTU 1500", Remediation: "ip link set eth1 mtu 8500"})
+			rep = report(health.Fail, ok("erdma-devices"), peermemFail,
+				health.Finding{ID: "mtu", Severity: health.Warn, Summary: "MTU 1500", Remediation: "ip link set eth1 mtu 8500"})
 		case 9:
-			rep = report(erdma.SeverityWarn, ok("erdma-devices"), ok("gdr-peermem"),
-				erdma.Finding{ID: "mtu", Severity: erdma.SeverityWarn, Summary: "MTU 1500 on eth1", Evidence: []string{"eth1 mtu 1500"}, Remediation: "ip link set eth1 mtu 8500"})
+			rep = report(health.Warn, ok("erdma-devices"), ok("gdr-peermem"),
+				health.Finding{ID: "mtu", Severity: health.Warn, Summary: "MTU 1500 on eth1", Evidence: []string{"eth1 mtu 1500"}, Remediation: "ip link set eth1 mtu 8500"})
 		}
 		reports[i] = HostReport{Rank: i, Host: names[i], Report: rep}
 	}
@@ -150,9 +149,9 @@ func TestJudgeDoctorAndMeshBlameOneHost(t *testing.T) {
 	names := hostNames(n)
 	var reports []HostReport
 	for i := 0; i < n; i++ {
-		rep := report(erdma.SeverityOK, ok("gdr-peermem"))
+		rep := report(health.OK, ok("gdr-peermem"))
 		if i == 2 {
-			rep = report(erdma.SeverityFail, peermemFail)
+			rep = report(health.Fail, peermemFail)
 		}
 		reports = append(reports, HostReport{Rank: i, Host: names[i], Report: rep})
 	}
@@ -174,7 +173,7 @@ func TestJudgeProvenAndNCCL(t *testing.T) {
 	names := hostNames(n)
 	var reports []HostReport
 	for i := 0; i < n; i++ {
-		reports = append(reports, HostReport{Rank: i, Host: names[i], Report: report(erdma.SeverityOK, ok("gdr-peermem"))})
+		reports = append(reports, HostReport{Rank: i, Host: names[i], Report: report(health.OK, ok("gdr-peermem"))})
 	}
 	doc := Aggregate(n, append([]HostReport(nil), reports...), nil)
 	mesh := RunMesh(context.Background(), names, newSim(n, 100), MeshOptions{ExpectGbps: 95})
@@ -214,7 +213,7 @@ func TestJudgeProvenAndNCCL(t *testing.T) {
 // TestProofListsNeverNull: every list in the proof's JSON is [] when empty
 // (the mesh matrix's null cells are measurements, not lists).
 func TestProofListsNeverNull(t *testing.T) {
-	p := Judge(Judgement{Size: 1, Doctor: Aggregate(1, []HostReport{{Rank: 0, Host: "a", Report: report(erdma.SeverityOK, ok("x"))}}, nil)})
+	p := Judge(Judgement{Size: 1, Doctor: Aggregate(1, []HostReport{{Rank: 0, Host: "a", Report: report(health.OK, ok("x"))}}, nil)})
 	b, err := json.Marshal(p)
 	require.NoError(t, err)
 	var v map[string]any

@@ -95,7 +95,7 @@ func (pr proveRun) run(t *testing.T) (*Proof, []ProveProgress) {
 }
 
 func okDoctor(int) *erdma.Report {
-	return report(erdma.SeverityOK, ok("erdma-devices"), ok("gdr-peermem"))
+	return report(health.OK, ok("erdma-devices"), ok("gdr-peermem"))
 }
 
 // TestProveOverLoopback: six ranks in one session: rank 2's doctor fails,
@@ -115,7 +115,7 @@ func TestProveOverLoopback(t *testing.T) {
 		noMesh: map[int]error{5: errors.New("no RDMA device found")},
 		doctor: func(r int) *erdma.Report {
 			if r == 2 {
-				return report(erdma.SeverityFail, ok("erdma-devices"), peermemFail)
+				return report(health.Fail, ok("erdma-devices"), peermemFail)
 			}
 			return okDoctor(r)
 		},

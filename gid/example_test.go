@@ -15,3 +15,20 @@ func ExampleChoose() {
 	fmt.Println(i, exact)
 	// Output: 1 true
 }
+
+// An eRDMA device's node_guid is the EUI-64 of its ERI's MAC: GUID.MAC and
+// GUIDFromMAC go between the two.
+func ExampleGUIDFromMAC() {
+	g, err := gid.ParseGUID("0216:3eff:fe2f:3775")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	mac, ok := g.MAC()
+	fmt.Println(mac, ok)
+	back, _ := gid.GUIDFromMAC(mac)
+	fmt.Println(back, back == g)
+	// Output:
+	// 00:16:3e:2f:37:75 true
+	// 0216:3eff:fe2f:3775 true
+}

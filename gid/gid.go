@@ -69,6 +69,16 @@ func (g GUID) MAC() (net.HardwareAddr, bool) {
 	return net.HardwareAddr{g[0] ^ 0x02, g[1], g[2], g[5], g[6], g[7]}, true
 }
 
+// GUIDFromMAC is the EUI-64 GUID of a 6-byte MAC (0x02 bit of the first
+// byte flipped, ff:fe inserted), as the eRDMA driver makes its node_guid;
+// the inverse of GUID.MAC. false when mac is not 6 bytes.
+func GUIDFromMAC(mac net.HardwareAddr) (GUID, bool) {
+	if len(mac) != 6 {
+		return GUID{}, false
+	}
+	return GUID{mac[0] ^ 0x02, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]}, true
+}
+
 func parseGroups(s string, out []byte, what string) error {
 	groups := len(out) / 2
 	if len(s) != groups*5-1 {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/erdmakit/erdmakit/gid"
 	"github.com/erdmakit/erdmakit/ibverbs"
 )
 
@@ -228,8 +229,8 @@ func ExampleDialCM() {
 }
 
 func ExampleEndpoint_MarshalBinary() {
-	gid, _ := ibverbs.ParseGID("0000:0000:0000:0000:0000:ffff:0a00:0901")
-	b, _ := ibverbs.Endpoint{QPN: 17, PSN: 1, GID: gid, MTU: ibverbs.MTU1024}.MarshalBinary()
+	g, _ := gid.Parse("0000:0000:0000:0000:0000:ffff:0a00:0901")
+	b, _ := ibverbs.Endpoint{QPN: 17, PSN: 1, GID: g, MTU: ibverbs.MTU1024}.MarshalBinary()
 	var e ibverbs.Endpoint
 	_ = e.UnmarshalBinary(b)
 	ip, _ := e.GID.IPv4()

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/erdmakit/erdmakit/gid"
 	"github.com/erdmakit/erdmakit/internal/execx"
 	"github.com/erdmakit/erdmakit/internal/lab/labtest"
 )
@@ -223,14 +224,14 @@ func TestLabQueriesMatchDevinfo(t *testing.T) {
 // devinfoGIDText reads a GID as ibv_devinfo prints it: rdma-core 44 uses the
 // IPv6 text form ("fe80::5054:ff:fe00:901", "::ffff:10.0.9.1"), older ones
 // the sysfs form.
-func devinfoGIDText(t testing.TB, s string) GID {
+func devinfoGIDText(t testing.TB, s string) gid.GID {
 	t.Helper()
-	if g, err := ParseGID(s); err == nil {
+	if g, err := gid.Parse(s); err == nil {
 		return g
 	}
 	a, err := netip.ParseAddr(s)
 	require.NoError(t, err, "GID %q", s)
-	return GID(a.As16())
+	return gid.GID(a.As16())
 }
 
 // resCounts is `rdma res show` for one device: "pd" -> 1, "qp" -> 1, ...

@@ -31,7 +31,7 @@ func sysfsGIDEntry(root, dev string, port, index int) (e GIDEntry, ok bool, err 
 	if err != nil {
 		return GIDEntry{}, false, fmt.Errorf("gid %s/%d/%d: %w", dev, port, index, err)
 	}
-	g, err := ParseGID(string(b))
+	g, err := gid.Parse(string(b))
 	if err != nil {
 		return GIDEntry{}, false, fmt.Errorf("%s: %w", r.Path(name), err)
 	}

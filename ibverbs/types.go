@@ -185,13 +185,6 @@ func ParseGUID(s string) (GUID, error) {
 	return GUID(binary.BigEndian.Uint64(g[:])), nil
 }
 
-// GID is a 128-bit port address; on RoCE v2 an IPv6 or IPv4-mapped
-// address. It is package gid's type (String, IsZero, IPv4).
-type GID = gid.GID
-
-// ParseGID reads the sysfs form ("fe80:0000:...:3456", 8 groups): gid.Parse.
-func ParseGID(s string) (GID, error) { return gid.Parse(s) }
-
 // GIDType is the type of a GID table entry (enum ibv_gid_type).
 type GIDType int
 
@@ -217,7 +210,7 @@ func (t GIDType) String() string {
 // GIDEntry is one populated entry of a port's GID table.
 type GIDEntry struct {
 	Index       int
-	GID         GID
+	GID         gid.GID
 	Type        GIDType
 	NetdevIndex int // ifindex of the netdev the entry belongs to; 0 if none or unknown
 }
@@ -485,7 +478,7 @@ type QPConfig struct {
 type Endpoint struct {
 	QPN  uint32
 	PSN  uint32
-	GID  GID
+	GID  gid.GID
 	LID  uint16
 	MTU  MTU    // the sender's active MTU; Connect uses the smaller of both
 	Addr uint64 // remote buffer address for RDMA, 0 if none

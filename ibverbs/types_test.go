@@ -10,16 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/erdmakit/erdmakit/connect"
+	"github.com/erdmakit/erdmakit/gid"
 )
 
 func TestEndpointRoundTrip(t *testing.T) {
-	gid, err := ParseGID("0000:0000:0000:0000:0000:ffff:0a00:0901")
+	g, err := gid.Parse("0000:0000:0000:0000:0000:ffff:0a00:0901")
 	require.NoError(t, err)
 	tests := []struct {
 		name string
 		ep   Endpoint
 	}{
-		{"roce with buffer", Endpoint{QPN: 0x11, PSN: 0xabcdef, GID: gid, MTU: MTU1024, Addr: 0x7f00_1234_5000, RKey: 0xdeadbeef, Len: 1 << 20}},
+		{"roce with buffer", Endpoint{QPN: 0x11, PSN: 0xabcdef, GID: g, MTU: MTU1024, Addr: 0x7f00_1234_5000, RKey: 0xdeadbeef, Len: 1 << 20}},
 		{"ib by lid", Endpoint{QPN: 0xffffff, PSN: 1, LID: 0x1234, MTU: MTU4096}},
 	}
 	for _, tt := range tests {
@@ -65,8 +66,8 @@ func TestEndpointUnmarshalRejects(t *testing.T) {
 }
 
 func FuzzEndpointUnmarshal(f *testing.F) {
-	gid, _ := ParseGID("0000:0000:0000:0000:0000:ffff:0a00:0901")
-	seed, _ := Endpoint{QPN: 17, PSN: 99, GID: gid, MTU: MTU1024, Addr: 4096, RKey: 5, Len: 64}.MarshalBinary()
+	g, _ := gid.Parse("0000:0000:0000:0000:0000:ffff:0a00:0901")
+	seed, _ := Endpoint{QPN: 17, PSN: 99, GID: g, MTU: MTU1024, Addr: 4096, RKey: 5, Len: 64}.MarshalBinary()
 	f.Add(seed)
 	f.Add([]byte{})
 	f.Add(make([]byte, 56))
@@ -85,13 +86,13 @@ func FuzzEndpointUnmarshal(f *testing.F) {
 }
 
 func TestGUID(t *testing.T) {
-	g, err := ParseGID("fe80:0000:0000:0000:5054:00ff:fe12:3456")
+	g, err := gid.Parse("fe80:0000:0000:0000:5054:00ff:fe12:3456")
 	require.NoError(t, err)
 	assert.Equal(t, "fe80:0000:0000:0000:5054:00ff:fe12:3456", g.String())
 	_, ok := g.IPv4()
 	assert.False(t, ok)
 
-	v4, err := ParseGID("0000:0000:0000:0000:0000:ffff:0a00:0901")
+	v4, err := gid.Parse("0000:0000:0000:0000:0000:ffff:0a00:0901")
 	require.NoError(t, err)
 	ip, ok := v4.IPv4()
 	require.True(t, ok)
@@ -103,7 +104,7 @@ func TestGUID(t *testing.T) {
 	assert.Equal(t, "0216:3eff:fe2f:3775", guid.String())
 
 	for _, bad := range []string{"", "fe80::1", "fe80:0000:0000:0000:5054:00ff:fe12:345g", "0000:0000:0000:0000:0000:ffff:0a00"} {
-		_, err := ParseGID(bad)
+		_, err := gid.Parse(bad)
 		assert.Error(t, err, bad)
 	}
 	for _, bad := range []string{"", "0216:3eff:fe2f", "0216:3eff:fe2f:377g", "02163eff:fe2f:3775:0"} {
@@ -117,8 +118,8 @@ func FuzzParseGID(f *testing.F) {
 	f.Add("0000:0000:0000:0000:0000:ffff:0a00:0901")
 	f.Add("0216:3eff:fe2f:3775")
 	f.Fuzz(func(t *testing.T, s string) {
-		if g, err := ParseGID(s); err == nil {
-			back, err := ParseGID(g.String())
+		if g, err := gid.Parse(s); err == nil {
+			back, err := gid.Parse(g.String())
 			require.NoError(t, err)
 			assert.Equal(t, g, back)
 		}
@@ -167,8 +168,8 @@ func TestSysfsGIDEntry(t *testing.T) {
 }
 
 func TestPickGID(t *testing.T) {
-	ll, _ := ParseGID("fe80:0000:0000:0000:5054:00ff:fe00:0901")
-	v4, _ := ParseGID("0000:0000:0000:0000:0000:ffff:0a00:0901")
+	ll, _ := gid.Parse("fe80:0000:0000:0000:5054:00ff:fe00:0901")
+	v4, _ := gid.Parse("0000:0000:0000:0000:0000:ffff:0a00:0901")
 	tests := []struct {
 		name string
 		in   []GIDEntry

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"unsafe"
+
+	"github.com/erdmakit/erdmakit/gid"
 )
 
 // The C work completion and the Go WC share one layout.
@@ -399,7 +401,7 @@ func (c *Context) queryGID(port, index int) (GIDEntry, bool, error) {
 		}
 		return GIDEntry{}, false, err
 	}
-	var g GID
+	var g gid.GID
 	copy(g[:], C.GoBytes(unsafe.Pointer(&e.gid), 16))
 	if g.IsZero() {
 		return GIDEntry{}, false, nil

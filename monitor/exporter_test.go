@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,10 +27,10 @@ func testSnapshot() *Snapshot {
 		}},
 		Netdevs: []erdma.Netdev{{Name: "eth1", MTU: 8500, OperState: "up"}},
 	}
-	rep := &erdma.Report{Status: erdma.SeverityFail, Findings: []erdma.Finding{
-		{ID: "port-active", Severity: erdma.SeverityOK},
-		{ID: "gdr-peermem", Severity: erdma.SeverityFail},
-		{ID: "gpu-driver", Severity: erdma.SeveritySkip},
+	rep := &erdma.Report{Status: health.Fail, Findings: []health.Finding{
+		{ID: "port-active", Severity: health.OK},
+		{ID: "gdr-peermem", Severity: health.Fail},
+		{ID: "gpu-driver", Severity: health.Skip},
 	}}
 	return &Snapshot{Inventory: inv, Report: rep}
 }

@@ -2,9 +2,10 @@ package nccl
 
 import (
 	"fmt"
-	"github.com/erdmakit/erdmakit/internal/units"
 	"strconv"
 	"strings"
+
+	"github.com/erdmakit/erdmakit/internal/units"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
@@ -60,16 +61,16 @@ func (e Expectation) expected(size int64, hosts int) (float64, string, bool) {
 // on, data corruption (#wrong), memlock failures, crashing NCCL versions,
 // failures the test printed, and bus bandwidth against the expectation at
 // the largest size. It is a pure function; run may be nil (nothing ran).
-func Diagnose(res *TestResult, exp Expectation) []erdma.Finding {
-	var fs []erdma.Finding
+func Diagnose(res *TestResult, exp Expectation) []health.Finding {
+	var fs []health.Finding
 	if res == nil {
-		return []erdma.Finding{{ID: "nccl-no-output", Severity: erdma.SeverityFail,
+		return []health.Finding{{ID: "nccl-no-output", Severity: health.Fail,
 			Summary:     "no nccl-tests output to judge",
 			Evidence:    []string{},
 			Remediation: "check that the binary is an nccl-tests program (all_reduce_perf) and that the launcher started it"}}
 	}
 	if len(res.Failures) > 0 {
-		fs = append(fs, erdma.Finding{ID: "nccl-test-failure", Severity: erdma.SeverityFail,
+		fs = append(fs, health.Finding{ID: "nccl-test-failure", Severity: health.Fail,
 			Summary:     "nccl-tests reported a failure",
 			Evidence:    firstN(res.Failures, 6),
 			Remediation: "read the NCCL WARN lines before the failure (rerun with NCCL_DEBUG=INFO); run erdmakit doctor on the hosts named"})
@@ -95,11 +96,11 @@ func Diagnose(res *TestResult, exp Expectation) []erdma.Finding {
 }
 
 // DiagnoseRun is Diagnose plus the run's launcher failures.
-func DiagnoseRun(run *RunResult, exp Expectation) []erdma.Finding {
+func DiagnoseRun(run *RunResult, exp Expectation) []health.Finding {
 	if run == nil {
 		return Diagnose(nil, exp)
 	}
-	var fs []erdma.Finding
+	var fs []health.Finding
 	for _, f := range run.Failures {
 		fs = append(fs, f.Finding())
 	}
@@ -140,7 +141,7 @@ func withPassedEnv(res *TestResult, env []Var) *TestResult {
 
 // Worst returns the status of fs (ok when fs is empty): health.Status,
 // the one rule every erdmakit report uses.
-func Worst(fs []erdma.Finding) erdma.Severity { return health.Status(fs) }
+func Worst(fs []health.Finding) health.Severity { return health.Status(fs) }
 
 // BlackwellMinNCCL is the first NCCL release for Blackwell GPUs (sm_100,
 // sm_120): older ones fail even on one GPU with "Cuda failure 'invalid
@@ -159,7 +160,7 @@ func blackwellGPU(name string) bool {
 
 // blackwellFinding: NCCL older than 2.27 on Blackwell GPUs, or the error it
 // gives there ("Cuda failure 'invalid argument'") with an old NCCL.
-func blackwellFinding(res *TestResult) (erdma.Finding, bool) {
+func blackwellFinding(res *TestResult) (health.Finding, bool) {
 	version := ""
 	var warnings []string
 	if res.NCCL != nil {
@@ -181,7 +182,7 @@ func blackwellFinding(res *TestResult) (erdma.Finding, bool) {
 	blackwell, invalid := gpuEv != "", errEv != ""
 	old := version != "" && versionLess(version, BlackwellMinNCCL)
 	if !(old && (blackwell || invalid)) && !(version == "" && blackwell && invalid) {
-		return erdma.Finding{}, false
+		return health.Finding{}, false
 	}
 	var ev []string
 	for _, e := range []string{gpuEv, errEv} {
@@ -199,7 +200,7 @@ func blackwellFinding(res *TestResult) (erdma.Finding, bool) {
 	if !blackwell {
 		gpus = "Blackwell GPUs (the GPU model was not in the log; 'Cuda failure invalid argument' is how an older NCCL fails there)"
 	}
-	return erdma.Finding{ID: "nccl-version-blackwell", Severity: erdma.SeverityFail,
+	return health.Finding{ID: "nccl-version-blackwell", Severity: health.Fail,
 		Summary:     fmt.Sprintf("%s predates %s, the first NCCL for %s", what, BlackwellMinNCCL, gpus),
 		Evidence:    ev,
 		Remediation: "use NCCL " + BlackwellMinNCCL + " or later (not 2.28.7 or 2.28.9, which crash on eRDMA) with a CUDA that supports the GPU, and rebuild nccl-tests against it"}, true
@@ -207,15 +208,15 @@ func blackwellFinding(res *TestResult) (erdma.Finding, bool) {
 
 // gidAutoFinding: NCCL_IB_GID_INDEX=-1 given to an NCCL older than
 // GIDAutoMinNCCL, which takes it as a GID table index.
-func gidAutoFinding(res *TestResult) (erdma.Finding, bool) {
+func gidAutoFinding(res *TestResult) (health.Finding, bool) {
 	if res.NCCL == nil {
-		return erdma.Finding{}, false
+		return health.Finding{}, false
 	}
 	v, version := res.NCCL.Env["NCCL_IB_GID_INDEX"], res.NCCL.NCCLVersion
 	if strings.TrimSpace(v) != "-1" || version == "" || !versionLess(version, GIDAutoMinNCCL) {
-		return erdma.Finding{}, false
+		return health.Finding{}, false
 	}
-	return erdma.Finding{ID: "nccl-gid-index", Severity: erdma.SeverityFail,
+	return health.Finding{ID: "nccl-gid-index", Severity: health.Fail,
 		Summary:  fmt.Sprintf("NCCL_IB_GID_INDEX=-1 with NCCL %s: automatic GID choice exists only from NCCL %s", version, GIDAutoMinNCCL),
 		Evidence: []string{"NCCL version " + version, "NCCL_IB_GID_INDEX set to -1"},
 		Remediation: "use NCCL >= " + GIDAutoMinNCCL + ", or give the RoCE v2 IPv4 GID index (erdmakit nccl env --nccl-version " + version +
@@ -241,12 +242,12 @@ func versionLess(a, b string) bool {
 	return false
 }
 
-func diagnoseRows(res *TestResult) []erdma.Finding {
+func diagnoseRows(res *TestResult) []health.Finding {
 	if len(res.Rows) == 0 {
 		if len(res.Failures) > 0 {
 			return nil // the failure finding says it
 		}
-		return []erdma.Finding{{ID: "nccl-no-results", Severity: erdma.SeverityFail,
+		return []health.Finding{{ID: "nccl-no-results", Severity: health.Fail,
 			Summary:     "the output has no nccl-tests result table",
 			Evidence:    firstN(res.Reasons, 4),
 			Remediation: "check that the run finished (no timeout or cancel) and that the binary is an nccl-tests program"}}
@@ -264,7 +265,7 @@ func diagnoseRows(res *TestResult) []erdma.Finding {
 	if len(ev) == 0 {
 		return nil
 	}
-	return []erdma.Finding{{ID: "nccl-wrong", Severity: erdma.SeverityFail,
+	return []health.Finding{{ID: "nccl-wrong", Severity: health.Fail,
 		Summary:  "data corruption: results differ from the expected values",
 		Evidence: firstN(ev, 8),
 		Remediation: "check the MTU of every eRDMA netdev on every host: Alibaba's guide gives 8500 with jumbo frames (NCCL with LL128), " +
@@ -292,7 +293,7 @@ func rowBusBW(r Row) float64 {
 	return max(r.OutOfPlace.BusBWGB, r.InPlace.BusBWGB)
 }
 
-func diagnoseBusBW(res *TestResult, exp Expectation) []erdma.Finding {
+func diagnoseBusBW(res *TestResult, exp Expectation) []health.Finding {
 	r := LargestRow(res)
 	if r == nil {
 		return nil
@@ -307,14 +308,14 @@ func diagnoseBusBW(res *TestResult, exp Expectation) []erdma.Finding {
 		fmt.Sprintf("expected at least %.2f GB/s: %s", want, source),
 	}
 	if got >= want {
-		return []erdma.Finding{{ID: "nccl-busbw", Severity: erdma.SeverityOK,
+		return []health.Finding{{ID: "nccl-busbw", Severity: health.OK,
 			Summary:  fmt.Sprintf("bus bandwidth %.2f GB/s at %s meets the expected %.2f GB/s", got, units.Format(r.Size, units.Text), want),
 			Evidence: ev}}
 	}
 	if f, ok := pcieCapped(res, exp, got, want, ev); ok {
-		return []erdma.Finding{f}
+		return []health.Finding{f}
 	}
-	return []erdma.Finding{{ID: "nccl-busbw", Severity: erdma.SeverityWarn,
+	return []health.Finding{{ID: "nccl-busbw", Severity: health.Warn,
 		Summary:  fmt.Sprintf("bus bandwidth %.2f GB/s at %s is below the expected %.2f GB/s (%.0f%%)", got, units.Format(r.Size, units.Text), want, 100*got/want),
 		Evidence: ev,
 		Remediation: "check that NCCL used NET/IB on every eRDMA device (NCCL_IB_HCA), GPUDirect RDMA (NCCL_NET_GDR_LEVEL=SYS, nvidia_peermem), " +
@@ -326,10 +327,10 @@ func diagnoseBusBW(res *TestResult, exp Expectation) []erdma.Finding {
 // (erdma-controller runbook: 2 NICs x 8 GPUs with GDR ~18-20 GB/s, below
 // 1 NIC x 2 GPUs with GDR at 26.6 GB/s, "a limit of the instance's
 // topology, not an eRDMA problem").
-func pcieCapped(res *TestResult, exp Expectation, got, want float64, ev []string) (erdma.Finding, bool) {
+func pcieCapped(res *TestResult, exp Expectation, got, want float64, ev []string) (health.Finding, bool) {
 	l := res.NCCL
 	if !exp.NoNVLink || l == nil {
-		return erdma.Finding{}, false
+		return health.Finding{}, false
 	}
 	used := 0
 	for _, u := range l.NICs {
@@ -338,10 +339,10 @@ func pcieCapped(res *TestResult, exp Expectation, got, want float64, ev []string
 		}
 	}
 	if used < 2 {
-		return erdma.Finding{}, false
+		return health.Finding{}, false
 	}
 	ev = append(ev, fmt.Sprintf("%d NET/IB devices carried channels; the GPUs have no NVLink", used))
-	return erdma.Finding{ID: "nccl-busbw", Severity: erdma.SeverityWarn,
+	return health.Finding{ID: "nccl-busbw", Severity: health.Warn,
 		Summary: fmt.Sprintf("bus bandwidth %.2f GB/s is below the expected %.2f GB/s, as expected without NVLink: intra-node traffic "+
 			"goes over PCIe and caps what the second NIC adds (not an eRDMA fault)", got, want),
 		Evidence: ev,

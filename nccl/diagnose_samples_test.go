@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,23 +17,23 @@ import (
 func TestDiagnoseSamples(t *testing.T) {
 	tests := []struct {
 		file  string
-		want  map[string]erdma.Severity
-		worst erdma.Severity
+		want  map[string]health.Severity
+		worst health.Severity
 	}{
 		{"B02_nccl_tests_all_reduce_mpirun_2node_16rank_h100_new_format.txt",
-			map[string]erdma.Severity{"nccl-busbw": erdma.SeverityOK}, erdma.SeverityOK},
+			map[string]health.Severity{"nccl-busbw": health.OK}, health.OK},
 		{"B04_nccl_tests_all_reduce_2node_wrong_nonzero_out_of_bounds_FAILED_v2.17.8.txt",
-			map[string]erdma.Severity{"nccl-wrong": erdma.SeverityFail}, erdma.SeverityFail},
+			map[string]health.Severity{"nccl-wrong": health.Fail}, health.Fail},
 		{"B08_nccl_tests_nccl1_old_format_NCCL_failure_unhandled_cuda_error.txt",
-			map[string]erdma.Severity{"nccl-test-failure": erdma.SeverityFail}, erdma.SeverityFail},
+			map[string]health.Severity{"nccl-test-failure": health.Fail}, health.Fail},
 		{"C01_nccl_info_mpirun_2node_NET_IB_no_device_found_socket_plugin_load_17_v2.10.3_excerpt.txt",
-			map[string]erdma.Severity{"nccl-socket-fallback": erdma.SeverityFail}, erdma.SeverityFail},
+			map[string]health.Severity{"nccl-socket-fallback": health.Fail}, health.Fail},
 		{"C02_nccl_info_NET_IB_RoCE_RO_OOB_GPU_Direct_RDMA_Disabled_for_HCA.txt",
-			map[string]erdma.Severity{"nccl-gdr": erdma.SeverityWarn}, erdma.SeverityFail},
+			map[string]health.Severity{"nccl-gdr": health.Warn}, health.Fail},
 		{"C05_nccl_info_GDRDMA_receive_send_multi_nic_aks.txt",
-			map[string]erdma.Severity{"nccl-gdr": erdma.SeverityOK}, erdma.SeverityFail},
+			map[string]health.Severity{"nccl-gdr": health.OK}, health.Fail},
 		{"erdma-nccl_warn_ibv_create_qp_enomem_memlock_64k_erdma_pod.txt",
-			map[string]erdma.Severity{"nccl-memlock": erdma.SeverityFail}, erdma.SeverityFail},
+			map[string]health.Severity{"nccl-memlock": health.Fail}, health.Fail},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,8 +30,8 @@ func good() *TestResult {
 		Rows: []Row{row(4<<20, 10, 0), row(1<<30, 26.6, 0)}, NCCL: ibLog()}
 }
 
-func ids(fs []erdma.Finding) map[string]erdma.Finding {
-	m := map[string]erdma.Finding{}
+func ids(fs []health.Finding) map[string]health.Finding {
+	m := map[string]health.Finding{}
 	for _, f := range fs {
 		m[f.ID] = f
 	}
@@ -43,69 +44,69 @@ func TestDiagnose(t *testing.T) {
 		name   string
 		edit   func(*TestResult)
 		exp    Expectation
-		want   map[string]erdma.Severity
+		want   map[string]health.Severity
 		absent []string
-		worst  erdma.Severity
+		worst  health.Severity
 		words  map[string]string // id -> word in summary+remediation+evidence
 	}{
 		{"healthy run over eRDMA with ncclog.GDR", nil, Expectation{BusBWGBs: 20},
-			map[string]erdma.Severity{"nccl-network": erdma.SeverityOK, "nccl-gdr": erdma.SeverityOK, "nccl-busbw": erdma.SeverityOK},
-			[]string{"nccl-wrong", "nccl-socket-fallback"}, erdma.SeverityOK, map[string]string{"nccl-network": "erdma_0:1/RoCE"}},
+			map[string]health.Severity{"nccl-network": health.OK, "nccl-gdr": health.OK, "nccl-busbw": health.OK},
+			[]string{"nccl-wrong", "nccl-socket-fallback"}, health.OK, map[string]string{"nccl-network": "erdma_0:1/RoCE"}},
 		{"below the flag's expectation", nil, Expectation{BusBWGBs: 40},
-			map[string]erdma.Severity{"nccl-busbw": erdma.SeverityWarn}, nil, erdma.SeverityWarn, map[string]string{"nccl-busbw": "66%"}},
+			map[string]health.Severity{"nccl-busbw": health.Warn}, nil, health.Warn, map[string]string{"nccl-busbw": "66%"}},
 		{"profile rule: 26.6 >= 240/8/2", nil, Expectation{Profile: profile},
-			map[string]erdma.Severity{"nccl-busbw": erdma.SeverityOK}, nil, erdma.SeverityOK, map[string]string{"nccl-busbw": "15.00"}},
+			map[string]health.Severity{"nccl-busbw": health.OK}, nil, health.OK, map[string]string{"nccl-busbw": "15.00"}},
 		{"profile rule skips small sizes", func(r *TestResult) { r.Rows = r.Rows[:1] }, Expectation{Profile: profile},
-			nil, []string{"nccl-busbw"}, erdma.SeverityOK, nil},
+			nil, []string{"nccl-busbw"}, health.OK, nil},
 		{"profile rule skips one host", func(r *TestResult) { r.Hosts = 1 }, Expectation{Profile: profile},
-			nil, []string{"nccl-busbw"}, erdma.SeverityOK, nil},
+			nil, []string{"nccl-busbw"}, health.OK, nil},
 		{"socket fallback, HCA matches nothing", func(r *TestResult) {
 			r.NCCL = &LogSummary{Network: "Socket", IBNoDevice: true, SocketInterfaces: []string{"eth0"},
 				Env:          map[string]string{"NCCL_IB_HCA": "mlx5"},
 				PluginErrors: []string{"NET/Plugin : Plugin load returned 17 : libnccl-net.so: cannot open shared object file"},
 				Channels:     map[string]int{"NET/IB": 0, "NET/Socket": 8}}
 		}, Expectation{},
-			map[string]erdma.Severity{"nccl-socket-fallback": erdma.SeverityFail}, []string{"nccl-network", "nccl-gdr"}, erdma.SeverityFail,
+			map[string]health.Severity{"nccl-socket-fallback": health.Fail}, []string{"nccl-network", "nccl-gdr"}, health.Fail,
 			map[string]string{"nccl-socket-fallback": "NCCL_IB_HCA=mlx5 matches no usable device"}},
 		{"socket fallback inferred from channels", func(r *TestResult) {
 			r.NCCL = &LogSummary{Channels: map[string]int{"NET/IB": 0, "NET/Socket": 8}}
-		}, Expectation{}, map[string]erdma.Severity{"nccl-socket-fallback": erdma.SeverityFail}, nil, erdma.SeverityFail,
+		}, Expectation{}, map[string]health.Severity{"nccl-socket-fallback": health.Fail}, nil, health.Fail,
 			map[string]string{"nccl-socket-fallback": "8 channel connections via NET/Socket"}},
 		{"ncclog.GDR disabled for the HCA", func(r *TestResult) {
 			r.NCCL.GDR = ncclog.GDR{Disabled: []string{"erdma_0"}}
 			r.NCCL.GDRDMAChannels = 0
-		}, Expectation{}, map[string]erdma.Severity{"nccl-gdr": erdma.SeverityWarn}, nil, erdma.SeverityWarn,
+		}, Expectation{}, map[string]health.Severity{"nccl-gdr": health.Warn}, nil, health.Warn,
 			map[string]string{"nccl-gdr": "modprobe nvidia_peermem"}},
 		{"ncclog.GDR possible but distance", func(r *TestResult) { r.NCCL.GDRDMAChannels = 0 }, Expectation{},
-			map[string]erdma.Severity{"nccl-gdr": erdma.SeverityWarn}, nil, erdma.SeverityWarn,
+			map[string]health.Severity{"nccl-gdr": health.Warn}, nil, health.Warn,
 			map[string]string{"nccl-gdr": "NCCL_NET_GDR_LEVEL=SYS"}},
 		{"some ranks on sockets", func(r *TestResult) { r.NCCL.Networks = []string{"IB", "Socket"} }, Expectation{},
-			map[string]erdma.Severity{"nccl-socket-fallback": erdma.SeverityFail}, nil, erdma.SeverityFail,
+			map[string]health.Severity{"nccl-socket-fallback": health.Fail}, nil, health.Fail,
 			map[string]string{"nccl-socket-fallback": "some ranks fell back"}},
 		{"IB channels without GDRDMA and no ncclog.GDR lines", func(r *TestResult) { r.NCCL.GDR = ncclog.GDR{}; r.NCCL.GDRDMAChannels = 0 }, Expectation{},
-			map[string]erdma.Severity{"nccl-gdr": erdma.SeverityWarn}, nil, erdma.SeverityWarn,
+			map[string]health.Severity{"nccl-gdr": health.Warn}, nil, health.Warn,
 			map[string]string{"nccl-gdr": "16 channel connections via NET/IB"}},
 		{"wrong values", func(r *TestResult) { r.Rows[1].OutOfPlace.Wrong = wrongN(96); r.OutOfBounds = 4; r.OK = false }, Expectation{},
-			map[string]erdma.Severity{"nccl-wrong": erdma.SeverityFail}, nil, erdma.SeverityFail, map[string]string{"nccl-wrong": "8500"}},
+			map[string]health.Severity{"nccl-wrong": health.Fail}, nil, health.Fail, map[string]string{"nccl-wrong": "8500"}},
 		{"N/A wrong is not corruption", func(r *TestResult) { r.Rows[1].InPlace.Wrong = Count{} }, Expectation{},
-			nil, []string{"nccl-wrong"}, erdma.SeverityOK, nil},
+			nil, []string{"nccl-wrong"}, health.OK, nil},
 		{"memlock", func(r *TestResult) {
 			r.NCCL.MemlockSuspect = true
 			r.NCCL.QPCreateFailures = 2
 			r.NCCL.Warnings = []string{"Call to ibv_create_qp failed with error Unknown error -12"}
-		}, Expectation{}, map[string]erdma.Severity{"nccl-memlock": erdma.SeverityFail}, []string{"nccl-warnings"}, erdma.SeverityFail,
+		}, Expectation{}, map[string]health.Severity{"nccl-memlock": health.Fail}, []string{"nccl-warnings"}, health.Fail,
 			map[string]string{"nccl-memlock": "ulimit -l unlimited"}},
 		{"crashing version", func(r *TestResult) { r.NCCL.NCCLVersion = "2.28.7" }, Expectation{},
-			map[string]erdma.Severity{"nccl-version-crash": erdma.SeverityFail}, nil, erdma.SeverityFail, nil},
+			map[string]health.Severity{"nccl-version-crash": health.Fail}, nil, health.Fail, nil},
 		{"test failure, no table", func(r *TestResult) {
 			r.Rows = nil
 			r.Failures = []string{"Test NCCL failure common.cu:1005 'unhandled system error'"}
 		}, Expectation{BusBWGBs: 10},
-			map[string]erdma.Severity{"nccl-test-failure": erdma.SeverityFail}, []string{"nccl-no-results", "nccl-busbw"}, erdma.SeverityFail, nil},
+			map[string]health.Severity{"nccl-test-failure": health.Fail}, []string{"nccl-no-results", "nccl-busbw"}, health.Fail, nil},
 		{"no table", func(r *TestResult) { r.Rows = nil; r.NCCL = nil }, Expectation{},
-			map[string]erdma.Severity{"nccl-no-results": erdma.SeverityFail}, nil, erdma.SeverityFail, nil},
+			map[string]health.Severity{"nccl-no-results": health.Fail}, nil, health.Fail, nil},
 		{"plugin network", func(r *TestResult) { r.NCCL.Network = "AWS Libfabric" }, Expectation{},
-			map[string]erdma.Severity{"nccl-network": erdma.SeverityWarn}, []string{"nccl-gdr"}, erdma.SeverityWarn, nil},
+			map[string]health.Severity{"nccl-network": health.Warn}, []string{"nccl-gdr"}, health.Warn, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,7 +134,7 @@ func TestDiagnose(t *testing.T) {
 			}
 			for _, f := range fs {
 				assert.NotNil(t, f.Evidence, f.ID)
-				if f.Severity == erdma.SeverityWarn || f.Severity == erdma.SeverityFail {
+				if f.Severity == health.Warn || f.Severity == health.Fail {
 					if f.ID != "nccl-warnings" {
 						assert.NotEmpty(t, f.Remediation, f.ID)
 					}
@@ -148,6 +149,6 @@ func TestDiagnoseRun(t *testing.T) {
 	require.Len(t, fs, 1)
 	assert.Equal(t, "launch-not-enough-slots", fs[0].ID)
 	fs = DiagnoseRun(&RunResult{Result: good()}, Expectation{})
-	assert.Equal(t, erdma.SeverityOK, Worst(fs))
+	assert.Equal(t, health.OK, Worst(fs))
 	assert.Equal(t, "nccl-no-output", DiagnoseRun(nil, Expectation{})[0].ID)
 }

@@ -3,7 +3,7 @@ package nccl
 import (
 	"fmt"
 
-	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 )
 
 // RunReport is the public schema of `erdmakit nccl run --json`: the
@@ -22,10 +22,10 @@ type RunReport struct {
 	Cancelled        bool            `json:"cancelled,omitempty"`
 	LaunchFailures   []LaunchFailure `json:"launch_failures"`
 	// ExpectBusBWGBs is the expectation the busbw finding used (0: none).
-	ExpectBusBWGBs float64         `json:"expect_busbw_gbs,omitempty"`
-	Findings       []erdma.Finding `json:"findings"`
+	ExpectBusBWGBs float64          `json:"expect_busbw_gbs,omitempty"`
+	Findings       []health.Finding `json:"findings"`
 	// Status is the worst finding: ok, warn (e.g. below expectation) or fail.
-	Status erdma.Severity `json:"status"`
+	Status health.Severity `json:"status"`
 }
 
 // NewRunReport diagnoses run and returns the report.
@@ -54,10 +54,10 @@ func NewRunReport(run *RunResult, exp Expectation) *RunReport {
 	}
 	rep.Findings = DiagnoseRun(run, exp)
 	if rep.Findings == nil {
-		rep.Findings = []erdma.Finding{}
+		rep.Findings = []health.Finding{}
 	}
 	if run != nil && run.ExitCode != 0 && len(run.Failures) == 0 && !run.Cancelled {
-		rep.Findings = append(rep.Findings, erdma.Finding{ID: "launch-exit-status", Severity: erdma.SeverityFail,
+		rep.Findings = append(rep.Findings, health.Finding{ID: "launch-exit-status", Severity: health.Fail,
 			Summary:     fmt.Sprintf("the launcher exited with status %d", run.ExitCode),
 			Evidence:    []string{ShellJoin(run.Argv)},
 			Remediation: "read the launcher's output (--log FILE keeps it; -v shows it live)"})

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -141,26 +141,26 @@ func TestGDRPaths(t *testing.T) {
 		extra    map[string]string
 		path     string
 		peermem  string
-		severity erdma.Severity
+		severity health.Severity
 		summary  string
 		fix      string
 	}{
-		{name: "DMA-BUF without peermem", path: GDRDMABUF, severity: erdma.SeverityOK,
+		{name: "DMA-BUF without peermem", path: GDRDMABUF, severity: health.OK,
 			summary: "GPUDirect RDMA ready through DMA-BUF (kernel 6.8.0-45-generic, open module, rdma-core 50): nvidia_peermem not needed"},
-		{name: "DMA-BUF and peermem", extra: peermem, path: GDRDMABUF, peermem: GDRPeermem, severity: erdma.SeverityOK,
+		{name: "DMA-BUF and peermem", extra: peermem, path: GDRDMABUF, peermem: GDRPeermem, severity: health.OK,
 			summary: "nvidia_peermem also loaded, NCCL prefers DMA-BUF"},
 		{name: "peermem with the proprietary module", extra: merge(peermem, map[string]string{"proc/driver/nvidia/version": proprietaryVersion}),
-			path: GDRPeermem, peermem: GDRPeermem, severity: erdma.SeverityOK, summary: "GPUDirect RDMA ready through nvidia_peermem"},
-		{name: "neither", extra: map[string]string{"proc/driver/nvidia/version": proprietaryVersion}, severity: erdma.SeverityFail,
+			path: GDRPeermem, peermem: GDRPeermem, severity: health.OK, summary: "GPUDirect RDMA ready through nvidia_peermem"},
+		{name: "neither", extra: map[string]string{"proc/driver/nvidia/version": proprietaryVersion}, severity: health.Fail,
 			summary: "not loaded; DMA-BUF: the NVIDIA kernel module is the proprietary one", fix: "or GPUDirect RDMA through DMA-BUF"},
 		// eRDMA: every other DMA-BUF precondition holds, yet its provider
 		// registers no dma-buf: nvidia_peermem stays required, and the fix
 		// offers no DMA-BUF way out.
 		{name: "erdma with DMA-BUF's preconditions: peermem required", extra: map[string]string{mlx5Driver: "-", erdmaDriver: "-> ../../../../bus/pci/drivers/erdma"},
-			severity: erdma.SeverityFail, summary: "DMA-BUF: the RDMA provider registers no dma-buf: erdma_0 (erdma)", fix: "modprobe nvidia_peermem"},
+			severity: health.Fail, summary: "DMA-BUF: the RDMA provider registers no dma-buf: erdma_0 (erdma)", fix: "modprobe nvidia_peermem"},
 		{name: "erdma with peermem", extra: merge(peermem, map[string]string{mlx5Driver: "-", erdmaDriver: "-> ../../../../bus/pci/drivers/erdma"}),
-			path: GDRPeermem, peermem: GDRPeermem, severity: erdma.SeverityOK},
-		{name: "no peermem, DMA-BUF undecided", extra: map[string]string{libibverbs50: "-"}, severity: erdma.SeverityWarn,
+			path: GDRPeermem, peermem: GDRPeermem, severity: health.OK},
+		{name: "no peermem, DMA-BUF undecided", extra: map[string]string{libibverbs50: "-"}, severity: health.Warn,
 			summary: "DMA-BUF: rdma-core's version not known", fix: "modprobe nvidia_peermem"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,7 +174,7 @@ func TestGDRPaths(t *testing.T) {
 				if len(g.DMABUF.RefusedBy()) > 0 {
 					assert.NotContains(t, g.Remediation, "DMA-BUF", "the provider refuses dma-bufs: no DMA-BUF advice")
 				}
-				assert.Equal(t, tc.severity == erdma.SeverityWarn, g.DMABUF.Supported == SupportUnknown)
+				assert.Equal(t, tc.severity == health.Warn, g.DMABUF.Supported == SupportUnknown)
 			}
 			require.NotEmpty(t, g.Evidence)
 			assert.Equal(t, tc.path, g.Path)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/gid"
 	"github.com/erdmakit/erdmakit/ibverbs"
 )
 
@@ -165,7 +166,7 @@ func (s *verbsSession) Connect(ctx context.Context, remote []Endpoint) error {
 		if uint64(r.Addr) == 0 && !s.cfg.Server {
 			return fmt.Errorf("remote endpoint %d has no buffer", i)
 		}
-		ep := ibverbs.Endpoint{QPN: r.QPN, PSN: r.PSN, GID: ibverbs.GID(r.GID), LID: r.LID, MTU: ibverbs.MTU(r.MTU), Addr: r.Addr, RKey: r.RKey}
+		ep := ibverbs.Endpoint{QPN: r.QPN, PSN: r.PSN, GID: gid.GID(r.GID), LID: r.LID, MTU: ibverbs.MTU(r.MTU), Addr: r.Addr, RKey: r.RKey}
 		if err := s.qps[i].Connect(ep); err != nil {
 			return fmt.Errorf("QP %d: %w", i, err)
 		}

@@ -3,8 +3,12 @@ package plot
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/xml"
 	"errors"
+	"fmt"
+	"image"
+	"image/png"
 	"io"
 	"math"
 	"os"
@@ -144,6 +148,22 @@ func TestHeatmapOfManyHostsIsOneImage(t *testing.T) {
 	assert.False(t, strings.Contains(small.String(), "<image"), "32 hosts: SVG cells")
 	assert.True(t, strings.Contains(big.String(), "<image") && strings.Contains(big.String(), "data:image/"), "256 hosts: one embedded image")
 	assert.Less(t, big.Len(), 300<<10, "256 hosts' heat map")
+	// A pixel a cell, in the cells' colours.
+	_, data, ok := strings.Cut(big.String(), "data:image/png;base64,")
+	require.True(t, ok)
+	data, _, _ = strings.Cut(data, `"`)
+	raw, err := base64.StdEncoding.DecodeString(data)
+	require.NoError(t, err)
+	img, err := png.Decode(bytes.NewReader(raw))
+	require.NoError(t, err)
+	assert.Equal(t, image.Rect(0, 0, 256, 256), img.Bounds())
+	for _, c := range []struct {
+		x, y int
+		want string
+	}{{0, 4, "#b40426"}, {4, 200, "#b40426"}, {0, 9, "#c8c8c8"}, {7, 7, "#c8c8c8"}, {0, 1, "#3a4cc0"}} {
+		r, g, b, _ := img.At(c.x, c.y).RGBA()
+		assert.Equal(t, c.want, fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8), "pixel %d,%d", c.x, c.y)
+	}
 }
 
 func TestNCCLUse(t *testing.T) {
@@ -276,4 +296,19 @@ func FuzzSweep(f *testing.F) {
 		require.NoError(t, err)
 		wellFormed(t, b.String())
 	})
+}
+
+// The heat map says who is slow: host 4's cells are the red end, dead host
+// 9's and the diagonal grey, every other pair the blue end.
+func TestHeatmapColoursTheCulprits(t *testing.T) {
+	var b strings.Builder
+	require.NoError(t, Heatmap(&b, mesh(12)))
+	cells := map[string]int{}
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(l, "<rect") && strings.Contains(l, `stroke="#ffffff"`) {
+			_, fill, _ := strings.Cut(l, `fill="`)
+			cells[fill[:7]]++
+		}
+	}
+	assert.Equal(t, map[string]int{"#b40426": 20, "#c8c8c8": 34, "#3a4cc0": 90}, cells)
 }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/erdmakit/erdmakit/doctor"
+	"github.com/erdmakit/erdmakit/doctor/verbsprobe"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/ecsfake"
@@ -91,7 +92,7 @@ func TestLabSetupFromUnconfigured(t *testing.T) {
 
 	opt := setup.Options{Skip: []string{doctor.StageCloud, doctor.StageDriver},
 		Doctor: doctor.Options{Metadata: &erdma.MetadataClient{BaseURL: srv.URL, Timeout: 20 * time.Second}, InstanceType: "", SkipTools: true,
-			Checks: rxeStandIn(dev)},
+			Verbs: verbsprobe.Live{}, Checks: rxeStandIn(dev)},
 		Fix:           doctor.FixEnv{Files: hf, Metadata: &erdma.MetadataClient{BaseURL: srv.URL, Timeout: 20 * time.Second}, Netdevs: []string{nd}, NetworkStack: doctor.StackNetworkd},
 		VerifyOptions: setup.VerifyOptions{Devices: []string{dev}, Config: perf.Config{Size: 65536, QPs: 1, Iterations: 200}},
 	}

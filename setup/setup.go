@@ -57,7 +57,9 @@ type Options struct {
 	DryRun bool
 	// Only and Skip select stages by name (doctor.Stages()).
 	Only, Skip []string
-	// Doctor are the doctor's options for reading and judging the host.
+	// Doctor are the doctor's options for reading and judging the host
+	// (its Verbs, verbsprobe.Live for the live verbs check, as erdmakit
+	// setup runs it).
 	Doctor doctor.Options
 	// Fix is what the host stages act through (files, metadata, netdevs,
 	// --install-driver, --reload-driver).

@@ -138,7 +138,7 @@ func planNCCLEnv(ctx context.Context, h erdma.Host, rep *erdma.Report, opt *Opti
 	if graphFile == "" {
 		graphFile = DefaultGraphFile
 	}
-	a, _, err := doctor.NCCLEnv(ctx, h, rep.Host, nccl.EnvOptions{GraphFile: graphFile})
+	a, _, err := doctor.NCCLEnv(ctx, h, rep.Host, opt.Doctor, nccl.EnvOptions{GraphFile: graphFile})
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/erdmakit/erdmakit/doctor"
+	"github.com/erdmakit/erdmakit/doctor/verbsprobe"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/eri"
 	"github.com/erdmakit/erdmakit/health"
@@ -82,10 +83,19 @@ func newDoctorCmd(g *globals) *cobra.Command {
 
 // options turns the flags into the doctor's options.
 func (f doctorFlags) options() doctor.Options {
-	opt := doctor.Options{InstanceType: f.instanceType, Interval: f.interval, SkipTools: f.skipTools}
+	opt := doctor.Options{InstanceType: f.instanceType, Interval: f.interval, SkipTools: f.skipTools, Verbs: verbsprobe.Live{}}
 	if !f.noMetadata {
 		opt.Metadata = &erdma.MetadataClient{BaseURL: f.metadataURL}
 	}
+	return opt
+}
+
+// doctorDefaults are doctor.DefaultOptions with the live verbs probe
+// (libibverbs through package ibverbs): the doctor the CLI's commands run
+// without its flags.
+func doctorDefaults() doctor.Options {
+	opt := doctor.DefaultOptions()
+	opt.Verbs = verbsprobe.Live{}
 	return opt
 }
 
@@ -208,7 +218,7 @@ func runDoctorOn(ctx context.Context, root string, opt doctor.Options, cloud *er
 	}
 	defer closer.Close()
 	if cloud != nil {
-		opt.Checks = append(opt.Checks, eri.DoctorChecks(ctx, h, *cloud)...)
+		opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(ctx, h, *cloud)...)...)
 	}
 	return doctor.Run(ctx, h, opt)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/fixture"
 )
 
@@ -56,10 +56,10 @@ func relinkDriver(t *testing.T, root, driver string) {
 // provider that does (mlx5), or whose recorded probe answered EBADF, passes
 // through DMA-BUF; and nccl env agrees.
 func TestDoctorGDRThroughDMABUF(t *testing.T) {
-	find := func(root string) erdma.Finding {
+	find := func(root string) health.Finding {
 		_, out, stderr := runCLI("doctor", "--root", root, "--json")
 		var rep struct {
-			Findings []erdma.Finding `json:"findings"`
+			Findings []health.Finding `json:"findings"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(out), &rep), stderr)
 		for _, f := range rep.Findings {
@@ -68,13 +68,13 @@ func TestDoctorGDRThroughDMABUF(t *testing.T) {
 			}
 		}
 		t.Fatal("no gdr-peermem finding")
-		return erdma.Finding{}
+		return health.Finding{}
 	}
 
 	// eRDMA with kernel 6.8, the open module, rdma-core 50: peermem required.
 	root := dmabufHost(t, true)
 	f := find(root)
-	assert.Equal(t, erdma.SeverityFail, f.Severity, f.Summary)
+	assert.Equal(t, health.Fail, f.Severity, f.Summary)
 	assert.Contains(t, f.Summary, "DMA-BUF is not supported by the RDMA provider erdma")
 	assert.Contains(t, f.Remediation, "modprobe nvidia_peermem")
 	assert.Contains(t, f.Remediation, "DMA-BUF is no alternative here: the erdma provider registers no dma-buf")
@@ -93,7 +93,7 @@ func TestDoctorGDRThroughDMABUF(t *testing.T) {
 	mlx := dmabufHost(t, true)
 	relinkDriver(t, mlx, "mlx5_core")
 	f = find(mlx)
-	assert.Equal(t, erdma.SeverityOK, f.Severity, f.Summary)
+	assert.Equal(t, health.OK, f.Severity, f.Summary)
 	assert.Contains(t, f.Summary, "DMA-BUF")
 	assert.Contains(t, f.Evidence, "GPUDirect RDMA through DMA-BUF (kernel >= 5.12, open NVIDIA module, rdma-core >= 34, an RDMA provider with reg_dmabuf_mr): yes")
 	code, out, stderr := runCLI("nccl", "env", "--root", mlx, "--gdr", "on")
@@ -107,11 +107,11 @@ func TestDoctorGDRThroughDMABUF(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(probed, "erdmakit/dmabuf-probe.json"),
 		[]byte(`[{"device": "erdma_0", "supported": true, "result": "EBADF"}, {"device": "erdma_1", "supported": true, "result": "EBADF"}]`), 0o644))
 	f = find(probed)
-	assert.Equal(t, erdma.SeverityOK, f.Severity, f.Summary)
+	assert.Equal(t, health.OK, f.Severity, f.Summary)
 	assert.Contains(t, f.Summary, "DMA-BUF")
 
 	// The proprietary module on eRDMA: fails the same way.
 	f = find(dmabufHost(t, false))
-	assert.Equal(t, erdma.SeverityFail, f.Severity, f.Summary)
+	assert.Equal(t, health.Fail, f.Severity, f.Summary)
 	assert.Contains(t, f.Remediation, "modprobe nvidia_peermem")
 }

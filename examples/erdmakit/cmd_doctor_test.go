@@ -7,6 +7,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -64,7 +65,7 @@ func TestDoctorJSON(t *testing.T) {
 	require.Equal(t, ExitFail, code, stderr)
 	var rep erdma.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
-	assert.Equal(t, erdma.SeverityFail, rep.Status)
+	assert.Equal(t, health.Fail, rep.Status)
 	// Every check of the erdma doctor, plus the nvml package's GPU count and
 	// GPU<->eRDMA distance checks (the fixture has GPUs), after gdr-peermem.
 	checks, err := doctor.Checks()
@@ -104,9 +105,9 @@ func TestDoctorInstanceTypeFlag(t *testing.T) {
 	for _, f := range rep.Findings {
 		switch f.ID {
 		case "erdma-devices":
-			assert.Equal(t, erdma.SeverityWarn, f.Severity, f.Summary)
+			assert.Equal(t, health.Warn, f.Severity, f.Summary)
 		case "gpu-count":
-			assert.Equal(t, erdma.SeverityFail, f.Severity, f.Summary)
+			assert.Equal(t, health.Fail, f.Severity, f.Summary)
 		}
 	}
 	assert.Equal(t, 2, rep.Host.Profile.GPUs)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/eri"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/spf13/cobra"
 )
@@ -110,15 +111,15 @@ func newERIStatusCmd(g *globals, f *eriFlags) *cobra.Command {
 			}
 			out := struct {
 				*eri.Status
-				Findings []erdma.Finding `json:"findings"`
+				Findings []health.Finding `json:"findings"`
 			}{st, st.Findings()}
 			if err := eriOutput(g, out, func() error { return printERIStatus(g, st, out.Findings) }); err != nil {
 				return err
 			}
 			switch st.Worst() {
-			case erdma.SeverityFail:
+			case health.Fail:
 				return exitCode(ExitFail)
-			case erdma.SeverityWarn:
+			case health.Warn:
 				return exitCode(ExitWarn)
 			}
 			return nil
@@ -142,7 +143,7 @@ func localInventory(ctx context.Context, g *globals) *erdma.Inventory {
 	return inv
 }
 
-func printERIStatus(g *globals, st *eri.Status, findings []erdma.Finding) error {
+func printERIStatus(g *globals, st *eri.Status, findings []health.Finding) error {
 	w := g.stdout
 	v := st.View
 	ti := v.TypeInfo
@@ -158,7 +159,7 @@ func printERIStatus(g *globals, st *eri.Status, findings []erdma.Finding) error 
 		return err
 	}
 	for _, f := range findings {
-		if f.Severity != erdma.SeverityWarn && f.Severity != erdma.SeverityFail {
+		if f.Severity != health.Warn && f.Severity != health.Fail {
 			continue
 		}
 		fmt.Fprintf(w, "%s: %s: %s\n", f.Severity, f.ID, f.Summary)

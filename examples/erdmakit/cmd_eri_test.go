@@ -76,7 +76,7 @@ func TestERIAttachDryRunThenAttachThenStatus(t *testing.T) {
 	require.Equal(t, ExitFail, code, stderr)
 	var st struct {
 		eri.Status
-		Findings []erdma.Finding `json:"findings"`
+		Findings []health.Finding `json:"findings"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &st))
 	require.Len(t, st.ENIs, 3)
@@ -192,7 +192,7 @@ func TestRecordCloudView(t *testing.T) {
 	assert.Equal(t, 2, v.TypeInfo.EriQuantity)
 }
 
-func findingOf(t *testing.T, rep *erdma.Report, id string) erdma.Finding {
+func findingOf(t *testing.T, rep *erdma.Report, id string) health.Finding {
 	t.Helper()
 	for _, f := range rep.Findings {
 		if f.ID == id {
@@ -200,7 +200,7 @@ func findingOf(t *testing.T, rep *erdma.Report, id string) erdma.Finding {
 		}
 	}
 	t.Fatalf("no finding %s", id)
-	return erdma.Finding{}
+	return health.Finding{}
 }
 
 // TestDoctorReplaysRecordedCloudView: a recording made with --cloud gives

@@ -116,11 +116,11 @@ func hostSnapshot(h erdma.Host, withDoctor bool, ttl time.Duration, md *erdma.Me
 		mu.Unlock()
 		// No counter interval: the scrape exposes the counters and
 		// Prometheus computes their rates.
-		opt := doctor.DefaultOptions()
+		opt := doctorDefaults()
 		opt.Interval = 0
 		opt.Metadata = md
 		if cloud != nil {
-			opt.Checks = append(opt.Checks, eri.DoctorChecks(ctx, h, *cloud)...)
+			opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(ctx, h, *cloud)...)...)
 		}
 		if snap.Report, err = doctor.Diagnose(ctx, h, inv, opt); err != nil {
 			return nil, err

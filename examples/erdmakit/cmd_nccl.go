@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/erdmakit/erdmakit/doctor"
+	"github.com/erdmakit/erdmakit/doctor/verbsprobe"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/atomicfile"
 	"github.com/erdmakit/erdmakit/internal/ctxio"
@@ -373,7 +374,7 @@ func hostEnvAdvice(ctx context.Context, g *globals, f ncclEnvFlags) (*nccl.EnvAd
 	if f.version != "" {
 		opts.NCCL = []nccl.NCCLInstall{{Version: f.version, Path: "--nccl-version"}}
 	}
-	a, inv, err := doctor.NCCLEnv(ctx, h, inv, opts)
+	a, inv, err := doctor.NCCLEnv(ctx, h, inv, doctor.Options{Verbs: verbsprobe.Live{}}, opts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 )
 
 func TestNCCLRunDryRunIsTheGuideLine(t *testing.T) {
@@ -69,12 +70,12 @@ func TestNCCLRunWithMPIRun(t *testing.T) {
 		code, out, errs := runCLI(append(base, "--json", "--expect-busbw", "400", "--plot", svg, "--log", raw)...)
 		require.Equal(t, ExitWarn, code, "stdout:\n%s\nstderr:\n%s", out, errs)
 		var rep struct {
-			Collective string          `json:"collective"`
-			Rows       []any           `json:"rows"`
-			OK         bool            `json:"ok"`
-			Argv       []string        `json:"argv"`
-			Status     string          `json:"status"`
-			Findings   []erdma.Finding `json:"findings"`
+			Collective string           `json:"collective"`
+			Rows       []any            `json:"rows"`
+			OK         bool             `json:"ok"`
+			Argv       []string         `json:"argv"`
+			Status     string           `json:"status"`
+			Findings   []health.Finding `json:"findings"`
 			NCCL       *struct {
 				Network string `json:"network"`
 			} `json:"nccl"`
@@ -84,7 +85,7 @@ func TestNCCLRunWithMPIRun(t *testing.T) {
 		assert.True(t, rep.OK)
 		assert.Equal(t, "warn", rep.Status)
 		assert.Equal(t, "mpirun", filepath.Base(rep.Argv[0]))
-		var busbw *erdma.Finding
+		var busbw *health.Finding
 		for i := range rep.Findings {
 			if rep.Findings[i].ID == "nccl-busbw" {
 				busbw = &rep.Findings[i]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/erdmakit/erdmakit/doctor/verbsprobe"
 	"github.com/erdmakit/erdmakit/eri"
 
 	"github.com/erdmakit/erdmakit/doctor"
@@ -49,7 +50,7 @@ func newRecordCmd(g *globals) *cobra.Command {
 			}
 			// The RDMA providers' DMA-BUF answers (NCCL's probe), so --root
 			// replays the GPUDirect RDMA path.
-			if files, err := doctor.DMABUFRecordFiles(cmd.Context(), h); err != nil {
+			if files, err := doctor.DMABUFRecordFiles(cmd.Context(), h, verbsprobe.Live{}); err != nil {
 				fmt.Fprintln(g.stderr, "erdmakit: record: DMA-BUF probe not recorded:", err)
 			} else if len(files) > 0 {
 				if opt.Files == nil {

@@ -48,7 +48,7 @@ func (f *setupFlags) addHost(c *cobra.Command) {
 
 func (f *setupFlags) options(g *globals) (setup.Options, error) {
 	opt := setup.Options{Root: g.root, DryRun: f.dryRun, Only: f.only, Skip: f.skip, VerifyOptions: f.verify}
-	opt.Doctor = doctor.DefaultOptions()
+	opt.Doctor = doctorDefaults()
 	opt.Doctor.Metadata = &erdma.MetadataClient{BaseURL: f.metadataURL}
 	opt.Doctor.InstanceType = f.instanceType
 	if f.instanceType != "" {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/eri"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/ecsfake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,7 +37,7 @@ func TestExporterAsksOncePerRun(t *testing.T) {
 		require.NotNil(t, s.Report)
 		require.NotNil(t, s.Report.Host.Instance, "scrape %d knows the instance", i)
 		assert.Equal(t, "i-cli", s.Report.Host.Instance.ID)
-		var ch erdma.Finding
+		var ch health.Finding
 		for _, fd := range s.Report.Findings {
 			if fd.ID == erdma.FindingNetworkCardChannel {
 				ch = fd

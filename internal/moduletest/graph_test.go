@@ -1,0 +1,43 @@
+package moduletest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/erdmakit/erdmakit/internal/execx"
+	"github.com/erdmakit/erdmakit/internal/fixture"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPackageGraph pins what a package may pull into an importer's build
+// (library-2 items 6 and 7): the ECS API client does not drag in the
+// doctor, verbs (cgo's shim) or NVML; the doctor does not drive verbs
+// itself (its probe is injected: doctor/verbsprobe, which the CLI links);
+// no domain package imports the doctor.
+func TestPackageGraph(t *testing.T) {
+	root, err := fixture.ModuleRoot()
+	require.NoError(t, err)
+	deps := func(pkg string) []string {
+		list := execx.Command(t.Context(), "go", "list", "-deps", pkg)
+		list.Dir = root
+		out, err := list.Output()
+		require.NoError(t, err, "go list -deps %s", pkg)
+		return strings.Fields(string(out))
+	}
+	forbidden := map[string][]string{
+		"./eri":    {modulePath + "/doctor", modulePath + "/ibverbs", "github.com/NVIDIA/go-nvml"},
+		"./doctor": {modulePath + "/ibverbs"},
+	}
+	for _, pkg := range []string{"./erdma", "./nvml", "./ibverbs", "./nccl", "./perf", "./fleet", "./monitor", "./plot", "./report"} {
+		forbidden[pkg] = append(forbidden[pkg], modulePath+"/doctor")
+	}
+	for pkg, bad := range forbidden {
+		for _, d := range deps(pkg) {
+			for _, b := range bad {
+				assert.False(t, d == b || strings.HasPrefix(d, b+"/"), "%s depends on %s", pkg, d)
+			}
+		}
+	}
+	assert.Contains(t, deps("./examples/erdmakit"), modulePath+"/doctor/verbsprobe", "the CLI runs the doctor with the live verbs probe")
+}
