@@ -2,17 +2,16 @@ package erdma_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/erdmakit/erdmakit/internal/hostgen"
 )
 
@@ -26,28 +25,8 @@ func fifoHost(t *testing.T, rel string) erdma.Host {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, hostgen.Write(dir, hostgen.Host("fifo", hostgen.HealthyNICs()[:1])))
-	p := filepath.Join(dir, rel)
-	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-	require.NoError(t, os.RemoveAll(p))
-	require.NoError(t, syscall.Mkfifo(p, 0o644))
+	fixture.FIFO(t, dir, rel)
 	return erdma.RecordedHost(dir)
-}
-
-// promptly runs fn under a 200 ms deadline and fails the test when it has
-// not returned within 5 s (a read blocked on a FIFO never returns).
-func promptly(t *testing.T, fn func(ctx context.Context) error) error {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- fn(ctx) }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(5 * time.Second):
-		t.Fatal("still blocked 5 s after a 200 ms deadline")
-		return nil
-	}
 }
 
 // TestHostReadersReturnPromptlyOnAFIFO: issue 26 item 4. Every exported
@@ -106,7 +85,7 @@ func TestHostReadersReturnPromptlyOnAFIFO(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := fifoHost(t, tc.fifo)
 			var errs []string
-			err := promptly(t, func(ctx context.Context) error {
+			err := fixture.Promptly(t, func(ctx context.Context) error {
 				var err error
 				errs, err = tc.read(ctx, h)
 				return err
@@ -154,7 +133,7 @@ func TestHostReadersGiveUpWhenCtxEnds(t *testing.T) {
 func TestOpenHostArchiveFIFO(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "host.tar.gz")
 	require.NoError(t, syscall.Mkfifo(p, 0o644))
-	err := promptly(t, func(ctx context.Context) error {
+	err := fixture.Promptly(t, func(ctx context.Context) error {
 		_, c, err := erdma.OpenHost(ctx, p)
 		c.Close()
 		return err

@@ -2,15 +2,14 @@ package nvml
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/internal/fixture"
 )
 
 // pciTree is a root with one PCI function, 0000:00:05.0, linked from
@@ -26,32 +25,6 @@ func pciTree(t *testing.T) string {
 		"sys/devices/pci0000:00/0000:00:05.0/local_cpulist": "0-15\n",
 		"sys/bus/pci/devices/0000:00:05.0":                  "-> ../../../devices/pci0000:00/0000:00:05.0",
 	})
-}
-
-// fifoAt makes rel under root a FIFO with no writer.
-func fifoAt(t *testing.T, root, rel string) {
-	t.Helper()
-	p := filepath.Join(root, rel)
-	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-	require.NoError(t, os.RemoveAll(p))
-	require.NoError(t, syscall.Mkfifo(p, 0o644))
-}
-
-// promptly runs fn under a 200 ms deadline and fails when it has not
-// returned within 5 s (a read blocked on a FIFO never returns).
-func promptly(t *testing.T, fn func(ctx context.Context) string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-	defer cancel()
-	done := make(chan string, 1)
-	go func() { done <- fn(ctx) }()
-	select {
-	case s := <-done:
-		return s
-	case <-time.After(5 * time.Second):
-		t.Fatal("still blocked 5 s after a 200 ms deadline")
-		return ""
-	}
 }
 
 // TestReadersReturnPromptlyOnAFIFO: issue 26 item 4. Each reader of a
@@ -82,8 +55,8 @@ func TestReadersReturnPromptlyOnAFIFO(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := pciTree(t)
-			fifoAt(t, root, tc.fifo)
-			got := promptly(t, func(ctx context.Context) string { return tc.read(ctx, root) })
+			fixture.FIFO(t, root, tc.fifo)
+			got := fixture.Promptly(t, func(ctx context.Context) string { return tc.read(ctx, root) })
 			assert.Contains(t, got, filepath.Base(tc.fifo), "the answer names the FIFO")
 			assert.Contains(t, got, "FIFO")
 		})
