@@ -124,10 +124,10 @@ func builtins() []Check {
 			cs = append(cs,
 				Check{ID: nvml.FindingGPUCount, Step: "guide step 1", Title: "as many GPUs as the instance type has",
 					Run: func(_ context.Context, in *Input) health.Finding {
-						return GPUCountFinding(in.GPUs, in.Inventory.Profile)
+						return gpuCountFinding(in.GPUs, in.Inventory.Profile)
 					}},
 				Check{ID: nvml.FindingGPUDistance, Step: "domain section 5", Title: "each GPU's nearest eRDMA device and the PCIe distance",
-					Run: func(_ context.Context, in *Input) health.Finding { return GPUDistanceFinding(in.GPUs) }})
+					Run: func(_ context.Context, in *Input) health.Finding { return gpuDistanceFinding(in.GPUs) }})
 		}
 	}
 	return cs
@@ -313,7 +313,7 @@ func GPUs(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Options) 
 	if err != nil {
 		return nvml.Unavailable(h.Root(), err)
 	}
-	info := GPUInfo(rep)
+	info := gpuInfo(rep)
 	inv.GPU = &info
 	return rep
 }

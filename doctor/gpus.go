@@ -14,9 +14,9 @@ import (
 // live here, so that nvml depends on no erdma (and builds without cgo on any
 // OS).
 
-// GPUInfo is the inventory's summary of a GPU report (erdma.GPUInfo): what
+// gpuInfo is the inventory's summary of a GPU report (erdma.GPUInfo): what
 // erdma.DecideGDRLevel and nccl.AdviseEnv read.
-func GPUInfo(r *nvml.Report) erdma.GPUInfo {
+func gpuInfo(r *nvml.Report) erdma.GPUInfo {
 	info := erdma.GPUInfo{Available: r.Available, Reason: r.Reason, GDRPath: r.GDR.Path, DMABUF: string(r.GDR.DMABUF.Supported),
 		DMABUFRefusedBy: r.GDR.DMABUF.RefusedBy()}
 	if r.GPUs != nil {
@@ -32,9 +32,9 @@ func GPUInfo(r *nvml.Report) erdma.GPUInfo {
 	return info
 }
 
-// GPUCountFinding is the gpu-count check: the instance has the GPUs its
+// gpuCountFinding is the gpu-count check: the instance has the GPUs its
 // type promises (profile nil or GPUs 0: unknown, never guessed).
-func GPUCountFinding(r *nvml.Report, p *erdma.Profile) health.Finding {
+func gpuCountFinding(r *nvml.Report, p *erdma.Profile) health.Finding {
 	f := health.Finding{ID: nvml.FindingGPUCount, Evidence: []string{}}
 	want := 0
 	if p != nil {
@@ -72,10 +72,10 @@ func GPUCountFinding(r *nvml.Report, p *erdma.Profile) health.Finding {
 	return f
 }
 
-// GPUDistanceFinding is the gpu-nic-distance check: each GPU's nearest
+// gpuDistanceFinding is the gpu-nic-distance check: each GPU's nearest
 // eRDMA device, and whether NCCL uses GPUDirect RDMA across that distance
 // (erdma.DecideGDRLevel, the one rule nccl env and AdviseEnv share).
-func GPUDistanceFinding(r *nvml.Report) health.Finding {
+func gpuDistanceFinding(r *nvml.Report) health.Finding {
 	f := health.Finding{ID: nvml.FindingGPUDistance, Evidence: []string{}}
 	if r.Topology == nil {
 		f.Severity, f.Summary = health.Skip, "no GPUs to place"
@@ -114,7 +114,7 @@ func GPUDistanceFinding(r *nvml.Report) health.Finding {
 		return f
 	}
 	f.Severity = health.OK
-	info := GPUInfo(r)
+	info := gpuInfo(r)
 	level := erdma.DecideGDRLevel(&info).Level // the one rule the doctor, nccl env and AdviseEnv share
 	if level == "" {
 		f.Summary = fmt.Sprintf("every GPU's nearest eRDMA device is at most %s: NCCL uses GPUDirect RDMA by default", worst)

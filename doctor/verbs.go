@@ -93,7 +93,7 @@ func verbsCheck() Check {
 				names[i] = d.Name
 				ports[d.Name] = len(d.Ports)
 			}
-			return VerbsFinding(in.Host.Root(), in.Inventory.Devices, in.verbs.Probe(ctx, names, ports))
+			return verbsFinding(in.Host.Root(), in.Inventory.Devices, in.verbs.Probe(ctx, names, ports))
 		}}
 }
 
@@ -115,9 +115,9 @@ func verbsTargets(devs []erdma.Device) []erdma.Device {
 	return out
 }
 
-// VerbsFinding decides the verbs check from sysfs's devices and the probe;
+// verbsFinding decides the verbs check from sysfs's devices and the probe;
 // root is the host root under which the provider files are looked for.
-func VerbsFinding(root string, devs []erdma.Device, p VerbsProbe) health.Finding {
+func verbsFinding(root string, devs []erdma.Device, p VerbsProbe) health.Finding {
 	if p.LoadErr != nil {
 		return health.Finding{Severity: health.Fail,
 			Summary:     "libibverbs.so.1 cannot be loaded: ibv_devinfo, perftest and NCCL cannot use RDMA",
