@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,11 @@ type Options struct {
 	Timeout time.Duration
 	// Root is the host root for the device's GIDs ("/" when empty).
 	Root string
+	// MBPerSec leaves out --report_gbits: ib_write_bw then prints MiB/s
+	// with two decimals, a thousand times finer than Gb/s's two (0.47 Gb/s
+	// is 56.03 MB/sec); the results are converted to Gbit/s either way.
+	// For comparisons within a percent at low rates (perf/internal/bwbench).
+	MBPerSec bool
 
 	// latency: ib_write_lat's arguments (RunWriteLat, ServeWriteLat).
 	latency bool
@@ -80,6 +86,9 @@ type Run struct {
 // resolve it per device before calling Args.
 func (o Options) Args(dev string, port int, server string) []string {
 	a := []string{"-d", dev, "-F", "--report_gbits", "-p", strconv.Itoa(port), "-q", strconv.Itoa(max(o.QPs, 1))}
+	if o.MBPerSec {
+		a = slices.Delete(a, 3, 4) // "--report_gbits"
+	}
 	if o.latency { // one QP; its table is in usec whatever the units
 		a = []string{"-d", dev, "-F", "-p", strconv.Itoa(port)}
 	}

@@ -27,6 +27,9 @@ func fakeOptions(t *testing.T, mode string) Options {
 func TestArgsFollowTheGuide(t *testing.T) {
 	o := Options{QPs: 16, GIDIndex: -1}.withDefaults()
 	assert.Equal(t, []string{"-d", "erdma_0", "-F", "--report_gbits", "-p", "18515", "-q", "16"}, o.Args("erdma_0", 18515, ""))
+	mb := o
+	mb.MBPerSec = true
+	assert.Equal(t, []string{"-d", "erdma_0", "-F", "-p", "18515", "-q", "16"}, mb.Args("erdma_0", 18515, ""), "MB/sec: no --report_gbits")
 	o = Options{QPs: 4, Size: 4096, Duration: 5 * time.Second, GIDIndex: 1, Method: connect.RDMACM}.withDefaults()
 	assert.Equal(t, []string{"-d", "rxe0", "-F", "--report_gbits", "-p", "18516", "-q", "4", "-s", "4096", "-D", "5", "-x", "1", "-R", "10.0.9.1"},
 		o.Args("rxe0", 18516, "10.0.9.1"))
