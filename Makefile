@@ -50,8 +50,9 @@ lab: deps
 
 # Go benchmarks; the NCCL log analyser against grep -c and wc -l on a 1 GiB
 # log of two layouts (nccl/internal/logbench); then the side-by-side figure in
-# the lab: erdmakit's write loop (in C, and in Go: -go-loop) against
-# ib_write_bw on the lab's rxe0 (perf/internal/bwbench), and bw lat against
+# the lab: erdmakit's write loop against ib_write_bw and ib_write_bw -l on
+# the lab's rxe0, with ib_write_bw -l run a second time per round as the
+# control scored like ours (perf/internal/bwbench), and bw lat against
 # ib_write_lat (bench-lat). Each prints per-round ratios (median and
 # quartiles), the context switches per run, the date and the load average.
 bench: deps
@@ -60,7 +61,7 @@ bench: deps
 	$(GO) run ./nccl/internal/logbench -runs 10 -cli $(BIN)
 	$(GO) run ./nccl/internal/logbench -runs 10 -layout mpirun -cli $(BIN)
 	$(GO) build -o bin/bwbench ./perf/internal/bwbench
-	$(GO) run ./internal/lab/cmd/labrun -timeout 80m -shell "$(CURDIR)/bin/bwbench -reps 16 -qps 1,16 -duration 2s -margin 1s -go-loop"
+	$(GO) run ./internal/lab/cmd/labrun -timeout 80m -shell "$(CURDIR)/bin/bwbench -reps 16 -qps 1,16 -duration 2s -margin 1s"
 	$(MAKE) bench-lat
 
 # Write latency alone: erdmakit's ping-pong (in C, and in Go: -go-loop)
@@ -69,7 +70,7 @@ bench: deps
 bench-lat: deps
 	$(GO) build -o bin/latbench ./perf/internal/latbench
 	$(GO) run ./internal/lab/cmd/labrun -timeout 30m -shell "$(CURDIR)/bin/latbench -reps 6 -sizes 2,4096 -go-loop"
-	$(GO) run ./internal/lab/cmd/labrun -timeout 30m -shell2 "$(CURDIR)/bin/latbench -reps 4 -iters 300 -sizes 2,4096 -go-loop"
+	$(GO) run ./internal/lab/cmd/labrun -timeout 30m -shell2 "$(CURDIR)/bin/latbench -reps 8 -iters 1000 -sizes 2,4096 -go-loop"
 
 clean:
 	rm -rf bin

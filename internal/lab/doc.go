@@ -77,9 +77,10 @@
 //
 // # Two-VM tests
 //
-// The runner boots two VMs joined by a qemu socket netdev over 127.0.0.1 (one
-// Ethernet segment, 10.0.9.0/24, MACs 52:54:00:00:09:01 and :02), each with its
-// own rxe0: two real hosts. It runs the same binaries on both with
+// The runner boots two VMs joined by a qemu UDP socket netdev over 127.0.0.1
+// (one Ethernet segment, 10.0.9.0/24, MACs 52:54:00:00:09:01 and :02), each
+// with its own rxe0: two real hosts. (Not the TCP socket netdev: without
+// TCP_NODELAY every frame waited about 22 ms on Nagle and delayed ACKs.) It runs the same binaries on both with
 // `-test.run ^TestLab2Host`, at the same time; the single-VM run skips those
 // tests (-test.skip ^TestLab2Host). Before any test, each VM pings the other
 // (for up to about a minute); if the link carries nothing, both VMs are

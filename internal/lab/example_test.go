@@ -12,7 +12,7 @@ func ExampleVM_Args() {
 	vm := lab.VM{
 		Kernel:    lab.Kernel{Image: "/boot/vmlinuz-6.1.0-57-amd64"},
 		Initramfs: "/tmp/w/initramfs.cpio", WorkDir: "/tmp/w", Script: "run-a.sh",
-		Net: lab.Net{Listen: "127.0.0.1:40000", MAC: lab.MACA},
+		Net: lab.Net{Local: "127.0.0.1:40000", Remote: "127.0.0.1:40001", MAC: lab.MACA},
 	}
 	args := vm.Args()
 	for i := 0; i < len(args); i++ {
@@ -21,7 +21,7 @@ func ExampleVM_Args() {
 		}
 	}
 	// Output:
-	// -netdev socket,id=n0,listen=127.0.0.1:40000
+	// -netdev socket,id=n0,udp=127.0.0.1:40001,localaddr=127.0.0.1:40000
 	// -device virtio-net-pci,netdev=n0,mac=52:54:00:00:09:01
 }
 

@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,14 +169,14 @@ func cpioNames(t *testing.T, b []byte) []string {
 
 func TestVMArgs(t *testing.T) {
 	vm := VM{Name: "a", Kernel: Kernel{Image: "/boot/vmlinuz-x"}, Initramfs: "/w/initramfs.cpio", WorkDir: "/w", Script: "run-a.sh",
-		Net: Net{Listen: "127.0.0.1:4321", MAC: MACA}}
+		Net: Net{Local: "127.0.0.1:4321", Remote: "127.0.0.1:4322", MAC: MACA}}
 	args := strings.Join(vm.Args(), " ")
 	for _, want := range []string{
 		"-machine pc,accel=tcg", "-m 1024", "-smp 1", "-no-reboot", "-nodefaults",
 		"-kernel /boot/vmlinuz-x -initrd /w/initramfs.cpio",
 		"-virtfs local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap",
 		"-virtfs local,path=/w,mount_tag=lab,security_model=none,multidevs=remap",
-		"-netdev socket,id=n0,listen=127.0.0.1:4321",
+		"-netdev socket,id=n0,udp=127.0.0.1:4322,localaddr=127.0.0.1:4321",
 		"-device virtio-net-pci,netdev=n0,mac=52:54:00:00:09:01",
 		"-serial stdio",
 	} {
@@ -183,8 +184,8 @@ func TestVMArgs(t *testing.T) {
 	}
 	assert.Contains(t, vm.Args()[indexOf(vm.Args(), "-append")+1], "erdmakit.script=run-a.sh")
 
-	vm.Net = Net{Connect: "127.0.0.1:4321", MAC: MACB}
-	assert.Contains(t, strings.Join(vm.Args(), " "), "-netdev socket,id=n0,connect=127.0.0.1:4321 -device virtio-net-pci,netdev=n0,mac=52:54:00:00:09:02")
+	vm.Net = Net{Local: "127.0.0.1:4322", Remote: "127.0.0.1:4321", MAC: MACB}
+	assert.Contains(t, strings.Join(vm.Args(), " "), "-netdev socket,id=n0,udp=127.0.0.1:4321,localaddr=127.0.0.1:4322 -device virtio-net-pci,netdev=n0,mac=52:54:00:00:09:02")
 	vm.Net = Net{}
 	assert.Contains(t, strings.Join(vm.Args(), " "), "-netdev user,id=n0,restrict=on")
 }
@@ -211,13 +212,16 @@ func TestParseMarker(t *testing.T) {
 	assert.False(t, ok)
 }
 
-func TestListening(t *testing.T) {
-	tcp := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 0100007F:10E1 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0
-   1: 0100007F:10E2 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 20 4 30 10 -1`
-	assert.True(t, listening(tcp, "0100007F:10E1"))
-	assert.False(t, listening(tcp, "0100007F:10E2"), "established, not listening")
-	assert.False(t, listening(tcp, "0100007F:10E3"))
+func TestFreeLoopbackUDPPortsAreDistinct(t *testing.T) {
+	ports, err := FreeLoopbackUDPPorts(2)
+	require.NoError(t, err)
+	require.Len(t, ports, 2)
+	assert.NotEqual(t, ports[0], ports[1])
+	for _, p := range ports {
+		c, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p))
+		require.NoError(t, err, "free again once returned")
+		c.Close()
+	}
 }
 
 func TestScript(t *testing.T) {

@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -29,23 +30,30 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// fakeQemu plays a VM for the runner: it listens or connects as the socket
-// netdev asks, prints the markers a guest prints and, when the link is to
-// be dead, prints NOLINK and hangs as a real guest's peer would.
+// fakeQemu plays a VM for the runner: it binds its end of the UDP socket
+// netdev and meets its peer there (b sends until a answers), prints the
+// markers a guest prints and, when the link is to be dead, prints NOLINK
+// and hangs as a real guest's peer would.
 func fakeQemu(dir, mode string, args []string) int {
-	role, addr := "", ""
+	role, local, remote := "", "", ""
 	for _, a := range args {
 		for _, kv := range strings.Split(a, ",") {
-			if v, ok := strings.CutPrefix(kv, "listen="); ok {
-				role, addr = "a", v
+			if v, ok := strings.CutPrefix(kv, "localaddr="); ok {
+				local = v
 			}
-			if v, ok := strings.CutPrefix(kv, "connect="); ok {
-				role, addr = "b", v
+			if v, ok := strings.CutPrefix(kv, "udp="); ok {
+				remote = v
+			}
+			switch kv {
+			case "mac=" + MACA:
+				role = "a"
+			case "mac=" + MACB:
+				role = "b"
 			}
 		}
 	}
-	if role == "" {
-		fmt.Fprintln(os.Stderr, "fake qemu: no socket netdev in", args)
+	if role == "" || local == "" || remote == "" {
+		fmt.Fprintln(os.Stderr, "fake qemu: no UDP socket netdev in", args)
 		return 1
 	}
 	// Count this boot before meeting the peer: once a has met b, a may end
@@ -58,25 +66,9 @@ func fakeQemu(dir, mode string, args []string) int {
 	f.Close()
 	b, _ := os.ReadFile(filepath.Join(dir, "boots-"+role))
 	boots := bytes.Count(b, []byte("\n"))
-	if role == "a" {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "fake qemu:", err)
-			return 1
-		}
-		defer ln.Close()
-		c, err := ln.Accept() // as qemu's socket netdev: one peer
-		if err != nil {
-			return 1
-		}
-		defer c.Close()
-	} else {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "fake qemu:", err)
-			return 1
-		}
-		defer c.Close()
+	if err := meetPeer(role, local, remote); err != nil {
+		fmt.Fprintln(os.Stderr, "fake qemu:", err)
+		return 1
 	}
 	fmt.Println(MarkerPrefix + "READY")
 	if mode == "dead" || (mode == "flaky" && boots == 1) {
@@ -89,6 +81,36 @@ func fakeQemu(dir, mode string, args []string) int {
 	fmt.Println(MarkerPrefix + "LINK peer=x tries=1")
 	fmt.Println(MarkerPrefix + "EXIT 0")
 	return 0
+}
+
+// meetPeer exchanges one datagram with the peer: b says hello until a
+// answers it.
+func meetPeer(role, local, remote string) error {
+	c, err := net.ListenPacket("udp", local)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	to, err := net.ResolveUDPAddr("udp", remote)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 16)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		if role == "b" {
+			if _, err := c.WriteTo([]byte("hello"), to); err != nil {
+				return err
+			}
+		}
+		c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		if _, from, err := c.ReadFrom(buf); err == nil {
+			if role == "a" {
+				_, err = c.WriteTo([]byte("hello"), from)
+			}
+			return err
+		}
+	}
+	return errors.New("the peer never answered")
 }
 
 func bootPairWithFakeQemu(t *testing.T, mode string) ([]*Boot, string, time.Duration, error) {
@@ -133,7 +155,7 @@ func TestBootPairRebootsADeadLinkOnce(t *testing.T) {
 func TestBootPairGivesUpAfterTwoDeadLinks(t *testing.T) {
 	_, progress, took, err := bootPairWithFakeQemu(t, "dead")
 	require.ErrorIs(t, err, ErrNoLink, progress)
-	assert.Contains(t, err.Error(), "10.0.9.1 and 10.0.9.2 over 127.0.0.1:")
+	assert.Contains(t, err.Error(), "10.0.9.1 and 10.0.9.2 over UDP 127.0.0.1:")
 	assert.Equal(t, 2, countBoots(t, "a"))
 	assert.Equal(t, 2, countBoots(t, "b"))
 	assert.Less(t, took, 30*time.Second)

@@ -358,30 +358,21 @@ func (o *Options) boot(ctx context.Context, env *Env, guests []Guest, steps [][]
 		}
 		vms[i] = VM{Name: g.Role, Qemu: env.Qemu, Kernel: env.Kernel, Initramfs: env.Initramfs, WorkDir: env.WorkDir, Script: script, Keep: keepDirs(o.ModuleRoot)}
 	}
-	var port int
+	var link string
 	if len(vms) == 2 {
-		p, err := FreeLoopbackPort()
+		ports, err := FreeLoopbackUDPPorts(2)
 		if err != nil {
 			return nil, err
 		}
-		port = p
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		vms[0].Net = Net{Listen: addr, MAC: MACA}
-		vms[1].Net = Net{Connect: addr, MAC: MACB}
+		a, b := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
+		link = fmt.Sprintf("UDP %s and %s", a, b)
+		vms[0].Net = Net{Local: a, Remote: b, MAC: MACA}
+		vms[1].Net = Net{Local: b, Remote: a, MAC: MACB}
 	}
 	boots := make([]*Boot, len(vms))
 	errs := make([]error, len(vms))
 	var wg sync.WaitGroup
 	for i := range vms {
-		if i == 1 {
-			wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-			err := WaitListening(wctx, port)
-			wcancel()
-			if err != nil {
-				errs[1] = fmt.Errorf("%w: vm a never listened on 127.0.0.1:%d: %v", ErrUnavailable, port, err)
-				break
-			}
-		}
 		o.progress("booting vm %s", vms[i].Name)
 		wg.Add(1)
 		go func(i int) {
@@ -395,7 +386,7 @@ func (o *Options) boot(ctx context.Context, env *Env, guests []Guest, steps [][]
 	}
 	wg.Wait()
 	if noLink.Load() {
-		return boots, fmt.Errorf("%w (%s and %s over 127.0.0.1:%d)", ErrNoLink, guests[0].IP, guests[1].IP, port)
+		return boots, fmt.Errorf("%w (%s and %s over %s)", ErrNoLink, guests[0].IP, guests[1].IP, link)
 	}
 	return boots, errors.Join(errs...)
 }

@@ -15,3 +15,15 @@ func TestMediansLeaveFailedRunsOut(t *testing.T) {
 	g, _ = medians(ss, "other")
 	assert.Zero(t, g)
 }
+
+func TestAddRoundScoresTheControlAsOurs(t *testing.T) {
+	var sr sizeResult
+	sr.addRound(map[string]float64{"erdmakit": 1.0, "ib_write_bw": 0.8, plTool: 1.25, controlTool: 1.0})
+	sr.addRound(map[string]float64{"erdmakit": 1.0, "ib_write_bw": 0.5, controlTool: 1.1}) // -l failed: the better is plain
+	sr.addRound(map[string]float64{"ib_write_bw": 1, plTool: 1, controlTool: 1})           // ours failed
+	assert.InDeltaSlice(t, []float64{1.25, 2}, sr.Rounds, 1e-9)
+	assert.InDeltaSlice(t, []float64{0.8}, sr.RoundsPostList, 1e-9)
+	assert.InDeltaSlice(t, []float64{0.8, 2}, sr.RoundsBest, 1e-9)
+	assert.InDeltaSlice(t, []float64{0.8, 2.2, 1}, sr.RoundsControlBest, 1e-9, "the control against the same two as ours")
+	assert.InDeltaSlice(t, []float64{1, 1 / 1.1}, sr.RoundsOursControl, 1e-9)
+}
