@@ -277,3 +277,12 @@ func TestLatencyLoopbackSharesOneP(t *testing.T) {
 	t.Logf("one P: median %.1f us", results[0].MedianUS)
 	assert.Less(t, results[0].MedianUS, 250.0, "each answer waited for the peer's millisecond yield")
 }
+
+func TestPingYieldsOnlyWhereBothEndsShareTooFewCPUs(t *testing.T) {
+	assert.Equal(t, time.Duration(-1), pingYieldAfter(false), "a peer on another host: never, as ib_write_lat")
+	want := time.Duration(-1)
+	if runtime.NumCPU() < 2 {
+		want = spinYieldAfter
+	}
+	assert.Equal(t, want, pingYieldAfter(true))
+}

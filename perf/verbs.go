@@ -280,5 +280,7 @@ func (s *verbsSession) pingPong(device string, size int, answer bool, stall time
 	if s.remote == nil {
 		return nil, errors.New("post before connect")
 	}
-	return verbsPingPong(device, s.cq, s.qps[0], s.mr, s.remote[0], size, s.cfg.MaxInline, answer, stall)
+	// The same GID: both ends on this device, so on this host's CPUs.
+	sameHost := len(s.local) > 0 && s.local[0].GID == s.remote[0].GID
+	return verbsPingPong(device, s.cq, s.qps[0], s.mr, s.remote[0], size, s.cfg.MaxInline, answer, stall, pingYieldAfter(sameHost))
 }

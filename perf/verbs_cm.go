@@ -257,7 +257,9 @@ func (s *cmSession) pingPong(device string, size int, answer bool, stall time.Du
 		return nil, errors.New("post before connect")
 	}
 	l := s.lanes[0]
-	return verbsPingPong(device, l.cq, l.qp, l.mr, Endpoint{Addr: l.remote.Addr, RKey: l.remote.RKey}, size, s.cfg.MaxInline, answer, stall)
+	// Where the peer runs is not known here: on one CPU, yield as if it
+	// were this host.
+	return verbsPingPong(device, l.cq, l.qp, l.mr, Endpoint{Addr: l.remote.Addr, RKey: l.remote.RKey}, size, s.cfg.MaxInline, answer, stall, pingYieldAfter(true))
 }
 
 // stream implements streamer: the write loop in C over every lane, each
