@@ -10,7 +10,9 @@
 //	FAKE_NCCL_SAMPLE     path of the log rank 0 replays (required)
 //	FAKE_NCCL_ROW_DELAY  pause before each table row (Go duration, default 0)
 //	FAKE_NCCL_FAIL_RANK  this rank prints a "Test NCCL failure" and exits
-//	                     (the others wait, as in a collective, until killed) ...
+//	                     (the others wait, as in a collective, until killed),
+//	                     once rank 0 has printed the sample's header, as a real
+//	                     rank fails in a collective after init ...
 //	FAKE_NCCL_FAIL_CODE  ... with this code (default 3)
 //	FAKE_NCCL_HANG       "1": every rank hangs after its first lines;
 //	                     "ignore-term": the same, ignoring SIGTERM/SIGINT/SIGHUP
@@ -23,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,6 +85,9 @@ func run() int {
 		if c, err := strconv.Atoi(os.Getenv("FAKE_NCCL_FAIL_CODE")); err == nil {
 			code = c
 		}
+		if rank != 0 {
+			awaitHeader()
+		}
 		fmt.Fprintf(out, "%s: Test NCCL failure common.cu:1005 'unhandled system error (run with NCCL_DEBUG=INFO for details)'\n", host)
 		fmt.Fprintf(out, " .. %s pid %d: Test failure common.cu:1110\n", host, pid)
 		flush()
@@ -107,6 +113,7 @@ func run() int {
 	}
 	defer f.Close()
 	delay, _ := time.ParseDuration(os.Getenv("FAKE_NCCL_ROW_DELAY"))
+	headerDone := false
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
@@ -118,6 +125,11 @@ func run() int {
 		if isRow && delay > 0 {
 			flush()
 			time.Sleep(delay)
+		}
+		if isRow && !headerDone {
+			flush()
+			headerPrinted()
+			headerDone = true
 		}
 		fmt.Fprintln(out, line)
 		if isRow {
@@ -136,4 +148,30 @@ func run() int {
 		time.Sleep(30 * time.Second)
 	}
 	return 0
+}
+
+// headerMark is the file rank 0 creates once its header is out: the ranks
+// of one launch on one host share their parent (mpirun's daemon, or
+// slurmstepd), so its PID names the launch.
+func headerMark() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("fakenccltests-header-%d", os.Getppid()))
+}
+
+func headerPrinted() {
+	if os.Getenv("FAKE_NCCL_FAIL_RANK") != "" {
+		_ = os.WriteFile(headerMark(), nil, 0o600)
+	}
+}
+
+// awaitHeader waits (10 s at most) until rank 0 has printed the header, so
+// that the failure's report can name the rank's host from it whatever the
+// scheduling.
+func awaitHeader() {
+	mark := headerMark()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(mark); err == nil {
+			_ = os.Remove(mark)
+			return
+		}
+	}
 }
