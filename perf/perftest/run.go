@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,12 +84,13 @@ type Run struct {
 // is "" for the server side. connect.Auto is taken as OOB here: the runners
 // resolve it per device before calling Args.
 func (o Options) Args(dev string, port int, server string) []string {
-	a := []string{"-d", dev, "-F", "--report_gbits", "-p", strconv.Itoa(port), "-q", strconv.Itoa(max(o.QPs, 1))}
-	if o.MBPerSec {
-		a = slices.Delete(a, 3, 4) // "--report_gbits"
+	a := []string{"-d", dev, "-F"}
+	if !o.latency && !o.MBPerSec { // ib_write_lat's table is in usec whatever the units
+		a = append(a, "--report_gbits")
 	}
-	if o.latency { // one QP; its table is in usec whatever the units
-		a = []string{"-d", dev, "-F", "-p", strconv.Itoa(port)}
+	a = append(a, "-p", strconv.Itoa(port))
+	if !o.latency { // ib_write_lat runs one QP
+		a = append(a, "-q", strconv.Itoa(max(o.QPs, 1)))
 	}
 	if o.All {
 		a = append(a, "-a")

@@ -185,16 +185,11 @@ func main() {
 						s = runOurs(ctx, goOnly{link}, size, qps, depth, *duration, *margin, *postList, *cqMod)
 						s.Switches = benchstat.Switches(syscall.RUSAGE_SELF) - before
 						s.Tool = goTool
-					case controlTool:
+					default: // plTool, and controlTool: the same run again
 						before := benchstat.Switches(syscall.RUSAGE_CHILDREN)
 						s = runPerftest(ctx, *binary, *device, gidIndex, size, qps, depth, *duration, *margin, *cqMod, min(*plPeer, depth))
 						s.Switches = benchstat.Switches(syscall.RUSAGE_CHILDREN) - before
-						s.Tool = controlTool
-					default:
-						before := benchstat.Switches(syscall.RUSAGE_CHILDREN)
-						s = runPerftest(ctx, *binary, *device, gidIndex, size, qps, depth, *duration, *margin, *cqMod, min(*plPeer, depth))
-						s.Switches = benchstat.Switches(syscall.RUSAGE_CHILDREN) - before
-						s.Tool = plTool
+						s.Tool = tool
 					}
 					s.Rep = r + 1
 					fmt.Printf("  qps %2d  size %7d  round %2d  %-20s  %8.4f Gbit/s  %8.5f Mpps  %6d switches  %s\n", qps, size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Switches, s.Err)
@@ -211,7 +206,8 @@ func main() {
 			sr.ControlGbps, _ = medians(sr.Samples, controlTool)
 			sr.PairedPostList = benchstat.Quartiles(sr.RoundsPostList)
 			sr.PairedBest = benchstat.Quartiles(sr.RoundsBest)
-			sr.PostListGbps, _ = medians(sr.Samples, plTool)
+			var plMpps float64
+			sr.PostListGbps, plMpps = medians(sr.Samples, plTool)
 			sr.OursGbps, sr.OursMpps = medians(sr.Samples, "erdmakit")
 			sr.PerftestGbps, sr.PerftestMpps = medians(sr.Samples, "ib_write_bw")
 			if sr.PerftestGbps > 0 {
@@ -223,7 +219,7 @@ func main() {
 			// The better setting is the one of the higher median message
 			// rate over all rounds; ours is then paired with it per round.
 			sr.BetterSetting, sr.PairedBetterSetting, sr.RoundsBetterSettings = "ib_write_bw", sr.Paired, len(sr.Rounds)
-			if _, plMpps := medians(sr.Samples, plTool); *plPeer > 0 && plMpps > sr.PerftestMpps {
+			if *plPeer > 0 && plMpps > sr.PerftestMpps {
 				sr.BetterSetting, sr.PairedBetterSetting, sr.RoundsBetterSettings = plTool, sr.PairedPostList, len(sr.RoundsPostList)
 			}
 			rep.Sizes = append(rep.Sizes, sr)
