@@ -5,10 +5,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/erdmakit/erdmakit/internal/units"
-
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/units"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
 )
 

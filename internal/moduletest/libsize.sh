@@ -12,30 +12,37 @@ set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 w=$(mktemp -d)
 trap 'chmod -R u+w "$w"; rm -rf "$w"' EXIT
-declare -A uses=(
-	[hello]=""
-	[version]="version.Get"
-	[health]="health.Status"
-	[gid]="gid.Parse"
-	[connect]="connect.ParseMethod"
-	[nccl/ncclog]="ncclog.ParseTests ncclog.Analyze"
-	[nvml/smitopo]="smitopo.Parse"
-	[perf/perftest]="perftest.Parse perftest.RunWriteBW"
-	[plot]="plot.BusBW plot.Sweep plot.Heatmap plot.LatencyHistogram plot.LatencyPercentiles plot.NCCLUse"
-	[ibverbs]="ibverbs.Devices ibverbs.Open"
-	[nvml]="nvml.ReadGPUs"
-	[erdma]="erdma.OpenHost erdma.ReadDevices"
-	[doctor]="doctor.Run"
-	[perf]="perf.OpenVerbsLinks perf.RunLatencyClients"
-	[nccl]="nccl.Run"
-	[fleet]="fleet.RunMeshJob fleet.RunDoctor"
-	[monitor]="monitor.Serve monitor.NewCollector"
-	[eri]="eri.New eri.DoctorView"
-	[setup]="setup.Run"
-	[report]="report.Write report.ReadFile"
+# Each package (in the order printed) with the entry points its program links.
+entries=(
+	"hello="
+	"version=version.Get"
+	"health=health.Status"
+	"gid=gid.Parse"
+	"connect=connect.ParseMethod"
+	"nccl/ncclog=ncclog.ParseTests ncclog.Analyze"
+	"nvml/smitopo=smitopo.Parse"
+	"perf/perftest=perftest.Parse perftest.RunWriteBW"
+	"plot=plot.BusBW plot.Sweep plot.Heatmap plot.LatencyHistogram plot.LatencyPercentiles plot.NCCLUse"
+	"ibverbs=ibverbs.Devices ibverbs.Open"
+	"nvml=nvml.ReadGPUs"
+	"erdma=erdma.OpenHost erdma.ReadDevices"
+	"doctor=doctor.Run"
+	"perf=perf.OpenVerbsLinks perf.RunLatencyClients"
+	"nccl=nccl.Run"
+	"fleet=fleet.RunMeshJob fleet.RunDoctor"
+	"monitor=monitor.Serve monitor.NewCollector"
+	"eri=eri.New eri.DoctorView"
+	"setup=setup.Run"
+	"report=report.Write report.ReadFile"
 )
+declare -A uses=()
+all=()
+for e in "${entries[@]}"; do
+	uses[${e%%=*}]=${e#*=}
+	all+=("${e%%=*}")
+done
 pkgs=("$@")
-[ ${#pkgs[@]} -gt 0 ] || pkgs=(hello version health gid connect nccl/ncclog nvml/smitopo perf/perftest plot ibverbs nvml erdma doctor perf nccl fleet monitor eri setup report)
+[ ${#pkgs[@]} -gt 0 ] || pkgs=("${all[@]}")
 cache=$(go env GOMODCACHE)/cache/download
 echo "# $(date -u +%F) $(go version | cut -d' ' -f3-) $(git -C "$root" rev-parse --short HEAD 2>/dev/null || true); load $(cut -d' ' -f1 /proc/loadavg)"
 printf "%-14s %9s %4s %6s %9s %s\n" package bytes cgo darwin fetched modules
