@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -131,8 +130,9 @@ func TestHostReadersGiveUpWhenCtxEnds(t *testing.T) {
 // TestOpenHostArchiveFIFO: a FIFO named like a recording blocks the open
 // of the archive until a writer comes; the deadline ends it.
 func TestOpenHostArchiveFIFO(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "host.tar.gz")
-	require.NoError(t, syscall.Mkfifo(p, 0o644))
+	dir := t.TempDir()
+	fixture.FIFO(t, dir, "host.tar.gz")
+	p := filepath.Join(dir, "host.tar.gz")
 	err := fixture.Promptly(t, func(ctx context.Context) error {
 		_, c, err := erdma.OpenHost(ctx, p)
 		c.Close()
