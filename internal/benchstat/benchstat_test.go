@@ -2,6 +2,7 @@ package benchstat
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,4 +30,13 @@ func TestIntList(t *testing.T) {
 		_, err := IntList(bad)
 		assert.Error(t, err, bad)
 	}
+}
+
+func TestCalibrateAndSteady(t *testing.T) {
+	mbps := Calibrate(20 * time.Millisecond)
+	assert.Greater(t, mbps, 1.0, "a 4 MiB copy and checksum at least once")
+	assert.True(t, Steady(95, 100, 100, 0.9))
+	assert.True(t, Steady(0, 91, 100, 0.9), "a calibration not taken does not count")
+	assert.False(t, Steady(100, 60, 100, 0.9), "slow after the run")
+	assert.False(t, Steady(70, 100, 100, 0.9), "slow before it")
 }

@@ -16,6 +16,15 @@
 // two. Identical tools score below 1.00 there by the noise alone; ours is as
 // fast as perftest's best when it scores at least what the control does.
 //
+// The lab's guest slows down by about a third for tens of seconds at a time
+// (the shared host under software emulation; every tool and a plain copy
+// loop alike), and a round in which one tool ran slow scores that, not the
+// tools. So -steady (on by default) calibrates the machine between runs
+// (benchstat.Calibrate, a fixed copy and checksum) and keeps a round only
+// when every run in it had calibrations on both sides of at least that
+// fraction of the median calibration so far; -reps counts kept rounds, up to
+// twice as many are run. Left-out rounds stay in the JSON, marked.
+//
 // `make bench` runs it in the lab (Soft-RoCE under qemu):
 //
 //	go build -o bin/bwbench ./perf/internal/bwbench
@@ -51,6 +60,11 @@ type sample struct {
 	// client (the children reaped in the run).
 	Switches int64  `json:"context_switches"`
 	Err      string `json:"error,omitempty"`
+	// Calibrations (benchstat.Calibrate, MB/s) just before and just after
+	// the run (-steady); Disturbed marks every run of a round left out.
+	CalibBefore float64 `json:"calibration_before_mbps,omitempty"`
+	CalibAfter  float64 `json:"calibration_after_mbps,omitempty"`
+	Disturbed   bool    `json:"disturbed,omitempty"`
 }
 
 // sizeResult is one QP count and size's runs, medians and ratios.
@@ -87,6 +101,10 @@ type sizeResult struct {
 	BetterSetting        string           `json:"better_setting,omitempty"` // the perftest setting of the higher median
 	PairedBetterSetting  benchstat.Spread `json:"paired_ratio_mpps_better_setting"`
 	RoundsBetterSettings int              `json:"rounds_better_setting,omitempty"`
+	// RoundsRun counts every round; Disturbed are the rounds left out
+	// (-steady), by number.
+	RoundsRun int   `json:"rounds_run"`
+	Disturbed []int `json:"disturbed_rounds,omitempty"`
 }
 
 type report struct {
@@ -96,6 +114,7 @@ type report struct {
 	Margin   string       `json:"margin"`
 	InFlight int          `json:"in_flight_per_device"`
 	Reps     int          `json:"reps"`
+	Steady   float64      `json:"steady_fraction,omitempty"`
 	Sizes    []sizeResult `json:"sizes"`
 	Host     string       `json:"host"`
 }
@@ -108,7 +127,7 @@ func main() {
 		plPeer   = flag.Int("post-list-peer", 32, "also run ib_write_bw with -l N (post lists, perftest's best setting); 0: not")
 		duration = flag.Duration("duration", 2*time.Second, "measured time per run (whole seconds)")
 		margin   = flag.Duration("margin", time.Second, "unmeasured time before and after it (whole seconds, perftest -f)")
-		reps     = flag.Int("reps", 3, "rounds per size (each: ours, then perftest, alternating who goes first)")
+		reps     = flag.Int("reps", 3, "rounds kept per size (each: every tool once, who goes first rotating; -steady runs up to twice as many)")
 		sizesArg = flag.String("sizes", "65536,4096", "message sizes")
 		out      = flag.String("out", filepath.Join(benchstat.EnvOr("ERDMAKIT_LAB_OUT", os.TempDir()), "bwbench.json"), "JSON report")
 		binary   = flag.String("perftest", "ib_write_bw", "ib_write_bw program")
@@ -117,6 +136,8 @@ func main() {
 		goLoop   = flag.Bool("go-loop", false, "also run erdmakit's write loop in Go (as before the loop moved to C), as one more tool")
 		control  = flag.Bool("control", true, "also run ib_write_bw -l a second time per round, scored as ours (with -post-list-peer > 0)")
 		inFlight = flag.Int("outstanding", perf.DefaultTxDepth, "writes in flight per device, shared by its QPs: tx depth per QP = max(8, this/QPs), both tools")
+		steady   = flag.Float64("steady", 0.9, "keep a round only when the machine's calibration around each run is at least this fraction of its median; 0: keep every round, no calibration")
+		calib    = flag.Duration("calibration", 250*time.Millisecond, "each calibration's length (-steady)")
 	)
 	flag.Parse()
 	perf.RaiseMaxProcs() // as the erdmakit CLI does
@@ -134,7 +155,12 @@ func main() {
 	if *duration < time.Second || *margin < time.Second || *duration%time.Second != 0 || *margin%time.Second != 0 {
 		fatal(fmt.Errorf("-duration %s, -margin %s: want whole seconds, at least 1 (perftest's units)", *duration, *margin))
 	}
-	rep := report{Device: *device, QPs: qpCounts, Duration: duration.String(), Margin: margin.String(), InFlight: *inFlight, Reps: *reps, Host: host}
+	if *steady < 0 || *steady >= 1 {
+		fatal(fmt.Errorf("-steady %g: want a fraction in 0..1 (0: off)", *steady))
+	}
+	rep := report{Device: *device, QPs: qpCounts, Duration: duration.String(), Margin: margin.String(), InFlight: *inFlight, Reps: *reps, Steady: *steady, Host: host}
+	cal := calibrator{frac: *steady, d: *calib}
+	cal.start()
 	link, err := perf.OpenVerbsLink(*device, perf.VerbsOptions{GIDIndex: *gid})
 	if err != nil {
 		fatal(err)
@@ -166,8 +192,11 @@ func main() {
 			if *control && *plPeer > 0 {
 				tools = append(tools, controlTool)
 			}
-			for r := 0; r < *reps; r++ {
+			kept := 0
+			for r := 0; kept < *reps && r < 2**reps; r++ {
 				mpps := map[string]float64{}
+				from := len(sr.Samples)
+				before := cal.take()
 				for k := range tools {
 					tool := tools[(r+k)%len(tools)] // who goes first rotates
 					var s sample
@@ -192,12 +221,24 @@ func main() {
 						s.Tool = tool
 					}
 					s.Rep = r + 1
-					fmt.Printf("  qps %2d  size %7d  round %2d  %-20s  %8.4f Gbit/s  %8.5f Mpps  %6d switches  %s\n", qps, size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Switches, s.Err)
+					s.CalibBefore, s.CalibAfter = before, cal.take()
+					before = s.CalibAfter
+					fmt.Printf("  qps %2d  size %7d  round %2d  %-20s  %8.4f Gbit/s  %8.5f Mpps  %6d switches  calibration %s  %s\n", qps, size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Switches, cal.format(s), s.Err)
 					sr.Samples = append(sr.Samples, s)
 					if s.Err == "" {
 						mpps[s.Tool] = s.Mpps
 					}
 				}
+				sr.RoundsRun++
+				if !cal.steadyRound(sr.Samples[from:]) {
+					sr.Disturbed = append(sr.Disturbed, r+1)
+					for i := from; i < len(sr.Samples); i++ {
+						sr.Samples[i].Disturbed = true
+					}
+					fmt.Printf("  qps %2d  size %7d  round %2d  disturbed: a calibration below %.2f of the median %.0f MB/s; left out\n", qps, size, r+1, cal.frac, cal.ref())
+					continue
+				}
+				kept++
 				sr.addRound(mpps)
 			}
 			sr.Paired = benchstat.Quartiles(sr.Rounds)
@@ -258,6 +299,14 @@ func main() {
 		fmt.Printf("| %d | %d | %s: %s | %s | %s | %s |\n", s.QPs, s.Size, s.BetterSetting, benchstat.Format(s.PairedBetterSetting, s.RoundsBetterSettings),
 			benchstat.Format(s.PairedBest, len(s.RoundsBest)), benchstat.Format(s.PairedControlBest, len(s.RoundsControlBest)),
 			benchstat.Format(s.PairedOursControl, len(s.RoundsOursControl)))
+	}
+	if cal.frac > 0 {
+		fmt.Println()
+		fmt.Printf("Rounds kept (every run's calibration at least %.2f of the median, %.0f MB/s; %d calibrations, p25-p75 %.0f-%.0f MB/s):\n",
+			cal.frac, cal.ref(), len(cal.all), benchstat.Quantile(cal.all, 0.25), benchstat.Quantile(cal.all, 0.75))
+		for _, s := range rep.Sizes {
+			fmt.Printf("  qps %2d  size %7d  %d of %d rounds kept; left out: %v\n", s.QPs, s.Size, s.RoundsRun-len(s.Disturbed), s.RoundsRun, s.Disturbed)
+		}
 	}
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
@@ -342,7 +391,7 @@ func runPerftest(ctx context.Context, bin, dev string, gid, size, qps, depth int
 func medians(ss []sample, tool string) (gbps, mpps float64) {
 	var g, m []float64
 	for _, s := range ss {
-		if s.Tool == tool && s.Err == "" {
+		if s.Tool == tool && s.Err == "" && !s.Disturbed {
 			g, m = append(g, s.Gbps), append(m, s.Mpps)
 		}
 	}
@@ -375,7 +424,7 @@ func (g goOnly) Open(ctx context.Context, cfg perf.OpenConfig) (perf.Session, er
 func pairedRatios(ss []sample, a, b string) []float64 {
 	ra, rb := map[int]float64{}, map[int]float64{}
 	for _, s := range ss {
-		if s.Err != "" {
+		if s.Err != "" || s.Disturbed {
 			continue
 		}
 		switch s.Tool {
@@ -397,7 +446,7 @@ func pairedRatios(ss []sample, a, b string) []float64 {
 func medianSwitches(ss []sample, tool string) float64 {
 	var v []float64
 	for _, s := range ss {
-		if s.Tool == tool && s.Err == "" {
+		if s.Tool == tool && s.Err == "" && !s.Disturbed {
 			v = append(v, float64(s.Switches))
 		}
 	}
@@ -407,4 +456,53 @@ func medianSwitches(ss []sample, tool string) float64 {
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "bwbench:", err)
 	os.Exit(2)
+}
+
+// calibrator times the machine between runs (-steady): a round is kept
+// when every run in it had calibrations of at least frac of the median of
+// all calibrations so far (the machine's usual speed) on both sides.
+type calibrator struct {
+	frac float64 // 0: off
+	d    time.Duration
+	all  []float64
+}
+
+// start takes a few calibrations first, so the median has a footing.
+func (c *calibrator) start() {
+	for range 8 {
+		c.take()
+	}
+}
+
+// take is one calibration (0 when off).
+func (c *calibrator) take() float64 {
+	if c.frac <= 0 {
+		return 0
+	}
+	v := benchstat.Calibrate(c.d)
+	c.all = append(c.all, v)
+	return v
+}
+
+func (c *calibrator) ref() float64 { return benchstat.Median(c.all) }
+
+// steadyRound reports whether every run of a round was steady.
+func (c *calibrator) steadyRound(ss []sample) bool {
+	if c.frac <= 0 {
+		return true
+	}
+	ref := c.ref()
+	for _, s := range ss {
+		if !benchstat.Steady(s.CalibBefore, s.CalibAfter, ref, c.frac) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *calibrator) format(s sample) string {
+	if c.frac <= 0 {
+		return "off"
+	}
+	return fmt.Sprintf("%.0f/%.0f MB/s", s.CalibBefore, s.CalibAfter)
 }

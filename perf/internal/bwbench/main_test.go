@@ -27,3 +27,16 @@ func TestAddRoundScoresTheControlAsOurs(t *testing.T) {
 	assert.InDeltaSlice(t, []float64{0.8, 2.2, 1}, sr.RoundsControlBest, 1e-9, "the control against the same two as ours")
 	assert.InDeltaSlice(t, []float64{1, 1 / 1.1}, sr.RoundsOursControl, 1e-9)
 }
+
+func TestSteadyRoundsLeaveSlowRunsOut(t *testing.T) {
+	c := calibrator{frac: 0.9, all: []float64{1000, 1010, 990, 1000, 600}}
+	assert.True(t, c.steadyRound([]sample{{CalibBefore: 1000, CalibAfter: 950}, {CalibBefore: 950, CalibAfter: 995}}))
+	assert.False(t, c.steadyRound([]sample{{CalibBefore: 1000, CalibAfter: 950}, {CalibBefore: 950, CalibAfter: 600}}),
+		"one run with a slow calibration after it disturbs the round")
+	ss := []sample{{Tool: "erdmakit", Gbps: 1, Mpps: 1}, {Tool: "erdmakit", Gbps: 0.3, Mpps: 0.3, Disturbed: true}, {Tool: "erdmakit", Gbps: 2, Mpps: 2}}
+	g, _ := medians(ss, "erdmakit")
+	assert.InDelta(t, 1.5, g, 1e-9, "a disturbed round's run is not in the medians")
+	off := calibrator{}
+	assert.Zero(t, off.take())
+	assert.True(t, off.steadyRound([]sample{{CalibBefore: 1, CalibAfter: 1}}), "off: every round is kept")
+}
