@@ -24,9 +24,8 @@ type Config struct {
 	Duration, Warmup, Cooldown time.Duration
 	// TxDepth is the send queue depth per QP (-t; default 128).
 	TxDepth int
-	// CQMod signals one write in CQMod (-Q; default 100; above 8 KiB one
-	// write per post list, see largeCQMod). The last write of every post
-	// list is signalled too.
+	// CQMod signals one write in CQMod (-Q; default 100, and 1 above 8 KiB
+	// as perftest does unless set).
 	CQMod int
 	// PostList posts lists of this many writes (-l). 0, the default, posts
 	// the free send-queue slots as one list once there are enough of them
@@ -58,30 +57,6 @@ const (
 	DefaultStepTimeout = 10 * time.Second
 )
 
-// largeCQMod is the default CQ moderation: 100, and above 8 KiB what
-// perftest signals there: every write, except that a post list (-l) sets it
-// to the list's size ("CQ moderation will be the size of the post list").
-// This loop posts lists unless PostList is 1: the free slots, at least a
-// quarter of the queue (lowWaterMark), when PostList is 0, and the last
-// write of every list is signalled; then only maxSignalBytes bound the
-// writes between two signals, as a count of writes is only known at a
-// signal. Signalling every 64 KiB write where perftest's -l 32
-// signals one in 32 cost 1.5-3% of Soft-RoCE's rate (docs/bw.md).
-func largeCQMod(c Config) int {
-	switch {
-	case c.Size <= 8192:
-		return DefaultCQMod
-	case c.PostList > 0:
-		return c.PostList
-	default:
-		return max(1, min(c.TxDepth, maxSignalBytes/c.Size))
-	}
-}
-
-// maxSignalBytes bounds the bytes between two signalled writes of automatic
-// post lists above 8 KiB: perftest's -l 32 at 64 KiB.
-const maxSignalBytes = 2 << 20
-
 // withDefaults fills zero fields; size is the size of this run.
 func (c Config) withDefaults(size int) Config {
 	c.Size = size
@@ -109,7 +84,10 @@ func (c Config) withDefaults(size int) Config {
 		c.TxDepth = DefaultTxDepth
 	}
 	if c.CQMod == 0 {
-		c.CQMod = largeCQMod(c)
+		c.CQMod = DefaultCQMod
+		if c.Size > 8192 {
+			c.CQMod = 1
+		}
 	}
 	c.CQMod = min(c.CQMod, c.TxDepth)
 	c.PostList = min(c.PostList, c.TxDepth)

@@ -71,7 +71,7 @@ func (f *bwFlags) add(c *cobra.Command, client bool) {
 	fl.DurationVar(&f.cooldown, "cooldown", perf.DefaultMargin, "unmeasured time after the measured phase (-D only)")
 	fl.IntVarP(&f.qps, "qps", "q", 1, "queue pairs per device (the eRDMA guide uses 16)")
 	fl.IntVarP(&f.txDepth, "tx-depth", "t", perf.DefaultTxDepth, "send queue depth per QP")
-	fl.IntVarP(&f.cqMod, "cq-mod", "Q", 0, "signal one write in this many (default 100; above 8 KiB one per post list, at most 2 MiB apart, or -l)")
+	fl.IntVarP(&f.cqMod, "cq-mod", "Q", 0, "signal one write in this many (default 100, 1 above 8 KiB)")
 	fl.IntVarP(&f.postList, "post-list", "l", 0, "writes per post list (default: every free slot)")
 	fl.IntVarP(&f.inline, "inline", "I", 0, "max inline size in bytes")
 	f.conn.add(fl, "by the device's transport")
