@@ -52,7 +52,8 @@ lab: deps
 # log of two layouts (nccl/internal/logbench); then the side-by-side figure in
 # the lab: erdmakit's write loop against ib_write_bw and ib_write_bw -l on
 # the lab's rxe0, with ib_write_bw -l run a second time per round as the
-# control scored like ours (perf/internal/bwbench), and bw lat against
+# control scored like ours (perf/internal/bwbench; it keeps only rounds in
+# which a calibration shows the guest at its usual speed), and bw lat against
 # ib_write_lat (bench-lat). Each prints per-round ratios (median and
 # quartiles), the context switches per run, the date and the load average.
 bench: deps
