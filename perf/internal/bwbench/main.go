@@ -161,6 +161,7 @@ func main() {
 	rep := report{Device: *device, QPs: qpCounts, Duration: duration.String(), Margin: margin.String(), InFlight: *inFlight, Reps: *reps, Steady: *steady, Host: host}
 	cal := calibrator{frac: *steady, d: *calib}
 	cal.start()
+	calBefore := cal.take() // each run's calibration after it is the next run's before
 	link, err := perf.OpenVerbsLink(*device, perf.VerbsOptions{GIDIndex: *gid})
 	if err != nil {
 		fatal(err)
@@ -196,7 +197,6 @@ func main() {
 			for r := 0; kept < *reps && r < 2**reps; r++ {
 				mpps := map[string]float64{}
 				from := len(sr.Samples)
-				before := cal.take()
 				for k := range tools {
 					tool := tools[(r+k)%len(tools)] // who goes first rotates
 					var s sample
@@ -221,8 +221,8 @@ func main() {
 						s.Tool = tool
 					}
 					s.Rep = r + 1
-					s.CalibBefore, s.CalibAfter = before, cal.take()
-					before = s.CalibAfter
+					s.CalibBefore, s.CalibAfter = calBefore, cal.take()
+					calBefore = s.CalibAfter
 					fmt.Printf("  qps %2d  size %7d  round %2d  %-20s  %8.4f Gbit/s  %8.5f Mpps  %6d switches  calibration %s  %s\n", qps, size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Switches, cal.format(s), s.Err)
 					sr.Samples = append(sr.Samples, s)
 					if s.Err == "" {
