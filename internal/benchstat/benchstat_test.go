@@ -40,3 +40,19 @@ func TestCalibrateAndSteady(t *testing.T) {
 	assert.False(t, Steady(100, 60, 100, 0.9), "slow after the run")
 	assert.False(t, Steady(70, 100, 100, 0.9), "slow before it")
 }
+
+func TestCalibratorKeepsRunsNearTheMedian(t *testing.T) {
+	c := Calibrator{Frac: 0.9, all: []float64{1000, 1010, 990, 1000, 600}}
+	assert.InDelta(t, 1000, c.Ref(), 1e-9)
+	assert.True(t, c.Steady(1000, 950))
+	assert.False(t, c.Steady(950, 600), "slow after the run")
+	assert.Contains(t, c.Summary(), "0.90 of the median, 1000 MB/s; 5 calibrations")
+	var off Calibrator
+	assert.Zero(t, off.Take())
+	assert.True(t, off.Steady(1, 1), "off: every run is steady")
+	assert.Empty(t, off.Summary())
+	on := Calibrator{Frac: 0.9, D: time.Millisecond}
+	on.Start()
+	assert.Len(t, on.All(), 8)
+	assert.Greater(t, on.Take(), 0.0)
+}

@@ -1,6 +1,7 @@
 package benchstat
 
 import (
+	"fmt"
 	"hash/crc32"
 	"time"
 )
@@ -40,4 +41,53 @@ func Calibrate(d time.Duration) float64 {
 // calibration of the machine's usual speed (the median so far).
 func Steady(before, after, ref, frac float64) bool {
 	return (before == 0 || before >= frac*ref) && (after == 0 || after >= frac*ref)
+}
+
+// Calibrator calibrates the machine between a benchmark's runs and tells
+// the steady runs: those whose calibrations on both sides reach Frac of the
+// median of every calibration so far (the machine's usual speed). The zero
+// Calibrator is off: Take returns 0 and every run is steady.
+type Calibrator struct {
+	Frac float64       // 0: off
+	D    time.Duration // each calibration's length
+	all  []float64
+}
+
+// Start takes a few calibrations, so that the median has a footing before
+// the first run.
+func (c *Calibrator) Start() {
+	for range 8 {
+		c.Take()
+	}
+}
+
+// Take is one calibration in MB/s (0 when off).
+func (c *Calibrator) Take() float64 {
+	if c.Frac <= 0 {
+		return 0
+	}
+	v := Calibrate(c.D)
+	c.all = append(c.all, v)
+	return v
+}
+
+// Ref is the median calibration so far.
+func (c *Calibrator) Ref() float64 { return Median(c.all) }
+
+// All is every calibration taken, in order.
+func (c *Calibrator) All() []float64 { return c.all }
+
+// Steady reports whether a run between these two calibrations was steady.
+func (c *Calibrator) Steady(before, after float64) bool {
+	return c.Frac <= 0 || Steady(before, after, c.Ref(), c.Frac)
+}
+
+// Summary is one line on what was kept: the fraction, the median and the
+// calibrations' quartiles ("" when off).
+func (c *Calibrator) Summary() string {
+	if c.Frac <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("every run's calibration at least %.2f of the median, %.0f MB/s; %d calibrations, p25-p75 %.0f-%.0f MB/s",
+		c.Frac, c.Ref(), len(c.all), Quantile(c.all, 0.25), Quantile(c.all, 0.75))
 }

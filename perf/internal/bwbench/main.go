@@ -159,9 +159,9 @@ func main() {
 		fatal(fmt.Errorf("-steady %g: want a fraction in 0..1 (0: off)", *steady))
 	}
 	rep := report{Device: *device, QPs: qpCounts, Duration: duration.String(), Margin: margin.String(), InFlight: *inFlight, Reps: *reps, Steady: *steady, Host: host}
-	cal := calibrator{frac: *steady, d: *calib}
-	cal.start()
-	calBefore := cal.take() // each run's calibration after it is the next run's before
+	cal := benchstat.Calibrator{Frac: *steady, D: *calib}
+	cal.Start()
+	calBefore := cal.Take() // each run's calibration after it is the next run's before
 	link, err := perf.OpenVerbsLink(*device, perf.VerbsOptions{GIDIndex: *gid})
 	if err != nil {
 		fatal(err)
@@ -221,21 +221,21 @@ func main() {
 						s.Tool = tool
 					}
 					s.Rep = r + 1
-					s.CalibBefore, s.CalibAfter = calBefore, cal.take()
+					s.CalibBefore, s.CalibAfter = calBefore, cal.Take()
 					calBefore = s.CalibAfter
-					fmt.Printf("  qps %2d  size %7d  round %2d  %-20s  %8.4f Gbit/s  %8.5f Mpps  %6d switches  calibration %s  %s\n", qps, size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Switches, cal.format(s), s.Err)
+					fmt.Printf("  qps %2d  size %7d  round %2d  %-20s  %8.4f Gbit/s  %8.5f Mpps  %6d switches  calibration %s  %s\n", qps, size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Switches, calibration(&cal, s), s.Err)
 					sr.Samples = append(sr.Samples, s)
 					if s.Err == "" {
 						mpps[s.Tool] = s.Mpps
 					}
 				}
 				sr.RoundsRun++
-				if !cal.steadyRound(sr.Samples[from:]) {
+				if !steadyRound(cal.Steady, sr.Samples[from:]) {
 					sr.Disturbed = append(sr.Disturbed, r+1)
 					for i := from; i < len(sr.Samples); i++ {
 						sr.Samples[i].Disturbed = true
 					}
-					fmt.Printf("  qps %2d  size %7d  round %2d  disturbed: a calibration below %.2f of the median %.0f MB/s; left out\n", qps, size, r+1, cal.frac, cal.ref())
+					fmt.Printf("  qps %2d  size %7d  round %2d  disturbed: a calibration below %.2f of the median %.0f MB/s; left out\n", qps, size, r+1, cal.Frac, cal.Ref())
 					continue
 				}
 				kept++
@@ -300,10 +300,9 @@ func main() {
 			benchstat.Format(s.PairedBest, len(s.RoundsBest)), benchstat.Format(s.PairedControlBest, len(s.RoundsControlBest)),
 			benchstat.Format(s.PairedOursControl, len(s.RoundsOursControl)))
 	}
-	if cal.frac > 0 {
+	if cal.Frac > 0 {
 		fmt.Println()
-		fmt.Printf("Rounds kept (every run's calibration at least %.2f of the median, %.0f MB/s; %d calibrations, p25-p75 %.0f-%.0f MB/s):\n",
-			cal.frac, cal.ref(), len(cal.all), benchstat.Quantile(cal.all, 0.25), benchstat.Quantile(cal.all, 0.75))
+		fmt.Printf("Rounds kept (%s):\n", cal.Summary())
 		for _, s := range rep.Sizes {
 			fmt.Printf("  qps %2d  size %7d  %d of %d rounds kept; left out: %v\n", s.QPs, s.Size, s.RoundsRun-len(s.Disturbed), s.RoundsRun, s.Disturbed)
 		}
@@ -458,50 +457,19 @@ func fatal(err error) {
 	os.Exit(2)
 }
 
-// calibrator times the machine between runs (-steady): a round is kept
-// when every run in it had calibrations of at least frac of the median of
-// all calibrations so far (the machine's usual speed) on both sides.
-type calibrator struct {
-	frac float64 // 0: off
-	d    time.Duration
-	all  []float64
-}
-
-// start takes a few calibrations first, so the median has a footing.
-func (c *calibrator) start() {
-	for range 8 {
-		c.take()
-	}
-}
-
-// take is one calibration (0 when off).
-func (c *calibrator) take() float64 {
-	if c.frac <= 0 {
-		return 0
-	}
-	v := benchstat.Calibrate(c.d)
-	c.all = append(c.all, v)
-	return v
-}
-
-func (c *calibrator) ref() float64 { return benchstat.Median(c.all) }
-
-// steadyRound reports whether every run of a round was steady.
-func (c *calibrator) steadyRound(ss []sample) bool {
-	if c.frac <= 0 {
-		return true
-	}
-	ref := c.ref()
+// steadyRound reports whether every run of a round was steady (-steady):
+// steady is benchstat.Calibrator.Steady.
+func steadyRound(steady func(before, after float64) bool, ss []sample) bool {
 	for _, s := range ss {
-		if !benchstat.Steady(s.CalibBefore, s.CalibAfter, ref, c.frac) {
+		if !steady(s.CalibBefore, s.CalibAfter) {
 			return false
 		}
 	}
 	return true
 }
 
-func (c *calibrator) format(s sample) string {
-	if c.frac <= 0 {
+func calibration(c *benchstat.Calibrator, s sample) string {
+	if c.Frac <= 0 {
 		return "off"
 	}
 	return fmt.Sprintf("%.0f/%.0f MB/s", s.CalibBefore, s.CalibAfter)

@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 
+	"github.com/erdmakit/erdmakit/internal/benchstat"
+
 	"github.com/stretchr/testify/assert"
 )
 
@@ -29,14 +31,13 @@ func TestAddRoundScoresTheControlAsOurs(t *testing.T) {
 }
 
 func TestSteadyRoundsLeaveSlowRunsOut(t *testing.T) {
-	c := calibrator{frac: 0.9, all: []float64{1000, 1010, 990, 1000, 600}}
-	assert.True(t, c.steadyRound([]sample{{CalibBefore: 1000, CalibAfter: 950}, {CalibBefore: 950, CalibAfter: 995}}))
-	assert.False(t, c.steadyRound([]sample{{CalibBefore: 1000, CalibAfter: 950}, {CalibBefore: 950, CalibAfter: 600}}),
+	steady := func(before, after float64) bool { return benchstat.Steady(before, after, 1000, 0.9) }
+	assert.True(t, steadyRound(steady, []sample{{CalibBefore: 1000, CalibAfter: 950}, {CalibBefore: 950, CalibAfter: 995}}))
+	assert.False(t, steadyRound(steady, []sample{{CalibBefore: 1000, CalibAfter: 950}, {CalibBefore: 950, CalibAfter: 600}}),
 		"one run with a slow calibration after it disturbs the round")
 	ss := []sample{{Tool: "erdmakit", Gbps: 1, Mpps: 1}, {Tool: "erdmakit", Gbps: 0.3, Mpps: 0.3, Disturbed: true}, {Tool: "erdmakit", Gbps: 2, Mpps: 2}}
 	g, _ := medians(ss, "erdmakit")
 	assert.InDelta(t, 1.5, g, 1e-9, "a disturbed round's run is not in the medians")
-	off := calibrator{}
-	assert.Zero(t, off.take())
-	assert.True(t, off.steadyRound([]sample{{CalibBefore: 1, CalibAfter: 1}}), "off: every round is kept")
+	var off benchstat.Calibrator
+	assert.True(t, steadyRound(off.Steady, []sample{{CalibBefore: 1, CalibAfter: 1}}), "off: every round is kept")
 }

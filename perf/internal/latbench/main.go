@@ -11,6 +11,15 @@
 // every device before it moved to C), so that one run shows what the C
 // loop bought.
 //
+// The lab's guest slows down by about a third for tens of seconds at a time
+// (docs/lab.md), so -steady (on by default) calibrates the machine between
+// runs, as bwbench does, and keeps a round only when every run in it had
+// calibrations of at least that fraction of the median on both sides. In
+// loopback -reps counts kept rounds and up to twice as many are run; across
+// the VMs the serving VM expects a fixed count, so -reps rounds are run and
+// the disturbed ones left out of the figures. Left-out rounds stay in the
+// JSON, marked.
+//
 // In the lab's two-VM pair (-shell2: ERDMAKIT_LAB_ROLE a or b) it runs the
 // same rounds across the two VMs instead: a serves (our bw server, and one
 // ib_write_lat server per run), b runs both clients against a. With one
@@ -57,6 +66,11 @@ type sample struct {
 	// loopback server and client; across the VMs the client).
 	Switches int64  `json:"context_switches"`
 	Err      string `json:"error,omitempty"`
+	// Calibrations (benchstat.Calibrate, MB/s) just before and just after
+	// the run (-steady); Disturbed marks every run of a round left out.
+	CalibBefore float64 `json:"calibration_before_mbps,omitempty"`
+	CalibAfter  float64 `json:"calibration_after_mbps,omitempty"`
+	Disturbed   bool    `json:"disturbed,omitempty"`
 }
 
 // sizeResult is one size's runs, medians and ratios.
@@ -79,6 +93,10 @@ type sizeResult struct {
 	PairedGo benchstat.Spread `json:"paired_ratio_c_over_go"`
 	// Switches: the median context switches per run of each tool.
 	Switches map[string]float64 `json:"median_context_switches"`
+	// RoundsRun counts every round; Disturbed are the rounds left out
+	// (-steady), by number.
+	RoundsRun int   `json:"rounds_run"`
+	Disturbed []int `json:"disturbed_rounds,omitempty"`
 }
 
 type report struct {
@@ -86,6 +104,7 @@ type report struct {
 	Device string       `json:"device"`
 	Iters  int          `json:"iters"`
 	Reps   int          `json:"reps"`
+	Steady float64      `json:"steady_fraction,omitempty"`
 	Sizes  []sizeResult `json:"sizes"`
 	Host   string       `json:"host"`
 }
@@ -102,6 +121,8 @@ func main() {
 		role     = flag.String("role", benchstat.EnvOr("ERDMAKIT_LAB_ROLE", "single"), "single (loopback), a (serve), b (client of -peer)")
 		peer     = flag.String("peer", os.Getenv("ERDMAKIT_LAB_PEER"), "the serving VM's address (role b)")
 		goLoop   = flag.Bool("go-loop", false, "also run erdmakit's ping-pong in Go (as before it moved to C), as a third tool (both VMs: same flags)")
+		steady   = flag.Float64("steady", 0.9, "keep a round only when the machine's calibration around each run is at least this fraction of its median; 0: keep every round, no calibration")
+		calib    = flag.Duration("calibration", 250*time.Millisecond, "each calibration's length (-steady)")
 	)
 	flag.Parse()
 	perf.RaiseMaxProcs() // as the erdmakit CLI does
@@ -111,8 +132,11 @@ func main() {
 	if err != nil {
 		fatal(fmt.Errorf("-sizes: %w", err))
 	}
+	if *steady < 0 || *steady >= 1 {
+		fatal(fmt.Errorf("-steady %g: want a fraction in 0..1 (0: off)", *steady))
+	}
 	host, _ := os.Hostname()
-	rep := report{Mode: "loopback", Device: *device, Iters: *iters, Reps: *reps, Host: host}
+	rep := report{Mode: "loopback", Device: *device, Iters: *iters, Reps: *reps, Steady: *steady, Host: host}
 	link, err := perf.OpenVerbsLink(*device, perf.VerbsOptions{GIDIndex: *gid})
 	if err != nil {
 		fatal(err)
@@ -136,6 +160,13 @@ func main() {
 		t.peer, rep.Mode = *peer, "two VMs"
 	}
 	fmt.Printf("latbench: %s, %d round trips per run, %d rounds per size, %s, load average %s\n", *device, *iters, *reps, rep.Mode, benchstat.LoadAvg())
+	maxRounds := 2 * *reps
+	if t.peer != "" {
+		maxRounds = *reps // the serving VM runs one ib_write_lat server per round of b's
+	}
+	cal := benchstat.Calibrator{Frac: *steady, D: *calib}
+	cal.Start()
+	calBefore := cal.Take() // each run's calibration after it is the next run's before
 	tools := []string{"erdmakit", "ib_write_lat"}
 	if *goLoop {
 		tools = append(tools, goTool)
@@ -143,8 +174,10 @@ func main() {
 	run := 0 // perftest runs so far: the two VMs number their ports alike
 	for _, size := range sizes {
 		sr := sizeResult{Size: size, Switches: map[string]float64{}}
-		for r := 0; r < *reps; r++ {
+		kept := 0
+		for r := 0; kept < *reps && r < maxRounds; r++ {
 			med := map[string]float64{}
+			from := len(sr.Samples)
 			for k := range tools {
 				var s sample
 				switch tool := tools[(r+k)%len(tools)]; tool { // who goes first rotates
@@ -159,12 +192,24 @@ func main() {
 					s.Switches = benchstat.Switches(syscall.RUSAGE_SELF) - before
 				}
 				s.Rep = r + 1
-				fmt.Printf("  size %5d  round %2d  %-16s  median %9.2f us  p99 %9.2f us  %6d switches  %s\n", size, s.Rep, s.Tool, s.MedianUS, s.P99US, s.Switches, s.Err)
+				s.CalibBefore, s.CalibAfter = calBefore, cal.Take()
+				calBefore = s.CalibAfter
+				fmt.Printf("  size %5d  round %2d  %-16s  median %9.2f us  p99 %9.2f us  %6d switches  calibration %.0f/%.0f MB/s  %s\n", size, s.Rep, s.Tool, s.MedianUS, s.P99US, s.Switches, s.CalibBefore, s.CalibAfter, s.Err)
 				sr.Samples = append(sr.Samples, s)
 				if s.Err == "" {
 					med[s.Tool] = s.MedianUS
 				}
 			}
+			sr.RoundsRun++
+			if !steadyRound(cal.Steady, sr.Samples[from:]) {
+				sr.Disturbed = append(sr.Disturbed, r+1)
+				for i := from; i < len(sr.Samples); i++ {
+					sr.Samples[i].Disturbed = true
+				}
+				fmt.Printf("  size %5d  round %2d  disturbed: a calibration below %.2f of the median %.0f MB/s; left out\n", size, r+1, cal.Frac, cal.Ref())
+				continue
+			}
+			kept++
 			if o, p := med["erdmakit"], med["ib_write_lat"]; o > 0 && p > 0 {
 				sr.Rounds = append(sr.Rounds, o/p)
 			}
@@ -191,6 +236,13 @@ func main() {
 	for _, s := range rep.Sizes {
 		fmt.Printf("| %d | %.2f | %.2f | %.3f | %s | %.0f / %.0f |\n", s.Size, s.OursUS, s.TheirsUS, s.Ratio, benchstat.Format(s.Paired, len(s.Rounds)),
 			s.Switches["erdmakit"], s.Switches["ib_write_lat"])
+	}
+	if cal.Frac > 0 {
+		fmt.Println()
+		fmt.Printf("Rounds kept (%s):\n", cal.Summary())
+		for _, s := range rep.Sizes {
+			fmt.Printf("  size %5d  %d of %d rounds kept; left out: %v\n", s.Size, s.RoundsRun-len(s.Disturbed), s.RoundsRun, s.Disturbed)
+		}
 	}
 	if *goLoop {
 		fmt.Println()
@@ -347,10 +399,21 @@ func serve(ctx context.Context, t tools, sizes []int, reps int, goLoop bool) err
 	return errors.Join(errs...)
 }
 
+// steadyRound reports whether every run of a round was steady (-steady):
+// steady is benchstat.Calibrator.Steady.
+func steadyRound(steady func(before, after float64) bool, ss []sample) bool {
+	for _, s := range ss {
+		if !steady(s.CalibBefore, s.CalibAfter) {
+			return false
+		}
+	}
+	return true
+}
+
 func medianSwitches(ss []sample, tool string) float64 {
 	var v []float64
 	for _, s := range ss {
-		if s.Tool == tool && s.Err == "" {
+		if s.Tool == tool && s.Err == "" && !s.Disturbed {
 			v = append(v, float64(s.Switches))
 		}
 	}
@@ -360,7 +423,7 @@ func medianSwitches(ss []sample, tool string) float64 {
 func medianOf(ss []sample, tool string) float64 {
 	var v []float64
 	for _, s := range ss {
-		if s.Tool == tool && s.Err == "" {
+		if s.Tool == tool && s.Err == "" && !s.Disturbed {
 			v = append(v, s.MedianUS)
 		}
 	}
