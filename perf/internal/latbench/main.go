@@ -15,14 +15,13 @@
 // (docs/lab.md), so -steady (on by default) calibrates the machine between
 // runs, as bwbench does, and keeps a round only when every run in it had
 // calibrations of at least that fraction of the median on both sides. In
-// loopback -reps counts kept rounds and up to twice as many are run; across
-// the VMs the serving VM expects a fixed count, so -reps rounds are run and
-// the disturbed ones left out of the figures. Left-out rounds stay in the
-// JSON, marked.
+// -reps counts kept rounds and up to twice as many are run. Left-out rounds
+// stay in the JSON, marked.
 //
 // In the lab's two-VM pair (-shell2: ERDMAKIT_LAB_ROLE a or b) it runs the
 // same rounds across the two VMs instead: a serves (our bw server, and one
-// ib_write_lat server per run), b runs both clients against a. With one
+// ib_write_lat server per run of b's, each asked for on a control
+// connection), b runs both clients against a and, when it is done, says so. With one
 // vCPU per VM this compares the data paths; in loopback both ends of each
 // tool share the one vCPU, and how each waits for its turn decides.
 //
@@ -34,6 +33,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -149,7 +149,7 @@ func main() {
 	t := tools{link: link, binary: *binary, device: *device, gid: gidIndex, iters: *iters}
 	switch *role {
 	case "a":
-		if err := serve(ctx, t, sizes, *reps, *goLoop); err != nil {
+		if err := serve(ctx, t, *goLoop); err != nil {
 			fatal(err)
 		}
 		return
@@ -158,12 +158,15 @@ func main() {
 			fatal(fmt.Errorf("role b needs -peer"))
 		}
 		t.peer, rep.Mode = *peer, "two VMs"
+		ctl, err := dialControl(ctx, *peer)
+		if err != nil {
+			fatal(err)
+		}
+		defer ctl.done()
+		t.ctl = ctl
 	}
 	fmt.Printf("latbench: %s, %d round trips per run, %d rounds per size, %s, load average %s\n", *device, *iters, *reps, rep.Mode, benchstat.LoadAvg())
 	maxRounds := 2 * *reps
-	if t.peer != "" {
-		maxRounds = *reps // the serving VM runs one ib_write_lat server per round of b's
-	}
 	cal := benchstat.Calibrator{Frac: *steady, D: *calib}
 	cal.Start()
 	calBefore := cal.Take() // each run's calibration after it is the next run's before
@@ -273,6 +276,7 @@ type tools struct {
 	gid    int
 	iters  int
 	peer   string
+	ctl    *control // across the VMs: asks a for each ib_write_lat server
 }
 
 // goTool is erdmakit's ping-pong run in Go (-go-loop).
@@ -332,6 +336,12 @@ func (t tools) ours(ctx context.Context, size int, goLoop bool) sample {
 
 func (t tools) perftest(ctx context.Context, size, port int) sample {
 	s := sample{Tool: "ib_write_lat"}
+	if t.ctl != nil {
+		if err := t.ctl.serve(size, port); err != nil {
+			s.Err = err.Error()
+			return s
+		}
+	}
 	runs := perftest.RunWriteLat(ctx, perftest.Options{Binary: t.binary, Devices: []string{t.device}, Size: size, Iterations: t.iters,
 		GIDIndex: t.gid, Port: port, Server: t.peer, Timeout: 10 * time.Minute, ConnectRetries: 60})
 	r := runs[0]
@@ -347,16 +357,52 @@ func (t tools) perftest(ctx context.Context, size, port int) sample {
 	return s
 }
 
+// ctlPort is where role a takes b's requests for ib_write_lat servers.
+const ctlPort = perf.DefaultPort + 2
+
+// control is b's connection to a: one line per ib_write_lat server wanted
+// ("lat SIZE PORT"), then "done".
+type control struct{ conn net.Conn }
+
+func dialControl(ctx context.Context, peer string) (*control, error) {
+	addr := net.JoinHostPort(peer, strconv.Itoa(ctlPort))
+	var d net.Dialer
+	for try := 0; ; try++ { // a may still be starting
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return &control{conn}, nil
+		}
+		if try == 60 || ctx.Err() != nil {
+			return nil, fmt.Errorf("control connection to %s: %w", addr, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func (c *control) serve(size, port int) error {
+	_, err := fmt.Fprintf(c.conn, "lat %d %d\n", size, port)
+	return err
+}
+
+func (c *control) done() {
+	fmt.Fprintln(c.conn, "done")
+	c.conn.Close()
+}
+
 // serve is role a: our bw server for every ping-pong of b (with -go-loop a
 // second one, on goPort, whose sessions run the Go loop), and one
-// ib_write_lat server per run, in b's order, until b made all of its runs.
-func serve(ctx context.Context, t tools, sizes []int, reps int, goLoop bool) error {
+// ib_write_lat server for each that b asks for on the control connection,
+// until b says done (or goes away).
+func serve(ctx context.Context, t tools, goLoop bool) error {
 	links := map[int]perf.Link{perf.DefaultPort: t.link}
 	if goLoop {
 		links[goPort] = goOnly{t.link}
 	}
-	want := len(sizes) * reps * len(links)
-	done := make(chan struct{}, want)
+	ctlLn, err := net.Listen("tcp", ":"+strconv.Itoa(ctlPort))
+	if err != nil {
+		return err
+	}
+	defer ctlLn.Close()
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	served := make(chan error, len(links))
@@ -369,26 +415,27 @@ func serve(ctx context.Context, t tools, sizes []int, reps int, goLoop bool) err
 			if st.Err != nil {
 				fmt.Println("latbench: serving erdmakit:", st.Err)
 			}
-			done <- struct{}{}
 		}}
 		go func() { served <- srv.Serve(sctx, ln) }()
 	}
-	run := 0
-	for _, size := range sizes {
-		for range reps {
-			runs := perftest.ServeWriteLat(ctx, perftest.Options{Binary: t.binary, Devices: []string{t.device}, Size: size,
-				Iterations: t.iters, GIDIndex: t.gid, Port: perftest.DefaultPort + run, Timeout: 10 * time.Minute})
-			if runs[0].Error != "" {
-				fmt.Println("latbench: serving ib_write_lat:", runs[0].Error)
-			}
-			run++
-		}
+	conn, err := ctlLn.Accept()
+	if err != nil {
+		return err
 	}
-	for range want {
-		select {
-		case <-done:
-		case <-time.After(10 * time.Minute):
-			fmt.Println("latbench: the client's last erdmakit runs never came")
+	defer conn.Close()
+	lines := bufio.NewScanner(conn)
+	for lines.Scan() {
+		var size, port int
+		if lines.Text() == "done" {
+			break
+		}
+		if _, err := fmt.Sscanf(lines.Text(), "lat %d %d", &size, &port); err != nil {
+			return fmt.Errorf("control line %q: %w", lines.Text(), err)
+		}
+		runs := perftest.ServeWriteLat(ctx, perftest.Options{Binary: t.binary, Devices: []string{t.device}, Size: size,
+			Iterations: t.iters, GIDIndex: t.gid, Port: port, Timeout: 10 * time.Minute})
+		if runs[0].Error != "" {
+			fmt.Println("latbench: serving ib_write_lat:", runs[0].Error)
 		}
 	}
 	stop()
