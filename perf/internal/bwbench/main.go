@@ -22,8 +22,10 @@
 // tools. So -steady (on by default) calibrates the machine between runs
 // (benchstat.Calibrate, a fixed copy and checksum) and keeps a round only
 // when every run in it had calibrations on both sides of at least that
-// fraction of the median calibration so far; -reps counts kept rounds, up to
-// twice as many are run. Left-out rounds stay in the JSON, marked.
+// fraction of the reference (benchstat.Calibrator: the upper quartile of
+// the calibrations); -reps counts rounds kept against the reference so far,
+// up to twice as many are run, and at the end every round is judged again
+// against the final reference. Left-out rounds stay in the JSON, marked.
 //
 // `make bench` runs it in the lab (Soft-RoCE under qemu):
 //
@@ -39,6 +41,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -136,7 +139,7 @@ func main() {
 		goLoop   = flag.Bool("go-loop", false, "also run erdmakit's write loop in Go (as before the loop moved to C), as one more tool")
 		control  = flag.Bool("control", true, "also run ib_write_bw -l a second time per round, scored as ours (with -post-list-peer > 0)")
 		inFlight = flag.Int("outstanding", perf.DefaultTxDepth, "writes in flight per device, shared by its QPs: tx depth per QP = max(8, this/QPs), both tools")
-		steady   = flag.Float64("steady", 0.9, "keep a round only when the machine's calibration around each run is at least this fraction of its median; 0: keep every round, no calibration")
+		steady   = flag.Float64("steady", 0.9, "keep a round only when the machine's calibration around each run is at least this fraction of its upper quartile; 0: keep every round, no calibration")
 		calib    = flag.Duration("calibration", 250*time.Millisecond, "each calibration's length (-steady)")
 	)
 	flag.Parse()
@@ -195,7 +198,6 @@ func main() {
 			}
 			kept := 0
 			for r := 0; kept < *reps && r < 2**reps; r++ {
-				mpps := map[string]float64{}
 				from := len(sr.Samples)
 				for k := range tools {
 					tool := tools[(r+k)%len(tools)] // who goes first rotates
@@ -225,46 +227,21 @@ func main() {
 					calBefore = s.CalibAfter
 					fmt.Printf("  qps %2d  size %7d  round %2d  %-20s  %8.4f Gbit/s  %8.5f Mpps  %6d switches  calibration %s  %s\n", qps, size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Switches, calibration(&cal, s), s.Err)
 					sr.Samples = append(sr.Samples, s)
-					if s.Err == "" {
-						mpps[s.Tool] = s.Mpps
-					}
 				}
 				sr.RoundsRun++
 				if !steadyRound(cal.Steady, sr.Samples[from:]) {
-					sr.Disturbed = append(sr.Disturbed, r+1)
-					for i := from; i < len(sr.Samples); i++ {
-						sr.Samples[i].Disturbed = true
-					}
-					fmt.Printf("  qps %2d  size %7d  round %2d  disturbed: a calibration below %.2f of the median %.0f MB/s; left out\n", qps, size, r+1, cal.Frac, cal.Ref())
+					fmt.Printf("  qps %2d  size %7d  round %2d  disturbed: a calibration below %.2f of the reference %.0f MB/s so far\n", qps, size, r+1, cal.Frac, cal.Ref())
 					continue
 				}
 				kept++
-				sr.addRound(mpps)
-			}
-			sr.Paired = benchstat.Quartiles(sr.Rounds)
-			sr.PairedControlBest = benchstat.Quartiles(sr.RoundsControlBest)
-			sr.PairedOursControl = benchstat.Quartiles(sr.RoundsOursControl)
-			sr.ControlGbps, _ = medians(sr.Samples, controlTool)
-			sr.PairedPostList = benchstat.Quartiles(sr.RoundsPostList)
-			sr.PairedBest = benchstat.Quartiles(sr.RoundsBest)
-			var plMpps float64
-			sr.PostListGbps, plMpps = medians(sr.Samples, plTool)
-			sr.OursGbps, sr.OursMpps = medians(sr.Samples, "erdmakit")
-			sr.PerftestGbps, sr.PerftestMpps = medians(sr.Samples, "ib_write_bw")
-			if sr.PerftestGbps > 0 {
-				sr.RatioGbps = sr.OursGbps / sr.PerftestGbps
-			}
-			if sr.PerftestMpps > 0 {
-				sr.RatioMpps = sr.OursMpps / sr.PerftestMpps
-			}
-			// The better setting is the one of the higher median message
-			// rate over all rounds; ours is then paired with it per round.
-			sr.BetterSetting, sr.PairedBetterSetting, sr.RoundsBetterSettings = "ib_write_bw", sr.Paired, len(sr.Rounds)
-			if *plPeer > 0 && plMpps > sr.PerftestMpps {
-				sr.BetterSetting, sr.PairedBetterSetting, sr.RoundsBetterSettings = plTool, sr.PairedPostList, len(sr.RoundsPostList)
 			}
 			rep.Sizes = append(rep.Sizes, sr)
 		}
+	}
+	// Every round is judged again against the final reference: a round
+	// run while the machine was slow from the start looked steady then.
+	for i := range rep.Sizes {
+		rep.Sizes[i].score(cal.Steady, *plPeer > 0)
 	}
 	fmt.Println()
 	fmt.Printf("bwbench: %s UTC, load average %s\n", time.Now().UTC().Format("2006-01-02 15:04"), benchstat.LoadAvg())
@@ -317,6 +294,59 @@ func main() {
 		if s.RatioGbps == 0 {
 			os.Exit(1) // a tool produced no figure
 		}
+	}
+}
+
+// score judges every round again with steady (-steady: against the final
+// reference), marks the disturbed ones, and scores the others: the
+// per-round ratios, the medians and the better perftest setting.
+func (sr *sizeResult) score(steady func(before, after float64) bool, postList bool) {
+	byRound := map[int][]sample{}
+	var order []int
+	for _, s := range sr.Samples {
+		if _, ok := byRound[s.Rep]; !ok {
+			order = append(order, s.Rep)
+		}
+		byRound[s.Rep] = append(byRound[s.Rep], s)
+	}
+	sr.Disturbed = nil
+	for _, r := range order {
+		if !steadyRound(steady, byRound[r]) {
+			sr.Disturbed = append(sr.Disturbed, r)
+			continue
+		}
+		mpps := map[string]float64{}
+		for _, s := range byRound[r] {
+			if s.Err == "" {
+				mpps[s.Tool] = s.Mpps
+			}
+		}
+		sr.addRound(mpps)
+	}
+	for i, s := range sr.Samples {
+		sr.Samples[i].Disturbed = slices.Contains(sr.Disturbed, s.Rep)
+	}
+	sr.Paired = benchstat.Quartiles(sr.Rounds)
+	sr.PairedControlBest = benchstat.Quartiles(sr.RoundsControlBest)
+	sr.PairedOursControl = benchstat.Quartiles(sr.RoundsOursControl)
+	sr.ControlGbps, _ = medians(sr.Samples, controlTool)
+	sr.PairedPostList = benchstat.Quartiles(sr.RoundsPostList)
+	sr.PairedBest = benchstat.Quartiles(sr.RoundsBest)
+	var plMpps float64
+	sr.PostListGbps, plMpps = medians(sr.Samples, plTool)
+	sr.OursGbps, sr.OursMpps = medians(sr.Samples, "erdmakit")
+	sr.PerftestGbps, sr.PerftestMpps = medians(sr.Samples, "ib_write_bw")
+	if sr.PerftestGbps > 0 {
+		sr.RatioGbps = sr.OursGbps / sr.PerftestGbps
+	}
+	if sr.PerftestMpps > 0 {
+		sr.RatioMpps = sr.OursMpps / sr.PerftestMpps
+	}
+	// The better setting is the one of the higher median message
+	// rate over all rounds; ours is then paired with it per round.
+	sr.BetterSetting, sr.PairedBetterSetting, sr.RoundsBetterSettings = "ib_write_bw", sr.Paired, len(sr.Rounds)
+	if postList && plMpps > sr.PerftestMpps {
+		sr.BetterSetting, sr.PairedBetterSetting, sr.RoundsBetterSettings = plTool, sr.PairedPostList, len(sr.RoundsPostList)
 	}
 }
 

@@ -41,3 +41,21 @@ func TestSteadyRoundsLeaveSlowRunsOut(t *testing.T) {
 	var off benchstat.Calibrator
 	assert.True(t, steadyRound(off.Steady, []sample{{CalibBefore: 1, CalibAfter: 1}}), "off: every round is kept")
 }
+
+func TestScoreJudgesRoundsAgainAtTheEnd(t *testing.T) {
+	run := func(rep int, tool string, mpps, cal float64) sample {
+		return sample{Tool: tool, Rep: rep, Mpps: mpps, Gbps: mpps, CalibBefore: cal, CalibAfter: cal}
+	}
+	sr := sizeResult{Samples: []sample{
+		run(1, "erdmakit", 0.6, 600), run(1, "ib_write_bw", 0.5, 600), // slow: looked steady against the first calibrations
+		run(2, "erdmakit", 1.0, 1000), run(2, "ib_write_bw", 0.8, 1000),
+		run(3, "erdmakit", 1.1, 1000), run(3, "ib_write_bw", 1.0, 990),
+	}}
+	sr.score(func(before, after float64) bool { return benchstat.Steady(before, after, 1000, 0.9) }, false)
+	assert.Equal(t, []int{1}, sr.Disturbed)
+	assert.True(t, sr.Samples[0].Disturbed)
+	assert.False(t, sr.Samples[2].Disturbed)
+	assert.InDeltaSlice(t, []float64{1.25, 1.1}, sr.Rounds, 1e-9)
+	assert.InDelta(t, 1.05, sr.OursGbps, 1e-9, "medians over the steady rounds only")
+	assert.Equal(t, "ib_write_bw", sr.BetterSetting)
+}

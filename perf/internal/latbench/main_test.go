@@ -26,3 +26,19 @@ func TestSteadyRoundsLeaveSlowRunsOut(t *testing.T) {
 	var off benchstat.Calibrator
 	assert.True(t, steadyRound(off.Steady, []sample{{CalibBefore: 1, CalibAfter: 1}}), "off: every round is kept")
 }
+
+func TestScoreJudgesRoundsAgainAtTheEnd(t *testing.T) {
+	run := func(rep int, tool string, us, cal float64) sample {
+		return sample{Tool: tool, Rep: rep, MedianUS: us, CalibBefore: cal, CalibAfter: cal}
+	}
+	sr := sizeResult{Samples: []sample{
+		run(1, "erdmakit", 500, 600), run(1, "ib_write_lat", 300, 600), // slow: looked steady against the first calibrations
+		run(2, "erdmakit", 300, 1000), run(2, "ib_write_lat", 310, 1000),
+		run(3, "erdmakit", 320, 1000), run(3, "ib_write_lat", 320, 990),
+	}}
+	sr.score(func(before, after float64) bool { return benchstat.Steady(before, after, 1000, 0.9) }, []string{"erdmakit", "ib_write_lat"})
+	assert.Equal(t, []int{1}, sr.Disturbed)
+	assert.True(t, sr.Samples[1].Disturbed)
+	assert.InDeltaSlice(t, []float64{300.0 / 310, 1}, sr.Rounds, 1e-9)
+	assert.InDelta(t, 310, sr.OursUS, 1e-9, "medians over the steady rounds only")
+}
