@@ -59,3 +59,14 @@ func TestCalibratorKeepsRunsNearTheMedian(t *testing.T) {
 	assert.Len(t, on.All(), 8)
 	assert.Greater(t, on.Take(), 0.0)
 }
+
+func TestByRoundAndSteadyRound(t *testing.T) {
+	type run struct{ round, before, after int }
+	runs := []run{{2, 100, 100}, {1, 100, 50}, {2, 100, 95}, {1, 90, 100}}
+	groups := ByRound(runs, func(r run) int { return r.round })
+	assert.Equal(t, [][]run{{{2, 100, 100}, {2, 100, 95}}, {{1, 100, 50}, {1, 90, 100}}}, groups, "rounds in first-seen order")
+	cal := func(r run) (float64, float64) { return float64(r.before), float64(r.after) }
+	steady := func(before, after float64) bool { return Steady(before, after, 100, 0.9) }
+	assert.True(t, SteadyRound(groups[0], cal, steady))
+	assert.False(t, SteadyRound(groups[1], cal, steady), "one slow calibration")
+}

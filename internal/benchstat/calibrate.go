@@ -97,3 +97,33 @@ func (c *Calibrator) Summary() string {
 	return fmt.Sprintf("every run's calibration at least %.2f of the reference (the upper quartile), %.0f MB/s; %d calibrations, p25-p75 %.0f-%.0f MB/s",
 		c.Frac, c.Ref(), len(c.all), Quantile(c.all, 0.25), Quantile(c.all, 0.75))
 }
+
+// ByRound groups a benchmark's runs by their round number, the rounds in
+// the order they first appear.
+func ByRound[S any](runs []S, round func(S) int) [][]S {
+	var (
+		groups [][]S
+		index  = map[int]int{}
+	)
+	for _, r := range runs {
+		i, ok := index[round(r)]
+		if !ok {
+			i = len(groups)
+			index[round(r)] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], r)
+	}
+	return groups
+}
+
+// SteadyRound reports whether every run of a round was steady: steady
+// (Calibrator.Steady) of the calibrations before and after each.
+func SteadyRound[S any](runs []S, calibrations func(S) (before, after float64), steady func(before, after float64) bool) bool {
+	for _, r := range runs {
+		if !steady(calibrations(r)) {
+			return false
+		}
+	}
+	return true
+}

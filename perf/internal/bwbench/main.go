@@ -301,22 +301,13 @@ func main() {
 // reference), marks the disturbed ones, and scores the others: the
 // per-round ratios, the medians and the better perftest setting.
 func (sr *sizeResult) score(steady func(before, after float64) bool, postList bool) {
-	byRound := map[int][]sample{}
-	var order []int
-	for _, s := range sr.Samples {
-		if _, ok := byRound[s.Rep]; !ok {
-			order = append(order, s.Rep)
-		}
-		byRound[s.Rep] = append(byRound[s.Rep], s)
-	}
-	sr.Disturbed = nil
-	for _, r := range order {
-		if !steadyRound(steady, byRound[r]) {
-			sr.Disturbed = append(sr.Disturbed, r)
+	for _, round := range benchstat.ByRound(sr.Samples, func(s sample) int { return s.Rep }) {
+		if !steadyRound(steady, round) {
+			sr.Disturbed = append(sr.Disturbed, round[0].Rep)
 			continue
 		}
 		mpps := map[string]float64{}
-		for _, s := range byRound[r] {
+		for _, s := range round {
 			if s.Err == "" {
 				mpps[s.Tool] = s.Mpps
 			}
@@ -487,15 +478,13 @@ func fatal(err error) {
 	os.Exit(2)
 }
 
-// steadyRound reports whether every run of a round was steady (-steady):
-// steady is benchstat.Calibrator.Steady.
+// calibrations are a run's calibrations before and after it (-steady).
+func (s sample) calibrations() (before, after float64) { return s.CalibBefore, s.CalibAfter }
+
+// steadyRound reports whether every run of a round was steady: steady is
+// benchstat.Calibrator.Steady.
 func steadyRound(steady func(before, after float64) bool, ss []sample) bool {
-	for _, s := range ss {
-		if !steady(s.CalibBefore, s.CalibAfter) {
-			return false
-		}
-	}
-	return true
+	return benchstat.SteadyRound(ss, sample.calibrations, steady)
 }
 
 func calibration(c *benchstat.Calibrator, s sample) string {
