@@ -401,11 +401,13 @@ func serve(ctx context.Context, t tools, goLoop bool) error {
 		}}
 		go func() { served <- srv.Serve(sctx, ln) }()
 	}
+	defer context.AfterFunc(ctx, func() { ctlLn.Close() })() // Ctrl-C ends the wait for b
 	conn, err := ctlLn.Accept()
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+	defer context.AfterFunc(ctx, func() { conn.Close() })()
 	lines := bufio.NewScanner(conn)
 	for lines.Scan() {
 		var size, port int
