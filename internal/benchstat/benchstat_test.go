@@ -41,7 +41,7 @@ func TestCalibrateAndSteady(t *testing.T) {
 	assert.False(t, Steady(70, 100, 100, 0.9), "slow before it")
 }
 
-func TestCalibratorKeepsRunsNearTheMedian(t *testing.T) {
+func TestCalibratorKeepsRunsNearTheReference(t *testing.T) {
 	c := Calibrator{Frac: 0.9, all: []float64{1000, 1010, 990, 1000, 600}}
 	assert.InDelta(t, 1000, c.Ref(), 1e-9)
 	assert.True(t, c.Steady(1000, 950))
@@ -69,4 +69,7 @@ func TestByRoundAndSteadyRound(t *testing.T) {
 	steady := func(before, after float64) bool { return Steady(before, after, 100, 0.9) }
 	assert.True(t, SteadyRound(groups[0], cal, steady))
 	assert.False(t, SteadyRound(groups[1], cal, steady), "one slow calibration")
+	kept, disturbed := JudgeRounds(runs, func(r run) int { return r.round }, cal, steady)
+	assert.Equal(t, [][]run{groups[0]}, kept)
+	assert.Equal(t, []int{1}, disturbed)
 }

@@ -58,8 +58,8 @@ type Calibrator struct {
 	all  []float64
 }
 
-// Start takes a few calibrations, so that the median has a footing before
-// the first run.
+// Start takes a few calibrations, so that the reference has a footing
+// before the first run.
 func (c *Calibrator) Start() {
 	for range 8 {
 		c.Take()
@@ -88,8 +88,8 @@ func (c *Calibrator) Steady(before, after float64) bool {
 	return c.Frac <= 0 || Steady(before, after, c.Ref(), c.Frac)
 }
 
-// Summary is one line on what was kept: the fraction, the median and the
-// calibrations' quartiles ("" when off).
+// Summary is one line on what was kept: the fraction, the reference and
+// the calibrations' quartiles ("" when off).
 func (c *Calibrator) Summary() string {
 	if c.Frac <= 0 {
 		return ""
@@ -115,6 +115,19 @@ func ByRound[S any](runs []S, round func(S) int) [][]S {
 		groups[i] = append(groups[i], r)
 	}
 	return groups
+}
+
+// JudgeRounds groups runs by round (ByRound) and judges each one
+// (SteadyRound): the steady rounds, and the numbers of the others.
+func JudgeRounds[S any](runs []S, round func(S) int, calibrations func(S) (before, after float64), steady func(before, after float64) bool) (kept [][]S, disturbed []int) {
+	for _, r := range ByRound(runs, round) {
+		if SteadyRound(r, calibrations, steady) {
+			kept = append(kept, r)
+		} else {
+			disturbed = append(disturbed, round(r[0]))
+		}
+	}
+	return kept, disturbed
 }
 
 // SteadyRound reports whether every run of a round was steady: steady

@@ -301,11 +301,9 @@ func main() {
 // reference), marks the disturbed ones, and scores the others: the
 // per-round ratios, the medians and the better perftest setting.
 func (sr *sizeResult) score(steady func(before, after float64) bool, postList bool) {
-	for _, round := range benchstat.ByRound(sr.Samples, func(s sample) int { return s.Rep }) {
-		if !steadyRound(steady, round) {
-			sr.Disturbed = append(sr.Disturbed, round[0].Rep)
-			continue
-		}
+	var kept [][]sample
+	kept, sr.Disturbed = benchstat.JudgeRounds(sr.Samples, sample.round, sample.calibrations, steady)
+	for _, round := range kept {
 		mpps := map[string]float64{}
 		for _, s := range round {
 			if s.Err == "" {
@@ -477,6 +475,9 @@ func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "bwbench:", err)
 	os.Exit(2)
 }
+
+// round is the run's round number.
+func (s sample) round() int { return s.Rep }
 
 // calibrations are a run's calibrations before and after it (-steady).
 func (s sample) calibrations() (before, after float64) { return s.CalibBefore, s.CalibAfter }

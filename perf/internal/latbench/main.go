@@ -178,7 +178,7 @@ func main() {
 	}
 	run := 0 // perftest runs so far: the two VMs number their ports alike
 	for _, size := range sizes {
-		sr := sizeResult{Size: size, Switches: map[string]float64{}}
+		sr := sizeResult{Size: size}
 		kept := 0
 		for r := 0; kept < *reps && r < maxRounds; r++ {
 			from := len(sr.Samples)
@@ -435,11 +435,9 @@ func serve(ctx context.Context, t tools, goLoop bool) error {
 // reference), marks the disturbed ones, and scores the others: the
 // per-round ratios and each tool's median.
 func (sr *sizeResult) score(steady func(before, after float64) bool, tools []string) {
-	for _, round := range benchstat.ByRound(sr.Samples, func(s sample) int { return s.Rep }) {
-		if !steadyRound(steady, round) {
-			sr.Disturbed = append(sr.Disturbed, round[0].Rep)
-			continue
-		}
+	var kept [][]sample
+	kept, sr.Disturbed = benchstat.JudgeRounds(sr.Samples, sample.round, sample.calibrations, steady)
+	for _, round := range kept {
 		med := map[string]float64{}
 		for _, s := range round {
 			if s.Err == "" {
@@ -460,17 +458,17 @@ func (sr *sizeResult) score(steady func(before, after float64) bool, tools []str
 	sr.PairedGo = benchstat.Quartiles(sr.RoundsGo)
 	sr.OursUS, sr.TheirsUS = medianOf(sr.Samples, "erdmakit"), medianOf(sr.Samples, "ib_write_lat")
 	sr.GoUS = medianOf(sr.Samples, goTool)
-	sr.Ratio = 0
 	if sr.TheirsUS > 0 {
 		sr.Ratio = sr.OursUS / sr.TheirsUS
 	}
-	if sr.Switches == nil {
-		sr.Switches = map[string]float64{}
-	}
+	sr.Switches = map[string]float64{}
 	for _, tool := range tools {
 		sr.Switches[tool] = medianSwitches(sr.Samples, tool)
 	}
 }
+
+// round is the run's round number.
+func (s sample) round() int { return s.Rep }
 
 // calibrations are a run's calibrations before and after it (-steady).
 func (s sample) calibrations() (before, after float64) { return s.CalibBefore, s.CalibAfter }
