@@ -52,6 +52,33 @@ func (o *Options) timeout() time.Duration {
 	return o.Timeout
 }
 
+// synced returns o with Progress and Console safe for the VMs' goroutines
+// to write at once.
+func (o Options) synced() Options {
+	o.Progress = syncWriter(o.Progress)
+	o.Console = syncWriter(o.Console)
+	return o
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func syncWriter(w io.Writer) io.Writer {
+	if _, ok := w.(*lockedWriter); ok || w == nil {
+		return w
+	}
+	return &lockedWriter{w: w}
+}
+
 func (o *Options) progress(format string, args ...any) {
 	if o.Progress != nil {
 		fmt.Fprintf(o.Progress, "lab: "+format+"\n", args...)
@@ -183,6 +210,7 @@ func BuildSuites(ctx context.Context, root, bindir string, suites []Suite) error
 // (it could not build or boot); test failures are in the Summary.
 func Run(ctx context.Context, o Options) (*Summary, error) {
 	start := time.Now()
+	o = o.synced()
 	all, err := Discover(o.ModuleRoot)
 	if err != nil {
 		return nil, err
@@ -334,6 +362,8 @@ var ErrNoLink = errors.New("lab: the two VMs could not reach each other")
 // steps, and waits for all of them. When a guest finds no link to its peer,
 // every VM is stopped and the error wraps ErrNoLink.
 func (o *Options) boot(ctx context.Context, env *Env, guests []Guest, steps [][]Step) ([]*Boot, error) {
+	synced := o.synced() // each VM's markers and console lines arrive on its own goroutine
+	o = &synced
 	var total time.Duration
 	for _, s := range steps[0] {
 		total += s.Timeout + 5*time.Second
