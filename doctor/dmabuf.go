@@ -9,14 +9,14 @@ import (
 )
 
 // liveDMABUFProbe is v's DMA-BUF probe of a live host's RDMA devices (at
-// most maxVerbsDevices); nil on a recorded host (nvml reads its recorded
+// most MaxVerbsDevices); nil on a recorded host (nvml reads its recorded
 // probe) or without v.
 func liveDMABUFProbe(ctx context.Context, h erdma.Host, devs []erdma.Device, v Verbs) []nvml.ProbeResult {
 	if !h.Live() || len(devs) == 0 || v == nil {
 		return nil
 	}
 	names := make([]string, 0, len(devs))
-	for _, d := range devs[:min(len(devs), maxVerbsDevices)] {
+	for _, d := range devs[:min(len(devs), MaxVerbsDevices)] {
 		names = append(names, d.Name)
 	}
 	return v.ProbeDMABUF(ctx, names)
@@ -47,7 +47,7 @@ func DMABUFRecordFiles(ctx context.Context, h erdma.Host, v Verbs) (map[string][
 	if p.LoadErr != nil || p.ListErr != nil {
 		return map[string][]byte{}, nil
 	}
-	names := p.Listed[:min(len(p.Listed), maxVerbsDevices)]
+	names := p.Listed[:min(len(p.Listed), MaxVerbsDevices)]
 	b, err := nvml.WriteProbes(v.ProbeDMABUF(ctx, names))
 	if err != nil {
 		return nil, err

@@ -18,8 +18,9 @@ import (
 // ibv_devinfo, perftest and NCCL all fail.
 const FindingVerbs = "verbs"
 
-// maxVerbsDevices bounds the devices the check opens.
-const maxVerbsDevices = 64
+// MaxVerbsDevices bounds the devices the verbs check and the DMA-BUF
+// probe open: a Verbs implementation opens at most this many per call.
+const MaxVerbsDevices = 64
 
 // providerLibDirs are where rdma-core installs its provider plugins.
 func providerLibDirs() []string {
@@ -109,8 +110,8 @@ func verbsTargets(devs []erdma.Device) []erdma.Device {
 	if len(out) == 0 {
 		out = devs
 	}
-	if len(out) > maxVerbsDevices {
-		out = out[:maxVerbsDevices]
+	if len(out) > MaxVerbsDevices {
+		out = out[:MaxVerbsDevices]
 	}
 	return out
 }

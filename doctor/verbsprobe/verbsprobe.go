@@ -19,9 +19,6 @@ import (
 	"github.com/erdmakit/erdmakit/nvml"
 )
 
-// maxDevices bounds the devices one probe opens.
-const maxDevices = 64
-
 // Live asks the host's libibverbs, loaded by Loader (the zero value:
 // libibverbs.so.1 from the dynamic linker's path).
 type Live struct {
@@ -31,9 +28,9 @@ type Live struct {
 var _ doctor.Verbs = Live{}
 
 // Probe loads libibverbs, lists its devices and opens each of names that
-// it lists (at most 64), querying ports 1..ports[name]. Errors are the
-// probe's fields (LoadErr, ListErr, a device's OpenErr, a port's Err), as
-// the verbs check reports them.
+// it lists (at most doctor.MaxVerbsDevices), querying ports
+// 1..ports[name]. Errors are the probe's fields (LoadErr, ListErr, a
+// device's OpenErr, a port's Err), as the verbs check reports them.
 func (l Live) Probe(ctx context.Context, names []string, ports map[string]int) doctor.VerbsProbe {
 	var p doctor.VerbsProbe
 	lib, err := l.Loader.Load()
@@ -50,7 +47,7 @@ func (l Live) Probe(ctx context.Context, names []string, ports map[string]int) d
 		p.Listed = append(p.Listed, d.Name)
 	}
 	for _, name := range names {
-		if ctx.Err() != nil || len(p.Devices) >= maxDevices {
+		if ctx.Err() != nil || len(p.Devices) >= doctor.MaxVerbsDevices {
 			break
 		}
 		if !slices.Contains(p.Listed, name) {
@@ -73,8 +70,8 @@ func (l Live) Probe(ctx context.Context, names []string, ports map[string]int) d
 	return p
 }
 
-// ProbeDMABUF asks each of names (at most 64) whether its RDMA provider
-// registers dma-bufs, as NCCL does before it uses DMA-BUF
+// ProbeDMABUF asks each of names (at most doctor.MaxVerbsDevices) whether
+// its RDMA provider registers dma-bufs, as NCCL does before it uses DMA-BUF
 // (ibverbs.Context.ProbeDMABUF), in the form nvml.ReadGDR takes and a
 // recording keeps (nvml.DMABUFProbePath). A library that does not load, or
 // a device that does not open, gives no answer: rdma-core's provider for
@@ -86,7 +83,7 @@ func (l Live) ProbeDMABUF(ctx context.Context, names []string) []nvml.ProbeResul
 	}
 	var out []nvml.ProbeResult
 	for _, name := range names {
-		if ctx.Err() != nil || len(out) >= maxDevices {
+		if ctx.Err() != nil || len(out) >= doctor.MaxVerbsDevices {
 			break
 		}
 		c, err := lib.Open(name)
