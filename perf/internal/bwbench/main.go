@@ -229,7 +229,7 @@ func main() {
 					sr.Samples = append(sr.Samples, s)
 				}
 				sr.RoundsRun++
-				if !steadyRound(cal.Steady, sr.Samples[from:]) {
+				if !benchstat.SteadyRound(sr.Samples[from:], sample.calibrations, cal.Steady) {
 					fmt.Printf("  qps %2d  size %7d  round %2d  disturbed: a calibration below %.2f of the reference %.0f MB/s so far\n", qps, size, r+1, cal.Frac, cal.Ref())
 					continue
 				}
@@ -481,12 +481,6 @@ func (s sample) round() int { return s.Rep }
 
 // calibrations are a run's calibrations before and after it (-steady).
 func (s sample) calibrations() (before, after float64) { return s.CalibBefore, s.CalibAfter }
-
-// steadyRound reports whether every run of a round was steady: steady is
-// benchstat.Calibrator.Steady.
-func steadyRound(steady func(before, after float64) bool, ss []sample) bool {
-	return benchstat.SteadyRound(ss, sample.calibrations, steady)
-}
 
 func calibration(c *benchstat.Calibrator, s sample) string {
 	if c.Frac <= 0 {

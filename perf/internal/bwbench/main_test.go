@@ -32,14 +32,14 @@ func TestAddRoundScoresTheControlAsOurs(t *testing.T) {
 
 func TestSteadyRoundsLeaveSlowRunsOut(t *testing.T) {
 	steady := func(before, after float64) bool { return benchstat.Steady(before, after, 1000, 0.9) }
-	assert.True(t, steadyRound(steady, []sample{{CalibBefore: 1000, CalibAfter: 950}, {CalibBefore: 950, CalibAfter: 995}}))
-	assert.False(t, steadyRound(steady, []sample{{CalibBefore: 1000, CalibAfter: 950}, {CalibBefore: 950, CalibAfter: 600}}),
+	assert.True(t, benchstat.SteadyRound([]sample{{CalibBefore: 1000, CalibAfter: 950}, {CalibBefore: 950, CalibAfter: 995}}, sample.calibrations, steady))
+	assert.False(t, benchstat.SteadyRound([]sample{{CalibBefore: 1000, CalibAfter: 950}, {CalibBefore: 950, CalibAfter: 600}}, sample.calibrations, steady),
 		"one run with a slow calibration after it disturbs the round")
 	ss := []sample{{Tool: "erdmakit", Gbps: 1, Mpps: 1}, {Tool: "erdmakit", Gbps: 0.3, Mpps: 0.3, Disturbed: true}, {Tool: "erdmakit", Gbps: 2, Mpps: 2}}
 	g, _ := medians(ss, "erdmakit")
 	assert.InDelta(t, 1.5, g, 1e-9, "a disturbed round's run is not in the medians")
 	var off benchstat.Calibrator
-	assert.True(t, steadyRound(off.Steady, []sample{{CalibBefore: 1, CalibAfter: 1}}), "off: every round is kept")
+	assert.True(t, benchstat.SteadyRound([]sample{{CalibBefore: 1, CalibAfter: 1}}, sample.calibrations, off.Steady), "off: every round is kept")
 }
 
 func TestScoreJudgesRoundsAgainAtTheEnd(t *testing.T) {

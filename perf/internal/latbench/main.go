@@ -202,7 +202,7 @@ func main() {
 				sr.Samples = append(sr.Samples, s)
 			}
 			sr.RoundsRun++
-			if !steadyRound(cal.Steady, sr.Samples[from:]) {
+			if !benchstat.SteadyRound(sr.Samples[from:], sample.calibrations, cal.Steady) {
 				fmt.Printf("  size %5d  round %2d  disturbed: a calibration below %.2f of the reference %.0f MB/s so far\n", size, r+1, cal.Frac, cal.Ref())
 				continue
 			}
@@ -472,12 +472,6 @@ func (s sample) round() int { return s.Rep }
 
 // calibrations are a run's calibrations before and after it (-steady).
 func (s sample) calibrations() (before, after float64) { return s.CalibBefore, s.CalibAfter }
-
-// steadyRound reports whether every run of a round was steady: steady is
-// benchstat.Calibrator.Steady.
-func steadyRound(steady func(before, after float64) bool, ss []sample) bool {
-	return benchstat.SteadyRound(ss, sample.calibrations, steady)
-}
 
 func medianSwitches(ss []sample, tool string) float64 {
 	var v []float64

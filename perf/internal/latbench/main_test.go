@@ -18,13 +18,13 @@ func TestMedianOfLeavesFailedRunsOut(t *testing.T) {
 
 func TestSteadyRoundsLeaveSlowRunsOut(t *testing.T) {
 	steady := func(before, after float64) bool { return benchstat.Steady(before, after, 1000, 0.9) }
-	assert.True(t, steadyRound(steady, []sample{{CalibBefore: 1000, CalibAfter: 950}, {CalibBefore: 950, CalibAfter: 995}}))
-	assert.False(t, steadyRound(steady, []sample{{CalibBefore: 1000, CalibAfter: 700}, {CalibBefore: 700, CalibAfter: 995}}),
+	assert.True(t, benchstat.SteadyRound([]sample{{CalibBefore: 1000, CalibAfter: 950}, {CalibBefore: 950, CalibAfter: 995}}, sample.calibrations, steady))
+	assert.False(t, benchstat.SteadyRound([]sample{{CalibBefore: 1000, CalibAfter: 700}, {CalibBefore: 700, CalibAfter: 995}}, sample.calibrations, steady),
 		"one run with a slow calibration disturbs the round")
 	ss := []sample{{Tool: "erdmakit", MedianUS: 10}, {Tool: "erdmakit", MedianUS: 30, Disturbed: true}, {Tool: "erdmakit", MedianUS: 12}}
 	assert.InDelta(t, 11, medianOf(ss, "erdmakit"), 1e-9, "a disturbed round's run is not in the median")
 	var off benchstat.Calibrator
-	assert.True(t, steadyRound(off.Steady, []sample{{CalibBefore: 1, CalibAfter: 1}}), "off: every round is kept")
+	assert.True(t, benchstat.SteadyRound([]sample{{CalibBefore: 1, CalibAfter: 1}}, sample.calibrations, off.Steady), "off: every round is kept")
 }
 
 func TestScoreJudgesRoundsAgainAtTheEnd(t *testing.T) {
