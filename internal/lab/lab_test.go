@@ -188,6 +188,9 @@ func TestVMArgs(t *testing.T) {
 	assert.Contains(t, strings.Join(vm.Args(), " "), "-netdev socket,id=n0,udp=127.0.0.1:4321,localaddr=127.0.0.1:4322 -device virtio-net-pci,netdev=n0,mac=52:54:00:00:09:02")
 	vm.Net = Net{}
 	assert.Contains(t, strings.Join(vm.Args(), " "), "-netdev user,id=n0,restrict=on")
+	assert.NotContains(t, vm.Args(), "-icount")
+	vm.ICount = "shift=2,sleep=on"
+	assert.Contains(t, strings.Join(vm.Args(), " "), "-icount shift=2,sleep=on")
 }
 
 func indexOf(s []string, v string) int {

@@ -38,7 +38,12 @@ type VM struct {
 	WorkDir   string // host dir shared as TagLab, appearing as GuestLab
 	Script    string // file name in WorkDir that init runs after the chroot
 	MemoryMiB int    // 1024 when 0
-	Net       Net
+	// ICount is qemu's -icount option ("shift=2,sleep=on"), or "" for
+	// none: with it the guest's clock counts instructions, not the host's
+	// time, so a benchmark inside sees a machine the host's load cannot
+	// slow down (each instruction costs the same: memory stalls are free).
+	ICount string
+	Net    Net
 	// Keep are host directories under /tmp, /run or /var/tmp (which the
 	// guest covers with tmpfs) that must stay visible at the same path: a
 	// checkout under /tmp, as CI may use.
@@ -70,7 +75,7 @@ func (vm VM) Args() []string {
 	for _, k := range vm.Keep {
 		appendLine += " erdmakit.keep=" + k
 	}
-	return []string{
+	args := []string{
 		"-nodefaults", "-no-user-config", "-display", "none",
 		"-machine", "pc,accel=tcg", "-cpu", "max", "-smp", "1", "-m", strconv.Itoa(mem),
 		"-no-reboot",
@@ -81,6 +86,10 @@ func (vm VM) Args() []string {
 		"-netdev", netdev,
 		"-device", "virtio-net-pci,netdev=n0,mac=" + mac,
 	}
+	if vm.ICount != "" {
+		args = append(args, "-icount", vm.ICount)
+	}
+	return args
 }
 
 // Marker is one "@@ERDMAKIT-LAB <word> <args...>" line from a guest console.

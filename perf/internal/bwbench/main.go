@@ -27,6 +27,17 @@
 // up to twice as many are run, and at the end every round is judged again
 // against the final reference. Left-out rounds stay in the JSON, marked.
 //
+// Each tool's figure is its own count over its own window. -ruler (on by
+// default) also measures every run the same way from outside: the device's
+// good packets per second over the run's measured phase (ruler.go), and
+// scores the rounds again by it. In the lab `ib_write_bw -l` at 64 KiB
+// reports more than its packets show (docs/bw.md); the ruler's ratios are
+// the fair ones.
+//
+// Under qemu -icount (labrun -icount) the guest's clock counts
+// instructions: the host's load cannot move the figures, every run of a tool
+// measures the same to 0.1%, and -steady 0 with a few rounds is enough.
+//
 // `make bench` runs it in the lab (Soft-RoCE under qemu):
 //
 //	go build -o bin/bwbench ./perf/internal/bwbench
@@ -68,6 +79,11 @@ type sample struct {
 	CalibBefore float64 `json:"calibration_before_mbps,omitempty"`
 	CalibAfter  float64 `json:"calibration_after_mbps,omitempty"`
 	Disturbed   bool    `json:"disturbed,omitempty"`
+	// RulerPPS is the device's good packets per second over the run's
+	// measured phase (-ruler; ruler.go), RulerSamples the samples in it.
+	RulerPPS     float64 `json:"ruler_good_pps,omitempty"`
+	RulerSamples int     `json:"ruler_samples,omitempty"`
+	RulerErr     string  `json:"ruler_error,omitempty"`
 }
 
 // sizeResult is one QP count and size's runs, medians and ratios.
@@ -106,8 +122,11 @@ type sizeResult struct {
 	RoundsBetterSettings int              `json:"rounds_better_setting,omitempty"`
 	// RoundsRun counts every round; Disturbed are the rounds left out
 	// (-steady), by number.
-	RoundsRun int   `json:"rounds_run"`
-	Disturbed []int `json:"disturbed_rounds,omitempty"`
+	RoundsRun int `json:"rounds_run"`
+	// Ruler is the per-round ratios by the device's packet counters
+	// (-ruler): one measure for every tool.
+	Ruler     rulerRatios `json:"ruler"`
+	Disturbed []int       `json:"disturbed_rounds,omitempty"`
 }
 
 type report struct {
@@ -141,6 +160,7 @@ func main() {
 		inFlight = flag.Int("outstanding", perf.DefaultTxDepth, "writes in flight per device, shared by its QPs: tx depth per QP = max(8, this/QPs), both tools")
 		steady   = flag.Float64("steady", 0.9, "keep a round only when the machine's calibration around each run is at least this fraction of its upper quartile; 0: keep every round, no calibration")
 		calib    = flag.Duration("calibration", 250*time.Millisecond, "each calibration's length (-steady)")
+		useRuler = flag.Bool("ruler", true, "also score every run by the device's packet counters (rxe hw_counters), one ruler for every tool (ruler.go)")
 	)
 	flag.Parse()
 	perf.RaiseMaxProcs() // as the erdmakit CLI does
@@ -153,6 +173,12 @@ func main() {
 	qpCounts, err := benchstat.IntList(*qpsArg)
 	if err != nil {
 		fatal(fmt.Errorf("-qps: %w", err))
+	}
+	var rul ruler
+	if *useRuler {
+		if rul, err = newRuler(*device, 1); err != nil {
+			fatal(fmt.Errorf("%w (-ruler=false runs without it)", err))
+		}
 	}
 	host, _ := os.Hostname()
 	if *duration < time.Second || *margin < time.Second || *duration%time.Second != 0 || *margin%time.Second != 0 {
@@ -202,6 +228,11 @@ func main() {
 				for k := range tools {
 					tool := tools[(r+k)%len(tools)] // who goes first rotates
 					var s sample
+					var measured <-chan rulerResult
+					done := make(chan struct{})
+					if *useRuler {
+						measured = rul.start(ctx, *margin, done)
+					}
 					switch tool {
 					case "erdmakit":
 						before := benchstat.Switches(syscall.RUSAGE_SELF)
@@ -222,10 +253,18 @@ func main() {
 						s.Switches = benchstat.Switches(syscall.RUSAGE_CHILDREN) - before
 						s.Tool = tool
 					}
+					close(done)
+					if measured != nil {
+						m := <-measured
+						s.RulerPPS, s.RulerSamples = m.PPS, m.Samples
+						if m.Err != nil {
+							s.RulerErr = m.Err.Error()
+						}
+					}
 					s.Rep = r + 1
 					s.CalibBefore, s.CalibAfter = calBefore, cal.Take()
 					calBefore = s.CalibAfter
-					fmt.Printf("  qps %2d  size %7d  round %2d  %-20s  %8.4f Gbit/s  %8.5f Mpps  %6d switches  calibration %s  %s\n", qps, size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Switches, calibration(&cal, s), s.Err)
+					fmt.Printf("  qps %2d  size %7d  round %2d  %-20s  %8.4f Gbit/s  %8.5f Mpps  %6d switches  calibration %s  ruler %s  %s\n", qps, size, s.Rep, s.Tool, s.Gbps, s.Mpps, s.Switches, calibration(&cal, s), rulerText(s), s.Err)
 					sr.Samples = append(sr.Samples, s)
 				}
 				sr.RoundsRun++
@@ -277,6 +316,17 @@ func main() {
 			benchstat.Format(s.PairedBest, len(s.RoundsBest)), benchstat.Format(s.PairedControlBest, len(s.RoundsControlBest)),
 			benchstat.Format(s.PairedOursControl, len(s.RoundsOursControl)))
 	}
+	if *useRuler {
+		fmt.Println()
+		fmt.Println("By the ruler (the device's good packets per second over each run's measured phase, the same for every tool), per round:")
+		fmt.Println()
+		fmt.Println("| QPs | size | ours / ib_write_bw | ours / ib_write_bw -l | ours / the better perftest in each round | control / the better of the other two | ours / control |")
+		fmt.Println("|---:|---:|---:|---:|---:|---:|---:|")
+		for _, s := range rep.Sizes {
+			r := s.Ruler
+			fmt.Printf("| %d | %d | %s | %s | %s | %s | %s |\n", s.QPs, s.Size, spread(r.Perftest), spread(r.PostList), spread(r.Best), spread(r.ControlBest), spread(r.OursControl))
+		}
+	}
 	if cal.Frac > 0 {
 		fmt.Println()
 		fmt.Printf("Rounds kept (%s):\n", cal.Summary())
@@ -303,14 +353,17 @@ func main() {
 func (sr *sizeResult) score(steady func(before, after float64) bool, postList bool) {
 	var kept [][]sample
 	kept, sr.Disturbed = benchstat.JudgeRounds(sr.Samples, sample.round, sample.calibrations, steady)
+	sr.Ruler = rulerRatios{}
 	for _, round := range kept {
-		mpps := map[string]float64{}
+		mpps, pps := map[string]float64{}, map[string]float64{}
 		for _, s := range round {
 			if s.Err == "" {
 				mpps[s.Tool] = s.Mpps
+				pps[s.Tool] = s.RulerPPS
 			}
 		}
 		sr.addRound(mpps)
+		sr.Ruler.add(pps)
 	}
 	for i, s := range sr.Samples {
 		sr.Samples[i].Disturbed = slices.Contains(sr.Disturbed, s.Rep)
@@ -343,22 +396,54 @@ func (sr *sizeResult) score(steady func(before, after float64) bool, postList bo
 // absent): ours against each perftest setting and the better of the two, and
 // the control as ours.
 func (sr *sizeResult) addRound(mpps map[string]float64) {
-	o, p, l, c := mpps["erdmakit"], mpps["ib_write_bw"], mpps[plTool], mpps[controlTool]
-	if o > 0 && p > 0 {
-		sr.Rounds = append(sr.Rounds, o/p)
+	r := roundRatiosOf(mpps)
+	sr.Rounds = appendRatio(sr.Rounds, r[0])
+	sr.RoundsPostList = appendRatio(sr.RoundsPostList, r[1])
+	sr.RoundsBest = appendRatio(sr.RoundsBest, r[2])
+	sr.RoundsControlBest = appendRatio(sr.RoundsControlBest, r[3])
+	sr.RoundsOursControl = appendRatio(sr.RoundsOursControl, r[4])
+}
+
+// rulerRatios are the per-round ratios addRound takes, by the ruler's
+// good packets per second instead of the tools' own message rates.
+type rulerRatios struct {
+	Perftest    []float64 `json:"ours_perftest"`
+	PostList    []float64 `json:"ours_post_list"`
+	Best        []float64 `json:"ours_best_perftest"`
+	ControlBest []float64 `json:"control_best_perftest"`
+	OursControl []float64 `json:"ours_control"`
+}
+
+func (rr *rulerRatios) add(pps map[string]float64) {
+	r := roundRatiosOf(pps)
+	rr.Perftest = appendRatio(rr.Perftest, r[0])
+	rr.PostList = appendRatio(rr.PostList, r[1])
+	rr.Best = appendRatio(rr.Best, r[2])
+	rr.ControlBest = appendRatio(rr.ControlBest, r[3])
+	rr.OursControl = appendRatio(rr.OursControl, r[4])
+}
+
+// roundRatiosOf is one round's ratios of a rate by tool (0 where a tool's
+// run is missing): ours / ib_write_bw, ours / ib_write_bw -l, ours / the
+// better of the two, the control / the better of the two, ours / the
+// control.
+func roundRatiosOf(v map[string]float64) [5]float64 {
+	o, p, l, c := v["erdmakit"], v["ib_write_bw"], v[plTool], v[controlTool]
+	b := max(p, l)
+	div := func(a, b float64) float64 {
+		if a > 0 && b > 0 {
+			return a / b
+		}
+		return 0
 	}
-	if o > 0 && l > 0 {
-		sr.RoundsPostList = append(sr.RoundsPostList, o/l)
+	return [5]float64{div(o, p), div(o, l), div(o, b), div(c, b), div(o, c)}
+}
+
+func appendRatio(v []float64, r float64) []float64 {
+	if r > 0 {
+		return append(v, r)
 	}
-	if b := max(p, l); o > 0 && b > 0 {
-		sr.RoundsBest = append(sr.RoundsBest, o/b)
-	}
-	if b := max(p, l); c > 0 && b > 0 {
-		sr.RoundsControlBest = append(sr.RoundsControlBest, c/b)
-	}
-	if o > 0 && c > 0 {
-		sr.RoundsOursControl = append(sr.RoundsOursControl, o/c)
-	}
+	return v
 }
 
 func runOurs(ctx context.Context, link perf.Link, size, qps, depth int, d, margin time.Duration, postList, cqMod int) sample {
@@ -481,6 +566,19 @@ func (s sample) round() int { return s.Rep }
 
 // calibrations are a run's calibrations before and after it (-steady).
 func (s sample) calibrations() (before, after float64) { return s.CalibBefore, s.CalibAfter }
+
+// spread is benchstat.Format of v's quartiles.
+func spread(v []float64) string { return benchstat.Format(benchstat.Quartiles(v), len(v)) }
+
+func rulerText(s sample) string {
+	switch {
+	case s.RulerErr != "":
+		return "(" + s.RulerErr + ")"
+	case s.RulerPPS == 0:
+		return "off"
+	}
+	return fmt.Sprintf("%.0f pkt/s (%d samples)", s.RulerPPS, s.RulerSamples)
+}
 
 func calibration(c *benchstat.Calibrator, s sample) string {
 	if c.Frac <= 0 {

@@ -58,6 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	jsonOut := fs.Bool("json", false, "print the summary as JSON")
 	seq := fs.Bool("seq", false, "boot the two-VM pair after the one-VM run instead of alongside it")
 	root := fs.String("C", ".", "module root (the checkout)")
+	icount := fs.String("icount", "", `qemu's -icount for the VMs ("shift=2,sleep=on": the guest's clock counts instructions, so the host's load does not move a benchmark's figures)`)
 	record := fs.String("record", "", "record the guest's rxe host tree into this dir or .tar.gz (replaced) instead of testing")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -75,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	o := lab.Options{
 		ModuleRoot: abs, Packages: pkgs, Run: *runPat, Bench: *bench, Timeout: *timeout,
-		WorkDir: *work, Kernel: *kernel, Sequential: *seq, Progress: stderr, Strict: labtest.InCI(), CI: os.Getenv("CI"),
+		WorkDir: *work, Kernel: *kernel, Sequential: *seq, Progress: stderr, Strict: labtest.InCI(), CI: os.Getenv("CI"), ICount: *icount,
 	}
 	if *verbose {
 		o.Console = stderr

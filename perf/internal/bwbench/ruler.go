@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The ruler measures every tool the same way, from outside: the device's
+// own packet counters, sampled through the run. Each tool's figure is its
+// own count over its own window, and those windows are placed differently:
+// in the lab, `ib_write_bw -l` at 64 KiB reports more than its packets show
+// against ours (about 1.5% on the real-time guest, 6-10% under qemu -icount;
+// docs/bw.md). The ruler's ratios are the fair comparison.
+//
+// A rxe device counts every packet it receives (rcvd_pkts) and, among them,
+// the retransmitted ones its responder drops (duplicate_request,
+// out_of_seq_request). In loopback the received packets are the writes'
+// packets and their acknowledgements, so the good packets (received less
+// the dropped) move in proportion to the writes delivered, for every tool
+// alike: ceil(size / MTU) + 1 per write.
+var rulerCounters = [...]string{"rcvd_pkts", "duplicate_request", "out_of_seq_request"}
+
+const (
+	rulerEvery = 50 * time.Millisecond // between samples
+	rulerSlow  = time.Millisecond      // a sample whose reads took longer is dropped
+	// rulerGuard is cut from both ends of the measured phase the ruler
+	// infers, for where the traffic's first and last packets fall between
+	// samples.
+	rulerGuard = 250 * time.Millisecond
+	maxSamples = 1 << 16 // bounds a run's samples (an hour at rulerEvery)
+)
+
+// rulerResult is the ruler's reading of one run.
+type rulerResult struct {
+	PPS     float64 // good packets per second over the window
+	Samples int     // in the window
+	Dropped int     // whole run, reads slower than rulerSlow
+	Window  time.Duration
+	Err     error
+}
+
+// ruler samples one rxe device's hw counters.
+type ruler struct {
+	dir string // .../hw_counters
+}
+
+func newRuler(device string, port int) (ruler, error) {
+	dir := filepath.Join("/sys/class/infiniband", device, "ports", strconv.Itoa(port), "hw_counters")
+	for _, c := range rulerCounters {
+		if _, err := os.Stat(filepath.Join(dir, c)); err != nil {
+			return ruler{}, fmt.Errorf("ruler: %s has no %s counter (a rxe device has): %w", device, c, err)
+		}
+	}
+	return ruler{dir: dir}, nil
+}
+
+type rulerPoint struct {
+	t    time.Duration // since the first sample
+	good int64
+}
+
+// start samples until stop is closed or ctx ends, then sends its reading:
+// the slope of the good packets over the measured phase, taken as the
+// traffic's span (from the first sample that moved to the last) less margin
+// and rulerGuard at each end. The sampling goroutine's thread runs at
+// SCHED_FIFO where it may (root), so that a busy-polling tool on a one-CPU
+// guest does not delay its samples; a sample is a clock read on each side of
+// the counter reads, and dropped when they took longer than rulerSlow.
+func (r ruler) start(ctx context.Context, margin time.Duration, stop <-chan struct{}) <-chan rulerResult {
+	out := make(chan rulerResult, 1)
+	go func() {
+		// The thread ends with the goroutine (still locked), so its
+		// priority does not leak to the rest of the process.
+		runtime.LockOSThread()
+		_ = unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 50}, 0)
+		out <- r.sample(ctx, margin, stop)
+	}()
+	return out
+}
+
+func (r ruler) sample(ctx context.Context, margin time.Duration, stop <-chan struct{}) rulerResult {
+	var files [len(rulerCounters)]*os.File
+	for i, c := range rulerCounters {
+		f, err := os.Open(filepath.Join(r.dir, c))
+		if err != nil {
+			return rulerResult{Err: fmt.Errorf("ruler: %w", err)}
+		}
+		defer f.Close()
+		files[i] = f
+	}
+	var (
+		pts     []rulerPoint
+		dropped int
+		begin   = time.Now()
+		buf     = make([]byte, 32)
+	)
+	read := func() (int64, error) {
+		var v [len(rulerCounters)]int64
+		for i, f := range files {
+			n, err := f.ReadAt(buf, 0)
+			if n == 0 && err != nil {
+				return 0, fmt.Errorf("ruler: %s: %w", f.Name(), err)
+			}
+			if v[i], err = strconv.ParseInt(strings.TrimSpace(string(buf[:n])), 10, 64); err != nil {
+				return 0, fmt.Errorf("ruler: %s: %w", f.Name(), err)
+			}
+		}
+		return v[0] - v[1] - v[2], nil
+	}
+	for len(pts) < maxSamples {
+		a := time.Now()
+		good, err := read()
+		b := time.Now()
+		if err != nil {
+			return rulerResult{Err: err}
+		}
+		if b.Sub(a) <= rulerSlow {
+			pts = append(pts, rulerPoint{t: a.Sub(begin) + b.Sub(a)/2, good: good})
+		} else {
+			dropped++
+		}
+		select {
+		case <-stop:
+			return reading(pts, margin, dropped)
+		case <-ctx.Done():
+			return rulerResult{Err: ctx.Err()}
+		default:
+		}
+		// A plain nanosleep: the thread sleeps in the kernel and wakes at
+		// its own priority, not through the Go scheduler's timers.
+		ts := unix.NsecToTimespec(rulerEvery.Nanoseconds())
+		_ = unix.Nanosleep(&ts, nil)
+	}
+	return reading(pts, margin, dropped)
+}
+
+// reading is the least-squares slope of the good packets over the run's
+// measured phase, inferred from pts.
+func reading(pts []rulerPoint, margin time.Duration, dropped int) rulerResult {
+	first, last := -1, -1
+	for i := 1; i < len(pts); i++ {
+		if pts[i].good != pts[i-1].good {
+			if first < 0 {
+				first = i - 1
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return rulerResult{Dropped: dropped, Err: fmt.Errorf("ruler: no packets in %d samples", len(pts))}
+	}
+	from, to := pts[first].t+margin+rulerGuard, pts[last].t-margin-rulerGuard
+	var xs, ys []float64
+	for _, p := range pts {
+		if p.t >= from && p.t <= to {
+			xs, ys = append(xs, p.t.Seconds()), append(ys, float64(p.good))
+		}
+	}
+	if len(xs) < 3 {
+		return rulerResult{Dropped: dropped, Err: fmt.Errorf("ruler: %d samples in the measured phase (%s of traffic)", len(xs), pts[last].t-pts[first].t)}
+	}
+	return rulerResult{PPS: slope(xs, ys), Samples: len(xs), Dropped: dropped, Window: to - from}
+}
+
+// slope is the least-squares slope of y over x.
+func slope(x, y []float64) float64 {
+	var mx, my float64
+	for i := range x {
+		mx += x[i]
+		my += y[i]
+	}
+	mx /= float64(len(x))
+	my /= float64(len(y))
+	var sxy, sxx float64
+	for i := range x {
+		sxy += (x[i] - mx) * (y[i] - my)
+		sxx += (x[i] - mx) * (x[i] - mx)
+	}
+	if sxx == 0 {
+		return 0
+	}
+	return sxy / sxx
+}
