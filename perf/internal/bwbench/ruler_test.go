@@ -40,7 +40,9 @@ func TestReadingIsTheSlopeOverTheMeasuredPhase(t *testing.T) {
 
 func TestRulerSamplesTheCounters(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, v string) { require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o644)) }
+	write := func(name, v string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o644))
+	}
 	write("rcvd_pkts", "1000")
 	write("duplicate_request", "10")
 	write("out_of_seq_request", "5")
