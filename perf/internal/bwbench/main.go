@@ -98,24 +98,21 @@ type sizeResult struct {
 	PerftestMpps float64  `json:"perftest_mpps"`
 	RatioGbps    float64  `json:"ratio_gbps"` // ours / perftest (medians)
 	RatioMpps    float64  `json:"ratio_mpps"`
-	// Rounds are each round's ours/perftest message-rate ratio (rounds in
-	// which a tool failed are left out); Paired their median and quartiles.
-	Rounds []float64        `json:"round_ratios_mpps"`
+	// Own are each round's ratios of the tools' own message rates (a
+	// failed run's ratios are left out); Paired is the median and
+	// quartiles of ours / ib_write_bw.
+	Own    roundRatios      `json:"round_ratios_mpps"`
 	Paired benchstat.Spread `json:"paired_ratio_mpps"`
 	// Against perftest's best setting (-l post list) and against the better
 	// of perftest's two settings in each round, when -post-list-peer > 0.
 	PostListGbps   float64          `json:"perftest_post_list_gbps,omitempty"`
-	RoundsPostList []float64        `json:"round_ratios_mpps_post_list,omitempty"`
 	PairedPostList benchstat.Spread `json:"paired_ratio_mpps_post_list"`
-	RoundsBest     []float64        `json:"round_ratios_mpps_best_perftest,omitempty"`
 	PairedBest     benchstat.Spread `json:"paired_ratio_mpps_best_perftest"`
 	// The control (-control): a second ib_write_bw -l run per round,
 	// against the better of ib_write_bw and the first ib_write_bw -l, as
-	// RoundsBest scores ours; and ours against the control.
+	// PairedBest scores ours; and ours against the control.
 	ControlGbps          float64          `json:"control_gbps,omitempty"`
-	RoundsControlBest    []float64        `json:"round_ratios_mpps_control_best_perftest,omitempty"`
 	PairedControlBest    benchstat.Spread `json:"paired_ratio_mpps_control_best_perftest"`
-	RoundsOursControl    []float64        `json:"round_ratios_mpps_ours_control,omitempty"`
 	PairedOursControl    benchstat.Spread `json:"paired_ratio_mpps_ours_control"`
 	BetterSetting        string           `json:"better_setting,omitempty"` // the perftest setting of the higher median
 	PairedBetterSetting  benchstat.Spread `json:"paired_ratio_mpps_better_setting"`
@@ -125,7 +122,7 @@ type sizeResult struct {
 	RoundsRun int `json:"rounds_run"`
 	// Ruler is the per-round ratios by the device's packet counters
 	// (-ruler): one measure for every tool.
-	Ruler     rulerRatios `json:"ruler"`
+	Ruler     roundRatios `json:"ruler"`
 	Disturbed []int       `json:"disturbed_rounds,omitempty"`
 }
 
@@ -306,15 +303,15 @@ func main() {
 	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range rep.Sizes {
 		fmt.Printf("| %d | %d | %d | %.4f | %.4f | %.4f | %s | %s | %s |\n", s.QPs, s.Size, s.TxDepth, s.OursGbps, s.PerftestGbps, s.PostListGbps,
-			benchstat.Format(s.Paired, len(s.Rounds)), benchstat.Format(s.PairedPostList, len(s.RoundsPostList)), benchstat.Format(s.PairedBest, len(s.RoundsBest)))
+			benchstat.Format(s.Paired, len(s.Own.Perftest)), benchstat.Format(s.PairedPostList, len(s.Own.PostList)), benchstat.Format(s.PairedBest, len(s.Own.Best)))
 	}
 	fmt.Println()
 	fmt.Println("| QPs | size | ours / the better perftest setting (by median), per round | ours / the better perftest in each round | control / the better of the other two in each round | ours / control |")
 	fmt.Println("|---:|---:|---:|---:|---:|---:|")
 	for _, s := range rep.Sizes {
 		fmt.Printf("| %d | %d | %s: %s | %s | %s | %s |\n", s.QPs, s.Size, s.BetterSetting, benchstat.Format(s.PairedBetterSetting, s.RoundsBetterSettings),
-			benchstat.Format(s.PairedBest, len(s.RoundsBest)), benchstat.Format(s.PairedControlBest, len(s.RoundsControlBest)),
-			benchstat.Format(s.PairedOursControl, len(s.RoundsOursControl)))
+			benchstat.Format(s.PairedBest, len(s.Own.Best)), benchstat.Format(s.PairedControlBest, len(s.Own.ControlBest)),
+			benchstat.Format(s.PairedOursControl, len(s.Own.OursControl)))
 	}
 	if *useRuler {
 		fmt.Println()
@@ -353,7 +350,7 @@ func main() {
 func (sr *sizeResult) score(steady func(before, after float64) bool, postList bool) {
 	var kept [][]sample
 	kept, sr.Disturbed = benchstat.JudgeRounds(sr.Samples, sample.round, sample.calibrations, steady)
-	sr.Ruler = rulerRatios{}
+	sr.Own, sr.Ruler = roundRatios{}, roundRatios{}
 	for _, round := range kept {
 		mpps, pps := map[string]float64{}, map[string]float64{}
 		for _, s := range round {
@@ -362,18 +359,18 @@ func (sr *sizeResult) score(steady func(before, after float64) bool, postList bo
 				pps[s.Tool] = s.RulerPPS
 			}
 		}
-		sr.addRound(mpps)
+		sr.Own.add(mpps)
 		sr.Ruler.add(pps)
 	}
 	for i, s := range sr.Samples {
 		sr.Samples[i].Disturbed = slices.Contains(sr.Disturbed, s.Rep)
 	}
-	sr.Paired = benchstat.Quartiles(sr.Rounds)
-	sr.PairedControlBest = benchstat.Quartiles(sr.RoundsControlBest)
-	sr.PairedOursControl = benchstat.Quartiles(sr.RoundsOursControl)
+	sr.Paired = benchstat.Quartiles(sr.Own.Perftest)
+	sr.PairedControlBest = benchstat.Quartiles(sr.Own.ControlBest)
+	sr.PairedOursControl = benchstat.Quartiles(sr.Own.OursControl)
 	sr.ControlGbps, _ = medians(sr.Samples, controlTool)
-	sr.PairedPostList = benchstat.Quartiles(sr.RoundsPostList)
-	sr.PairedBest = benchstat.Quartiles(sr.RoundsBest)
+	sr.PairedPostList = benchstat.Quartiles(sr.Own.PostList)
+	sr.PairedBest = benchstat.Quartiles(sr.Own.Best)
 	var plMpps float64
 	sr.PostListGbps, plMpps = medians(sr.Samples, plTool)
 	sr.OursGbps, sr.OursMpps = medians(sr.Samples, "erdmakit")
@@ -386,27 +383,16 @@ func (sr *sizeResult) score(steady func(before, after float64) bool, postList bo
 	}
 	// The better setting is the one of the higher median message
 	// rate over all rounds; ours is then paired with it per round.
-	sr.BetterSetting, sr.PairedBetterSetting, sr.RoundsBetterSettings = "ib_write_bw", sr.Paired, len(sr.Rounds)
+	sr.BetterSetting, sr.PairedBetterSetting, sr.RoundsBetterSettings = "ib_write_bw", sr.Paired, len(sr.Own.Perftest)
 	if postList && plMpps > sr.PerftestMpps {
-		sr.BetterSetting, sr.PairedBetterSetting, sr.RoundsBetterSettings = plTool, sr.PairedPostList, len(sr.RoundsPostList)
+		sr.BetterSetting, sr.PairedBetterSetting, sr.RoundsBetterSettings = plTool, sr.PairedPostList, len(sr.Own.PostList)
 	}
 }
 
-// addRound scores one round's message rates (by tool; a failed run is
-// absent): ours against each perftest setting and the better of the two, and
-// the control as ours.
-func (sr *sizeResult) addRound(mpps map[string]float64) {
-	r := roundRatiosOf(mpps)
-	sr.Rounds = appendRatio(sr.Rounds, r[0])
-	sr.RoundsPostList = appendRatio(sr.RoundsPostList, r[1])
-	sr.RoundsBest = appendRatio(sr.RoundsBest, r[2])
-	sr.RoundsControlBest = appendRatio(sr.RoundsControlBest, r[3])
-	sr.RoundsOursControl = appendRatio(sr.RoundsOursControl, r[4])
-}
-
-// rulerRatios are the per-round ratios addRound takes, by the ruler's
-// good packets per second instead of the tools' own message rates.
-type rulerRatios struct {
+// roundRatios are the per-round ratios of one rate (the tools' own message
+// rates, or the ruler's good packets per second): ours against each perftest
+// setting and the better of the two, and the control as ours.
+type roundRatios struct {
 	Perftest    []float64 `json:"ours_perftest"`
 	PostList    []float64 `json:"ours_post_list"`
 	Best        []float64 `json:"ours_best_perftest"`
@@ -414,34 +400,21 @@ type rulerRatios struct {
 	OursControl []float64 `json:"ours_control"`
 }
 
-func (rr *rulerRatios) add(pps map[string]float64) {
-	r := roundRatiosOf(pps)
-	rr.Perftest = appendRatio(rr.Perftest, r[0])
-	rr.PostList = appendRatio(rr.PostList, r[1])
-	rr.Best = appendRatio(rr.Best, r[2])
-	rr.ControlBest = appendRatio(rr.ControlBest, r[3])
-	rr.OursControl = appendRatio(rr.OursControl, r[4])
-}
-
-// roundRatiosOf is one round's ratios of a rate by tool (0 where a tool's
-// run is missing): ours / ib_write_bw, ours / ib_write_bw -l, ours / the
-// better of the two, the control / the better of the two, ours / the
-// control.
-func roundRatiosOf(v map[string]float64) [5]float64 {
-	o, p, l, c := v["erdmakit"], v["ib_write_bw"], v[plTool], v[controlTool]
+// add scores one round's rates by tool (a failed run is absent).
+func (rr *roundRatios) add(rate map[string]float64) {
+	o, p, l, c := rate["erdmakit"], rate["ib_write_bw"], rate[plTool], rate[controlTool]
 	b := max(p, l)
-	div := func(a, b float64) float64 {
-		if a > 0 && b > 0 {
-			return a / b
-		}
-		return 0
-	}
-	return [5]float64{div(o, p), div(o, l), div(o, b), div(c, b), div(o, c)}
+	rr.Perftest = appendRatio(rr.Perftest, o, p)
+	rr.PostList = appendRatio(rr.PostList, o, l)
+	rr.Best = appendRatio(rr.Best, o, b)
+	rr.ControlBest = appendRatio(rr.ControlBest, c, b)
+	rr.OursControl = appendRatio(rr.OursControl, o, c)
 }
 
-func appendRatio(v []float64, r float64) []float64 {
-	if r > 0 {
-		return append(v, r)
+// appendRatio appends a / b where both tools ran.
+func appendRatio(v []float64, a, b float64) []float64 {
+	if a > 0 && b > 0 {
+		return append(v, a/b)
 	}
 	return v
 }

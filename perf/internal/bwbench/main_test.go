@@ -18,16 +18,16 @@ func TestMediansLeaveFailedRunsOut(t *testing.T) {
 	assert.Zero(t, g)
 }
 
-func TestAddRoundScoresTheControlAsOurs(t *testing.T) {
-	var sr sizeResult
-	sr.addRound(map[string]float64{"erdmakit": 1.0, "ib_write_bw": 0.8, plTool: 1.25, controlTool: 1.0})
-	sr.addRound(map[string]float64{"erdmakit": 1.0, "ib_write_bw": 0.5, controlTool: 1.1}) // -l failed: the better is plain
-	sr.addRound(map[string]float64{"ib_write_bw": 1, plTool: 1, controlTool: 1})           // ours failed
-	assert.InDeltaSlice(t, []float64{1.25, 2}, sr.Rounds, 1e-9)
-	assert.InDeltaSlice(t, []float64{0.8}, sr.RoundsPostList, 1e-9)
-	assert.InDeltaSlice(t, []float64{0.8, 2}, sr.RoundsBest, 1e-9)
-	assert.InDeltaSlice(t, []float64{0.8, 2.2, 1}, sr.RoundsControlBest, 1e-9, "the control against the same two as ours")
-	assert.InDeltaSlice(t, []float64{1, 1 / 1.1}, sr.RoundsOursControl, 1e-9)
+func TestRoundRatiosScoreTheControlAsOurs(t *testing.T) {
+	var sr roundRatios
+	sr.add(map[string]float64{"erdmakit": 1.0, "ib_write_bw": 0.8, plTool: 1.25, controlTool: 1.0})
+	sr.add(map[string]float64{"erdmakit": 1.0, "ib_write_bw": 0.5, controlTool: 1.1}) // -l failed: the better is plain
+	sr.add(map[string]float64{"ib_write_bw": 1, plTool: 1, controlTool: 1})           // ours failed
+	assert.InDeltaSlice(t, []float64{1.25, 2}, sr.Perftest, 1e-9)
+	assert.InDeltaSlice(t, []float64{0.8}, sr.PostList, 1e-9)
+	assert.InDeltaSlice(t, []float64{0.8, 2}, sr.Best, 1e-9)
+	assert.InDeltaSlice(t, []float64{0.8, 2.2, 1}, sr.ControlBest, 1e-9, "the control against the same two as ours")
+	assert.InDeltaSlice(t, []float64{1, 1 / 1.1}, sr.OursControl, 1e-9)
 }
 
 func TestSteadyRoundsLeaveSlowRunsOut(t *testing.T) {
@@ -55,7 +55,7 @@ func TestScoreJudgesRoundsAgainAtTheEnd(t *testing.T) {
 	assert.Equal(t, []int{1}, sr.Disturbed)
 	assert.True(t, sr.Samples[0].Disturbed)
 	assert.False(t, sr.Samples[2].Disturbed)
-	assert.InDeltaSlice(t, []float64{1.25, 1.1}, sr.Rounds, 1e-9)
+	assert.InDeltaSlice(t, []float64{1.25, 1.1}, sr.Own.Perftest, 1e-9)
 	assert.InDelta(t, 1.05, sr.OursGbps, 1e-9, "medians over the steady rounds only")
 	assert.Equal(t, "ib_write_bw", sr.BetterSetting)
 }
