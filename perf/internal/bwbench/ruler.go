@@ -13,20 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The ruler measures every tool the same way, from outside: the device's
-// own packet counters, sampled through the run. Each tool's figure is its
-// own count over its own window, and those windows are placed differently:
-// in the lab, `ib_write_bw -l` at 64 KiB reports more than its packets show
-// against ours (about 1.5% on the real-time guest, 6-10% under qemu -icount;
-// docs/bw.md). The ruler's ratios are the fair comparison.
-//
-// A rxe device counts every packet it receives (rcvd_pkts) and, among them,
-// the retransmitted ones its responder drops (duplicate_request,
-// out_of_seq_request). In loopback the received packets are the writes'
-// packets and their acknowledgements, so the good packets (received less
-// the dropped) move in proportion to the writes delivered, for every tool
-// alike: ceil(size / MTU) + 1 per write.
-var rulerCounters = [...]string{"rcvd_pkts", "duplicate_request", "out_of_seq_request"}
+// rulerCounters are the rxe counters the ruler reads: the packets received,
+// and the two kinds of retransmission its responder drops.
+func rulerCounters() [3]string {
+	return [3]string{"rcvd_pkts", "duplicate_request", "out_of_seq_request"}
+}
 
 const (
 	rulerEvery = 50 * time.Millisecond // between samples
@@ -47,14 +38,26 @@ type rulerResult struct {
 	Err     error
 }
 
-// ruler samples one rxe device's hw counters.
+// ruler measures every tool the same way, from outside: one rxe device's
+// packet counters, sampled through the run. Each tool's figure is its
+// own count over its own window, and those windows are placed differently:
+// in the lab, `ib_write_bw -l` at 64 KiB reports more than its packets show
+// against ours (about 1.5% on the real-time guest, 6-10% under qemu -icount;
+// docs/bw.md). The ruler's ratios are the fair comparison.
+//
+// A rxe device counts every packet it receives (rcvd_pkts) and, among them,
+// the retransmitted ones its responder drops (duplicate_request,
+// out_of_seq_request). In loopback the received packets are the writes'
+// packets and their acknowledgements, so the good packets (received less
+// the dropped) move in proportion to the writes delivered, for every tool
+// alike: ceil(size / MTU) + 1 per write.
 type ruler struct {
 	dir string // .../hw_counters
 }
 
 func newRuler(device string, port int) (ruler, error) {
 	dir := filepath.Join("/sys/class/infiniband", device, "ports", strconv.Itoa(port), "hw_counters")
-	for _, c := range rulerCounters {
+	for _, c := range rulerCounters() {
 		if _, err := os.Stat(filepath.Join(dir, c)); err != nil {
 			return ruler{}, fmt.Errorf("ruler: %s has no %s counter (a rxe device has): %w", device, c, err)
 		}
@@ -87,8 +90,9 @@ func (r ruler) start(ctx context.Context, margin time.Duration, stop <-chan stru
 }
 
 func (r ruler) sample(ctx context.Context, margin time.Duration, stop <-chan struct{}) rulerResult {
-	var files [len(rulerCounters)]*os.File
-	for i, c := range rulerCounters {
+	counters := rulerCounters()
+	var files [len(counters)]*os.File
+	for i, c := range counters {
 		f, err := os.Open(filepath.Join(r.dir, c))
 		if err != nil {
 			return rulerResult{Err: fmt.Errorf("ruler: %w", err)}
@@ -103,7 +107,7 @@ func (r ruler) sample(ctx context.Context, margin time.Duration, stop <-chan str
 		buf     = make([]byte, 32)
 	)
 	read := func() (int64, error) {
-		var v [len(rulerCounters)]int64
+		var v [len(counters)]int64
 		for i, f := range files {
 			n, err := f.ReadAt(buf, 0)
 			if n == 0 && err != nil {
