@@ -173,7 +173,7 @@ func main() {
 	}
 	var rul ruler
 	if *useRuler {
-		if rul, err = newRuler(*device, 1); err != nil {
+		if rul, err = newRuler(ctx, *device, 1); err != nil {
 			fatal(fmt.Errorf("%w (-ruler=false runs without it)", err))
 		}
 	}

@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/erdmakit/erdmakit/erdma"
 )
 
 // rulerCounters are the rxe counters the ruler reads: the packets received,
@@ -52,17 +51,24 @@ type rulerResult struct {
 // the dropped) move in proportion to the writes delivered, for every tool
 // alike: ceil(size / MTU) + 1 per write.
 type ruler struct {
-	dir string // .../hw_counters
+	host erdma.Host
+	dev  string
+	port int
 }
 
-func newRuler(device string, port int) (ruler, error) {
-	dir := filepath.Join("/sys/class/infiniband", device, "ports", strconv.Itoa(port), "hw_counters")
-	for _, c := range rulerCounters() {
-		if _, err := os.Stat(filepath.Join(dir, c)); err != nil {
-			return ruler{}, fmt.Errorf("ruler: %s has no %s counter (a rxe device has): %w", device, c, err)
+func newRuler(ctx context.Context, device string, port int) (ruler, error) {
+	r := ruler{host: erdma.LiveHost(), dev: device, port: port}
+	c, err := erdma.OpenCounters(ctx, r.host, device, port)
+	if err != nil {
+		return ruler{}, fmt.Errorf("ruler: %w", err)
+	}
+	defer c.Close()
+	for _, n := range rulerCounters() {
+		if !slices.Contains(c.Names(), n) {
+			return ruler{}, fmt.Errorf("ruler: %s port %d has no %s counter (a rxe device has)", device, port, n)
 		}
 	}
-	return ruler{dir: dir}, nil
+	return r, nil
 }
 
 type rulerPoint struct {
@@ -90,32 +96,31 @@ func (r ruler) start(ctx context.Context, margin time.Duration, stop <-chan stru
 }
 
 func (r ruler) sample(ctx context.Context, margin time.Duration, stop <-chan struct{}) rulerResult {
-	counters := rulerCounters()
-	var files [len(counters)]*os.File
-	for i, c := range counters {
-		f, err := os.Open(filepath.Join(r.dir, c))
-		if err != nil {
-			return rulerResult{Err: fmt.Errorf("ruler: %w", err)}
-		}
-		defer f.Close()
-		files[i] = f
+	// erdma's reader keeps every counter of the port open and reads each
+	// with one pread, without allocating.
+	c, err := erdma.OpenCounters(ctx, r.host, r.dev, r.port)
+	if err != nil {
+		return rulerResult{Err: fmt.Errorf("ruler: %w", err)}
 	}
+	defer c.Close()
 	var (
 		pts     []rulerPoint
 		dropped int
 		begin   = time.Now()
-		buf     = make([]byte, 32)
+		m       = map[string]uint64{}
+		names   = rulerCounters()
 	)
 	read := func() (int64, error) {
-		var v [len(counters)]int64
-		for i, f := range files {
-			n, err := f.ReadAt(buf, 0)
-			if n == 0 && err != nil {
-				return 0, fmt.Errorf("ruler: %s: %w", f.Name(), err)
+		if err := c.Read(m); err != nil {
+			return 0, fmt.Errorf("ruler: %w", err)
+		}
+		var v [len(names)]int64
+		for i, n := range names {
+			x, ok := m[n]
+			if !ok {
+				return 0, fmt.Errorf("ruler: %s port %d: no %s counter", r.dev, r.port, n)
 			}
-			if v[i], err = strconv.ParseInt(strings.TrimSpace(string(buf[:n])), 10, 64); err != nil {
-				return 0, fmt.Errorf("ruler: %s: %w", f.Name(), err)
-			}
+			v[i] = int64(x)
 		}
 		return v[0] - v[1] - v[2], nil
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/erdmakit/erdmakit/erdma"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -39,14 +41,16 @@ func TestReadingIsTheSlopeOverTheMeasuredPhase(t *testing.T) {
 }
 
 func TestRulerSamplesTheCounters(t *testing.T) {
-	dir := t.TempDir()
+	root := t.TempDir()
+	dir := filepath.Join(root, erdma.ClassInfiniband, "rxe0", "ports", "1", "hw_counters")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
 	write := func(name, v string) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o644))
 	}
 	write("rcvd_pkts", "1000")
 	write("duplicate_request", "10")
 	write("out_of_seq_request", "5")
-	r := ruler{dir: dir}
+	r := ruler{host: erdma.RecordedHost(root), dev: "rxe0", port: 1}
 	stop := make(chan struct{})
 	out := r.start(context.Background(), 0, stop)
 	time.Sleep(3 * rulerEvery)
@@ -58,7 +62,7 @@ func TestRulerSamplesTheCounters(t *testing.T) {
 	res = r.sample(context.Background(), 0, stop)
 	assert.ErrorContains(t, res.Err, "rcvd_pkts")
 
-	_, err := newRuler("no-such-device-"+t.Name(), 1)
+	_, err := newRuler(context.Background(), "no-such-device-"+t.Name(), 1)
 	assert.ErrorContains(t, err, "no rcvd_pkts counter")
 
 	ctx, cancel := context.WithCancel(context.Background())
