@@ -367,11 +367,15 @@ func TestLabRCLoopbackWriteLandsExactBytes(t *testing.T) {
 		name          string
 		offset, size  int
 		count, signal int
+		wrid          uint64
 	}{
-		{"one byte", 0, 1, 1, 1},
-		{"one page at an offset", 4096, 4096, 1, 1},
-		{"list of 16 signalled every 4", 100, 3000, 16, 4},
-		{"whole buffer", 0, size, 1, 1},
+		{"one byte", 0, 1, 1, 1, 1000},
+		{"one page at an offset", 4096, 4096, 1, 1, 1000},
+		{"list of 16 signalled every 4", 100, 3000, 16, 4, 1000},
+		// The shim keeps the list it built: the same arguments again only
+		// renumber the work requests.
+		{"the same list again", 100, 3000, 16, 4, 5000},
+		{"whole buffer", 0, size, 1, 1, 1000},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -379,7 +383,7 @@ func TestLabRCLoopbackWriteLandsExactBytes(t *testing.T) {
 			src := pattern(tt.size, byte(i+1))
 			copy(a.buf.Bytes()[tt.offset:], src)
 			w := Writes{MR: a.mr, Offset: uint64(tt.offset), RemoteAddr: b.mr.Addr() + uint64(tt.offset), RKey: b.mr.RKey(),
-				Size: uint32(tt.size), Count: tt.count, SignalEvery: tt.signal, WRID: 1000}
+				Size: uint32(tt.size), Count: tt.count, SignalEvery: tt.signal, WRID: tt.wrid}
 			require.NoError(t, a.qp.PostWrites(w))
 			wcs, err := waitWC(t, a.cq, w.Signalled(), 20*time.Second)
 			require.NoError(t, err)
@@ -387,7 +391,7 @@ func TestLabRCLoopbackWriteLandsExactBytes(t *testing.T) {
 				assert.Equal(t, WCRDMAWrite, wc.Opcode)
 				assert.Equal(t, a.qp.QPN(), wc.QPN)
 			}
-			assert.Equal(t, uint64(1000+tt.count-1), wcs[len(wcs)-1].WRID, "the last WR of a list is signalled")
+			assert.Equal(t, tt.wrid+uint64(tt.count-1), wcs[len(wcs)-1].WRID, "the last WR of a list is signalled")
 			got := b.buf.Bytes()
 			require.True(t, bytes.Equal(src, got[tt.offset:tt.offset+tt.size]), "written bytes differ")
 			assert.Zero(t, bytes.Count(got[:tt.offset], []byte{1}))

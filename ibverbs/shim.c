@@ -484,6 +484,14 @@ int ek_post_writes(ek_qp *q, uint64_t laddr, uint32_t lkey, uint64_t raddr, uint
 		return EINVAL;
 	if (every <= 0)
 		every = 1;
+	if (q->built.valid && q->built.n == n && q->built.laddr == laddr && q->built.lkey == lkey &&
+	    q->built.raddr == raddr && q->built.rkey == rkey && q->built.size == size && q->built.every == every &&
+	    q->built.inl == inl) {
+		for (int i = 0; i < n; i++)
+			q->wrs[i].wr_id = wrid + (uint64_t)i;
+		goto post;
+	}
+	q->built.valid = 0;
 	for (int i = 0; i < n; i++) {
 		struct ibv_sge *s = &q->sges[i];
 		struct ibv_send_wr *w = &q->wrs[i];
@@ -501,6 +509,9 @@ int ek_post_writes(ek_qp *q, uint64_t laddr, uint32_t lkey, uint64_t raddr, uint
 		w->wr.rdma.remote_addr = raddr;
 		w->wr.rdma.rkey = rkey;
 	}
+	q->built.laddr = laddr, q->built.lkey = lkey, q->built.raddr = raddr, q->built.rkey = rkey;
+	q->built.size = size, q->built.n = n, q->built.every = every, q->built.inl = inl, q->built.valid = 1;
+post:;
 	int rc = ibv_post_send(q->qp, q->wrs, &bad);
 	if (rc) {
 		q->last_posted = bad ? (int)(bad - q->wrs) : 0;

@@ -65,6 +65,13 @@ typedef struct ek_qp {
 	int cap;
 	int last_posted; // WRs of the last failed post list that were posted
 	ek_qp_caps caps; // as granted
+	// The list in wrs/sges as last built: a post with the same arguments
+	// (a write loop's every post) only renumbers the wr_ids.
+	struct {
+		uint64_t laddr, raddr;
+		uint32_t lkey, rkey, size;
+		int n, every, inl, valid;
+	} built;
 } ek_qp;
 
 int ek_create_qp(ek_lib *lib, struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, ek_qp_caps *caps, ek_qp **out);
