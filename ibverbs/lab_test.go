@@ -304,6 +304,25 @@ func TestLabResourceCyclesLeaveNothing(t *testing.T) {
 	assert.Equal(t, before, resCounts(t, dev), "rdma res show before and after 5 open/close cycles")
 }
 
+func TestLabGIDTableMatchesEntryByEntry(t *testing.T) {
+	c := openLab(t)
+	pa, err := c.QueryPort(1)
+	require.NoError(t, err)
+	table, ok := c.gidTable(1, pa.GIDTblLen)
+	require.True(t, ok, "the lab's rdma-core has ibv_query_gid_table")
+	one, err := c.gidsOneByOne(1, pa.GIDTblLen)
+	require.NoError(t, err)
+	require.NotEmpty(t, one, "rxe0 has its netdev's GIDs")
+	assert.Equal(t, one, table, "one ibv_query_gid_table, %d ibv_query_gid_ex", pa.GIDTblLen)
+	gids, err := c.GIDs(1)
+	require.NoError(t, err)
+	assert.Equal(t, one, gids)
+
+	none, ok := c.gidTable(2, pa.GIDTblLen)
+	assert.True(t, ok)
+	assert.Empty(t, none, "rxe0 has one port")
+}
+
 func TestLabUnknownDevice(t *testing.T) {
 	labtest.Require(t)
 	_, err := Open("rxe9")

@@ -27,6 +27,8 @@ struct ek_lib {
 	int (*query_port)(struct ibv_context *, uint8_t, struct ibv_port_attr *);
 	int (*query_gid)(struct ibv_context *, uint8_t, int, union ibv_gid *);
 	int (*query_gid_ex)(struct ibv_context *, uint32_t, uint32_t, struct ibv_gid_entry *, uint32_t, size_t);
+	// rdma-core >= 32; NULL before. The number of entries, or -errno.
+	ssize_t (*query_gid_table)(struct ibv_context *, struct ibv_gid_entry *, size_t, uint32_t, size_t);
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *);
 	int (*dealloc_pd)(struct ibv_pd *);
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *, void *, size_t, int);
@@ -96,6 +98,7 @@ int ek_load(const char *verbs, const char *cm, ek_lib **out, char *err, int errl
 	SYM(lib->vh, query_port, "ibv_query_port", 1);
 	SYM(lib->vh, query_gid, "ibv_query_gid", 1);
 	SYM(lib->vh, query_gid_ex, "_ibv_query_gid_ex", 0);
+	SYM(lib->vh, query_gid_table, "_ibv_query_gid_table", 0);
 	SYM(lib->vh, alloc_pd, "ibv_alloc_pd", 1);
 	SYM(lib->vh, dealloc_pd, "ibv_dealloc_pd", 1);
 	SYM(lib->vh, reg_mr, "ibv_reg_mr", 1);
@@ -164,6 +167,7 @@ int ek_cm_loaded(ek_lib *lib, char *err, int errlen)
 }
 
 int ek_has_gid_ex(ek_lib *lib) { return lib->query_gid_ex != NULL; }
+int ek_has_gid_table(ek_lib *lib) { return lib->query_gid_table != NULL; }
 
 static int errno_or(int def) { return errno ? errno : def; }
 
@@ -257,6 +261,23 @@ int ek_query_gid_ex(ek_lib *lib, struct ibv_context *ctx, int port, int index, s
 	errno = 0;
 	int rc = lib->query_gid_ex(ctx, port, index, e, 0, sizeof(*e));
 	return rc ? (rc > 0 ? rc : errno_or(EINVAL)) : 0;
+}
+
+int ek_query_gid_table(ek_lib *lib, struct ibv_context *ctx, struct ibv_gid_entry *entries, int max, int *n)
+{
+	*n = 0;
+	if (!lib->query_gid_table)
+		return ENOSYS;
+	if (max <= 0)
+		return EINVAL;
+	errno = 0;
+	ssize_t r = lib->query_gid_table(ctx, entries, (size_t)max, 0, sizeof(*entries));
+	if (r < 0)
+		return (int)-r;
+	if (r > max)
+		return EOVERFLOW;
+	*n = (int)r;
+	return 0;
 }
 
 const char *ek_wc_status_str(ek_lib *lib, int status)

@@ -19,6 +19,7 @@ enum { EK_LOAD_OK = 0, EK_LOAD_NOLIB = 1, EK_LOAD_NOSYM = 2 };
 int ek_load(const char *verbs, const char *cm, ek_lib **out, char *err, int errlen);
 int ek_cm_loaded(ek_lib *lib, char *err, int errlen);
 int ek_has_gid_ex(ek_lib *lib);
+int ek_has_gid_table(ek_lib *lib);
 
 typedef struct {
 	char name[IBV_SYSFS_NAME_MAX];
@@ -34,6 +35,10 @@ int ek_query_device(ek_lib *lib, struct ibv_context *ctx, struct ibv_device_attr
 int ek_query_port(ek_lib *lib, struct ibv_context *ctx, int port, struct ibv_port_attr *attr);
 int ek_query_gid(ek_lib *lib, struct ibv_context *ctx, int port, int index, uint8_t *gid);
 int ek_query_gid_ex(ek_lib *lib, struct ibv_context *ctx, int port, int index, struct ibv_gid_entry *e);
+// ek_query_gid_table reads every port's populated GID entries with one
+// ibv_query_gid_table (at most max of them, *n filled); 0 or an errno
+// (ENOSYS: the library has none).
+int ek_query_gid_table(ek_lib *lib, struct ibv_context *ctx, struct ibv_gid_entry *entries, int max, int *n);
 const char *ek_wc_status_str(ek_lib *lib, int status);
 
 int ek_buf_alloc(size_t size, void **out);
