@@ -512,7 +512,6 @@ int ek_post_writes(ek_qp *q, uint64_t laddr, uint32_t lkey, uint64_t raddr, uint
 			q->wrs[i].wr_id = wrid + (uint64_t)i;
 		goto post;
 	}
-	q->built.valid = 0;
 	for (int i = 0; i < n; i++) {
 		struct ibv_sge *s = &q->sges[i];
 		struct ibv_send_wr *w = &q->wrs[i];
