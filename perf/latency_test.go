@@ -274,8 +274,14 @@ func TestLatencyLoopbackSharesOneP(t *testing.T) {
 	results, errs := LatencyLoopback(context.Background(), []Link{l}, LatencyConfig{Iterations: 300}, nil)
 	require.Empty(t, errs)
 	require.Len(t, results, 1)
-	t.Logf("one P: median %.1f us", results[0].MedianUS)
-	assert.Less(t, results[0].MedianUS, 250.0, "each answer waited for the peer's millisecond yield")
+	// The fastest round trip, not the median: on a loaded host every wait
+	// past 50 µs also gives the CPU away (sched_yield). With three CPU hogs
+	// on two CPUs the median went to 2 ms and the fastest tenth to 0.08-1.9
+	// ms, while the fastest stayed at 26-52 µs. Waiting for the scheduler's
+	// pass instead puts every sample at 1.2 ms or more (10 ms, sysmon's
+	// preemption, when unloaded).
+	t.Logf("one P: fastest %.1f us, median %.1f us", results[0].MinUS, results[0].MedianUS)
+	assert.Less(t, results[0].MinUS, 250.0, "each answer waited for the peer's scheduler pass")
 }
 
 func TestPingYieldsOnlyWhereBothEndsShareTooFewCPUs(t *testing.T) {

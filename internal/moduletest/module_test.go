@@ -168,6 +168,18 @@ func TestGoGetFromProxy(t *testing.T) {
 		return strings.TrimSpace(string(out))
 	}
 	cache := filepath.Join(goenv("GOMODCACHE"), "cache", "download")
+	// The importer's module graph loads the go.mod of every version an
+	// unpruned dependency (rdmamap, go 1.13) requires: netlink v1.1.0's,
+	// which building erdmakit itself never reads, so a fresh machine's cache
+	// lacks it. `go list -m all` here fetches every go.mod of our own graph
+	// (a superset) through this machine's usual proxy, before the importer
+	// is cut off from it.
+	prime := execx.Command(ctx, gobin, "list", "-m", "all")
+	prime.Dir = dir
+	prime.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	if out, err := prime.CombinedOutput(); err != nil {
+		need(t, "go list -m all (reading our module graph into the module cache): %v\n%s", err, out)
+	}
 	importer := filepath.Join(tmp, "importer")
 	require.NoError(t, os.MkdirAll(importer, 0o755))
 	// As `go mod init` writes it today. Without the go line the module
