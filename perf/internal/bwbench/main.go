@@ -80,9 +80,13 @@ type sample struct {
 	CalibAfter  float64 `json:"calibration_after_mbps,omitempty"`
 	Disturbed   bool    `json:"disturbed,omitempty"`
 	// RulerPPS is the device's good packets per second over the run's
-	// measured phase (-ruler; ruler.go), RulerSamples the samples in it.
+	// measured phase (-ruler; ruler.go), RulerSamples the samples in it,
+	// RulerWindowS the time between its first and last, RulerDropped the
+	// run's samples left out because their reads were slow.
 	RulerPPS     float64 `json:"ruler_good_pps,omitempty"`
 	RulerSamples int     `json:"ruler_samples,omitempty"`
+	RulerWindowS float64 `json:"ruler_window_s,omitempty"`
+	RulerDropped int     `json:"ruler_dropped,omitempty"`
 	RulerErr     string  `json:"ruler_error,omitempty"`
 }
 
@@ -254,6 +258,7 @@ func main() {
 					if measured != nil {
 						m := <-measured
 						s.RulerPPS, s.RulerSamples = m.PPS, m.Samples
+						s.RulerWindowS, s.RulerDropped = m.Window.Seconds(), m.Dropped
 						if m.Err != nil {
 							s.RulerErr = m.Err.Error()
 						}
@@ -550,7 +555,7 @@ func rulerText(s sample) string {
 	case s.RulerPPS == 0:
 		return "off"
 	}
-	return fmt.Sprintf("%.0f pkt/s (%d samples)", s.RulerPPS, s.RulerSamples)
+	return fmt.Sprintf("%.0f pkt/s (%d samples over %.2f s, %d slow left out)", s.RulerPPS, s.RulerSamples, s.RulerWindowS, s.RulerDropped)
 }
 
 func calibration(c *benchstat.Calibrator, s sample) string {
