@@ -13,7 +13,7 @@ import (
 // take it from DecideGDRLevel.
 type GDRLevel struct {
 	// Level is the value to export, one of NCCL's path types ("PHB" or
-	// "SYS", smitopo.NCCLPathTypes); "" when NCCL's default level (PXB)
+	// "SYS", smitopo.NCCLPathTypes()); "" when NCCL's default level (PXB)
 	// already covers every GPU.
 	Level string `json:"level,omitempty"`
 	// Measured is true when Level comes from the GPU<->eRDMA distances;

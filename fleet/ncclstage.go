@@ -30,8 +30,11 @@ type NCCLStageOptions struct {
 }
 
 // DefaultNCCLBinaries are the places fleet prove looks for nccl-tests'
-// all_reduce_perf when none is given: PATH first.
-var DefaultNCCLBinaries = []string{"all_reduce_perf", "./build/all_reduce_perf", "./nccl-tests/build/all_reduce_perf", "/root/nccl-tests/build/all_reduce_perf"}
+// all_reduce_perf when none is given: PATH first. The slice is the
+// caller's.
+func DefaultNCCLBinaries() []string {
+	return []string{"all_reduce_perf", "./build/all_reduce_perf", "./nccl-tests/build/all_reduce_perf", "/root/nccl-tests/build/all_reduce_perf"}
+}
 
 // FindNCCLBinary returns the first of candidates that exists (a name
 // without '/' is looked up on PATH), or an error wrapping ErrSkipped that

@@ -71,13 +71,9 @@ type DMABUF struct {
 	Evidence []string `json:"evidence"`
 }
 
-// DMABUFRecordFiles are the files ReadDMABUF reads (the libibverbs
-// library is found by name, see LibIBVerbsGlobs).
-var DMABUFRecordFiles = []string{"proc/sys/kernel/osrelease", "proc/driver/nvidia/version", "sys/module/nvidia/taint"}
-
-// LibIBVerbsGlobs are where rdma-core's libibverbs.so.1.A.V.0 lives,
-// relative to the host root.
-var LibIBVerbsGlobs = []string{
+// libibverbsGlobs are where rdma-core's libibverbs.so.1.A.V.0 lives,
+// relative to the host root (RecordFiles records the names it finds).
+var libibverbsGlobs = []string{
 	"usr/lib/*-linux-gnu/libibverbs.so.1.*", "usr/lib64/libibverbs.so.1.*", "usr/lib/libibverbs.so.1.*",
 }
 
@@ -204,7 +200,7 @@ func readDMABUF(ctx context.Context, r *hostfs.Root, probes []ProbeResult) (DMAB
 
 	// rdma-core, by libibverbs' file name.
 	var libs []string
-	for _, g := range LibIBVerbsGlobs {
+	for _, g := range libibverbsGlobs {
 		m, _ := r.Glob(g)
 		libs = append(libs, m...)
 	}

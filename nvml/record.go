@@ -59,7 +59,7 @@ func RecordFiles(ctx context.Context, lib Library, root, note string) (map[strin
 	}
 	// libibverbs only by name (its file name carries rdma-core's
 	// version): an empty stand-in, as dev/infiniband's files are.
-	for _, g := range LibIBVerbsGlobs {
+	for _, g := range libibverbsGlobs {
 		libs, _ := r.Glob(g)
 		for _, rel := range libs {
 			if libibverbsVer.MatchString(path.Base(rel)) {

@@ -35,7 +35,7 @@ type proveNCCLFlags struct {
 func (f *proveNCCLFlags) add(c *cobra.Command) {
 	fl := c.Flags()
 	fl.BoolVar(&f.skip, "no-nccl", false, "skip the NCCL stage")
-	fl.StringVar(&f.binary, "nccl-binary", "", "nccl-tests all_reduce_perf, the same path on every host (default: the first of "+strings.Join(fleet.DefaultNCCLBinaries, ", ")+" on rank 0; none: the stage is skipped)")
+	fl.StringVar(&f.binary, "nccl-binary", "", "nccl-tests all_reduce_perf, the same path on every host (default: the first of "+strings.Join(fleet.DefaultNCCLBinaries(), ", ")+" on rank 0; none: the stage is skipped)")
 	fl.StringVar(&f.launcher, "nccl-launcher", "", "mpirun or srun (default: the job's own launcher)")
 	fl.StringVar(&f.srunMPI, "nccl-srun-mpi", "pmix", "srun --mpi plugin for the NCCL run")
 	fl.IntVar(&f.perHost, "nccl-ranks-per-host", 0, "NCCL ranks per host (default: one per GPU the host's doctor saw, else 8)")
@@ -66,7 +66,7 @@ func (f *proveNCCLFlags) command(me fleet.Rank, testArgs []string) (nccl.Command
 	rankEnvAndTestArgs(&c, f.env, testArgs)
 	bin := f.binary
 	if bin == "" {
-		found, err := fleet.FindNCCLBinary(fleet.DefaultNCCLBinaries)
+		found, err := fleet.FindNCCLBinary(fleet.DefaultNCCLBinaries())
 		if err != nil {
 			return c, err
 		}

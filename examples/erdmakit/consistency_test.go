@@ -52,7 +52,7 @@ func TestOneAnswerPerQuestion(t *testing.T) {
 				assert.Contains(t, cli, "export NCCL_NET_GDR_LEVEL="+env+"\n")
 				// A word NCCL accepts (src/graph/paths.cc ncclGetLevel
 				// against topoPathTypeStr), never nvidia-smi's NODE.
-				assert.Contains(t, smitopo.NCCLPathTypes, env)
+				assert.Contains(t, smitopo.NCCLPathTypes(), env)
 			}
 			assert.NotContains(t, cli, "NCCL_NET_GDR_LEVEL=NODE")
 			if d := byID[nvml.FindingGPUDistance]; strings.Contains(d.Remediation, "NCCL_NET_GDR_LEVEL=") {

@@ -78,8 +78,11 @@ const NCCLDefaultGDRLevel = LinkPXB
 // NCCL_P2P_LEVEL), nearest first: src/graph/topo.cc topoPathTypeStr up to
 // PATH_SYS (src/include/graph.h), matched by ncclGetLevel in
 // src/graph/paths.cc. Any other word (nvidia-smi's NODE among them) is
-// ignored there and NCCL keeps its default level, PXB.
-var NCCLPathTypes = []string{"LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS"}
+// ignored there and NCCL keeps its default level, PXB. The slice is the
+// caller's.
+func NCCLPathTypes() []string {
+	return []string{"LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS"}
+}
 
 // NCCLPath translates nvidia-smi's word for a GPU<->NIC link into NCCL's
 // path type, the word NCCL_NET_GDR_LEVEL takes. The words differ where

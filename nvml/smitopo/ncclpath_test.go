@@ -15,7 +15,7 @@ import (
 // only, then an old-style number, and ignores anything else (default PXB).
 // Every word we translate to must be one of those.
 func TestNCCLPath(t *testing.T) {
-	assert.Equal(t, []string{"LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS"}, NCCLPathTypes)
+	assert.Equal(t, []string{"LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS"}, NCCLPathTypes())
 	for _, c := range []struct {
 		smi  Link
 		nccl string
@@ -32,10 +32,10 @@ func TestNCCLPath(t *testing.T) {
 	} {
 		got := c.smi.NCCLPath()
 		assert.Equal(t, c.nccl, got, "%s", c.smi)
-		assert.True(t, slices.Contains(NCCLPathTypes, got), "%s -> %s is not a word NCCL accepts", c.smi, got)
+		assert.True(t, slices.Contains(NCCLPathTypes(), got), "%s -> %s is not a word NCCL accepts", c.smi, got)
 	}
 	// NODE is nvidia-smi's word, not NCCL's: it must never be advised.
-	assert.False(t, slices.Contains(NCCLPathTypes, "NODE"))
+	assert.False(t, slices.Contains(NCCLPathTypes(), "NODE"))
 	assert.Contains(t, LinkNODE.NCCLMeaning(), "NODE (NCCL's PHB)")
 	assert.Contains(t, LinkNODE.NCCLMeaning(), "NCCL_NET_GDR_LEVEL=PHB")
 	assert.NotContains(t, LinkNODE.NCCLMeaning(), "=NODE")
