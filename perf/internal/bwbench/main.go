@@ -38,6 +38,11 @@
 // instructions: the host's load cannot move the figures, every run of a tool
 // measures the same to 0.1%, and -steady 0 with a few rounds is enough.
 //
+// Ours runs in bwbench's own process (perf.Loopback on the link it holds),
+// beside the ruler's thread. -ours-bin runs it as that erdmakit binary's
+// `bw loopback --json` in a child process instead, as perftest runs: the
+// check that sharing a process with the ruler costs ours nothing.
+//
 // `make bench` runs it in the lab (Soft-RoCE under qemu):
 //
 //	go build -o bin/bwbench ./perf/internal/bwbench
@@ -45,6 +50,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -58,6 +64,7 @@ import (
 	"time"
 
 	"github.com/erdmakit/erdmakit/internal/benchstat"
+	"github.com/erdmakit/erdmakit/internal/execx"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/perf/perftest"
 )
@@ -162,6 +169,7 @@ func main() {
 		steady   = flag.Float64("steady", 0.9, "keep a round only when the machine's calibration around each run is at least this fraction of its upper quartile; 0: keep every round, no calibration")
 		calib    = flag.Duration("calibration", 250*time.Millisecond, "each calibration's length (-steady)")
 		useRuler = flag.Bool("ruler", true, "also score every run by the device's packet counters (rxe hw_counters), one ruler for every tool (ruler.go)")
+		oursBin  = flag.String("ours-bin", "", "run ours as this erdmakit binary's `bw loopback` in a child process, as perftest runs, instead of in bwbench's own process (beside the ruler)")
 	)
 	flag.Parse()
 	perf.RaiseMaxProcs() // as the erdmakit CLI does
@@ -236,6 +244,12 @@ func main() {
 					}
 					switch tool {
 					case "erdmakit":
+						if *oursBin != "" {
+							before := benchstat.Switches(syscall.RUSAGE_CHILDREN)
+							s = runOursProcess(ctx, *oursBin, *device, *gid, size, qps, depth, *duration, *margin, *postList, *cqMod)
+							s.Switches = benchstat.Switches(syscall.RUSAGE_CHILDREN) - before
+							break
+						}
 						before := benchstat.Switches(syscall.RUSAGE_SELF)
 						s = runOurs(ctx, link, size, qps, depth, *duration, *margin, *postList, *cqMod)
 						s.Switches = benchstat.Switches(syscall.RUSAGE_SELF) - before
@@ -434,6 +448,43 @@ func runOurs(ctx context.Context, link perf.Link, size, qps, depth int, d, margi
 		return s
 	}
 	s.Gbps, s.Mpps = results[0].AvgGbps, results[0].Mpps
+	return s
+}
+
+// runOursProcess runs ours as bin's `bw loopback` in a child process of its
+// own, so that nothing of bwbench (the ruler's thread, its Go runtime) shares
+// ours' process, as nothing shares perftest's.
+func runOursProcess(ctx context.Context, bin, dev string, gid, size, qps, depth int, d, margin time.Duration, postList, cqMod int) sample {
+	s := sample{Tool: "erdmakit"}
+	args := []string{"bw", "loopback", "--json", "-d", dev, "-x", strconv.Itoa(gid), "-q", strconv.Itoa(qps),
+		"-t", strconv.Itoa(depth), "-s", strconv.Itoa(size), "-D", d.String(), "--warmup", margin.String(),
+		"--cooldown", margin.String()}
+	if postList > 0 {
+		args = append(args, "-l", strconv.Itoa(postList))
+	}
+	if cqMod > 0 {
+		args = append(args, "-Q", strconv.Itoa(cqMod))
+	}
+	ctx, cancel := context.WithTimeout(ctx, d+2*margin+90*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := execx.Command(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		s.Err = fmt.Sprintf("%s: %v: %s", bin, err, bytes.TrimSpace(stderr.Bytes()))
+		return s
+	}
+	var out struct {
+		Results []struct {
+			Gbps float64 `json:"bw_avg_gbps"`
+			Mpps float64 `json:"msg_rate_mpps"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || len(out.Results) != 1 {
+		s.Err = fmt.Sprintf("%s: reading its JSON: %v (%d results)", bin, err, len(out.Results))
+		return s
+	}
+	s.Gbps, s.Mpps = out.Results[0].Gbps, out.Results[0].Mpps
 	return s
 }
 

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/erdmakit/erdmakit/internal/benchstat"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestMediansLeaveFailedRunsOut(t *testing.T) {
@@ -58,4 +63,33 @@ func TestScoreJudgesRoundsAgainAtTheEnd(t *testing.T) {
 	assert.InDeltaSlice(t, []float64{1.25, 1.1}, sr.Own.Perftest, 1e-9)
 	assert.InDelta(t, 1.05, sr.OursGbps, 1e-9, "medians over the steady rounds only")
 	assert.Equal(t, "ib_write_bw", sr.BetterSetting)
+}
+
+func TestRunOursProcessReadsTheCLIsJSON(t *testing.T) {
+	dir := t.TempDir()
+	args := filepath.Join(dir, "args")
+	fake := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\necho \"$@\" > "+args+"\n"+body), 0o755))
+		return p
+	}
+	ok := fake("ok", `echo '{"status":"ok","results":[{"device":"rxe0","bw_avg_gbps":0.11,"msg_rate_mpps":0.0034}]}'`)
+	s := runOursProcess(context.Background(), ok, "rxe0", 1, 4096, 16, 8, 2*time.Second, time.Second, 8, 0)
+	assert.Empty(t, s.Err)
+	assert.Equal(t, "erdmakit", s.Tool)
+	assert.InDelta(t, 0.11, s.Gbps, 1e-9)
+	assert.InDelta(t, 0.0034, s.Mpps, 1e-9)
+	got, err := os.ReadFile(args)
+	require.NoError(t, err)
+	assert.Equal(t, "bw loopback --json -d rxe0 -x 1 -q 16 -t 8 -s 4096 -D 2s --warmup 1s --cooldown 1s -l 8\n", string(got))
+
+	for name, body := range map[string]string{
+		"garbage": "echo not json",
+		"none":    `echo '{"results":[]}'`,
+		"failing": "echo boom >&2; exit 2",
+	} {
+		s := runOursProcess(context.Background(), fake(name, body), "rxe0", -1, 4096, 1, 128, time.Second, time.Second, 0, 0)
+		assert.NotEmpty(t, s.Err, name)
+		assert.Zero(t, s.Gbps, name)
+	}
 }
