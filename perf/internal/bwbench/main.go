@@ -50,7 +50,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -467,24 +466,17 @@ func runOursProcess(ctx context.Context, bin, dev string, gid, size, qps, depth 
 	}
 	ctx, cancel := context.WithTimeout(ctx, d+2*margin+90*time.Second)
 	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := execx.Command(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		s.Err = fmt.Sprintf("%s: %v: %s", bin, err, bytes.TrimSpace(stderr.Bytes()))
+	stdout, err := execx.Output(ctx, bin, args...)
+	if err != nil {
+		s.Err = err.Error()
 		return s
 	}
-	var out struct {
-		Results []struct {
-			Gbps float64 `json:"bw_avg_gbps"`
-			Mpps float64 `json:"msg_rate_mpps"`
-		} `json:"results"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || len(out.Results) != 1 {
-		s.Err = fmt.Sprintf("%s: reading its JSON: %v (%d results)", bin, err, len(out.Results))
+	var rep perf.Report // the schema of `bw --json`
+	if err := json.Unmarshal(stdout, &rep); err != nil || len(rep.Results) != 1 {
+		s.Err = fmt.Sprintf("%s: reading its JSON: %v (%d results)", bin, err, len(rep.Results))
 		return s
 	}
-	s.Gbps, s.Mpps = out.Results[0].Gbps, out.Results[0].Mpps
+	s.Gbps, s.Mpps = rep.Results[0].AvgGbps, rep.Results[0].Mpps
 	return s
 }
 
