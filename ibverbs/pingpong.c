@@ -50,7 +50,8 @@ static int await_byte(ek_ping *p, uint8_t v)
 static int post(ek_ping *p, uint8_t v)
 {
 	*p->send = v;
-	int rc = ek_post_writes(p->qp, p->laddr, p->lkey, p->raddr, p->rkey, p->size, 1, 1, p->rounds, p->inl);
+	int rc = ek_post_writes(p->qp, p->laddr, p->lkey, p->raddr, p->rkey, p->size, 1, 1, p->rounds, EK_WRID_SEQ,
+				 p->inl);
 	if (rc) {
 		p->err_kind = EK_STREAM_ERR_POST;
 		p->err_rc = rc;

@@ -495,9 +495,8 @@ int ek_connect(ek_qp *q, ek_conn *c, int *stage)
 }
 
 int ek_post_writes(ek_qp *q, uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
-		   uint32_t size, int n, int every, uint64_t wrid, int inl)
+		   uint32_t size, int n, int every, uint64_t wrid, int ids, int inl)
 {
-	struct ibv_send_wr *bad = NULL;
 	q->last_posted = 0;
 	if (n <= 0)
 		return 0;
@@ -507,23 +506,35 @@ int ek_post_writes(ek_qp *q, uint64_t laddr, uint32_t lkey, uint64_t raddr, uint
 		every = 1;
 	if (q->built.valid && q->built.n == n && q->built.laddr == laddr && q->built.lkey == lkey &&
 	    q->built.raddr == raddr && q->built.rkey == rkey && q->built.size == size && q->built.every == every &&
-	    q->built.inl == inl) {
-		for (int i = 0; i < n; i++)
-			q->wrs[i].wr_id = wrid + (uint64_t)i;
-		goto post;
+	    q->built.inl == inl && q->built.ids == ids) {
+		if (ids == EK_WRID_COUNT && q->built.wrid == wrid)
+			return ek_post_built(q);
+		if (ids == EK_WRID_SEQ) {
+			for (int i = 0; i < n; i++)
+				q->wrs[i].wr_id = wrid + (uint64_t)i;
+			q->built.wrid = wrid;
+			q->built.gen++;
+			return ek_post_built(q);
+		}
 	}
 	for (int i = 0; i < n; i++) {
 		struct ibv_sge *s = &q->sges[i];
 		struct ibv_send_wr *w = &q->wrs[i];
+		int signalled = (i + 1) % every == 0 || i == n - 1;
 		s->addr = laddr;
 		s->length = size;
 		s->lkey = lkey;
-		w->wr_id = wrid + (uint64_t)i;
+		if (ids == EK_WRID_SEQ)
+			w->wr_id = wrid + (uint64_t)i;
+		else if (!signalled)
+			w->wr_id = wrid;
+		else
+			w->wr_id = wrid | (uint64_t)((i + 1) % every ? (i + 1) % every : every);
 		w->next = i + 1 < n ? &q->wrs[i + 1] : NULL;
 		w->sg_list = s;
 		w->num_sge = 1;
 		w->opcode = IBV_WR_RDMA_WRITE;
-		w->send_flags = ((i + 1) % every == 0 || i == n - 1) ? IBV_SEND_SIGNALED : 0;
+		w->send_flags = signalled ? IBV_SEND_SIGNALED : 0;
 		if (inl)
 			w->send_flags |= IBV_SEND_INLINE;
 		w->wr.rdma.remote_addr = raddr;
@@ -531,13 +542,9 @@ int ek_post_writes(ek_qp *q, uint64_t laddr, uint32_t lkey, uint64_t raddr, uint
 	}
 	q->built.laddr = laddr, q->built.lkey = lkey, q->built.raddr = raddr, q->built.rkey = rkey;
 	q->built.size = size, q->built.n = n, q->built.every = every, q->built.inl = inl, q->built.valid = 1;
-post:;
-	int rc = ibv_post_send(q->qp, q->wrs, &bad);
-	if (rc) {
-		q->last_posted = bad ? (int)(bad - q->wrs) : 0;
-		return rc;
-	}
-	return 0;
+	q->built.ids = ids, q->built.wrid = wrid;
+	q->built.gen++;
+	return ek_post_built(q);
 }
 
 int ek_post_send(ek_qp *q, uint64_t laddr, uint32_t lkey, uint32_t size, uint64_t wrid)

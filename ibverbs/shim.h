@@ -71,11 +71,14 @@ typedef struct ek_qp {
 	int last_posted; // WRs of the last failed post list that were posted
 	ek_qp_caps caps; // as granted
 	// The list in wrs/sges as last built: a post with the same arguments
-	// (a write loop's every post) only renumbers the wr_ids.
+	// (a write loop's every post) reuses it, renumbering only sequence
+	// wr_ids. gen changes whenever wrs or sges do, so that a caller that
+	// built the list can post it again unchecked (ek_post_built).
 	struct {
-		uint64_t laddr, raddr;
+		uint64_t laddr, raddr, wrid;
 		uint32_t lkey, rkey, size;
-		int n, every, inl, valid;
+		int n, every, inl, ids, valid;
+		uint64_t gen;
 	} built;
 } ek_qp;
 
@@ -99,11 +102,31 @@ int ek_modify_init(ek_qp *q, ek_conn *c);
 int ek_connect(ek_qp *q, ek_conn *c, int *stage);
 int ek_qp_state(ek_qp *q, int *state);
 
-// ek_post_writes returns 0 or an errno; on failure q->last_posted says how
-// many WRs of the list were posted. (No out-pointer: a Go pointer passed to
-// C escapes to the heap, and the data path must not allocate.)
+// How a list's work requests are numbered: EK_WRID_SEQ gives WR i of the
+// list wrid + i; EK_WRID_COUNT gives it wrid | the writes its completion
+// stands for (those since the previous signalled WR of the list; 0 when
+// unsignalled), the same from post to post, so a repeated post rewrites
+// nothing.
+enum { EK_WRID_SEQ = 0, EK_WRID_COUNT = 1 };
+
+// ek_post_writes posts n RDMA writes of size bytes from laddr to raddr as
+// one list, one in every `every` signalled and the last; ids is EK_WRID_*.
+// It returns 0 or an errno; on failure q->last_posted says how many WRs of
+// the list were posted. (No out-pointer: a Go pointer passed to C escapes to
+// the heap, and the data path must not allocate.)
 int ek_post_writes(ek_qp *q, uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
-		   uint32_t size, int n, int every, uint64_t wrid, int inl);
+		   uint32_t size, int n, int every, uint64_t wrid, int ids, int inl);
+// ek_post_built posts q's list as last built, unchanged: for a caller that
+// built it (ek_post_writes with EK_WRID_COUNT) and finds q->built.gen as it
+// left it. The same returns as ek_post_writes. Inline: it is a write loop's
+// every post.
+static inline int ek_post_built(ek_qp *q)
+{
+	struct ibv_send_wr *bad = NULL;
+	int rc = ibv_post_send(q->qp, q->wrs, &bad);
+	q->last_posted = rc && bad ? (int)(bad - q->wrs) : 0;
+	return rc;
+}
 int ek_post_send(ek_qp *q, uint64_t laddr, uint32_t lkey, uint32_t size, uint64_t wrid);
 int ek_post_recv(ek_qp *q, uint64_t laddr, uint32_t lkey, uint32_t size, uint64_t wrid);
 

@@ -27,7 +27,8 @@ typedef struct {
 	// per QP
 	int *outstanding;
 	int64_t *remaining;
-	uint64_t *seq, *done;
+	int *ready;    // the writes in the list this stream last built on the QP
+	uint64_t *gen; // the QP's built.gen then (ek_post_built)
 	// control, between runs
 	int posting;  // 0: only poll (drain)
 	int stop;     // set (atomically) from any thread: the run returns

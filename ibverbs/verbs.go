@@ -967,7 +967,7 @@ func (qp *QP) PostWrites(w Writes) error {
 	}
 	rc := C.ek_post_writes(qp.q, C.uint64_t(w.MR.addr+w.Offset), C.uint32_t(w.MR.lkey),
 		C.uint64_t(w.RemoteAddr), C.uint32_t(w.RKey), C.uint32_t(w.Size), C.int(w.Count),
-		C.int(w.SignalEvery), C.uint64_t(w.WRID), inl)
+		C.int(w.SignalEvery), C.uint64_t(w.WRID), C.EK_WRID_SEQ, inl)
 	if rc != 0 {
 		e := qp.pd.ctx.fail("ibv_post_send", rc).(*Error)
 		e.Hint = fmt.Sprintf("%d of %d WRITEs posted; the send queue may be full (poll more often)", int(qp.q.last_posted), w.Count)
