@@ -457,7 +457,7 @@ func ReadCounters(ctx context.Context, h Host, dev string, port int) (map[string
 	// map of their own.
 	_, err = ctxio.Do(ctx, func() (struct{}, error) {
 		defer c.Close()
-		return struct{}{}, c.Read(m)
+		return struct{}{}, c.Read(ctx, m)
 	})
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return map[string]uint64{}, fmt.Errorf("%s: %w", c.dir, err)
@@ -527,11 +527,18 @@ func (c *CounterReader) Names() []string { return c.names }
 
 // Read stores every counter's current value in m. A counter that cannot be
 // read or parsed is left out and named in the error; the rest are stored.
-func (c *CounterReader) Read(m map[string]uint64) error {
+// ctx is checked before each counter's read (each a query of the device):
+// once it ends, Read stops there with an error naming the counter and
+// wrapping ctx's. A read the driver never answers is the caller's to
+// abandon (ReadCounters does).
+func (c *CounterReader) Read(ctx context.Context, m map[string]uint64) error {
 	var bad []error
 	for i, fd := range c.fds {
 		if fd < 0 {
 			return fmt.Errorf("%s: %w", c.dir, fs.ErrClosed)
+		}
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(bad, fmt.Errorf("%s/%s: %w", c.dir, c.names[i], err))...)
 		}
 		n, err := unix.Pread(fd, c.buf[:], 0)
 		if err != nil {

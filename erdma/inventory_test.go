@@ -350,10 +350,11 @@ func BenchmarkCounterReader(b *testing.B) {
 	require.NoError(b, err)
 	defer c.Close()
 	m := map[string]uint64{}
-	require.NoError(b, c.Read(m))
+	ctx := context.Background()
+	require.NoError(b, c.Read(ctx, m))
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := c.Read(m); err != nil {
+		if err := c.Read(ctx, m); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -364,13 +365,23 @@ func TestCounterReader(t *testing.T) {
 	c, err := erdma.OpenCounters(t.Context(), erdma.RecordedHost(fixture.Host(t, "ebmgn8is-healthy")), "erdma_0", 1)
 	require.NoError(t, err)
 	m := map[string]uint64{}
-	require.NoError(t, c.Read(m))
+	require.NoError(t, c.Read(t.Context(), m))
 	assert.Len(t, m, 55)
-	allocs := testing.AllocsPerRun(10, func() { _ = c.Read(m) })
+	allocs := testing.AllocsPerRun(10, func() { _ = c.Read(t.Context(), m) })
 	assert.Zero(t, allocs)
+
+	// An ended context stops the reads before the first counter.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	fresh := map[string]uint64{}
+	err = c.Read(ctx, fresh)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.ErrorContains(t, err, "hw_counters/"+c.Names()[0])
+	assert.Empty(t, fresh)
+
 	require.NoError(t, c.Close())
 	require.NoError(t, c.Close(), "idempotent")
-	assert.ErrorIs(t, c.Read(m), os.ErrClosed)
+	assert.ErrorIs(t, c.Read(t.Context(), m), os.ErrClosed)
 }
 
 // TestRealKernelTreeLabRXE reads the lab's recording of a real kernel's

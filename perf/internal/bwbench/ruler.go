@@ -123,7 +123,7 @@ func (r ruler) sample(ctx context.Context, margin time.Duration, stop <-chan str
 		names   = rulerCounters()
 	)
 	read := func() (int64, error) {
-		if err := c.Read(m); err != nil {
+		if err := c.Read(ctx, m); err != nil {
 			return 0, fmt.Errorf("ruler: %w", err)
 		}
 		var v [len(names)]int64
