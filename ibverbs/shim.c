@@ -520,7 +520,8 @@ int ek_post_writes(ek_qp *q, uint64_t laddr, uint32_t lkey, uint64_t raddr, uint
 	for (int i = 0; i < n; i++) {
 		struct ibv_sge *s = &q->sges[i];
 		struct ibv_send_wr *w = &q->wrs[i];
-		int signalled = (i + 1) % every == 0 || i == n - 1;
+		int since = (i + 1) % every; // writes since the last signalled one
+		int signalled = since == 0 || i == n - 1;
 		s->addr = laddr;
 		s->length = size;
 		s->lkey = lkey;
@@ -529,7 +530,7 @@ int ek_post_writes(ek_qp *q, uint64_t laddr, uint32_t lkey, uint64_t raddr, uint
 		else if (!signalled)
 			w->wr_id = wrid;
 		else
-			w->wr_id = wrid | (uint64_t)((i + 1) % every ? (i + 1) % every : every);
+			w->wr_id = wrid | (uint64_t)(since ? since : every);
 		w->next = i + 1 < n ? &q->wrs[i + 1] : NULL;
 		w->sg_list = s;
 		w->num_sge = 1;

@@ -31,10 +31,8 @@ ek_stream *ek_stream_new(int nqp)
 	s->cqs = calloc(nqp, sizeof(*s->cqs));
 	s->outstanding = calloc(nqp, sizeof(*s->outstanding));
 	s->remaining = calloc(nqp, sizeof(*s->remaining));
-	s->ready = calloc(nqp, sizeof(*s->ready));
 	s->gen = calloc(nqp, sizeof(*s->gen));
-	if (!s->qps || !s->raddr || !s->rkey || !s->laddr || !s->lkey || !s->cqs || !s->outstanding || !s->remaining || !s->ready ||
-	    !s->gen) {
+	if (!s->qps || !s->raddr || !s->rkey || !s->laddr || !s->lkey || !s->cqs || !s->outstanding || !s->remaining || !s->gen) {
 		ek_stream_free(s);
 		return NULL;
 	}
@@ -54,7 +52,6 @@ void ek_stream_free(ek_stream *s)
 	free(s->cqs);
 	free(s->outstanding);
 	free(s->remaining);
-	free(s->ready);
 	free(s->gen);
 	free(s);
 }
@@ -84,14 +81,12 @@ void ek_stream_peak_start(ek_stream *s)
 static int post_list(ek_stream *s, int qp, int n)
 {
 	ek_qp *q = s->qps[qp];
-	if (s->ready[qp] == n && q->built.gen == s->gen[qp])
+	if (q->built.gen == s->gen[qp] && q->built.n == n)
 		return ek_post_built(q);
 	int rc = ek_post_writes(q, s->laddr[qp], s->lkey[qp], s->raddr[qp], s->rkey[qp], s->size, n, s->every,
 				(uint64_t)qp << WRID_SHIFT, EK_WRID_COUNT, s->inl);
-	if (q->built.valid) {
-		s->ready[qp] = q->built.n;
+	if (rc == 0) // the list there is the one asked for
 		s->gen[qp] = q->built.gen;
-	}
 	return rc;
 }
 

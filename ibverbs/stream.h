@@ -27,8 +27,7 @@ typedef struct {
 	// per QP
 	int *outstanding;
 	int64_t *remaining;
-	int *ready;    // the writes in the list this stream last built on the QP
-	uint64_t *gen; // the QP's built.gen then (ek_post_built)
+	uint64_t *gen; // the QP's built.gen after this stream's last build there (0: none)
 	// control, between runs
 	int posting;  // 0: only poll (drain)
 	int stop;     // set (atomically) from any thread: the run returns
