@@ -73,3 +73,9 @@ func TestByRoundAndSteadyRound(t *testing.T) {
 	assert.Equal(t, [][]run{groups[0]}, kept)
 	assert.Equal(t, []int{1}, disturbed)
 }
+
+func TestUnscored(t *testing.T) {
+	assert.Contains(t, Unscored(32, 32), "all 32 rounds left out as disturbed")
+	assert.Contains(t, Unscored(32, 30), "no tool figure in any of the 2 kept rounds")
+	assert.Contains(t, Unscored(0, 0), "no tool figure")
+}

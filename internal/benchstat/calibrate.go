@@ -140,3 +140,14 @@ func SteadyRound[S any](runs []S, calibrations func(S) (before, after float64), 
 	}
 	return true
 }
+
+// Unscored says why a row of a side-by-side run has no ratio, for the
+// message beside a benchmark command's failing exit: every round left out as
+// disturbed (the lab's slow mode: the run is not a result, not a failure of
+// the tools), or a tool with no figure in any kept round.
+func Unscored(roundsRun, disturbed int) string {
+	if roundsRun > 0 && disturbed >= roundsRun {
+		return fmt.Sprintf("all %d rounds left out as disturbed (calibrations below the reference): the lab was in its slow mode; run it again", roundsRun)
+	}
+	return fmt.Sprintf("no tool figure in any of the %d kept rounds: see the tools' errors above", roundsRun-disturbed)
+}

@@ -355,10 +355,15 @@ func main() {
 	} else {
 		fmt.Println("bwbench: wrote", *out)
 	}
+	failed := false
 	for _, s := range rep.Sizes {
 		if s.RatioGbps == 0 {
-			os.Exit(1) // a tool produced no figure
+			fmt.Fprintf(os.Stderr, "bwbench: %d QPs, %d B: no ratio: %s\n", s.QPs, s.Size, benchstat.Unscored(s.RoundsRun, len(s.Disturbed)))
+			failed = true
 		}
+	}
+	if failed {
+		os.Exit(1)
 	}
 }
 

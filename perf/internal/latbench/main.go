@@ -244,10 +244,15 @@ func main() {
 	} else {
 		fmt.Println("latbench: wrote", *out)
 	}
+	failed := false
 	for _, s := range rep.Sizes {
 		if len(s.Rounds) == 0 {
-			os.Exit(1) // a tool produced no figure
+			fmt.Fprintf(os.Stderr, "latbench: %d B: no ratio: %s\n", s.Size, benchstat.Unscored(s.RoundsRun, len(s.Disturbed)))
+			failed = true
 		}
+	}
+	if failed {
+		os.Exit(1)
 	}
 }
 
