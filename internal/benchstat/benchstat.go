@@ -50,6 +50,15 @@ func Format(s Spread, n int) string {
 	return fmt.Sprintf("%.3f (%.3f-%.3f), %d", s.Median, s.P25, s.P75, n)
 }
 
+// Figure is v with prec decimals, or "-" where v is 0: a median over no
+// kept runs, which a table must not show as a measured zero.
+func Figure(v float64, prec int) string {
+	if v == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64)
+}
+
 // IntList parses a flag's "1,16".
 func IntList(s string) ([]int, error) {
 	var out []int

@@ -20,6 +20,8 @@ func TestQuartilesAndFormat(t *testing.T) {
 	assert.InDelta(t, 0.7, Quantile([]float64{0.7}, 0.75), 1e-9)
 	assert.Equal(t, "-", Format(Spread{}, 0))
 	assert.Equal(t, "1.000 (0.900-1.100), 5", Format(Spread{Median: 1, P25: 0.9, P75: 1.1}, 5))
+	assert.Equal(t, "-", Figure(0, 2))
+	assert.Equal(t, "377.92", Figure(377.921, 2))
 }
 
 func TestIntList(t *testing.T) {

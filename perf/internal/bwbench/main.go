@@ -320,7 +320,8 @@ func main() {
 	fmt.Printf("| QPs | size | tx depth | erdmakit Gbit/s | ib_write_bw Gbit/s | %s min(%d, tx depth) Gbit/s | per-round ratio vs ib_write_bw: median (p25-p75), rounds | vs %s | vs the better perftest |\n", plTool, *plPeer, plTool)
 	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range rep.Sizes {
-		fmt.Printf("| %d | %d | %d | %.4f | %.4f | %.4f | %s | %s | %s |\n", s.QPs, s.Size, s.TxDepth, s.OursGbps, s.PerftestGbps, s.PostListGbps,
+		fmt.Printf("| %d | %d | %d | %s | %s | %s | %s | %s | %s |\n", s.QPs, s.Size, s.TxDepth,
+			benchstat.Figure(s.OursGbps, 4), benchstat.Figure(s.PerftestGbps, 4), benchstat.Figure(s.PostListGbps, 4),
 			benchstat.Format(s.Paired, len(s.Own.Perftest)), benchstat.Format(s.PairedPostList, len(s.Own.PostList)), benchstat.Format(s.PairedBest, len(s.Own.Best)))
 	}
 	fmt.Println()

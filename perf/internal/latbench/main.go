@@ -220,7 +220,8 @@ func main() {
 	fmt.Println("| size | erdmakit median us | ib_write_lat median us | ratio of the medians | per-round ratio: median (p25-p75), rounds | context switches per run, median: erdmakit / ib_write_lat |")
 	fmt.Println("|---:|---:|---:|---:|---:|---:|")
 	for _, s := range rep.Sizes {
-		fmt.Printf("| %d | %.2f | %.2f | %.3f | %s | %.0f / %.0f |\n", s.Size, s.OursUS, s.TheirsUS, s.Ratio, benchstat.Format(s.Paired, len(s.Rounds)),
+		fmt.Printf("| %d | %s | %s | %s | %s | %.0f / %.0f |\n", s.Size, benchstat.Figure(s.OursUS, 2), benchstat.Figure(s.TheirsUS, 2),
+			benchstat.Figure(s.Ratio, 3), benchstat.Format(s.Paired, len(s.Rounds)),
 			s.Switches["erdmakit"], s.Switches["ib_write_lat"])
 	}
 	if cal.Frac > 0 {
@@ -235,7 +236,7 @@ func main() {
 		fmt.Println("| size | erdmakit (C loop) median us | its Go loop median us | C / Go per round: median (p25-p75), rounds | Go loop's switches per run, median |")
 		fmt.Println("|---:|---:|---:|---:|---:|")
 		for _, s := range rep.Sizes {
-			fmt.Printf("| %d | %.2f | %.2f | %s | %.0f |\n", s.Size, s.OursUS, s.GoUS, benchstat.Format(s.PairedGo, len(s.RoundsGo)), s.Switches[goTool])
+			fmt.Printf("| %d | %s | %s | %s | %.0f |\n", s.Size, benchstat.Figure(s.OursUS, 2), benchstat.Figure(s.GoUS, 2), benchstat.Format(s.PairedGo, len(s.RoundsGo)), s.Switches[goTool])
 		}
 	}
 	b, _ := json.MarshalIndent(rep, "", "  ")
