@@ -1,0 +1,517 @@
+// The C write loop (stream.c) and ping-pong (pingpong.c) against a fake
+// device, built with AddressSanitizer and UndefinedBehaviorSanitizer by
+// TestCLoopsUnderSanitizers. The fake is what libibverbs' inline dispatchers
+// call through context->ops: its post_send performs each RDMA write as a
+// copy between this process's buffers and queues a completion for every
+// signalled one; its poll_cq hands them out. So the loops' bookkeeping
+// (lists reused or rebuilt, completions that stand for several writes,
+// errors) is checked write by write, with no device and no kernel.
+//
+// Prints one line per case; exits 1 at the first failure.
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pingpong.h"
+
+#define CQ_SLOTS 4096
+#define LOG_MAX 100000
+// Runs end long before these; they are generous for a loaded CI machine.
+#define RUN_NS 60000000000LL
+#define STALL_NS 10000000000LL
+
+typedef struct {
+	struct ibv_cq cq; // first: the loops pass &cq
+	pthread_mutex_t mu;
+	struct ibv_wc wc[CQ_SLOTS];
+	int head, n;
+	int overflowed;
+} fake_cq;
+
+// A write as the fake device saw it.
+typedef struct {
+	uint64_t wr_id, laddr, raddr;
+	uint32_t len, lkey, rkey;
+	int flags;
+} rec;
+
+typedef struct {
+	struct ibv_qp qp; // first: ek_qp points at it
+	fake_cq *cq;
+	rec *log;             // the first LOG_MAX writes
+	int nlog;
+	long writes;          // every write
+	int fail_at;          // > 0: the fail_at-th WR from now is refused (EINVAL)
+	int complete_with;    // the status every completion carries
+	int override;         // completions carry wr_id instead of the WR's
+	uint64_t wr_id;
+	int posts;            // post_send calls
+} fake_qp;
+
+// CHECK ends the program at the first failure: _exit, so that the leak
+// check does not bury the message under what the failed case left.
+#define CHECK(cond, ...)                                                           \
+	do {                                                                       \
+		if (!(cond)) {                                                     \
+			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                              \
+			fprintf(stderr, "\n");                                     \
+			fflush(NULL);                                              \
+			_exit(1);                                                  \
+		}                                                                  \
+	} while (0)
+
+static void cq_push(fake_cq *c, struct ibv_wc wc)
+{
+	pthread_mutex_lock(&c->mu);
+	if (c->n == CQ_SLOTS)
+		c->overflowed = 1;
+	else
+		c->wc[(c->head + c->n++) % CQ_SLOTS] = wc;
+	pthread_mutex_unlock(&c->mu);
+}
+
+static int fake_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
+{
+	fake_cq *c = (fake_cq *)cq;
+	pthread_mutex_lock(&c->mu);
+	int n = 0;
+	for (; n < num && c->n > 0; n++, c->n--) {
+		wc[n] = c->wc[c->head];
+		c->head = (c->head + 1) % CQ_SLOTS;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return n;
+}
+
+// fake_post_send performs each write of the list: the bytes before the last
+// copied, then the last stored with release order, as a NIC's DMA lands
+// the last byte that a ping-pong polls for last.
+static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	fake_qp *f = (fake_qp *)qp;
+	f->posts++;
+	for (; wr; wr = wr->next) {
+		if (f->fail_at > 0 && --f->fail_at == 0) {
+			*bad = wr;
+			return EINVAL;
+		}
+		if (wr->opcode != IBV_WR_RDMA_WRITE || wr->num_sge != 1) {
+			*bad = wr;
+			return EINVAL;
+		}
+		const struct ibv_sge *s = wr->sg_list;
+		uint8_t *dst = (uint8_t *)(uintptr_t)wr->wr.rdma.remote_addr;
+		const uint8_t *src = (const uint8_t *)(uintptr_t)s->addr;
+		if (s->length > 0) {
+			memcpy(dst, src, s->length - 1);
+			__atomic_store_n(&dst[s->length - 1], src[s->length - 1], __ATOMIC_RELEASE);
+		}
+		f->writes++;
+		if (f->nlog < LOG_MAX)
+			f->log[f->nlog++] = (rec){.wr_id = wr->wr_id, .laddr = s->addr, .raddr = wr->wr.rdma.remote_addr,
+					  .len = s->length, .lkey = s->lkey, .rkey = wr->wr.rdma.rkey, .flags = wr->send_flags};
+		if (wr->send_flags & IBV_SEND_SIGNALED)
+			cq_push(f->cq, (struct ibv_wc){.wr_id = f->override ? f->wr_id : wr->wr_id,
+						       .status = f->complete_with, .opcode = IBV_WC_RDMA_WRITE,
+						       .vendor_err = f->complete_with ? 0x42 : 0});
+	}
+	return 0;
+}
+
+static struct ibv_context fake_ctx = {.ops = {.poll_cq = fake_poll_cq, .post_send = fake_post_send}};
+
+static fake_cq *new_cq(void)
+{
+	fake_cq *c = calloc(1, sizeof(*c));
+	c->cq.context = &fake_ctx;
+	pthread_mutex_init(&c->mu, NULL);
+	return c;
+}
+
+// new_qp is what ek_create_qp leaves: depth send slots of scratch list.
+static ek_qp *new_qp(fake_cq *cq, int depth)
+{
+	fake_qp *f = calloc(1, sizeof(*f));
+	f->qp.context = &fake_ctx;
+	f->cq = cq;
+	f->log = calloc(LOG_MAX, sizeof(rec));
+	ek_qp *q = calloc(1, sizeof(*q));
+	q->qp = &f->qp;
+	q->cap = depth;
+	q->caps.max_send_wr = depth;
+	q->wrs = calloc(depth, sizeof(*q->wrs));
+	q->sges = calloc(depth, sizeof(*q->sges));
+	return q;
+}
+
+static fake_qp *fake(ek_qp *q) { return (fake_qp *)q->qp; }
+
+static void free_qp(ek_qp *q)
+{
+	free(fake(q)->log);
+	free(fake(q));
+	free(q->wrs);
+	free(q->sges);
+	free(q);
+}
+
+static void free_cq(fake_cq *c)
+{
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+enum { SIZE = 64, LKEY = 0x11, RKEY = 0x22 };
+
+typedef struct {
+	ek_stream *s;
+	fake_cq *cq;
+	ek_qp *qp[2];
+	uint8_t *src, *dst[2];
+} rig;
+
+// new_rig is NewWriteStream's setup: nqp QPs on one CQ, one source buffer,
+// a destination per QP, iterations writes per QP.
+static rig new_rig(int nqp, int depth, int post_list, int every, int64_t iterations)
+{
+	rig r = {.s = ek_stream_new(nqp), .cq = new_cq(), .src = malloc(SIZE)};
+	for (int i = 0; i < SIZE; i++)
+		r.src[i] = (uint8_t)(i * 7 + 1);
+	for (int i = 0; i < nqp; i++) {
+		r.qp[i] = new_qp(r.cq, depth);
+		r.dst[i] = calloc(1, SIZE);
+		r.s->qps[i] = r.qp[i];
+		r.s->raddr[i] = (uint64_t)(uintptr_t)r.dst[i];
+		r.s->rkey[i] = RKEY + i;
+		r.s->laddr[i] = (uint64_t)(uintptr_t)r.src;
+		r.s->lkey[i] = LKEY;
+		r.s->remaining[i] = iterations;
+	}
+	r.s->cqs[0] = &r.cq->cq;
+	r.s->ncq = 1;
+	r.s->size = SIZE;
+	r.s->depth = depth;
+	r.s->post_list = post_list;
+	r.s->low_water = 1;
+	r.s->every = every;
+	r.s->iter_mode = iterations > 0;
+	return r;
+}
+
+static void free_rig(rig *r)
+{
+	for (int i = 0; i < r->s->nqp; i++) {
+		free_qp(r->qp[i]);
+		free(r->dst[i]);
+	}
+	free_cq(r->cq);
+	free(r->src);
+	ek_stream_free(r->s);
+}
+
+// writes_to counts the logged writes from index from on that went where
+// QP i of the stream sends them, or returns -1 when any went elsewhere.
+static int writes_to(rig *r, int i, int from)
+{
+	fake_qp *f = fake(r->qp[i]);
+	for (int k = from; k < f->nlog; k++) {
+		rec w = f->log[k];
+		if (w.raddr != r->s->raddr[i] || w.rkey != r->s->rkey[i] || w.laddr != r->s->laddr[i] || w.len != SIZE ||
+		    w.lkey != LKEY) {
+			fprintf(stderr, "QP %d write %d: raddr %#llx rkey %#x laddr %#llx len %u lkey %#x: not the stream's\n", i,
+				k, (unsigned long long)w.raddr, w.rkey, (unsigned long long)w.laddr, w.len, w.lkey);
+			return -1;
+		}
+	}
+	return f->nlog - from;
+}
+
+static void stream_iterations(void)
+{
+	// Lists of every free slot, one completion in 3 writes: completions
+	// that stand for 1, 2 or 3 writes.
+	rig r = new_rig(2, 16, 0, 3, 1000);
+	int rc = ek_stream_run(r.s, RUN_NS);
+	CHECK(rc == EK_RUN_DONE, "run: %d (err kind %d)", rc, r.s->err_kind);
+	CHECK(r.s->posted == 2000 && r.s->completed == 2000 && r.s->in_flight == 0, "posted %llu completed %llu in flight %lld",
+	      (unsigned long long)r.s->posted, (unsigned long long)r.s->completed, (long long)r.s->in_flight);
+	for (int i = 0; i < 2; i++) {
+		CHECK(writes_to(&r, i, 0) == 1000, "QP %d: the writes went elsewhere", i);
+		CHECK(memcmp(r.dst[i], r.src, SIZE) == 0, "QP %d: the destination does not hold the source", i);
+		CHECK(r.s->outstanding[i] == 0, "QP %d: %d outstanding", i, r.s->outstanding[i]);
+	}
+	CHECK(!r.cq->overflowed, "the CQ overflowed");
+	free_rig(&r);
+}
+
+// stream_list_replaced: another user of the QP posts its own list between
+// two runs of the stream. The stream must notice (built.gen) and build its
+// list again instead of posting the other's: the other's wr_ids would not
+// count writes, and its writes would go to the other's buffer.
+static void stream_list_replaced(void)
+{
+	for (int ids = EK_WRID_SEQ; ids <= EK_WRID_COUNT; ids++) {
+		rig r = new_rig(1, 8, 8, 4, 64);
+		int rc = ek_stream_run(r.s, RUN_NS);
+		CHECK(rc == EK_RUN_DONE, "first run: %d", rc);
+		uint8_t other[SIZE];
+		fake_qp *f = fake(r.qp[0]);
+		int before = f->nlog;
+		// The same list length and signalling, another destination.
+		rc = ek_post_writes(r.qp[0], (uint64_t)(uintptr_t)r.src, LKEY, (uint64_t)(uintptr_t)other, 0x99, SIZE, 8,
+				    4, 0, ids, 0);
+		CHECK(rc == 0, "the other post: %d", rc);
+		struct ibv_wc wc[8];
+		int got = ibv_poll_cq(&r.cq->cq, 8, wc); // the other reaps its own
+		CHECK(got == 2, "the other's completions: %d", got);
+		int mine = f->nlog;
+		r.s->remaining[0] = 64;
+		rc = ek_stream_run(r.s, RUN_NS);
+		CHECK(rc == EK_RUN_DONE, "second run (ids %d): %d, err kind %d wr_id %#llx", ids, rc, r.s->err_kind,
+		      (unsigned long long)r.s->err_wrid);
+		CHECK(mine - before == 8, "the other's writes: %d", mine - before);
+		CHECK(writes_to(&r, 0, mine) == 64, "second run (ids %d): the writes went elsewhere", ids);
+		CHECK(r.s->completed == 128, "completed %llu", (unsigned long long)r.s->completed);
+		free_rig(&r);
+	}
+}
+
+// stream_list_reused: with nobody else on the QP, every post after the
+// first posts the list as built (the same WR memory, no rewrite).
+static void stream_list_reused(void)
+{
+	rig r = new_rig(1, 8, 8, 8, 800);
+	uint64_t gen0 = r.qp[0]->built.gen;
+	int rc = ek_stream_run(r.s, RUN_NS);
+	CHECK(rc == EK_RUN_DONE, "run: %d", rc);
+	CHECK(r.qp[0]->built.gen == gen0 + 1, "the list was built %llu times, want once",
+	      (unsigned long long)(r.qp[0]->built.gen - gen0));
+	CHECK(fake(r.qp[0])->posts == 100, "%d posts of lists of 8, want 100", fake(r.qp[0])->posts);
+	free_rig(&r);
+}
+
+static void stream_post_refused(void)
+{
+	rig r = new_rig(1, 8, 8, 1, 64);
+	fake(r.qp[0])->fail_at = 8 + 4; // the second list's fourth WR
+	int rc = ek_stream_run(r.s, RUN_NS);
+	CHECK(rc == EK_RUN_ERROR && r.s->err_kind == EK_STREAM_ERR_POST, "run: %d, err kind %d", rc, r.s->err_kind);
+	CHECK(r.s->err_rc == EINVAL && r.s->err_status == 8 && r.s->err_wrid == 3,
+	      "err rc %d, list of %d, %llu posted; want EINVAL, 8, 3", r.s->err_rc, r.s->err_status,
+	      (unsigned long long)r.s->err_wrid);
+	free_rig(&r);
+}
+
+static void stream_completion_error(void)
+{
+	rig r = new_rig(1, 8, 8, 1, 64);
+	fake(r.qp[0])->complete_with = IBV_WC_REM_ACCESS_ERR;
+	int rc = ek_stream_run(r.s, RUN_NS);
+	CHECK(rc == EK_RUN_ERROR && r.s->err_kind == EK_STREAM_ERR_WC, "run: %d, err kind %d", rc, r.s->err_kind);
+	CHECK(r.s->err_status == IBV_WC_REM_ACCESS_ERR && r.s->err_vendor == 0x42 && r.s->err_qp == 0,
+	      "status %d vendor %#x qp %d", r.s->err_status, r.s->err_vendor, r.s->err_qp);
+	free_rig(&r);
+}
+
+// stream_foreign_completion: a completion no list of the stream carries
+// (another QP index, or one that counts no writes) is an error, not a count.
+static void stream_foreign_completion(void)
+{
+	uint64_t foreign[] = {
+		(uint64_t)5 << 40 | 1, // QP 5 of a stream of 1
+		0,                     // QP 0, standing for no write
+		(uint64_t)1 << 39,     // more writes than are outstanding
+	};
+	for (int i = 0; i < 3; i++) {
+		rig r = new_rig(1, 8, 8, 1, 64);
+		fake(r.qp[0])->override = 1;
+		fake(r.qp[0])->wr_id = foreign[i];
+		int rc = ek_stream_run(r.s, RUN_NS);
+		CHECK(rc == EK_RUN_ERROR && r.s->err_kind == EK_STREAM_ERR_MISMATCH && r.s->err_wrid == foreign[i],
+		      "wr_id %#llx: run %d, err kind %d", (unsigned long long)foreign[i], rc, r.s->err_kind);
+		CHECK(r.s->completed == 0, "wr_id %#llx counted", (unsigned long long)foreign[i]);
+		free_rig(&r);
+	}
+}
+
+static void stream_deadline_and_drain(void)
+{
+	rig r = new_rig(1, 8, 8, 2, 0); // duration mode
+	int rc = ek_stream_run(r.s, 20000000LL);
+	CHECK(rc == EK_RUN_DEADLINE, "run: %d, err kind %d rc %d", rc, r.s->err_kind, r.s->err_rc);
+	CHECK(r.s->posted > 0, "nothing posted in 20 ms");
+	r.s->posting = 0;
+	rc = ek_stream_run(r.s, RUN_NS);
+	CHECK(rc == EK_RUN_DRAINED && r.s->in_flight == 0 && r.s->completed == r.s->posted, "drain: %d, %lld in flight", rc,
+	      (long long)r.s->in_flight);
+	CHECK(fake(r.qp[0])->writes == (long)r.s->posted, "%ld writes, %llu posted", fake(r.qp[0])->writes,
+	      (unsigned long long)r.s->posted);
+	CHECK(writes_to(&r, 0, 0) == fake(r.qp[0])->nlog, "the writes went elsewhere");
+	free_rig(&r);
+}
+
+// A ping-pong pair: a's send area is written into b's receive area and
+// back, each side on its own thread.
+typedef struct {
+	ek_ping p;
+	ek_qp *qp;
+	fake_cq *cq;
+	uint8_t buf[2 * 4096]; // send area, then receive area
+	int64_t *rtt;
+	int64_t rounds;
+	int rc;
+} side;
+
+static void new_side(side *s, uint32_t size, int answer)
+{
+	memset(s, 0, sizeof(*s));
+	s->cq = new_cq();
+	s->qp = new_qp(s->cq, 1);
+	s->p.qp = s->qp;
+	s->p.cq = &s->cq->cq;
+	s->p.laddr = (uint64_t)(uintptr_t)s->buf;
+	s->p.lkey = LKEY;
+	s->p.size = size;
+	s->p.answer = answer;
+	s->p.send = &s->buf[size - 1];
+	s->p.recv = &s->buf[4096 + size - 1];
+	s->p.stall_ns = STALL_NS;
+	s->p.yield_after_ns = 50000; // two spinners on however many CPUs
+}
+
+static void join(side *a, side *b)
+{
+	a->p.raddr = (uint64_t)(uintptr_t)&b->buf[4096];
+	a->p.rkey = RKEY;
+	b->p.raddr = (uint64_t)(uintptr_t)&a->buf[4096];
+	b->p.rkey = RKEY;
+}
+
+static void free_side(side *s)
+{
+	free_qp(s->qp);
+	free_cq(s->cq);
+}
+
+static void *run_side(void *arg)
+{
+	side *s = arg;
+	s->rc = ek_ping_run(&s->p, s->rtt, s->rounds, RUN_NS);
+	return NULL;
+}
+
+static void ping_pong(void)
+{
+	uint32_t sizes[] = {1, 2, 4096};
+	for (int k = 0; k < 3; k++) {
+		static side a, b;
+		new_side(&a, sizes[k], 0);
+		new_side(&b, sizes[k], 1);
+		join(&a, &b);
+		int64_t rtt[3000];
+		a.rtt = rtt, a.rounds = 3000;
+		b.rounds = 3000;
+		pthread_t ta, tb;
+		pthread_create(&tb, NULL, run_side, &b);
+		pthread_create(&ta, NULL, run_side, &a);
+		pthread_join(ta, NULL);
+		pthread_join(tb, NULL);
+		CHECK(a.rc == EK_RUN_DONE && b.rc == EK_RUN_DONE, "size %u: runs %d and %d (errors %d, %d)", sizes[k], a.rc,
+		      b.rc, a.p.err_kind, b.p.err_kind);
+		CHECK(a.p.rounds == 3000 && b.p.rounds == 3000, "rounds %llu and %llu", (unsigned long long)a.p.rounds,
+		      (unsigned long long)b.p.rounds);
+		for (int i = 0; i < 3000; i++)
+			CHECK(rtt[i] > 0 && rtt[i] <= STALL_NS, "size %u: round trip %d took %lld ns", sizes[k], i,
+			      (long long)rtt[i]);
+		CHECK(a.p.last_ns == rtt[2999], "last_ns %lld, the last round trip %lld", (long long)a.p.last_ns,
+		      (long long)rtt[2999]);
+		CHECK(fake(a.qp)->nlog == 3000 && fake(b.qp)->nlog == 3000, "writes %d and %d", fake(a.qp)->nlog,
+		      fake(b.qp)->nlog);
+		free_side(&a);
+		free_side(&b);
+	}
+}
+
+// ping_stall: nobody answers; the wait for the peer gives up at stall_ns.
+static void ping_stall(void)
+{
+	static side a, b;
+	new_side(&a, 2, 0);
+	new_side(&b, 2, 1);
+	join(&a, &b);
+	a.p.stall_ns = 30000000LL;
+	int64_t rtt[4];
+	int rc = ek_ping_run(&a.p, rtt, 4, RUN_NS);
+	CHECK(rc == EK_RUN_STALLED && a.p.stalled == EK_PING_WAIT_PEER, "run: %d, stalled %d", rc, a.p.stalled);
+	CHECK(a.p.rounds == 0, "rounds %llu", (unsigned long long)a.p.rounds);
+	free_side(&a);
+	free_side(&b);
+}
+
+static void *stop_later(void *arg)
+{
+	struct timespec d = {0, 20000000};
+	nanosleep(&d, NULL);
+	__atomic_store_n((int *)arg, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+// ping_stop: the answering side waits for a peer that never writes until
+// another thread sets stop.
+static void ping_stop(void)
+{
+	static side b;
+	new_side(&b, 2, 1);
+	b.p.raddr = (uint64_t)(uintptr_t)&b.buf[4096];
+	pthread_t t;
+	pthread_create(&t, NULL, stop_later, &b.p.stop);
+	int rc = ek_ping_run(&b.p, NULL, 10, RUN_NS);
+	pthread_join(t, NULL);
+	CHECK(rc == EK_RUN_STOPPED, "run: %d", rc);
+	free_side(&b);
+}
+
+static void ping_completion_error(void)
+{
+	static side a, b;
+	new_side(&a, 2, 0);
+	new_side(&b, 2, 1);
+	join(&a, &b);
+	fake(a.qp)->complete_with = IBV_WC_REM_ACCESS_ERR;
+	int rc = ek_ping_run(&a.p, NULL, 4, RUN_NS);
+	CHECK(rc == EK_RUN_ERROR && a.p.err_kind == EK_STREAM_ERR_WC && a.p.err_status == IBV_WC_REM_ACCESS_ERR,
+	      "run: %d, err kind %d, status %d", rc, a.p.err_kind, a.p.err_status);
+	free_side(&a);
+	free_side(&b);
+}
+
+int main(void)
+{
+	struct {
+		const char *name;
+		void (*fn)(void);
+	} cases[] = {
+		{"stream_iterations", stream_iterations},
+		{"stream_list_replaced", stream_list_replaced},
+		{"stream_list_reused", stream_list_reused},
+		{"stream_post_refused", stream_post_refused},
+		{"stream_completion_error", stream_completion_error},
+		{"stream_foreign_completion", stream_foreign_completion},
+		{"stream_deadline_and_drain", stream_deadline_and_drain},
+		{"ping_pong", ping_pong},
+		{"ping_stall", ping_stall},
+		{"ping_stop", ping_stop},
+		{"ping_completion_error", ping_completion_error},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cases[i].fn();
+		printf("ok %s\n", cases[i].name);
+	}
+	return 0;
+}
