@@ -24,6 +24,8 @@
 // Runs end long before these; they are generous for a loaded CI machine.
 #define RUN_NS 60000000000LL
 #define STALL_NS 10000000000LL
+// Round trips per ping-pong: the round's byte wraps at 256 three times.
+#define PING_ROUNDS 1000
 
 typedef struct {
 	struct ibv_cq cq; // first: the loops pass &cq
@@ -414,9 +416,9 @@ static void ping_pong(void)
 		new_side(&a, sizes[k], 0);
 		new_side(&b, sizes[k], 1);
 		join(&a, &b);
-		int64_t rtt[3000];
-		a.rtt = rtt, a.rounds = 3000;
-		b.rounds = 3000;
+		int64_t rtt[PING_ROUNDS];
+		a.rtt = rtt, a.rounds = PING_ROUNDS;
+		b.rounds = PING_ROUNDS;
 		pthread_t ta, tb;
 		pthread_create(&tb, NULL, run_side, &b);
 		pthread_create(&ta, NULL, run_side, &a);
@@ -424,14 +426,14 @@ static void ping_pong(void)
 		pthread_join(tb, NULL);
 		CHECK(a.rc == EK_RUN_DONE && b.rc == EK_RUN_DONE, "size %u: runs %d and %d (errors %d, %d)", sizes[k], a.rc,
 		      b.rc, a.p.err_kind, b.p.err_kind);
-		CHECK(a.p.rounds == 3000 && b.p.rounds == 3000, "rounds %llu and %llu", (unsigned long long)a.p.rounds,
+		CHECK(a.p.rounds == PING_ROUNDS && b.p.rounds == PING_ROUNDS, "rounds %llu and %llu", (unsigned long long)a.p.rounds,
 		      (unsigned long long)b.p.rounds);
-		for (int i = 0; i < 3000; i++)
+		for (int i = 0; i < PING_ROUNDS; i++)
 			CHECK(rtt[i] > 0 && rtt[i] <= STALL_NS, "size %u: round trip %d took %lld ns", sizes[k], i,
 			      (long long)rtt[i]);
-		CHECK(a.p.last_ns == rtt[2999], "last_ns %lld, the last round trip %lld", (long long)a.p.last_ns,
-		      (long long)rtt[2999]);
-		CHECK(fake(a.qp)->nlog == 3000 && fake(b.qp)->nlog == 3000, "writes %d and %d", fake(a.qp)->nlog,
+		CHECK(a.p.last_ns == rtt[PING_ROUNDS - 1], "last_ns %lld, the last round trip %lld", (long long)a.p.last_ns,
+		      (long long)rtt[PING_ROUNDS - 1]);
+		CHECK(fake(a.qp)->nlog == PING_ROUNDS && fake(b.qp)->nlog == PING_ROUNDS, "writes %d and %d", fake(a.qp)->nlog,
 		      fake(b.qp)->nlog);
 		free_side(&a);
 		free_side(&b);
