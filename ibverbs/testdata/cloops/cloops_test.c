@@ -236,20 +236,33 @@ static int writes_to(rig *r, int i, int from)
 
 static void stream_iterations(void)
 {
-	// Lists of every free slot, one completion in 3 writes: completions
-	// that stand for 1, 2 or 3 writes.
-	rig r = new_rig(2, 16, 0, 3, 1000);
-	int rc = ek_stream_run(r.s, RUN_NS);
-	CHECK(rc == EK_RUN_DONE, "run: %d (err kind %d)", rc, r.s->err_kind);
-	CHECK(r.s->posted == 2000 && r.s->completed == 2000 && r.s->in_flight == 0, "posted %llu completed %llu in flight %lld",
-	      (unsigned long long)r.s->posted, (unsigned long long)r.s->completed, (long long)r.s->in_flight);
-	for (int i = 0; i < 2; i++) {
-		CHECK(writes_to(&r, i, 0) == 1000, "QP %d: the writes went elsewhere", i);
-		CHECK(memcmp(r.dst[i], r.src, SIZE) == 0, "QP %d: the destination does not hold the source", i);
-		CHECK(r.s->outstanding[i] == 0, "QP %d: %d outstanding", i, r.s->outstanding[i]);
+	struct {
+		int depth, post_list, every;
+		int64_t iterations;
+	} cfgs[] = {
+		// Lists of every free slot, one completion in 3 writes:
+		// completions that stand for 1, 2 or 3 writes.
+		{16, 0, 3, 1000},
+		// perftest's -t 8 -l 8 with 61 writes: the last list is 5 long.
+		{8, 8, 8, 61},
+	};
+	for (int c = 0; c < 2; c++) {
+		int64_t n = cfgs[c].iterations;
+		rig r = new_rig(2, cfgs[c].depth, cfgs[c].post_list, cfgs[c].every, n);
+		int rc = ek_stream_run(r.s, RUN_NS);
+		CHECK(rc == EK_RUN_DONE, "config %d: run %d (err kind %d)", c, rc, r.s->err_kind);
+		CHECK(r.s->posted == (uint64_t)(2 * n) && r.s->completed == (uint64_t)(2 * n) && r.s->in_flight == 0,
+		      "config %d: posted %llu completed %llu in flight %lld", c, (unsigned long long)r.s->posted,
+		      (unsigned long long)r.s->completed, (long long)r.s->in_flight);
+		for (int i = 0; i < 2; i++) {
+			CHECK(writes_to(&r, i, 0) == n, "config %d, QP %d: the writes went elsewhere", c, i);
+			CHECK(memcmp(r.dst[i], r.src, SIZE) == 0, "QP %d: the destination does not hold the source", i);
+			CHECK(r.s->outstanding[i] == 0 && r.s->remaining[i] == 0, "QP %d: %d outstanding, %lld to post", i,
+			      r.s->outstanding[i], (long long)r.s->remaining[i]);
+		}
+		CHECK(!r.cq->overflowed, "the CQ overflowed");
+		free_rig(&r);
 	}
-	CHECK(!r.cq->overflowed, "the CQ overflowed");
-	free_rig(&r);
 }
 
 // stream_list_replaced: another user of the QP posts its own list between
