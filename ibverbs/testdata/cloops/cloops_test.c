@@ -27,12 +27,19 @@
 // Round trips per ping-pong: the round's byte wraps at 256 three times.
 #define PING_ROUNDS 1000
 
+typedef struct fake_qp fake_qp;
+
 typedef struct {
 	struct ibv_cq cq; // first: the loops pass &cq
 	pthread_mutex_t mu;
 	struct ibv_wc wc[CQ_SLOTS];
+	struct {
+		fake_qp *qp;
+		int wrs; // the send-queue slots its reaping frees
+	} frees[CQ_SLOTS];
 	int head, n;
 	int overflowed;
+	int per_poll; // > 0: at most this many completions a poll (a slow device)
 } fake_cq;
 
 // A write as the fake device saw it.
@@ -42,9 +49,12 @@ typedef struct {
 	int flags;
 } rec;
 
-typedef struct {
+struct fake_qp {
 	struct ibv_qp qp; // first: ek_qp points at it
 	fake_cq *cq;
+	// The send queue as a provider keeps it: a WR holds its slot until the
+	// completion of its signalled WR (or a later one) is polled.
+	int depth, used, unsignalled;
 	rec *log;             // the first LOG_MAX writes
 	int nlog;
 	long writes;          // every write
@@ -53,7 +63,7 @@ typedef struct {
 	int override;         // completions carry wr_id instead of the WR's
 	uint64_t wr_id;
 	int posts;            // post_send calls
-} fake_qp;
+};
 
 // CHECK ends the program at the first failure: _exit, so that the leak
 // check does not bury the message under what the failed case left.
@@ -68,13 +78,17 @@ typedef struct {
 		}                                                                  \
 	} while (0)
 
-static void cq_push(fake_cq *c, struct ibv_wc wc)
+static void cq_push(fake_cq *c, struct ibv_wc wc, fake_qp *qp, int wrs)
 {
 	pthread_mutex_lock(&c->mu);
-	if (c->n == CQ_SLOTS)
+	if (c->n == CQ_SLOTS) {
 		c->overflowed = 1;
-	else
-		c->wc[(c->head + c->n++) % CQ_SLOTS] = wc;
+	} else {
+		int k = (c->head + c->n++) % CQ_SLOTS;
+		c->wc[k] = wc;
+		c->frees[k].qp = qp;
+		c->frees[k].wrs = wrs;
+	}
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -82,9 +96,12 @@ static int fake_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 {
 	fake_cq *c = (fake_cq *)cq;
 	pthread_mutex_lock(&c->mu);
+	if (c->per_poll > 0 && num > c->per_poll)
+		num = c->per_poll;
 	int n = 0;
 	for (; n < num && c->n > 0; n++, c->n--) {
 		wc[n] = c->wc[c->head];
+		__atomic_sub_fetch(&c->frees[c->head].qp->used, c->frees[c->head].wrs, __ATOMIC_RELAXED);
 		c->head = (c->head + 1) % CQ_SLOTS;
 	}
 	pthread_mutex_unlock(&c->mu);
@@ -107,6 +124,12 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 			*bad = wr;
 			return EINVAL;
 		}
+		if (__atomic_load_n(&f->used, __ATOMIC_RELAXED) == f->depth) {
+			*bad = wr;
+			return ENOMEM; // as mlx5 and rxe answer a full send queue
+		}
+		__atomic_add_fetch(&f->used, 1, __ATOMIC_RELAXED);
+		f->unsignalled++;
 		const struct ibv_sge *s = wr->sg_list;
 		uint8_t *dst = (uint8_t *)(uintptr_t)wr->wr.rdma.remote_addr;
 		const uint8_t *src = (const uint8_t *)(uintptr_t)s->addr;
@@ -118,10 +141,13 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 		if (f->nlog < LOG_MAX)
 			f->log[f->nlog++] = (rec){.wr_id = wr->wr_id, .laddr = s->addr, .raddr = wr->wr.rdma.remote_addr,
 					  .len = s->length, .lkey = s->lkey, .rkey = wr->wr.rdma.rkey, .flags = wr->send_flags};
-		if (wr->send_flags & IBV_SEND_SIGNALED)
-			cq_push(f->cq, (struct ibv_wc){.wr_id = f->override ? f->wr_id : wr->wr_id,
-						       .status = f->complete_with, .opcode = IBV_WC_RDMA_WRITE,
-						       .vendor_err = f->complete_with ? 0x42 : 0});
+		if (wr->send_flags & IBV_SEND_SIGNALED) {
+			cq_push(f->cq,
+				(struct ibv_wc){.wr_id = f->override ? f->wr_id : wr->wr_id, .status = f->complete_with,
+						.opcode = IBV_WC_RDMA_WRITE, .vendor_err = f->complete_with ? 0x42 : 0},
+				f, f->unsignalled);
+			f->unsignalled = 0;
+		}
 	}
 	return 0;
 }
@@ -142,6 +168,7 @@ static ek_qp *new_qp(fake_cq *cq, int depth)
 	fake_qp *f = calloc(1, sizeof(*f));
 	f->qp.context = &fake_ctx;
 	f->cq = cq;
+	f->depth = depth;
 	f->log = calloc(LOG_MAX, sizeof(rec));
 	ek_qp *q = calloc(1, sizeof(*q));
 	q->qp = &f->qp;
@@ -239,16 +266,21 @@ static void stream_iterations(void)
 	struct {
 		int depth, post_list, every;
 		int64_t iterations;
+		int per_poll;
 	} cfgs[] = {
 		// Lists of every free slot, one completion in 3 writes:
 		// completions that stand for 1, 2 or 3 writes.
-		{16, 0, 3, 1000},
+		{16, 0, 3, 1000, 0},
 		// perftest's -t 8 -l 8 with 61 writes: the last list is 5 long.
-		{8, 8, 8, 61},
+		{8, 8, 8, 61, 0},
+		// A device that hands out one completion a poll: the send queue
+		// stays partly full, and a post into a full one is refused.
+		{16, 0, 2, 1000, 1},
 	};
-	for (int c = 0; c < 2; c++) {
+	for (int c = 0; c < 3; c++) {
 		int64_t n = cfgs[c].iterations;
 		rig r = new_rig(2, cfgs[c].depth, cfgs[c].post_list, cfgs[c].every, n);
+		r.cq->per_poll = cfgs[c].per_poll;
 		int rc = ek_stream_run(r.s, RUN_NS);
 		CHECK(rc == EK_RUN_DONE, "config %d: run %d (err kind %d)", c, rc, r.s->err_kind);
 		CHECK(r.s->posted == (uint64_t)(2 * n) && r.s->completed == (uint64_t)(2 * n) && r.s->in_flight == 0,
