@@ -432,8 +432,12 @@ static void new_side(side *s, uint32_t size, int answer)
 	s->p.yield_after_ns = 50000; // two spinners on however many CPUs
 }
 
-static void join(side *a, side *b)
+// new_pair makes a (the writing side) and b (the answering side), each
+// writing into the other's receive area.
+static void new_pair(side *a, side *b, uint32_t size)
 {
+	new_side(a, size, 0);
+	new_side(b, size, 1);
 	a->p.raddr = (uint64_t)(uintptr_t)&b->buf[4096];
 	a->p.rkey = RKEY;
 	b->p.raddr = (uint64_t)(uintptr_t)&a->buf[4096];
@@ -458,9 +462,7 @@ static void ping_pong(void)
 	uint32_t sizes[] = {1, 2, 4096};
 	for (int k = 0; k < 3; k++) {
 		static side a, b;
-		new_side(&a, sizes[k], 0);
-		new_side(&b, sizes[k], 1);
-		join(&a, &b);
+		new_pair(&a, &b, sizes[k]);
 		int64_t rtt[PING_ROUNDS];
 		a.rtt = rtt, a.rounds = PING_ROUNDS;
 		b.rounds = PING_ROUNDS;
@@ -489,9 +491,7 @@ static void ping_pong(void)
 static void ping_stall(void)
 {
 	static side a, b;
-	new_side(&a, 2, 0);
-	new_side(&b, 2, 1);
-	join(&a, &b);
+	new_pair(&a, &b, 2);
 	a.p.stall_ns = 30000000LL;
 	int64_t rtt[4];
 	int rc = ek_ping_run(&a.p, rtt, 4, RUN_NS);
@@ -527,9 +527,7 @@ static void ping_stop(void)
 static void ping_completion_error(void)
 {
 	static side a, b;
-	new_side(&a, 2, 0);
-	new_side(&b, 2, 1);
-	join(&a, &b);
+	new_pair(&a, &b, 2);
 	fake(a.qp)->complete_with = IBV_WC_REM_ACCESS_ERR;
 	int rc = ek_ping_run(&a.p, NULL, 4, RUN_NS);
 	CHECK(rc == EK_RUN_ERROR && a.p.err_kind == EK_STREAM_ERR_WC && a.p.err_status == IBV_WC_REM_ACCESS_ERR,
