@@ -44,9 +44,8 @@ typedef struct {
 
 // A write as the fake device saw it.
 typedef struct {
-	uint64_t wr_id, laddr, raddr;
+	uint64_t laddr, raddr;
 	uint32_t len, lkey, rkey;
-	int flags;
 } rec;
 
 struct fake_qp {
@@ -139,8 +138,8 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 		}
 		f->writes++;
 		if (f->nlog < LOG_MAX)
-			f->log[f->nlog++] = (rec){.wr_id = wr->wr_id, .laddr = s->addr, .raddr = wr->wr.rdma.remote_addr,
-					  .len = s->length, .lkey = s->lkey, .rkey = wr->wr.rdma.rkey, .flags = wr->send_flags};
+			f->log[f->nlog++] = (rec){.laddr = s->addr, .raddr = wr->wr.rdma.remote_addr, .len = s->length,
+						  .lkey = s->lkey, .rkey = wr->wr.rdma.rkey};
 		if (wr->send_flags & IBV_SEND_SIGNALED) {
 			cq_push(f->cq,
 				(struct ibv_wc){.wr_id = f->override ? f->wr_id : wr->wr_id, .status = f->complete_with,
