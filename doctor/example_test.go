@@ -143,3 +143,35 @@ func ExampleNCCLEnv() {
 	// NCCL_IB_HCA=erdma_0,erdma_1
 	// NCCL_NET_GDR_LEVEL=PHB
 }
+
+// The host's instance type decides what its links should carry: bw judges
+// its total by the profile's RDMA write rate, nccl run its bus bandwidth by
+// half of it (in GB/s) at 64 MiB and above across hosts.
+func ExampleInstanceProfile() {
+	ctx := context.Background()
+	h, closer, err := erdma.OpenHost(ctx, "../testdata/hosts/gn8is-single.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	p, inst := doctor.InstanceProfile(ctx, h, doctor.DefaultOptions())
+	if p == nil {
+		fmt.Println("no profile for this instance")
+		return
+	}
+	fmt.Printf("%s: %d ERI, %.0f Gbit/s of RDMA write\n", inst.Type, p.ERIs, p.WriteGbps)
+
+	// A two-host all_reduce's largest row, judged as nccl run judges it
+	// when --expect-busbw is not given.
+	res := &nccl.TestResult{Hosts: 2, OK: true, Rows: []nccl.Row{{Size: 1 << 30,
+		OutOfPlace: nccl.Measurement{BusBWGB: 1.21}, InPlace: nccl.Measurement{BusBWGB: 1.19}}}}
+	for _, f := range nccl.Diagnose(res, nccl.Expectation{Profile: p}) {
+		if f.ID == "nccl-busbw" {
+			fmt.Println(f.Severity, f.Summary)
+		}
+	}
+	// Output:
+	// ecs.gn8is-2x.8xlarge: 1 ERI, 25 Gbit/s of RDMA write
+	// warn bus bandwidth 1.21 GB/s at 1 GiB is below the expected 1.56 GB/s (77%)
+}

@@ -38,3 +38,29 @@ func TestExpectedWriteGbpsFollowsTheDoctorsInstance(t *testing.T) {
 		}
 	}
 }
+
+// The profile nccl run judges bus bandwidth by is the recorded instance's
+// (gn8is-2x: 25 Gbit/s of RDMA write); an unknown type has none.
+func TestInstanceProfileIsTheRecordedInstances(t *testing.T) {
+	h, closer, err := erdma.OpenHost(t.Context(), "../testdata/hosts/gn8is-single.tar.gz")
+	require.NoError(t, err)
+	defer closer.Close()
+
+	p, inst := InstanceProfile(t.Context(), h, DefaultOptions())
+	require.NotNil(t, p)
+	assert.Equal(t, "ecs.gn8is-2x.8xlarge", inst.Type)
+	assert.Equal(t, "recorded", inst.Source)
+	assert.Equal(t, "gn8is-2x", p.Family)
+	assert.Equal(t, 25.0, p.WriteGbps)
+
+	opt := DefaultOptions()
+	opt.InstanceType = "ecs.g7.large"
+	p, inst = InstanceProfile(t.Context(), h, opt)
+	assert.Nil(t, p, "no profile for a type that is not an eRDMA GPU family")
+	assert.Equal(t, "ecs.g7.large", inst.Type)
+
+	opt.InstanceType = "not-a-type"
+	p, inst = InstanceProfile(t.Context(), h, opt)
+	assert.Nil(t, p)
+	assert.Nil(t, inst)
+}

@@ -191,6 +191,9 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 		default:
 			so := fleet.NCCLStageOptions{Expect: nccl.Expectation{BusBWGBs: nf.expect}, Timeout: nf.timeout,
 				OnRow: func(r nccl.Row) { progress("nccl: %s", strings.TrimSpace(report.NCCLLiveRow(r))) }}
+			if nf.expect == 0 {
+				so.Expect.Profile = instanceProfile(ctx, g)
+			}
 			if nf.logFile != "" {
 				lf, err := atomicfile.Create(nf.logFile, 0o644)
 				if err != nil {

@@ -59,7 +59,8 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 			"-mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO -x LD_LIBRARY_PATH -x PATH\n" +
 			"./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20) from the flags, runs it, and prints the result\n" +
 			"table and what NCCL really used (NET/IB or sockets, GPUDirect RDMA), #wrong, and bus bandwidth against\n" +
-			"--expect-busbw. Flags after -- replace the test's flags. Exit 0 ok, 1 below expectation (or another\n" +
+			"--expect-busbw (default: across hosts, from 64 MiB, half the instance type's RDMA write rate where its\n" +
+			"profile gives one). Flags after -- replace the test's flags. Exit 0 ok, 1 below expectation (or another\n" +
 			"warning), 2 failed (launcher failure, test failure, socket fallback, #wrong), 3 could not run.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.socketIfnameSet = cmd.Flags().Changed("socket-ifname")
@@ -88,7 +89,7 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 	fl.StringArrayVar(&f.launcherArgs, "launcher-arg", nil, "extra launcher argument, before the binary (repeatable)")
 	fl.BoolVar(&f.oversubscribe, "oversubscribe", false, "mpirun --oversubscribe: more ranks than slots")
 	fl.BoolVar(&f.noRoot, "no-allow-run-as-root", false, "leave out mpirun --allow-run-as-root")
-	fl.Float64Var(&f.expect, "expect-busbw", 0, "expected bus bandwidth at the largest size, GB/s (exit 1 below it)")
+	fl.Float64Var(&f.expect, "expect-busbw", 0, "expected bus bandwidth at the largest size, GB/s (exit 1 below it; default: the instance type's, see above)")
 	fl.StringVar(&f.logFile, "log", "", "write the launcher's output to FILE, line by line (ranks' lines whole, tags removed); FILE appears when the run ends")
 	fl.StringVar(&f.plot, "plot", "", "write bus bandwidth against size to FILE.svg")
 	fl.DurationVar(&f.timeout, "timeout", 0, "end the run (every rank) after this long; 0 for no limit")
@@ -169,6 +170,11 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		}
 		return nil
 	}
+	exp := nccl.Expectation{BusBWGBs: f.expect, NoNVLink: f.noNVLink, HostPeerMem: peerMem}
+	if f.expect == 0 {
+		// Asked before the run, whose --timeout may use up ctx.
+		exp.Profile = instanceProfile(ctx, g)
+	}
 	if f.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, f.timeout)
@@ -220,7 +226,7 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		}
 		return &exitError{code: ExitUnknown, err: err}
 	}
-	rep := nccl.NewRunReport(run, nccl.Expectation{BusBWGBs: f.expect, NoNVLink: f.noNVLink, HostPeerMem: peerMem})
+	rep := nccl.NewRunReport(run, exp)
 	if f.plot != "" {
 		if perr := writeSVG(f.plot, func(w io.Writer) error {
 			title := rep.Collective
@@ -275,6 +281,19 @@ func applyHostEnv(ctx context.Context, g *globals, f ncclRunFlags, c *nccl.Comma
 		return false, "", err
 	}
 	return inv.GPU != nil && inv.GPU.NVLink == "no", nccl.HostPeerMem(inv), nil
+}
+
+// instanceProfile is the instance profile of the host at --root (nil:
+// unknown): nccl run and fleet prove judge bus bandwidth by it when
+// --expect-busbw is not given (nccl.Expectation.Profile).
+func instanceProfile(ctx context.Context, g *globals) *erdma.Profile {
+	h, closer, err := erdma.OpenHost(ctx, g.root)
+	if err != nil {
+		return nil
+	}
+	defer closer.Close()
+	p, _ := doctor.InstanceProfile(ctx, h, doctor.DefaultOptions())
+	return p
 }
 
 func printNCCLReport(g *globals, rep *nccl.RunReport, rowsShown bool) {

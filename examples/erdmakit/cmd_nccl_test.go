@@ -110,6 +110,29 @@ func TestNCCLRunWithMPIRun(t *testing.T) {
 		assert.Contains(t, out, "status: ok")
 	})
 
+	t.Run("without --expect-busbw the instance type's: half its RDMA write rate", func(t *testing.T) {
+		root, err := filepath.Abs("../../testdata/hosts/gn8is-single.tar.gz") // ecs.gn8is-2x.8xlarge: 25 Gbit/s
+		require.NoError(t, err)
+		code, out, errs := runCLI(append(base, "--root", root, "--json")...)
+		require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errs)
+		var rep struct {
+			ExpectBusBWGBs float64          `json:"expect_busbw_gbs"`
+			Findings       []health.Finding `json:"findings"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+		assert.Equal(t, 25.0/8/2, rep.ExpectBusBWGBs)
+		var busbw *health.Finding
+		for i := range rep.Findings {
+			if rep.Findings[i].ID == "nccl-busbw" {
+				busbw = &rep.Findings[i]
+			}
+		}
+		require.NotNil(t, busbw, "%+v", rep.Findings)
+		assert.Equal(t, health.OK, busbw.Severity)
+		assert.Contains(t, busbw.Summary, "meets the expected 1.56 GB/s")
+		assert.Contains(t, strings.Join(busbw.Evidence, "\n"), "half the gn8is-2x profile's RDMA write rate (25 Gbit/s")
+	})
+
 	t.Run("a failing rank: exit 2", func(t *testing.T) {
 		code, out, errs := runCLI(append(base, "-x", "FAKE_NCCL_FAIL_RANK=1")...)
 		require.Equal(t, ExitFail, code, "stdout:\n%s\nstderr:\n%s", out, errs)
