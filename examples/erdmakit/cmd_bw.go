@@ -161,8 +161,8 @@ func newBwCmd(g *globals) *cobra.Command {
 		Long: `bw measures RDMA WRITE bandwidth like perftest's ib_write_bw, without perftest:
 'bw serve' on one host, 'bw run HOST' on the other, or 'bw loopback' for every
 eRDMA device of this host in parallel; 'bw lat [HOST]' measures write latency
-as ib_write_lat does. Exit: 0 ok, 1 below --expect-gbps,
-2 a test failed (or device counters did not move), 3 bad usage.`,
+as ib_write_lat does. Exit: 0 ok, 1 below --expect-gbps (default: the instance
+type's figure when every eRDMA device is tested), 2 a test failed (or device counters did not move), 3 bad usage.`,
 	}
 	c.AddCommand(newBwServeCmd(g), newBwRunCmd(g), newBwLoopbackCmd(g), newBwMeshCmd(g), newBwLatCmd(g))
 	return c

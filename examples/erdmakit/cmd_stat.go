@@ -74,7 +74,7 @@ Without -l it prints one interval and exits: 1 when a problem counter moved.
 	f.StringArrayVarP(&devices, "device", "d", nil, "device to show (repeatable); default all")
 	f.DurationVarP(&interval, "interval", "i", time.Second, "sampling interval")
 	f.BoolVarP(&loop, "loop", "l", false, "keep printing until interrupted")
-	f.IntVarP(&count, "count", "c", 0, "stop after this many intervals (with -l)")
+	f.IntVarP(&count, "count", "c", 0, "print this many intervals and stop (without -l the default is 1)")
 	return c
 }
 
