@@ -13,8 +13,11 @@ type Clients struct {
 	Links []Link
 	// Addr is the server's out-of-band address, "host:port".
 	Addr string
-	// ServerDevice is the server device every link writes into; "" for the
-	// server's first. Ignored with SameDevice.
+	// ServerDevice is the server device every link writes into. "": with
+	// one link the server's first device; with several, each link writes
+	// into the server's device of its own name (erdma_0 into erdma_0, as
+	// SameDevice), since one server NIC taking every stream would cap the
+	// total at its own rate. Ignored with SameDevice.
 	ServerDevice string
 	// SameDevice makes each link write into the server's device of its own
 	// name (loopback, and device i to device i in a mesh).
@@ -35,10 +38,7 @@ func (cs Clients) Run(ctx context.Context, sizes []int) (results []Result, errs 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &Client{Link: l, Addr: cs.Addr, ServerDevice: cs.ServerDevice, Config: cs.Config}
-			if cs.SameDevice {
-				c.ServerDevice = l.Device()
-			}
+			c := &Client{Link: l, Addr: cs.Addr, ServerDevice: cs.serverDevice(l), Config: cs.Config}
 			rs, err := c.Run(ctx, sizes)
 			errs[i] = err
 			mu.Lock()
@@ -54,4 +54,17 @@ func (cs Clients) Run(ctx context.Context, sizes []int) (results []Result, errs 
 		return results[i].Device < results[j].Device
 	})
 	return results, errs
+}
+
+// serverDevice is the server device l writes into ("": the server's first).
+func (cs Clients) serverDevice(l Link) string {
+	switch {
+	case cs.SameDevice:
+		return l.Device()
+	case cs.ServerDevice != "":
+		return cs.ServerDevice
+	case len(cs.Links) > 1:
+		return l.Device()
+	}
+	return ""
 }

@@ -65,3 +65,35 @@ func TestClientsServerDeviceDefaultsToTheServersFirst(t *testing.T) {
 	require.Len(t, results, 1)
 	assert.Equal(t, "srv1", results[0].ServerDevice)
 }
+
+// `bw run HOST` on a two-NIC host: each NIC writes into the server's NIC of
+// its name, not both into the server's first (which would cap the total at
+// one NIC's rate); --server-device still sends every stream into one.
+func TestClientsSeveralLinksWriteIntoTheirNamesakes(t *testing.T) {
+	addr := serveFakes(t, "erdma_0", "erdma_1")
+	cs := Clients{Links: []Link{newFakeLink("erdma_0", 4), newFakeLink("erdma_1", 4)}, Addr: addr,
+		Config: Config{Size: 4096, QPs: 1, Iterations: 20}}
+	results, errs := cs.Run(context.Background(), nil)
+	assert.Equal(t, []error{nil, nil}, errs)
+	require.Len(t, results, 2)
+	for _, r := range results {
+		assert.Equal(t, r.Device, r.ServerDevice)
+	}
+
+	cs.ServerDevice = "erdma_1"
+	results, errs = cs.Run(context.Background(), nil)
+	assert.Equal(t, []error{nil, nil}, errs)
+	require.Len(t, results, 2)
+	for _, r := range results {
+		assert.Equal(t, "erdma_1", r.ServerDevice)
+	}
+
+	// A server without the namesake says which devices it serves.
+	addr = serveFakes(t, "erdma_0")
+	cs = Clients{Links: []Link{newFakeLink("erdma_0", 4), newFakeLink("erdma_1", 4)}, Addr: addr,
+		Config: Config{Size: 4096, QPs: 1, Iterations: 20}}
+	_, errs = cs.Run(context.Background(), nil)
+	assert.NoError(t, errs[0])
+	require.Error(t, errs[1])
+	assert.Contains(t, errs[1].Error(), `device "erdma_1" is not served here (serving [erdma_0])`)
+}

@@ -195,12 +195,13 @@ func LatencyLoopback(ctx context.Context, links []Link, cfg LatencyConfig, sizes
 
 // RunLatencyClients runs a latency client per link against the server at
 // addr, one after the other (not in parallel: they would measure each
-// other), each against serverDev ("" for the server's first device).
+// other), each against serverDev; "": as Clients, with one link the
+// server's first device, with several each link's namesake.
 func RunLatencyClients(ctx context.Context, links []Link, addr, serverDev string, cfg LatencyConfig, sizes []int) ([]LatencyResult, []error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, []error{err}
 	}
-	return runLatencyClients(ctx, links, addr, func(Link) string { return serverDev }, cfg, sizes)
+	return runLatencyClients(ctx, links, addr, Clients{Links: links, ServerDevice: serverDev}.serverDevice, cfg, sizes)
 }
 
 func runLatencyClients(ctx context.Context, links []Link, addr string, serverDev func(Link) string, cfg LatencyConfig, sizes []int) ([]LatencyResult, []error) {

@@ -95,7 +95,7 @@ func verifyMeasure(ctx context.Context, h erdma.Host, rep *erdma.Report, opt *Op
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	expect, _ := doctor.ExpectedWriteGbps(ctx, h, opt.Doctor)
+	expect, _ := doctor.ExpectedTestGbps(ctx, h, opt.Doctor, devs, false)
 	if v.Peer != "" {
 		expect = 0 // the loopback and the peer runs add up to no one figure
 	}

@@ -61,7 +61,7 @@ func (f *bwFlags) add(c *cobra.Command, client bool) {
 	if !client {
 		return
 	}
-	fl.StringVar(&f.serverDevice, "server-device", "", "the server's device (default: the server's first; loopback: the same device)")
+	fl.StringVar(&f.serverDevice, "server-device", "", "the server's device every stream writes into (default: from several devices each into the server's device of its name, from one the server's first; loopback: the same device)")
 	fl.StringVarP(&f.size, "size", "s", "65536", "bytes per RDMA write (suffixes K, M)")
 	fl.BoolVarP(&f.all, "all", "a", false, "sweep sizes 2 B .. 8 MiB, powers of two")
 	fl.StringVar(&f.sizes, "sizes", "", "sweep these sizes, comma-separated (4K,64K,1M)")
@@ -231,7 +231,7 @@ func newBwRunCmd(g *globals) *cobra.Command {
 			}
 			defer closeAll()
 			results, errs := perf.Clients{Links: links, Addr: addr, ServerDevice: f.serverDevice, Config: cfg}.Run(cmd.Context(), sizes)
-			return f.report(cmd.Context(), g, results, errs)
+			return f.report(cmd.Context(), g, links, f.serverDevice != "", results, errs)
 		},
 	}
 	f.add(c, true)
@@ -255,27 +255,44 @@ func newBwLoopbackCmd(g *globals) *cobra.Command {
 			}
 			defer closeAll()
 			results, errs := perf.Loopback(cmd.Context(), links, cfg, sizes)
-			return f.report(cmd.Context(), g, results, errs)
+			return f.report(cmd.Context(), g, links, false, results, errs)
 		},
 	}
 	f.add(c, true)
 	return c
 }
 
-// report prints the results and returns the exit code.
-func (f *bwFlags) report(ctx context.Context, g *globals, results []perf.Result, errs []error) error {
-	expect := f.expect
-	if expect == 0 && len(f.devices) == 0 && f.emulate == 0 {
-		// Every eRDMA device tested: the instance type's figure applies.
-		if h, closer, err := erdma.OpenHost(ctx, g.root); err == nil {
-			defer closer.Close()
-			if gbps, why := doctor.ExpectedWriteGbps(ctx, h, doctor.DefaultOptions()); gbps > 0 {
-				expect = gbps
-				fmt.Fprintf(g.stderr, "bw: expecting %.0f Gbit/s in total (%s)\n", gbps, why)
-			}
-		}
+// expectation is the total a test from links should reach: --expect-gbps,
+// else the instance type's figure where it applies (doctor.ExpectedTestGbps:
+// every eRDMA device, each into a peer NIC of its own; shared: every stream
+// into one peer device), said on stderr with its source or why it does not
+// apply. what names the command ("bw", "bw mesh").
+func (f *bwFlags) expectation(ctx context.Context, g *globals, what string, links []perf.Link, shared bool) float64 {
+	if f.expect != 0 || f.emulate != 0 {
+		return f.expect
 	}
-	rep := perf.NewReport(results, errs, expect)
+	h, closer, err := erdma.OpenHost(ctx, g.root)
+	if err != nil {
+		return 0
+	}
+	defer closer.Close()
+	names := make([]string, len(links))
+	for i, l := range links {
+		names[i] = l.Device()
+	}
+	gbps, why := doctor.ExpectedTestGbps(ctx, h, doctor.DefaultOptions(), names, shared)
+	switch {
+	case gbps > 0:
+		fmt.Fprintf(g.stderr, "%s: expecting %.0f Gbit/s in total (%s)\n", what, gbps, why)
+	case why != "":
+		fmt.Fprintf(g.stderr, "%s: no expectation: %s (give --expect-gbps)\n", what, why)
+	}
+	return gbps
+}
+
+// report prints the results and returns the exit code.
+func (f *bwFlags) report(ctx context.Context, g *globals, links []perf.Link, shared bool, results []perf.Result, errs []error) error {
+	rep := perf.NewReport(results, errs, f.expectation(ctx, g, "bw", links, shared))
 	if f.plot != "" && len(results) > 0 {
 		if err := writeSVG(f.plot, func(w io.Writer) error {
 			return plot.Sweep(w, "erdmakit bw: RDMA write bandwidth", report.BandwidthOf(results))

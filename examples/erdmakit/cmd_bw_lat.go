@@ -74,7 +74,7 @@ p99.9 and max in microseconds. Exit: 0 ok, 1 a median above --expect-us,
 	}
 	f.bw.add(c, false)
 	fl := c.Flags()
-	fl.StringVar(&f.server, "server-device", "", "the server's device (default: the server's first; loopback: the same device)")
+	fl.StringVar(&f.server, "server-device", "", "the server's device (default: from several devices each into the server's device of its name, from one the server's first; loopback: the same device)")
 	fl.StringVarP(&f.size, "size", "s", strconv.Itoa(perf.DefaultLatencySize), "bytes per RDMA write (ib_write_lat's default 2; suffixes K, M)")
 	fl.StringVar(&f.sizes, "sizes", "", "test these sizes, comma-separated (2,4K)")
 	fl.IntVarP(&f.iters, "iters", "n", perf.DefaultLatencyIterations, fmt.Sprintf("measured round trips per size (at most %d)", perf.MaxLatencyIterations))

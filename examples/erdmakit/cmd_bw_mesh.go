@@ -43,7 +43,11 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 			}
 			defer closeAll()
 			w := &fleet.BwWorker{Links: links, Config: cfg}
-			mopt := fleet.MeshOptions{ExpectGbps: f.expect, Progress: func(round, rounds int, res []fleet.PairResult) {
+			expect := 0.0
+			if me.Rank == 0 {
+				expect = f.expectation(cmd.Context(), g, "bw mesh", links, false)
+			}
+			mopt := fleet.MeshOptions{ExpectGbps: expect, Progress: func(round, rounds int, res []fleet.PairResult) {
 				fmt.Fprintf(g.stderr, "bw mesh: round %d/%d done (%d pairs)\n", round, rounds, len(res))
 			}}
 			rep, err := fleet.RunMeshJob(cmd.Context(), me, addr, w, f.port, opt, mopt)

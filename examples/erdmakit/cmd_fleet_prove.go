@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/fleet"
 	"github.com/erdmakit/erdmakit/internal/atomicfile"
@@ -154,14 +153,8 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 
 	progress := func(format string, a ...any) { fmt.Fprintf(g.stderr, "fleet prove: "+format+"\n", a...) }
 	pc.Mesh = fleet.MeshOptions{ExpectGbps: bf.expect}
-	if bf.expect == 0 && len(bf.devices) == 0 && bf.emulate == 0 {
-		if h, closer, err := erdma.OpenHost(ctx, g.root); err == nil {
-			if gbps, why := doctor.ExpectedWriteGbps(ctx, h, doctor.DefaultOptions()); gbps > 0 {
-				pc.Mesh.ExpectGbps = gbps
-				progress("mesh: expecting %.0f Gbit/s per pair (%s)", gbps, why)
-			}
-			closer.Close()
-		}
+	if links != nil {
+		pc.Mesh.ExpectGbps = bf.expectation(ctx, g, "fleet prove: mesh", links, false)
 	}
 	pc.Progress = func(p fleet.ProveProgress) {
 		switch {
