@@ -33,6 +33,28 @@ func ExampleDiff() {
 	// hw_bps_limit_drop_cnt +7
 }
 
+// A health check's verdict on an interval: the meter dropped packets on
+// erdma_0, erdma_1 disappeared (erdma_2 appearing is no problem). Severity
+// is the same rule as a status: warn, exit 1.
+func ExampleInterval_Problems() {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	port := func(dev string, drops uint64) monitor.PortSample {
+		return monitor.PortSample{Device: dev, Port: 1, State: "ACTIVE",
+			Counters: map[string]uint64{"hw_bps_limit_drop_cnt": drops}}
+	}
+	before := &monitor.Sample{Time: t0, Ports: []monitor.PortSample{port("erdma_0", 3), port("erdma_1", 0)}}
+	after := &monitor.Sample{Time: t0.Add(time.Second), Ports: []monitor.PortSample{port("erdma_0", 10), port("erdma_2", 0)}}
+	iv := monitor.Diff(before, after)
+	for _, p := range iv.Problems() {
+		fmt.Println(p)
+	}
+	fmt.Println(iv.Severity(), iv.Severity().Exit())
+	// Output:
+	// erdma_0/1: hw_bps_limit_drop_cnt +7
+	// erdma_1/1: gone
+	// warn 1
+}
+
 // A device name given by a user is checked before watching: Sample itself
 // tolerates devices that come and go.
 func ExampleHostSampler_CheckDevices() {

@@ -59,6 +59,7 @@ func TestRecordedCounterSequence(t *testing.T) {
 	assert.InDelta(t, 100, Gbps(iv.Ports[0].TxBytesPerS), 1e-6)
 	assert.Equal(t, []CounterMove{{Name: "hw_bps_limit_drop_cnt", Delta: 17}}, iv.Ports[0].Moved)
 	assert.InDelta(t, 0, Gbps(iv.Ports[1].TxBytesPerS), 1e-9, "erdma_1 idle")
+	assert.Equal(t, []string{"erdma_0/1: hw_bps_limit_drop_cnt +17"}, iv.Problems())
 
 	clock = clock.Add(time.Second)
 	setCounter(t, root, "erdma_0", "hw_tx_bytes_cnt", 500) // driver reloaded
@@ -67,6 +68,7 @@ func TestRecordedCounterSequence(t *testing.T) {
 	iv = Diff(b, c)
 	assert.InDelta(t, 500*8/1e9, Gbps(iv.Ports[0].TxBytesPerS), 1e-12, "a reset is not a huge rate")
 	assert.Contains(t, iv.Ports[0].Resets, "hw_tx_bytes_cnt")
+	assert.Equal(t, []string{"erdma_0/1: counters reset (driver reload or device reset): hw_tx_bytes_cnt"}, iv.Problems())
 
 	clock = clock.Add(time.Second)
 	require.NoError(t, os.Remove(filepath.Join(root, "sys/class/infiniband/erdma_1")))
@@ -75,6 +77,7 @@ func TestRecordedCounterSequence(t *testing.T) {
 	iv = Diff(c, d)
 	assert.Equal(t, []string{"erdma_1/1"}, iv.Gone)
 	assert.Len(t, iv.Ports, 1)
+	assert.Equal(t, []string{"erdma_1/1: gone"}, iv.Problems())
 }
 
 func TestHostSamplerDeviceFilter(t *testing.T) {

@@ -91,6 +91,16 @@ func Diagnose(res *TestResult, exp Expectation) []health.Finding {
 	}
 	fs = append(fs, diagnoseRows(res)...)
 	fs = append(fs, diagnoseBusBW(res, exp)...)
+	if !res.OK && Worst(fs) != health.Fail {
+		// What the parser holds against the run that no finding above
+		// says: no footer (it did not finish), a FAILED footer with no
+		// count, #wrong in rows past the ones kept, a launcher failure
+		// after a whole table.
+		fs = append(fs, health.Finding{ID: "nccl-incomplete", Severity: health.Fail,
+			Summary:     "the nccl-tests output is not a finished, clean run",
+			Evidence:    firstN(res.Reasons, 6),
+			Remediation: "rerun to the end (no timeout or cancel) and read the output around the last row (--log FILE keeps it)"})
+	}
 	return fs
 }
 

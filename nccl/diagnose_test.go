@@ -107,6 +107,17 @@ func TestDiagnose(t *testing.T) {
 			map[string]health.Severity{"nccl-no-results": health.Fail}, nil, health.Fail, nil},
 		{"plugin network", func(r *TestResult) { r.NCCL.Network = "AWS Libfabric" }, Expectation{},
 			map[string]health.Severity{"nccl-network": health.Warn}, []string{"nccl-gdr"}, health.Warn, nil},
+		{"rows but no footer: the run did not finish", func(r *TestResult) {
+			r.OK, r.FooterSeen = false, false
+			r.Reasons = []string{"no '# Out of bounds values' footer: the run did not finish"}
+		}, Expectation{BusBWGBs: 20},
+			map[string]health.Severity{"nccl-incomplete": health.Fail, "nccl-busbw": health.OK}, nil, health.Fail,
+			map[string]string{"nccl-incomplete": "the run did not finish"}},
+		{"not ok, and a finding already fails it", func(r *TestResult) {
+			r.Rows[1].OutOfPlace.Wrong = wrongN(3)
+			r.OK = false
+			r.Reasons = []string{"1 row(s) with #wrong > 0: data corruption"}
+		}, Expectation{}, map[string]health.Severity{"nccl-wrong": health.Fail}, []string{"nccl-incomplete"}, health.Fail, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

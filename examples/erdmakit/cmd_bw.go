@@ -271,16 +271,22 @@ func (f *bwFlags) expectation(ctx context.Context, g *globals, what string, link
 	if f.expect != 0 || f.emulate != 0 {
 		return f.expect
 	}
+	names := make([]string, len(links))
+	for i, l := range links {
+		names[i] = l.Device()
+	}
+	return instanceExpectation(ctx, g, what, names, shared)
+}
+
+// instanceExpectation is doctor.ExpectedTestGbps for a test from devices on
+// the host at --root, said on stderr.
+func instanceExpectation(ctx context.Context, g *globals, what string, devices []string, shared bool) float64 {
 	h, closer, err := erdma.OpenHost(ctx, g.root)
 	if err != nil {
 		return 0
 	}
 	defer closer.Close()
-	names := make([]string, len(links))
-	for i, l := range links {
-		names[i] = l.Device()
-	}
-	gbps, why := doctor.ExpectedTestGbps(ctx, h, doctor.DefaultOptions(), names, shared)
+	gbps, why := doctor.ExpectedTestGbps(ctx, h, doctor.DefaultOptions(), devices, shared)
 	switch {
 	case gbps > 0:
 		fmt.Fprintf(g.stderr, "%s: expecting %.0f Gbit/s in total (%s)\n", what, gbps, why)

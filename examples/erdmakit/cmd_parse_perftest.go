@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/perf/perftest"
@@ -26,7 +26,8 @@ func newParsePerftestCmd(g *globals) *cobra.Command {
 			"FILE cannot be read or holds no perftest output.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return parseFile(g, cmd, args[0], perftest.Parse, printParsedPerftest, (*perftest.Report).OK)
+			return parseFile(g, cmd, args[0], perftest.Parse, passFail((*perftest.Report).OK),
+				func(w io.Writer, r *perftest.Report, _ parseVerdict) error { return printParsedPerftest(w, r) })
 		},
 	}
 }
@@ -124,25 +125,9 @@ func writeSection(w io.Writer, t *render.Table) error {
 // writeMessages writes the errors and warnings a log showed and the status
 // line ("ok", or "fail" and why), coloured on a terminal.
 func writeMessages(w io.Writer, ok bool, errs, warns []string, why string) error {
-	colour := func(word string) string {
-		if render.ColorWanted(w) {
-			return render.Severity(word)
-		}
-		return word
+	vd := parseVerdict{status: health.OK}
+	if !ok {
+		vd.status = health.Fail
 	}
-	var b strings.Builder
-	b.WriteString("\n")
-	for _, e := range errs {
-		fmt.Fprintf(&b, "%s  %s\n", colour("error"), e)
-	}
-	for _, x := range warns {
-		fmt.Fprintf(&b, "%s  %s\n", colour("warn"), x)
-	}
-	if ok {
-		fmt.Fprintf(&b, "%s\n", colour("ok"))
-	} else {
-		fmt.Fprintf(&b, "%s  %s\n", colour("fail"), why)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return writeVerdict(w, errs, warns, vd, []string{why})
 }

@@ -75,6 +75,10 @@ func TestParsePerftestJSONFromStdin(t *testing.T) {
 	assert.Equal(t, 95.5, v["results"].([]any)[0].(map[string]any)["bw_avg_gbps"])
 }
 
+// c01SocketFallback is NCCL running over TCP sockets (NET/IB : No device
+// found): the silent fallback erdmakit exists to catch.
+const c01SocketFallback = "C01_nccl_info_mpirun_2node_NET_IB_no_device_found_socket_plugin_load_17_v2.10.3_excerpt.txt"
+
 func TestParseNCCLCLI(t *testing.T) {
 	tests := []struct {
 		name string
@@ -83,16 +87,24 @@ func TestParseNCCLCLI(t *testing.T) {
 		want []string
 	}{
 		{"ok", []string{"parse", "nccl", ncclSample("B02_nccl_tests_all_reduce_mpirun_2node_16rank_h100_new_format.txt")}, ExitOK,
-			[]string{"16 on 2 host(s)", "338.82", "70.742", "ok"}},
+			[]string{"16 on 2 host(s)", "338.82", "70.742", "\nok\n"}},
 		{"wrong and out of bounds", []string{"parse", "nccl", ncclSample("B04_nccl_tests_all_reduce_2node_wrong_nonzero_out_of_bounds_FAILED_v2.17.8.txt")},
 			ExitFail, []string{"Test failure common.cu:1189", "out-of-bounds", "#wrong > 0"}},
 		{"NCCL failure", []string{"parse", "nccl", ncclSample("B08_nccl_tests_nccl1_old_format_NCCL_failure_unhandled_cuda_error.txt")},
 			ExitFail, []string{"unhandled cuda error"}},
 		{"not nccl-tests", []string{"parse", "nccl", perftestSample("A20_ib_write_bw_client_rxe_default_MB_units.txt")}, ExitUnknown, nil},
-		{"log ok", []string{"parse", "nccl-log", ncclSample("C02_nccl_info_NET_IB_RoCE_RO_OOB_GPU_Direct_RDMA_Disabled_for_HCA.txt")},
-			ExitOK, []string{"mlx5_0:1/RoCE mlx5_1:1/RoCE", "gdr disabled", "network"}},
-		{"log warns", []string{"parse", "nccl-log", ncclSample("erdma-nccl-log-data-on-ack.txt")},
-			ExitFail, []string{"erdma_0:1/RoCE", "ulimit -l", "ibv_create_qp"}},
+		{"log GDR disabled warns", []string{"parse", "nccl-log", ncclSample("C02_nccl_info_NET_IB_RoCE_RO_OOB_GPU_Direct_RDMA_Disabled_for_HCA.txt")},
+			ExitWarn, []string{"mlx5_0:1/RoCE mlx5_1:1/RoCE", "gdr disabled", "network", "warn    nccl-gdr", "modprobe nvidia_peermem", "\nwarn  nccl-gdr\n"}},
+		{"log memlock fails", []string{"parse", "nccl-log", ncclSample("erdma-nccl-log-data-on-ack.txt")},
+			ExitFail, []string{"erdma_0:1/RoCE", "ulimit -l", "ibv_create_qp", "fail    nccl-memlock", "\nfail  nccl-memlock\n"}},
+		{"log socket fallback fails", []string{"parse", "nccl-log", ncclSample(c01SocketFallback)},
+			ExitFail, []string{"transport          socket", "fail    nccl-socket-fallback", "NCCL fell back to TCP sockets", "\nfail  nccl-socket-fallback\n"}},
+		{"log on eRDMA ok", []string{"parse", "nccl-log", ncclSample("erdma-nccl_info_net_ib_using_erdma_0_roce_oob_eth0_qp_created_ebmgn9gc.txt")},
+			ExitOK, []string{"erdma_0:1/RoCE", "ok      nccl-network", "\nok\n"}},
+		{"socket fallback in an nccl-tests log fails", []string{"parse", "nccl", ncclSample(c01SocketFallback)},
+			ExitFail, []string{"fail    nccl-socket-fallback", "NCCL fell back to TCP sockets"}},
+		{"GDR disabled in an nccl-tests log", []string{"parse", "nccl", ncclSample("C02_nccl_info_NET_IB_RoCE_RO_OOB_GPU_Direct_RDMA_Disabled_for_HCA.txt")},
+			ExitFail, []string{"warn    nccl-gdr", "fail    nccl-no-results"}},
 		{"log without NCCL lines", []string{"parse", "nccl-log", perftestSample("A20_ib_write_bw_client_rxe_default_MB_units.txt")}, ExitUnknown, nil},
 	}
 	for _, tc := range tests {
@@ -135,4 +147,52 @@ func TestParseNCCLLauncherFailed(t *testing.T) {
 	assert.Equal(t, ExitFail, code, stderr)
 	assert.Contains(t, out, "not enough slots")
 	assert.Contains(t, out, "fix: ")
+}
+
+// TestParseNCCLExitFollowsTheDiagnosis: parse judges a log as nccl run and
+// report do (nccl.Diagnose, ncclog.Diagnose), with --json too: the
+// socket fallback fails, GDR not used warns, a clean NET/IB log passes.
+func TestParseNCCLExitFollowsTheDiagnosis(t *testing.T) {
+	tests := []struct {
+		name, cmd, file string
+		code            int
+		id              string
+	}{
+		{"socket fallback", "nccl-log", c01SocketFallback, ExitFail, "nccl-socket-fallback"},
+		{"socket fallback, nccl-tests log", "nccl", c01SocketFallback, ExitFail, "nccl-socket-fallback"},
+		{"GDR disabled", "nccl-log", "C02_nccl_info_NET_IB_RoCE_RO_OOB_GPU_Direct_RDMA_Disabled_for_HCA.txt", ExitWarn, "nccl-gdr"},
+		{"NET/IB on eRDMA", "nccl-log", "erdma-nccl_info_net_ib_using_erdma_0_roce_oob_eth0_qp_created_ebmgn9gc.txt", ExitOK, "nccl-network"},
+		{"GDRDMA on every NIC", "nccl-log", "C05_nccl_info_GDRDMA_receive_send_multi_nic_aks.txt", ExitOK, "nccl-nics"},
+		{"NCCL WARN line warns", "nccl-log", "C08_nccl_info_NET_IB_mixed_IB_RoCE_9nics_GDR_enabled_for_HCA_warn_busid.txt", ExitWarn, "nccl-warnings"},
+		{"finished run", "nccl", "B02_nccl_tests_all_reduce_mpirun_2node_16rank_h100_new_format.txt", ExitOK, ""},
+		{"#wrong", "nccl", "B04_nccl_tests_all_reduce_2node_wrong_nonzero_out_of_bounds_FAILED_v2.17.8.txt", ExitFail, "nccl-wrong"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, stderr := runParseCLI(t, "", "parse", tc.cmd, ncclSample(tc.file))
+			assert.Equal(t, tc.code, code, stderr)
+			if tc.id != "" {
+				assert.Contains(t, out, tc.id)
+			}
+			code, out, stderr = runParseCLI(t, "", "parse", tc.cmd, ncclSample(tc.file), "--json")
+			assert.Equal(t, tc.code, code, stderr)
+			var v map[string]any
+			require.NoError(t, json.Unmarshal([]byte(out), &v))
+			assert.NotContains(t, v, "findings", "the JSON schema is the parser's alone")
+		})
+	}
+}
+
+// TestParseNCCLUnfinishedRunFails: a table without the footer is a run
+// that did not finish; no finding says so, the result's ok does, and it
+// still fails (exit 2) with the parser's reason.
+func TestParseNCCLUnfinishedRunFails(t *testing.T) {
+	in := "# nccl-tests version 2.17.8 nccl-headers=22902 nccl-library=22902\n" +
+		"# Collective test starting: all_reduce_perf\n" +
+		"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
+		"#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n" +
+		"     1048576        262144     float     sum      -1    477.3    2.20    2.20      0    492.8    2.13    2.13      0\n"
+	code, out, _ := runParseCLI(t, in, "parse", "nccl", "-")
+	assert.Equal(t, ExitFail, code, out)
+	assert.Contains(t, out, "the run did not finish")
 }

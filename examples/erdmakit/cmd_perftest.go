@@ -25,7 +25,8 @@ ib_write_bw -d DEV -F -q 16 --report_gbits -p PORT, one server and one client
 per device, each device on its own port (18515, 18516, ...). Without SERVER
 both run on this host (loopback); with SERVER only the clients run here,
 against 'erdmakit perftest --serve' (or ib_write_bw servers) there.
-Exit: 0 ok, 1 below --expect-gbps, 2 a pair failed, 3 bad usage.`,
+Exit: 0 ok, 1 below --expect-gbps (default: the instance type's figure
+when every eRDMA device is tested), 2 a pair failed, 3 bad usage.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := f.options(cmd.Context(), g, args)
@@ -39,7 +40,13 @@ Exit: 0 ok, 1 below --expect-gbps, 2 a pair failed, 3 bad usage.`,
 			} else {
 				runs = perftest.RunWriteBW(cmd.Context(), o)
 			}
-			rep := perftest.Judge(runs, expect, f.serve)
+			want := expect
+			if want == 0 && !f.serve {
+				// One ib_write_bw pair per device, each device into its
+				// namesake on its own port.
+				want = instanceExpectation(cmd.Context(), g, "perftest", o.Devices, false)
+			}
+			rep := perftest.Judge(runs, want, f.serve)
 			printErrors(g, perftest.ErrorLines(rep.Runs, "ib_write_bw"))
 			return emit(g, rep, rep.Status, func() error {
 				return report.WritePerftestTable(g.stdout, rep, report.TableOptions{Color: g.colorOn(g.stdout), Serve: f.serve})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/monitor"
 	"github.com/spf13/cobra"
 )
@@ -24,8 +25,11 @@ func newStatCmd(g *globals) *cobra.Command {
 		Short: "Live RDMA traffic per device from hw_counters (like eadm stat -l)",
 		Long: `stat samples every RDMA port's hw_counters each interval and prints the traffic
 (Gbit/s and Mpps each way) and any error or drop counter that moved (bandwidth/PPS
-meter drops, CM connect failures, verbs failures), plus port state changes.
-Without -l it prints one interval and exits: 1 when a problem counter moved.
+meter drops, CM connect failures, verbs failures), plus port state changes, counter
+resets and ports that appeared or disappeared.
+Without -l it prints one interval (-c N: N) and exits 1 when one had a problem,
+naming each on stderr: a problem counter moved, a port changed state, counters
+were reset (driver reload or device reset) or a port disappeared; 0 otherwise.
 --json prints one JSON object per interval (the monitor.Interval schema).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -47,27 +51,32 @@ Without -l it prints one interval and exits: 1 when a problem counter moved.
 			if !loop && n == 0 {
 				n = 1
 			}
-			moved := false
+			status := health.OK
 			s := monitor.HostSampler{Host: h, Devices: devices}
 			if err := s.CheckDevices(cmd.Context()); err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}
 			err = monitor.Watch(cmd.Context(), s, interval, n, func(iv monitor.Interval) error {
-				for _, p := range iv.Ports {
-					moved = moved || len(p.Moved) > 0 || p.StateBefore != ""
-				}
+				status = health.Worst(status, iv.Severity())
+				var err error
 				if g.json {
-					return json.NewEncoder(g.stdout).Encode(iv)
+					err = json.NewEncoder(g.stdout).Encode(iv)
+				} else {
+					err = writeInterval(g.stdout, iv)
 				}
-				return writeInterval(g.stdout, iv)
+				if !loop {
+					// The health check says why it exits 1; with -l the
+					// lines themselves are the record.
+					for _, p := range iv.Problems() {
+						fmt.Fprintln(g.stderr, "problem:", p)
+					}
+				}
+				return err
 			})
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}
-			if moved {
-				return exitCode(ExitWarn)
-			}
-			return nil
+			return exitCode(severityExit(status))
 		},
 	}
 	f := c.Flags()
