@@ -3,6 +3,8 @@ package doctor_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
@@ -174,4 +176,50 @@ func ExampleInstanceProfile() {
 	// Output:
 	// ecs.gn8is-2x.8xlarge: 1 ERI, 25 Gbit/s of RDMA write
 	// warn bus bandwidth 1.21 GB/s at 1 GiB is below the expected 1.56 GB/s (77%)
+}
+
+// Record a host (here a recorded one; "/" on a live host) so that
+// `erdmakit doctor --root FILE` replays every check: `erdmakit record`.
+func ExampleRecord() {
+	ctx := context.Background()
+	h, closer, err := erdma.OpenHost(ctx, "../testdata/hosts/no-peermem.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	dir, err := os.MkdirTemp("", "record")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "host.tar.gz")
+	opt := doctor.RecordOptions{RecordOptions: erdma.RecordOptions{Redact: true}} // Verbs: verbsprobe.Live{} on a live host
+	inv, err := doctor.Record(ctx, h, out, opt)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(inv.Devices), "devices recorded")
+
+	again, closer2, err := erdma.OpenHost(ctx, out)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer2.Close()
+	rep, err := doctor.Run(ctx, again, doctor.DefaultOptions())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, f := range rep.Findings {
+		if f.ID == "gdr-peermem" {
+			fmt.Println(f.ID, f.Severity)
+		}
+	}
+	// Output:
+	// 2 devices recorded
+	// gdr-peermem fail
 }

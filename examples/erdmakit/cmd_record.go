@@ -11,7 +11,6 @@ import (
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
-	"github.com/erdmakit/erdmakit/nvml"
 	"github.com/spf13/cobra"
 )
 
@@ -38,35 +37,20 @@ func newRecordCmd(g *globals) *cobra.Command {
 				return &exitError{code: ExitUnknown, err: err}
 			}
 			defer closer.Close()
-			opt := erdma.RecordOptions{Redact: redact, Inventory: erdma.InventoryOptions{SkipTools: skipTools}}
-			// The GPUs: what NVML says (or why it cannot), and the PCI and
-			// GPUDirect files the nvml package reads, so --root replays them.
-			if lib, err := nvml.ForRoot(cmd.Context(), h.Root()); err == nil {
-				files, err := nvml.RecordFiles(cmd.Context(), lib, h.Root(), "erdmakit record")
-				if err != nil {
-					fmt.Fprintln(g.stderr, "erdmakit: record: GPUs not recorded:", err)
-				}
-				opt.Files = files
-			}
-			// The RDMA providers' DMA-BUF answers (NCCL's probe), so --root
-			// replays the GPUDirect RDMA path.
-			if files, err := doctor.DMABUFRecordFiles(cmd.Context(), h, verbsprobe.Live{}); err != nil {
-				fmt.Fprintln(g.stderr, "erdmakit: record: DMA-BUF probe not recorded:", err)
-			} else if len(files) > 0 {
-				if opt.Files == nil {
-					opt.Files = map[string][]byte{}
-				}
-				for k, v := range files {
-					opt.Files[k] = v
-				}
+			opt := doctor.RecordOptions{
+				RecordOptions: erdma.RecordOptions{Redact: redact, Inventory: erdma.InventoryOptions{SkipTools: skipTools}},
+				Verbs:         verbsprobe.Live{},
+				Skipped: func(what string, err error) {
+					fmt.Fprintf(g.stderr, "erdmakit: record: %s not recorded: %v\n", what, err)
+				},
 			}
 			if cloud {
-				if err := addCloudView(cmd.Context(), g, ef, redact, &opt); err != nil {
+				if err := addCloudView(cmd.Context(), g, ef, redact, &opt.RecordOptions); err != nil {
 					return eriExit(err)
 				}
 			}
 			// Atomic: a failure leaves whatever --out was untouched.
-			inv, err := erdma.RecordFile(cmd.Context(), h, out, opt)
+			inv, err := doctor.Record(cmd.Context(), h, out, opt)
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}
