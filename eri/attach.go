@@ -100,7 +100,8 @@ type AttachOptions struct {
 	DryRun bool
 	// TerwayExclude tags new ERIs terway.alibabacloud.com/excluded=true, so
 	// that Terway (the ACK CNI) does not hand their addresses to pods; set
-	// it on a Kubernetes node with Terway (DetectTerway).
+	// it on a Kubernetes node with Terway (DetectTerway; AttachOptionsFor
+	// starts from it).
 	TerwayExclude bool
 	// Nonce is put in this run's ClientTokens; "" means a random one.
 	Nonce string

@@ -274,6 +274,7 @@ func TestTerwayExclusion(t *testing.T) {
 	defer closer.Close()
 	found, _ := eri.DetectTerway(t.Context(), h)
 	assert.False(t, found)
+	assert.False(t, eri.AttachOptionsFor(t.Context(), h).TerwayExclude)
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "etc/cni/net.d"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "etc/cni/net.d/10-terway.conflist"), []byte(`{"name":"terway"}`), 0o644))
 	found, ev := eri.DetectTerway(t.Context(), h)
@@ -283,7 +284,8 @@ func TestTerwayExclusion(t *testing.T) {
 	f, url := newFake(t)
 	c := newClient(t, url)
 	opt := fastAttach(1)
-	opt.TerwayExclude = true
+	opt.TerwayExclude = eri.AttachOptionsFor(t.Context(), h).TerwayExclude
+	require.True(t, opt.TerwayExclude, "a Terway node: the options start with the tag")
 	_, err = c.Attach(context.Background(), target, opt)
 	require.NoError(t, err)
 	for _, e := range f.ENIs() {

@@ -31,3 +31,12 @@ func DetectTerway(ctx context.Context, h erdma.Host) (found bool, evidence strin
 	}
 	return false, ""
 }
+
+// AttachOptionsFor is the AttachOptions `erdmakit eri attach` and `setup`
+// start from on host h: TerwayExclude set where h is a Terway node
+// (DetectTerway), so that no caller forgets it and Terway hands a new ERI's
+// address to a pod. The zero AttachOptions tags nothing.
+func AttachOptionsFor(ctx context.Context, h erdma.Host) AttachOptions {
+	found, _ := DetectTerway(ctx, h)
+	return AttachOptions{TerwayExclude: found}
+}

@@ -219,7 +219,7 @@ func newERIAttachCmd(g *globals, f *eriFlags) *cobra.Command {
 			if terway {
 				opt.TerwayExclude = true
 			} else if h, closer, herr := erdma.OpenHost(ctx, g.root); herr == nil {
-				opt.TerwayExclude, _ = eri.DetectTerway(ctx, h)
+				opt.TerwayExclude = eri.AttachOptionsFor(ctx, h).TerwayExclude
 				closer.Close()
 			}
 			res, err := c.Attach(ctx, t, opt)

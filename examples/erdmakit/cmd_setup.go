@@ -158,11 +158,12 @@ func (f *setupFlags) cloud(ctx context.Context, g *globals, md *erdma.MetadataCl
 	if err != nil {
 		return nil, nil, err.Error()
 	}
-	att := eri.AttachOptions{Count: f.eriCount}
+	var att eri.AttachOptions
 	if h, closer, herr := erdma.OpenHost(ctx, "/"); herr == nil {
-		att.TerwayExclude, _ = eri.DetectTerway(ctx, h)
+		att = eri.AttachOptionsFor(ctx, h)
 		closer.Close()
 	}
+	att.Count = f.eriCount
 	if !g.json {
 		att.Progress = func(s string) { fmt.Fprintln(g.stderr, "erdmakit setup: cloud:", s) }
 	}
