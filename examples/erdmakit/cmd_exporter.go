@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/erdmakit/erdmakit/doctor"
@@ -87,44 +86,16 @@ func exporterMetadata() *erdma.MetadataClient {
 	return &erdma.MetadataClient{Cache: &erdma.MetadataCache{TTL: exporterMetadataTTL}}
 }
 
-// hostSnapshot reads the inventory on every scrape; the tool versions (which
-// cost process starts) are cached for ttl.
-// The instance comes from md (cached: see exporterMetadata); cloud, when
-// set, adds the doctor's cloud checks with their view cached across scrapes.
+// hostSnapshot is doctor.Snapshot with the CLI's doctor defaults: the
+// instance from md (cached: see exporterMetadata); cloud, when set, adds the
+// doctor's cloud checks with their view cached across scrapes.
 func hostSnapshot(h erdma.Host, withDoctor bool, ttl time.Duration, md *erdma.MetadataClient, cloud *eri.CloudOptions) monitor.SnapshotFunc {
-	var (
-		mu      sync.Mutex
-		tools   []erdma.Tool
-		toolsAt time.Time
-	)
-	return func(ctx context.Context) (*monitor.Snapshot, error) {
-		inv, err := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{SkipTools: true})
-		if err != nil {
-			return nil, err
+	o := doctor.SnapshotOptions{Doctor: doctorDefaults(), InventoryOnly: !withDoctor, ToolsTTL: ttl}
+	o.Doctor.Metadata = md
+	if cloud != nil {
+		o.Checks = func(ctx context.Context) []doctor.Check {
+			return doctor.HostChecks(eri.DoctorChecks(ctx, h, *cloud)...)
 		}
-		snap := &monitor.Snapshot{Inventory: inv}
-		if !withDoctor {
-			return snap, nil
-		}
-		mu.Lock()
-		if tools == nil || time.Since(toolsAt) > ttl {
-			if t, err := h.Tools(ctx); err == nil {
-				tools, toolsAt = t, time.Now()
-			}
-		}
-		inv.Tools = tools
-		mu.Unlock()
-		// No counter interval: the scrape exposes the counters and
-		// Prometheus computes their rates.
-		opt := doctorDefaults()
-		opt.Interval = 0
-		opt.Metadata = md
-		if cloud != nil {
-			opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(ctx, h, *cloud)...)...)
-		}
-		if snap.Report, err = doctor.Diagnose(ctx, h, inv, opt); err != nil {
-			return nil, err
-		}
-		return snap, nil
 	}
+	return doctor.Snapshot(h, o)
 }
