@@ -168,7 +168,11 @@ func TestStreamLoopMeasuresTheEmulatedRate(t *testing.T) {
 				require.Empty(t, errs)
 				require.Len(t, results, 1)
 				r = results[0]
-				if math.Abs(r.AvgGbps-tc.gbps) <= eps*tc.gbps || attempt == 3 {
+				rateOK := math.Abs(r.AvgGbps-tc.gbps) <= eps*tc.gbps
+				// The window too: a run descheduled at its end overran
+				// 0.4 s by 150 ms once, under `make test`'s load.
+				windowOK := tc.cfg.Iterations > 0 || math.Abs(r.DurationS-tc.cfg.Duration.Seconds()) <= 0.1
+				if rateOK && windowOK || attempt == 3 {
 					break
 				}
 			}
