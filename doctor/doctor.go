@@ -219,8 +219,15 @@ func Diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Optio
 	if err != nil {
 		return nil, err
 	}
+	rep, _, err := diagnose(ctx, h, inv, opt, cs)
+	return rep, err
+}
+
+// diagnose is Diagnose's pipeline running the checks cs (the plan, or a
+// part of it); it also returns NVML's view.
+func diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Options, cs []Check) (*Report, *nvml.Report, error) {
 	if inv == nil {
-		return nil, fmt.Errorf("%w: no inventory", ErrOptions)
+		return nil, nil, fmt.Errorf("%w: no inventory", ErrOptions)
 	}
 	inst, instErr := Instance(ctx, h, opt)
 	if inst != nil && inst.JumboFrames == nil && opt.JumboFrames != nil {
@@ -247,9 +254,9 @@ func Diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Optio
 		rep.Status = health.Worst(rep.Status, f.Severity)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return rep, nil
+	return rep, in.GPUs, nil
 }
 
 func validate(opt Options) ([]Check, error) {

@@ -223,3 +223,30 @@ func ExampleRecord() {
 	// 2 devices recorded
 	// gdr-peermem fail
 }
+
+// The doctor's GPU checks alone, as `erdmakit gpus` runs them: the same
+// findings `erdmakit doctor` prints for them.
+func ExampleCheckGPUs() {
+	ctx := context.Background()
+	h, closer, err := erdma.OpenHost(ctx, "../testdata/hosts/no-peermem.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	rep, gpus, err := doctor.CheckGPUs(ctx, h, doctor.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("GPUs:", len(gpus.GPUs.GPUs), "status:", rep.Status)
+	for _, f := range rep.Findings {
+		fmt.Printf("%-4s %s\n", f.Severity, f.ID)
+	}
+	// Output:
+	// GPUs: 8 status: fail
+	// ok   gpu-driver
+	// fail gdr-peermem
+	// ok   gpu-count
+	// ok   gpu-nic-distance
+}

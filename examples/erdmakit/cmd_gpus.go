@@ -7,44 +7,64 @@ import (
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nvml"
+	"github.com/erdmakit/erdmakit/report"
 	"github.com/spf13/cobra"
 )
 
 // newGPUsCmd: `erdmakit gpus`, the GPUs as NVML sees them and whether
-// GPUDirect RDMA is ready.
+// GPUDirect RDMA is ready; it exits by the doctor's GPU checks
+// (doctor.CheckGPUs).
 func newGPUsCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var f doctorFlags
+	c := &cobra.Command{
 		Use:   "gpus",
 		Short: "List the GPUs (NVML), the driver and CUDA versions, and GPUDirect RDMA readiness",
 		Long: "Reads the GPUs through NVML (libnvidia-ml, loaded at run time; a recorded host replays\n" +
 			"erdmakit/nvml.json) and checks GPUDirect RDMA the way NCCL does (nvidia_peermem, nv_peer_mem,\n" +
-			"sys/kernel/mm/memory_peers). Exit 0; 1 when GPUDirect RDMA is not ready; 2 when NVML is unusable\n" +
-			"(no driver, libnvidia-ml not found, driver/library mismatch); 3 when the host cannot be read.",
+			"sys/kernel/mm/memory_peers, DMA-BUF), then runs the doctor's GPU checks (gpu-driver, gdr-peermem,\n" +
+			"gpu-count, gpu-nic-distance) and prints those that are not ok. Exit by them, as the doctor decides:\n" +
+			"0 ok; 1 a warning; 2 a failure (GPUDirect RDMA not ready, a GPU missing) or NVML unusable (no\n" +
+			"driver, libnvidia-ml not found, driver/library mismatch); 3 when the host cannot be read.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, _, err := inspectGPUs(cmd.Context(), g, false)
+			ctx := cmd.Context()
+			h, closer, err := erdma.OpenHost(ctx, g.root)
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}
-			rep.Topology = nil
-			if g.json {
-				if err := render.JSON(g.stdout, rep); err != nil {
-					return &exitError{code: ExitUnknown, err: err}
-				}
-			} else if err := printGPUs(g, rep); err != nil {
+			defer closer.Close()
+			checks, rep, err := doctor.CheckGPUs(ctx, h, f.options())
+			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}
-			switch {
-			case !rep.Available:
-				return exitCode(ExitFail)
-			case !rep.GDR.Ready:
-				return exitCode(ExitWarn)
+			rep.Root, rep.Topology = g.root, nil
+			if g.json {
+				out := gpusJSON{Report: rep, Status: checks.Status, Findings: checks.Findings}
+				if err := render.JSON(g.stdout, out); err != nil {
+					return &exitError{code: ExitUnknown, err: err}
+				}
+			} else if err := printGPUs(g, rep, checks); err != nil {
+				return &exitError{code: ExitUnknown, err: err}
 			}
-			return nil
+			return exitCode(checks.Status.Exit())
 		},
 	}
+	fl := c.Flags()
+	fl.BoolVar(&f.noMetadata, "no-metadata", false, "do not ask the ECS metadata service for the instance type (gpu-count, gpu-driver)")
+	fl.StringVar(&f.metadataURL, "metadata-url", erdma.DefaultMetadataURL, "ECS metadata service address")
+	fl.StringVar(&f.instanceType, "instance-type", "", "instance type to check against (ecs.<family>.<size>), instead of the metadata service's")
+	fl.BoolVar(&f.skipTools, "skip-tools", false, "do not look for eadm and the other tools on PATH")
+	return c
+}
+
+// gpusJSON is `gpus --json`: NVML's report with the doctor's GPU checks.
+type gpusJSON struct {
+	*nvml.Report
+	Status   health.Severity  `json:"status"`
+	Findings []health.Finding `json:"findings"`
 }
 
 // inspectGPUs opens the host root and runs nvml.Inspect; withNICs passes
@@ -81,7 +101,7 @@ func inspectGPUs(ctx context.Context, g *globals, withNICs bool) (*nvml.Report, 
 	return rep, notes, nil
 }
 
-func printGPUs(g *globals, rep *nvml.Report) error {
+func printGPUs(g *globals, rep *nvml.Report, checks *erdma.Report) error {
 	w := g.stdout
 	if !rep.Available {
 		fmt.Fprintf(w, "NVML unavailable: %s\n  %s\n  fix: %s\n", rep.Reason, rep.Error, rep.Remediation)
@@ -115,7 +135,16 @@ func printGPUs(g *globals, rep *nvml.Report) error {
 	if gdr.Remediation != "" {
 		fmt.Fprintln(w, "  fix: "+gdr.Remediation)
 	}
-	return nil
+	fmt.Fprintln(w)
+	if err := report.WriteFindingsTable(w, checks.Findings, g.tableOptions()); err != nil {
+		return err
+	}
+	why := ""
+	if !rep.Available {
+		why = " (NVML unavailable: " + rep.Reason + ")"
+	}
+	_, err := fmt.Fprintf(w, "\nstatus: %s%s\n", checks.Status, why)
+	return err
 }
 
 func orDash(s string) string {

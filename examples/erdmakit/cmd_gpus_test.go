@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/erdmakit/erdmakit/doctor"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/nvml"
 	"github.com/erdmakit/erdmakit/nvml/smitopo"
 	"github.com/stretchr/testify/assert"
@@ -19,10 +22,55 @@ func TestGPUsTable(t *testing.T) {
 	assert.Contains(t, out, "7    NVIDIA H20  0000:bc:00.0  1     97871 MiB")
 	assert.Contains(t, out, "GPUDirect RDMA: ready (nvidia_peermem 535.161.08)")
 
+	assert.Contains(t, out, "ok      gdr-peermem       nvidia_peermem loaded")
+	assert.Contains(t, out, "status: ok")
+
+	// The doctor calls GPUDirect RDMA not ready a failure, and so does gpus.
 	code, out, _ = runCLI("gpus", "--root", hostDir("no-peermem"))
-	assert.Equal(t, ExitWarn, code)
+	assert.Equal(t, ExitFail, code)
 	assert.Contains(t, out, "GPUDirect RDMA: NOT ready: driver 535 >= 470 bundles nvidia_peermem but it is not loaded")
 	assert.Contains(t, out, "fix: modprobe nvidia_peermem")
+	assert.Contains(t, out, "fail gdr-peermem: GPUDirect RDMA not ready")
+	assert.Contains(t, out, "status: fail")
+}
+
+// gpus exits as the doctor's GPU checks decide, on every recorded host, and
+// its findings are the doctor's.
+func TestGPUsExitsAsTheDoctor(t *testing.T) {
+	hosts, err := filepath.Glob(filepath.Join("..", "..", "testdata", "hosts", "*.tar.gz"))
+	require.NoError(t, err)
+	require.NotEmpty(t, hosts)
+	for _, h := range hosts {
+		t.Run(filepath.Base(h), func(t *testing.T) {
+			code, out, stderr := runCLI("doctor", "--json", "--root", h)
+			require.Contains(t, []int{ExitOK, ExitWarn, ExitFail}, code, stderr)
+			var doc struct {
+				Findings []health.Finding `json:"findings"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &doc))
+			code, out, stderr = runCLI("gpus", "--json", "--root", h)
+			var gp struct {
+				Available bool             `json:"available"`
+				Status    health.Severity  `json:"status"`
+				Findings  []health.Finding `json:"findings"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &gp), stderr)
+			want := health.OK
+			var fs []health.Finding
+			for _, f := range doc.Findings {
+				if slices.Contains(doctor.GPUCheckIDs(), f.ID) {
+					fs = append(fs, f)
+					want = health.Worst(want, f.Severity)
+				}
+			}
+			assert.Equal(t, fs, gp.Findings)
+			if !gp.Available {
+				want = health.Fail
+			}
+			assert.Equal(t, want, gp.Status)
+			assert.Equal(t, want.Exit(), code)
+		})
+	}
 }
 
 func TestGPUsJSON(t *testing.T) {

@@ -20,6 +20,6 @@ func TestRecordReplaysGPUs(t *testing.T) {
 		_, want, _ := runCLI(cmd, "--json", "--root", healthy)
 		code, got, stderr := runCLI(cmd, "--json", "--root", archive)
 		require.Equal(t, ExitOK, code, stderr)
-		assert.JSONEq(t, strings.Replace(want, healthy, archive, 1), got, cmd)
+		assert.JSONEq(t, strings.ReplaceAll(want, healthy, archive), got, cmd)
 	}
 }
