@@ -25,7 +25,8 @@
 // guest runs the host's own binaries and libraries (libibverbs, the rxe
 // provider, perftest, iproute2, coreutils) and sees the source tree at the
 // same path as on the host. Writable: /tmp, /run, /var/tmp (tmpfs, empty at
-// boot) and $ERDMAKIT_LAB_OUT. Each guest runs as root with 1 vCPU and 1 GiB,
+// boot) and $ERDMAKIT_LAB_OUT. Each guest runs as root with 1 vCPU (labrun
+// -smp N for experiments: Options.CPUs) and 1 GiB,
 // RLIMIT_MEMLOCK unlimited, eth0 up with a static IPv4 and
 // `rdma link add rxe0 type rxe netdev eth0` done and its port ACTIVE before any
 // test starts.

@@ -191,6 +191,8 @@ func TestVMArgs(t *testing.T) {
 	assert.NotContains(t, vm.Args(), "-icount")
 	vm.ICount = "shift=2,sleep=on"
 	assert.Contains(t, strings.Join(vm.Args(), " "), "-icount shift=2,sleep=on")
+	vm.CPUs = 2
+	assert.Contains(t, strings.Join(vm.Args(), " "), "-smp 2 ")
 }
 
 func indexOf(s []string, v string) int {

@@ -38,6 +38,9 @@ type VM struct {
 	WorkDir   string // host dir shared as TagLab, appearing as GuestLab
 	Script    string // file name in WorkDir that init runs after the chroot
 	MemoryMiB int    // 1024 when 0
+	// CPUs is the guest's vCPU count, 1 when 0. With more than one, qemu
+	// runs each vCPU on a host thread of its own (multi-threaded TCG).
+	CPUs int
 	// ICount is qemu's -icount option ("shift=2,sleep=on"), or "" for
 	// none: with it the guest's clock counts instructions, not the host's
 	// time, so a benchmark inside sees a machine the host's load cannot
@@ -59,6 +62,10 @@ func (vm VM) Args() []string {
 	if mem == 0 {
 		mem = 1024
 	}
+	cpus := vm.CPUs
+	if cpus <= 0 {
+		cpus = 1
+	}
 	netdev := "user,id=n0,restrict=on"
 	if vm.Net.Local != "" || vm.Net.Remote != "" {
 		netdev = "socket,id=n0,udp=" + vm.Net.Remote + ",localaddr=" + vm.Net.Local
@@ -77,7 +84,7 @@ func (vm VM) Args() []string {
 	}
 	args := []string{
 		"-nodefaults", "-no-user-config", "-display", "none",
-		"-machine", "pc,accel=tcg", "-cpu", "max", "-smp", "1", "-m", strconv.Itoa(mem),
+		"-machine", "pc,accel=tcg", "-cpu", "max", "-smp", strconv.Itoa(cpus), "-m", strconv.Itoa(mem),
 		"-no-reboot",
 		"-kernel", vm.Kernel.Image, "-initrd", vm.Initramfs, "-append", appendLine,
 		"-serial", "stdio", "-monitor", "none",

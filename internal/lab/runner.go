@@ -44,6 +44,7 @@ type Options struct {
 	Sequential bool          // boot the two-VM pair after the one-VM run, not alongside it
 	CI         string        // passed to the guest's CI variable
 	ICount     string        // qemu -icount for every VM (VM.ICount); "" for none
+	CPUs       int           // vCPUs of every VM (VM.CPUs); 0 for 1
 }
 
 func (o *Options) timeout() time.Duration {
@@ -387,7 +388,7 @@ func (o *Options) boot(ctx context.Context, env *Env, guests []Guest, steps [][]
 		if err := os.WriteFile(filepath.Join(env.WorkDir, script), []byte(Script(g, steps[i])), 0o755); err != nil {
 			return nil, fmt.Errorf("lab: %w", err)
 		}
-		vms[i] = VM{Name: g.Role, Qemu: env.Qemu, Kernel: env.Kernel, Initramfs: env.Initramfs, WorkDir: env.WorkDir, Script: script, Keep: keepDirs(o.ModuleRoot), ICount: o.ICount}
+		vms[i] = VM{Name: g.Role, Qemu: env.Qemu, Kernel: env.Kernel, Initramfs: env.Initramfs, WorkDir: env.WorkDir, Script: script, Keep: keepDirs(o.ModuleRoot), ICount: o.ICount, CPUs: o.CPUs}
 	}
 	var link string
 	if len(vms) == 2 {

@@ -59,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	seq := fs.Bool("seq", false, "boot the two-VM pair after the one-VM run instead of alongside it")
 	root := fs.String("C", ".", "module root (the checkout)")
 	icount := fs.String("icount", "", `qemu's -icount for the VMs ("shift=2,sleep=on": the guest's clock counts instructions, so the host's load does not move a benchmark's figures)`)
+	cpus := fs.Int("smp", 1, "vCPUs per VM (the tests are written for 1; more for experiments that pin each end to a vCPU of its own)")
 	record := fs.String("record", "", "record the guest's rxe host tree into this dir or .tar.gz (replaced) instead of testing")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -76,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	o := lab.Options{
 		ModuleRoot: abs, Packages: pkgs, Run: *runPat, Bench: *bench, Timeout: *timeout,
-		WorkDir: *work, Kernel: *kernel, Sequential: *seq, Progress: stderr, Strict: labtest.InCI(), CI: os.Getenv("CI"), ICount: *icount,
+		WorkDir: *work, Kernel: *kernel, Sequential: *seq, Progress: stderr, Strict: labtest.InCI(), CI: os.Getenv("CI"), ICount: *icount, CPUs: *cpus,
 	}
 	if *verbose {
 		o.Console = stderr

@@ -1,0 +1,53 @@
+#!/bin/sh
+# Run in the lab's one VM with two vCPUs, after `make build`:
+#   go run ./internal/lab/cmd/labrun -smp 2 -timeout 30m -shell "$PWD/perf/internal/latbench/twovcpu.sh"
+# R rounds (16), N round trips per run (2000), MODES the tools in each round
+# (new: ib_write_lat, ours: bw serve + bw lat, new2: ib_write_lat again as
+# the control; ours2: $EK2, another build, served on port 18700; old:
+# ib_write_lat --use_old_post_send). Prints one line per run:
+#   round R size S mode M t_typical MICROSECONDS load GUEST_LOAD
+# (docs/bw.md, "Looking for the 2-4%").
+#
+# One VM, two vCPUs: each end of a ping-pong on a vCPU of its own (the
+# guest's scheduler spreads the two spinners), rxe over the VM's own IP: no
+# network between VMs. Paired rounds: ib_write_lat, erdmakit (bw serve + bw
+# lat), ib_write_lat again (the control), order rotating.
+R=${R:-16}; N=${N:-2000}; MODES=${MODES:-"new ours new2"}
+EK=${EK:-$(cd "$(dirname "$0")/../../.." && pwd)/bin/erdmakit}
+D=$ERDMAKIT_LAB_DEVICE; X=$ERDMAKIT_LAB_GID_INDEX; IP=$ERDMAKIT_LAB_IP
+nproc; grep -c processor /proc/cpuinfo
+$EK bw serve -d $D >/tmp/serve.log 2>&1 &
+[ -n "$EK2" ] && $EK2 bw serve -d $D -p 18700 >/tmp/serve2.log 2>&1 &
+sleep 3
+step=0
+perf() { # size port [extra]
+  ib_write_lat -d $D -x $X -s $1 -n $N -p $2 -F $3 >/dev/null 2>&1 &
+  sp=$!
+  v=""
+  for t in $(seq 1 100); do
+    out=$(ib_write_lat -d $D -x $X -s $1 -n $N -p $2 -F $3 $IP 2>/dev/null)
+    v=$(echo "$out" | awk '$1=='$1' && $2=='$N' {print $5}' | head -1)
+    [ -n "$v" ] && break; sleep 0.2
+  done
+  wait $sp
+  echo "$v"
+}
+r=1
+while [ $r -le $R ]; do
+  for s in 2 4096; do
+    set -- $MODES; n=$#; k=$((r % n)); order=""
+    i=0; for m in $MODES; do [ $i -ge $k ] && order="$order $m"; i=$((i+1)); done
+    i=0; for m in $MODES; do [ $i -lt $k ] && order="$order $m"; i=$((i+1)); done
+    for m in $order; do
+      step=$((step+1)); port=$((20000+step))
+      case $m in
+      ours2) v=$($EK2 bw lat $IP:18700 -d $D -s $s -n $N --warmup 0 --json 2>/dev/null | grep -o '"median_us": *[0-9.]*' | head -1 | grep -o '[0-9.]*$');;
+      ours*) v=$($EK bw lat $IP -d $D -s $s -n $N --warmup 0 --json 2>/dev/null | grep -o '"median_us": *[0-9.]*' | head -1 | grep -o '[0-9.]*$');;
+      old*) v=$(perf $s $port --use_old_post_send);;
+      *) v=$(perf $s $port);;
+      esac
+      echo "round $r size $s mode $m t_typical $v load $(cut -d' ' -f1 /proc/loadavg)"
+    done
+  done
+  r=$((r+1))
+done
