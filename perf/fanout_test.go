@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -96,4 +97,26 @@ func TestClientsSeveralLinksWriteIntoTheirNamesakes(t *testing.T) {
 	assert.NoError(t, errs[0])
 	require.Error(t, errs[1])
 	assert.Contains(t, errs[1].Error(), `device "erdma_1" is not served here (serving [erdma_0])`)
+}
+
+// `bw lat HOST` from two NICs pings the server's NIC of each one's name, one
+// after the other, as bw run pairs them. (A fake's ping-pong needs the same
+// link object at both ends: a client sent to the server's first NIC instead
+// would stall, as it would against another host's wrong NIC.)
+func TestLatencyClientsSeveralLinksPingTheirNamesakes(t *testing.T) {
+	e0, e1 := newFakeLink("erdma_0", 4), newFakeLink("erdma_1", 4)
+	addr, tests := startServer(t, 2*time.Second, e0, e1)
+	cfg := LatencyConfig{Iterations: 20, Warmup: -1}
+	results, errs := RunLatencyClients(context.Background(), []Link{e1, e0}, addr, "", cfg, []int{2})
+	assert.Empty(t, errs)
+	require.Len(t, results, 2)
+	for i, r := range results {
+		assert.Equal(t, []string{"erdma_0", "erdma_1"}[i], r.Device, "ordered by device")
+		assert.Equal(t, r.Device, r.ServerDevice)
+	}
+	for _, want := range []string{"erdma_1", "erdma_0"} { // one after the other, in the links' order
+		st := <-tests
+		require.NoError(t, st.Err)
+		assert.Equal(t, want, st.Device)
+	}
 }
