@@ -3,8 +3,14 @@
 #   go run ./internal/lab/cmd/labrun -smp 2 -timeout 30m -shell "$PWD/perf/internal/latbench/twovcpu.sh"
 # R rounds (16), N round trips per run (2000), MODES the tools in each round
 # (new: ib_write_lat, ours: bw serve + bw lat, new2: ib_write_lat again as
-# the control; ours2: $EK2, another build, served on port 18700; old:
-# ib_write_lat --use_old_post_send). Prints one line per run:
+# the control; ours2: $EK2, another build or a wrapper, served on port 18700;
+# old: ib_write_lat --use_old_post_send; cloop: erdmakit's C ping-pong in a C
+# process of its own, cplain: ib_write_lat's loop there, cpcheck, cprole,
+# cppost: that loop with one of ours' differences; the last five need
+#   gcc -O2 -Iibverbs -o bin/cping perf/internal/latbench/testdata/cping.c \
+#       ibverbs/shim.c ibverbs/stream.c ibverbs/pingpong.c -ldl
+# ), SHUFFLE=1 a random order in each round (else rotating: a tool's
+# neighbours then stay the same, and they move it by 1-2%). Prints one line per run:
 #   round R size S mode M t_typical MICROSECONDS load GUEST_LOAD
 # (docs/bw.md, "Looking for the 2-4%").
 #
@@ -13,7 +19,8 @@
 # network between VMs. Paired rounds: ib_write_lat, erdmakit (bw serve + bw
 # lat), ib_write_lat again (the control), order rotating.
 R=${R:-16}; N=${N:-2000}; MODES=${MODES:-"new ours new2"}
-EK=${EK:-$(cd "$(dirname "$0")/../../.." && pwd)/bin/erdmakit}
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+EK=${EK:-$ROOT/bin/erdmakit}; CPING=${CPING:-$ROOT/bin/cping}
 D=$ERDMAKIT_LAB_DEVICE; X=$ERDMAKIT_LAB_GID_INDEX; IP=$ERDMAKIT_LAB_IP
 nproc; grep -c processor /proc/cpuinfo
 $EK bw serve -d $D >/tmp/serve.log 2>&1 &
@@ -35,12 +42,25 @@ perf() { # size port [extra]
 r=1
 while [ $r -le $R ]; do
   for s in 2 4096; do
+    if [ -n "$SHUFFLE" ]; then order=$(echo $MODES | tr ' ' '\n' | shuf | tr '\n' ' ')
+    else
     set -- $MODES; n=$#; k=$((r % n)); order=""
     i=0; for m in $MODES; do [ $i -ge $k ] && order="$order $m"; i=$((i+1)); done
     i=0; for m in $MODES; do [ $i -lt $k ] && order="$order $m"; i=$((i+1)); done
+    fi
     for m in $order; do
       step=$((step+1)); port=$((20000+step))
       case $m in
+      cloop) SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
+        v=$(SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7}'); wait $cpid;;
+      cplain) PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
+        v=$(PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7}'); wait $cpid;;
+      cpcheck) PLAIN_CHECK=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
+        v=$(PLAIN_CHECK=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7}'); wait $cpid;;
+      cprole) PLAIN_ROLE=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
+        v=$(PLAIN_ROLE=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7}'); wait $cpid;;
+      cppost) PLAIN_EKPOST=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
+        v=$(PLAIN_EKPOST=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7}'); wait $cpid;;
       ours2) v=$($EK2 bw lat $IP:18700 -d $D -s $s -n $N --warmup 0 --json 2>/dev/null | grep -o '"median_us": *[0-9.]*' | head -1 | grep -o '[0-9.]*$');;
       ours*) v=$($EK bw lat $IP -d $D -s $s -n $N --warmup 0 --json 2>/dev/null | grep -o '"median_us": *[0-9.]*' | head -1 | grep -o '[0-9.]*$');;
       old*) v=$(perf $s $port --use_old_post_send);;
