@@ -20,6 +20,7 @@ import (
 	"github.com/erdmakit/erdmakit/report"
 	"github.com/erdmakit/erdmakit/setup"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // doctorFlags are `erdmakit doctor`'s own flags.
@@ -66,11 +67,8 @@ func newDoctorCmd(g *globals) *cobra.Command {
 	fl := c.Flags()
 	fl.StringVar(&f.format, "format", "table", "output: table, json (the same as --json) or prom (node_exporter textfile collector)")
 	fl.StringVar(&f.output, "output", "", "write the report to FILE atomically (temporary file + rename) instead of stdout; the exit code is still the status")
-	fl.BoolVar(&f.noMetadata, "no-metadata", false, "do not ask the ECS metadata service for the instance type")
-	fl.StringVar(&f.metadataURL, "metadata-url", erdma.DefaultMetadataURL, "ECS metadata service address")
-	fl.StringVar(&f.instanceType, "instance-type", "", "instance type to check against (ecs.<family>.<size>), instead of the metadata service's")
+	f.addInstanceFlags(fl)
 	fl.DurationVar(&f.interval, "interval", doctor.DefaultInterval, "time between the two hw_counters readings of the rate-limit-drops check (live host; 0: one reading)")
-	fl.BoolVar(&f.skipTools, "skip-tools", false, "do not look for eadm and the other tools on PATH")
 	fl.StringVar(&f.cloud.Mode, "cloud", eri.CloudAuto, "cloud checks (network-card-channel from the ECS API, eri-mode): auto (a recorded view, or the API within about 1 s if credentials answer), on, off")
 	completeValues(c, "format", doctorFormats()...)
 	completeValues(c, "cloud", eri.CloudAuto, eri.CloudOn, eri.CloudOff)
@@ -79,6 +77,15 @@ func newDoctorCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&f.host.dryRun, "dry-run", false, "with --fix: print the fixes and change nothing")
 	f.host.addHost(c)
 	return c
+}
+
+// addInstanceFlags adds the flags that decide the instance the doctor's
+// checks judge by and the tools it looks for: doctor's and gpus'.
+func (f *doctorFlags) addInstanceFlags(fl *pflag.FlagSet) {
+	fl.BoolVar(&f.noMetadata, "no-metadata", false, "do not ask the ECS metadata service for the instance type")
+	fl.StringVar(&f.metadataURL, "metadata-url", erdma.DefaultMetadataURL, "ECS metadata service address")
+	fl.StringVar(&f.instanceType, "instance-type", "", "instance type to check against (ecs.<family>.<size>), instead of the metadata service's")
+	fl.BoolVar(&f.skipTools, "skip-tools", false, "do not look for eadm and the other tools on PATH")
 }
 
 // options turns the flags into the doctor's options.

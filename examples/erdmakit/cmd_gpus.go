@@ -52,11 +52,7 @@ func newGPUsCmd(g *globals) *cobra.Command {
 			return exitCode(checks.Status.Exit())
 		},
 	}
-	fl := c.Flags()
-	fl.BoolVar(&f.noMetadata, "no-metadata", false, "do not ask the ECS metadata service for the instance type (gpu-count, gpu-driver)")
-	fl.StringVar(&f.metadataURL, "metadata-url", erdma.DefaultMetadataURL, "ECS metadata service address")
-	fl.StringVar(&f.instanceType, "instance-type", "", "instance type to check against (ecs.<family>.<size>), instead of the metadata service's")
-	fl.BoolVar(&f.skipTools, "skip-tools", false, "do not look for eadm and the other tools on PATH")
+	f.addInstanceFlags(c.Flags())
 	return c
 }
 
@@ -67,9 +63,9 @@ type gpusJSON struct {
 	Findings []health.Finding `json:"findings"`
 }
 
-// inspectGPUs opens the host root and runs nvml.Inspect; withNICs passes
-// the host's eRDMA devices for the topology.
-func inspectGPUs(ctx context.Context, g *globals, withNICs bool) (*nvml.Report, []string, error) {
+// inspectGPUs opens the host root and runs nvml.Inspect with the host's
+// eRDMA devices for the topology (topo); notes are what could not be read.
+func inspectGPUs(ctx context.Context, g *globals) (*nvml.Report, []string, error) {
 	h, closer, err := erdma.OpenHost(ctx, g.root)
 	if err != nil {
 		return nil, nil, err
@@ -79,19 +75,13 @@ func inspectGPUs(ctx context.Context, g *globals, withNICs bool) (*nvml.Report, 
 	if err != nil {
 		return nil, nil, err
 	}
-	var nics []nvml.NIC
-	var notes []string
-	if withNICs {
-		devs, errs, err := erdma.ReadDevices(ctx, h)
-		if err != nil {
-			return nil, nil, err
-		}
-		notes = append(notes, errs...)
-		var note string
-		nics, note = doctor.NICsOf(devs)
-		if note != "" {
-			notes = append(notes, note)
-		}
+	devs, notes, err := erdma.ReadDevices(ctx, h)
+	if err != nil {
+		return nil, nil, err
+	}
+	nics, note := doctor.NICsOf(devs)
+	if note != "" {
+		notes = append(notes, note)
 	}
 	rep, err := nvml.Inspect(ctx, lib, h.Root(), nics)
 	if err != nil {

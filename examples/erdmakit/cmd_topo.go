@@ -34,7 +34,7 @@ func newTopoCmd(g *globals) *cobra.Command {
 				}
 				theirs = m
 			}
-			rep, notes, err := inspectGPUs(cmd.Context(), g, true)
+			rep, notes, err := inspectGPUs(cmd.Context(), g)
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}
