@@ -3,7 +3,10 @@
 #include "pingpong.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <unistd.h>
 
 // Polls between looks at the clock (stall, stop, yield): a poll of the
 // receive byte is a memory read of a few ns, a poll of the CQ not much more.
@@ -130,4 +133,33 @@ int ek_ping_run(ek_ping *p, int64_t *rtt, int64_t rounds, int64_t for_ns)
 			return EK_RUN_STOPPED;
 	}
 	return EK_RUN_DONE;
+}
+
+// The call's thread: every signal blocked (the process's signals go to the
+// Go runtime's threads), the run, then one byte on done_fd.
+static void *ping_call_main(void *arg)
+{
+	ek_ping_call *c = arg;
+	c->state = ek_ping_run(c->p, c->rtt, c->rounds, c->for_ns);
+	char b = 1;
+	while (write(c->done_fd, &b, 1) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
+int ek_ping_start(ek_ping_call *c)
+{
+	pthread_attr_t a;
+	int rc = pthread_attr_init(&a);
+	if (rc)
+		return rc;
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); // inherited by the new thread
+	pthread_t t;
+	rc = pthread_create(&t, &a, ping_call_main, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&a);
+	return rc;
 }

@@ -11,6 +11,8 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -25,7 +27,9 @@ import (
 // read; the answering side waits first), where a Go loop makes a cgo call
 // per post and per poll of the CQ. The writing side times each round trip
 // from one post to the next, one clock read per round trip. It allocates
-// nothing per round trip or per Run.
+// nothing per round trip or per Run. Each Run spins on a thread of its own,
+// started for it with every signal blocked, while the calling goroutine
+// waits parked: the Go runtime stays out of the loop's way.
 //
 // A ping-pong is used from one goroutine at a time, except Stop; Close it
 // before the QP, MR and CQ it drives.
@@ -34,6 +38,19 @@ type PingPong struct {
 	cfg  PingConfig
 	stop *int32     // p.stop, for Stop from another goroutine
 	mu   sync.Mutex // Stop against Close
+
+	// Each Run spins on a thread of its own (ek_ping_start) while Run's
+	// goroutine waits for done, parked. Spun in a cgo call instead, the
+	// goroutine's P stays "in a system call", and the runtime's sysmon
+	// wakes some 60 times in the first 20 ms of every Run (every 20 µs in
+	// the first millisecond) to look at it: each a context switch on a CPU
+	// that a spinner may need. In the lab that tripled ours' p99 at 2 B
+	// (docs/bw.md); with every P idle, sysmon sleeps.
+	call  *C.ek_ping_call // C memory: the thread holds it
+	done  *os.File        // the read end of a pipe; the thread writes one byte per Run
+	doneW int             // its write end
+	pin   runtime.Pinner  // Run's rtts while the thread holds them (kept: a Pinner's first Pin allocates)
+	b     [1]byte
 }
 
 // NewPingPong checks cfg and makes the ping-pong.
@@ -79,7 +96,25 @@ func NewPingPong(cfg PingConfig) (*PingPong, error) {
 	p.send = (*C.uint8_t)(unsafe.Add(cfg.MR.buf.p, cfg.Send+uint64(cfg.Size)-1))
 	p.stall_ns = C.int64_t(cfg.Stall)
 	p.yield_after_ns = C.int64_t(cfg.YieldAfter)
-	return &PingPong{p: p, cfg: cfg, stop: (*int32)(unsafe.Pointer(&p.stop))}, nil
+	pp := &PingPong{p: p, cfg: cfg, stop: (*int32)(unsafe.Pointer(&p.stop))}
+	if err := pp.openCall(); err != nil {
+		pp.Close()
+		return nil, fmt.Errorf("ibverbs: NewPingPong: %w", err)
+	}
+	return pp, nil
+}
+
+func (pp *PingPong) openCall() error {
+	pp.call = (*C.ek_ping_call)(C.calloc(1, C.size_t(unsafe.Sizeof(C.ek_ping_call{}))))
+	if pp.call == nil {
+		return syscall.ENOMEM
+	}
+	var fds [2]int
+	if err := syscall.Pipe2(fds[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
+		return fmt.Errorf("pipe2: %w", err)
+	}
+	pp.done, pp.doneW = os.NewFile(uintptr(fds[0]), "ping-pong done"), fds[1]
+	return nil
 }
 
 // Run makes at most rounds round trips (at least one unless stopped),
@@ -106,7 +141,11 @@ func (pp *PingPong) Run(rtts []time.Duration, rounds int, d time.Duration) (Ping
 		}
 		rp = (*C.int64_t)(unsafe.Pointer(&rtts[0]))
 	}
-	state := C.ek_ping_run(pp.p, rp, C.int64_t(rounds), C.int64_t(d))
+	if rtts != nil {
+		pp.pin.Pin(&rtts[0])
+	}
+	state := pp.run(rp, rounds, d)
+	pp.pin.Unpin()
 	if state == C.EK_RUN_ERROR {
 		return pp.status(RunDone), pp.err()
 	}
@@ -122,6 +161,48 @@ func (pp *PingPong) Run(rtts []time.Duration, rounds int, d time.Duration) (Ping
 		rs = RunStalled
 	}
 	return pp.status(rs), nil
+}
+
+// run makes one ek_ping_run on a thread of its own and waits for it,
+// parked; where no thread can be started, in a cgo call instead. The
+// caller has pinned rtt.
+func (pp *PingPong) run(rtt *C.int64_t, rounds int, d time.Duration) C.int {
+	c := pp.call
+	*c = C.ek_ping_call{p: pp.p, rtt: rtt, rounds: C.int64_t(rounds), for_ns: C.int64_t(d), done_fd: C.int(pp.doneW)}
+	if C.ek_ping_start(c) != 0 {
+		return C.ek_ping_run(pp.p, rtt, C.int64_t(rounds), C.int64_t(d))
+	}
+	for {
+		n, err := pp.done.Read(pp.b[:])
+		if n == 1 {
+			return c.state
+		}
+		if err != nil {
+			// Not expected (the pipe stays open until Close); the
+			// thread still runs on p and rtt: stop it and wait.
+			atomic.StoreInt32(pp.stop, 1)
+			waitByte(pp.done)
+			return c.state
+		}
+	}
+}
+
+// waitByte reads one byte from f's descriptor without the poller.
+func waitByte(f *os.File) {
+	raw, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = raw.Control(func(fd uintptr) {
+		var b [1]byte
+		for {
+			n, err := syscall.Read(int(fd), b[:])
+			if n == 1 || (err != nil && err != syscall.EAGAIN && err != syscall.EINTR) {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
 }
 
 func (pp *PingPong) status(s RunState) PingStatus {
@@ -164,6 +245,15 @@ func (pp *PingPong) Close() error {
 	if pp.p != nil {
 		C.free(unsafe.Pointer(pp.p))
 		pp.p = nil
+	}
+	if pp.call != nil {
+		C.free(unsafe.Pointer(pp.call))
+		pp.call = nil
+	}
+	if pp.done != nil {
+		pp.done.Close()
+		syscall.Close(pp.doneW)
+		pp.done = nil
 	}
 	return nil
 }

@@ -40,4 +40,19 @@ enum { EK_PING_WAIT_PEER = 1, EK_PING_WAIT_COMPLETION = 2 };
 // when rtt is not NULL (it must hold rounds entries).
 int ek_ping_run(ek_ping *p, int64_t *rtt, int64_t rounds, int64_t for_ns);
 
+// ek_ping_call is one ek_ping_run on a thread of its own (ek_ping_start):
+// the caller waits for the byte the thread writes to done_fd when the run
+// returns, then reads state.
+typedef struct {
+	ek_ping *p;
+	int64_t *rtt;
+	int64_t rounds, for_ns;
+	int done_fd;
+	int state; // ek_ping_run's answer, once the byte is written
+} ek_ping_call;
+
+// ek_ping_start starts c's run on a new detached thread that blocks every
+// signal; 0, or pthread_create's error (the run did not start).
+int ek_ping_start(ek_ping_call *c);
+
 #endif
