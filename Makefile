@@ -70,12 +70,15 @@ bench: deps
 	$(MAKE) bench-lat
 
 # Write latency alone: erdmakit's ping-pong (in C, and in loopback also in
-# Go: -go-loop) against ib_write_lat on the lab's rxe0, 2 B and 4 KiB, paired
-# rounds kept only where calibrations show the guest at its usual speed
-# (perf/internal/latbench): in loopback on one VM, then across the two VMs
-# (16 kept rounds per size: the goal's figure).
+# Go: -go-loop) against ib_write_lat on the lab's rxe0, 2 B and 4 KiB
+# (perf/internal/latbench). First the goal's figure: one VM with two vCPUs,
+# each end spinning on its own, 40 rounds in a shuffled order, ib_write_lat
+# twice in each (the control); then in loopback on one vCPU and across the
+# two VMs, rounds kept only where calibrations show the guest at its usual
+# speed.
 bench-lat: deps
 	$(GO) build -o bin/latbench ./perf/internal/latbench
+	$(GO) run ./internal/lab/cmd/labrun -smp 2 -timeout 30m -shell "$(CURDIR)/bin/latbench -reps 40 -iters 2000 -sizes 2,4096 -steady 0 -shuffle -control"
 	$(GO) run ./internal/lab/cmd/labrun -timeout 30m -shell "$(CURDIR)/bin/latbench -reps 6 -sizes 2,4096 -go-loop"
 	$(GO) run ./internal/lab/cmd/labrun -timeout 30m -shell2 "$(CURDIR)/bin/latbench -reps 16 -iters 1000 -sizes 2,4096"
 

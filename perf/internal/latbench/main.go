@@ -26,9 +26,18 @@
 // vCPU per VM this compares the data paths; in loopback both ends of each
 // tool share the one vCPU, and how each waits for its turn decides.
 //
-// `make bench-lat` (part of `make bench`) runs both in the lab:
+// The steadiest instrument is loopback in one VM with two vCPUs (labrun
+// -smp 2): each end spins on a vCPU of its own, no network between VMs.
+// There the tools' order matters by 1-2% when it rotates (a tool's
+// neighbours stay the same), so -shuffle draws each round's order, and
+// -control runs ib_write_lat a second time in every round: ours is then
+// scored against the geometric mean of the two ib_write_lat runs, and the
+// control against the first, which shows what the instrument can tell.
+//
+// `make bench-lat` (part of `make bench`) runs all three in the lab:
 //
 //	go build -o bin/latbench ./perf/internal/latbench
+//	go run ./internal/lab/cmd/labrun -smp 2 -shell "$PWD/bin/latbench -reps 40 -iters 2000 -steady 0 -shuffle -control"
 //	go run ./internal/lab/cmd/labrun -shell "$PWD/bin/latbench -reps 6"
 //	go run ./internal/lab/cmd/labrun -shell2 "$PWD/bin/latbench -reps 4 -iters 300"
 package main
@@ -40,6 +49,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/signal"
@@ -58,7 +70,7 @@ import (
 // sample is one run of one tool: its median one-way latency (t_typical for
 // ib_write_lat) and its 99th percentile.
 type sample struct {
-	Tool     string  `json:"tool"` // "erdmakit", "ib_write_lat" or "erdmakit go-loop"
+	Tool     string  `json:"tool"` // "erdmakit", "ib_write_lat", "ib_write_lat again" (-control) or "erdmakit go-loop"
 	Rep      int     `json:"rep"`
 	MedianUS float64 `json:"median_us"`
 	P99US    float64 `json:"p99_us"`
@@ -87,6 +99,16 @@ type sizeResult struct {
 	// quartiles.
 	Rounds []float64        `json:"round_ratios"`
 	Paired benchstat.Spread `json:"paired_ratio"`
+	// With -control: each round's ratio of ours to the geometric mean of
+	// the two ib_write_lat runs, and of the control (the second) to the
+	// first; their medians and quartiles.
+	RoundsMean    []float64        `json:"round_ratios_ours_both_perftest,omitempty"`
+	PairedMean    benchstat.Spread `json:"paired_ratio_ours_both_perftest"`
+	RoundsControl []float64        `json:"round_ratios_control,omitempty"`
+	PairedControl benchstat.Spread `json:"paired_ratio_control"`
+	ControlUS     float64          `json:"control_median_us,omitempty"`
+	// P99US: each tool's 99th percentile, median over rounds.
+	P99US map[string]float64 `json:"median_p99_us"`
 	// With -go-loop: the Go loop's median over rounds, and each round's
 	// ratio of the C loop's median latency to the Go loop's (< 1: C is
 	// faster).
@@ -107,6 +129,7 @@ type report struct {
 	Iters  int          `json:"iters"`
 	Reps   int          `json:"reps"`
 	Steady float64      `json:"steady_fraction,omitempty"`
+	Seed   uint64       `json:"shuffle_seed,omitempty"` // -shuffle: each round's order drawn from it
 	Sizes  []sizeResult `json:"sizes"`
 	Host   string       `json:"host"`
 }
@@ -125,8 +148,13 @@ func main() {
 		goLoop   = flag.Bool("go-loop", false, "also run erdmakit's ping-pong in Go (as before it moved to C), as a third tool (both VMs: same flags)")
 		steady   = flag.Float64("steady", 0.9, "keep a round only when the machine's calibration around each run is at least this fraction of its upper quartile; 0: keep every round, no calibration")
 		calib    = flag.Duration("calibration", 250*time.Millisecond, "each calibration's length (-steady)")
+		shuffle  = flag.Bool("shuffle", false, "draw each round's order of the tools at random (else it rotates)")
+		seed     = flag.Uint64("seed", 0, "-shuffle's seed (0: from the clock; printed, and in the JSON)")
+		control  = flag.Bool("control", false, "run ib_write_lat a second time in every round; score ours against both")
 	)
 	flag.Parse()
+	// The in-process server logs every test at Info: one line per run, amid the table.
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	perf.RaiseMaxProcs() // as the erdmakit CLI does
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -173,8 +201,20 @@ func main() {
 	cal.Start()
 	calBefore := cal.Take() // each run's calibration after it is the next run's before
 	tools := []string{"erdmakit", "ib_write_lat"}
+	if *control {
+		tools = append(tools, controlTool)
+	}
 	if *goLoop {
 		tools = append(tools, goTool)
+	}
+	order := rotate
+	if *shuffle {
+		if *seed == 0 {
+			*seed = uint64(time.Now().UnixNano())
+		}
+		rep.Seed = *seed
+		fmt.Printf("latbench: each round's order shuffled, seed %d\n", *seed)
+		order = shuffler(*seed)
 	}
 	run := 0 // perftest runs so far: the two VMs number their ports alike
 	for _, size := range sizes {
@@ -182,12 +222,13 @@ func main() {
 		kept := 0
 		for r := 0; kept < *reps && r < maxRounds; r++ {
 			from := len(sr.Samples)
-			for k := range tools {
+			for _, tool := range order(tools, r) {
 				var s sample
-				switch tool := tools[(r+k)%len(tools)]; tool { // who goes first rotates
-				case "ib_write_lat":
+				switch tool {
+				case "ib_write_lat", controlTool:
 					before := benchstat.Switches(syscall.RUSAGE_CHILDREN)
 					s = t.perftest(ctx, size, perftest.DefaultPort+run)
+					s.Tool = tool
 					s.Switches = benchstat.Switches(syscall.RUSAGE_CHILDREN) - before
 					run++
 				default:
@@ -217,12 +258,22 @@ func main() {
 	}
 	fmt.Println()
 	fmt.Printf("latbench: %s, %s UTC, load average %s\n", rep.Mode, time.Now().UTC().Format("2006-01-02 15:04"), benchstat.LoadAvg())
-	fmt.Println("| size | erdmakit median us | ib_write_lat median us | ratio of the medians | per-round ratio: median (p25-p75), rounds | context switches per run, median: erdmakit / ib_write_lat |")
-	fmt.Println("|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| size | erdmakit median us | ib_write_lat median us | ratio of the medians | per-round ratio: median (p25-p75), rounds | p99 us, median over rounds: erdmakit / ib_write_lat | context switches per run, median: erdmakit / ib_write_lat |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range rep.Sizes {
-		fmt.Printf("| %d | %s | %s | %s | %s | %.0f / %.0f |\n", s.Size, benchstat.Figure(s.OursUS, 2), benchstat.Figure(s.TheirsUS, 2),
+		fmt.Printf("| %d | %s | %s | %s | %s | %s / %s | %.0f / %.0f |\n", s.Size, benchstat.Figure(s.OursUS, 2), benchstat.Figure(s.TheirsUS, 2),
 			benchstat.Figure(s.Ratio, 3), benchstat.Format(s.Paired, len(s.Rounds)),
+			benchstat.Figure(s.P99US["erdmakit"], 2), benchstat.Figure(s.P99US["ib_write_lat"], 2),
 			s.Switches["erdmakit"], s.Switches["ib_write_lat"])
+	}
+	if *control {
+		fmt.Println()
+		fmt.Println("| size | ib_write_lat again median us | ours / both ib_write_lat runs (geometric mean), per round | control / ib_write_lat, per round |")
+		fmt.Println("|---:|---:|---:|---:|")
+		for _, s := range rep.Sizes {
+			fmt.Printf("| %d | %s | %s | %s |\n", s.Size, benchstat.Figure(s.ControlUS, 2), benchstat.Format(s.PairedMean, len(s.RoundsMean)),
+				benchstat.Format(s.PairedControl, len(s.RoundsControl)))
+		}
 	}
 	if cal.Frac > 0 {
 		fmt.Println()
@@ -268,8 +319,34 @@ type tools struct {
 	ctl    *control // across the VMs: asks a for each ib_write_lat server
 }
 
-// goTool is erdmakit's ping-pong run in Go (-go-loop).
-const goTool = "erdmakit go-loop"
+// goTool is erdmakit's ping-pong run in Go (-go-loop); controlTool is
+// ib_write_lat's second run in a round (-control).
+const (
+	goTool      = "erdmakit go-loop"
+	controlTool = "ib_write_lat again"
+)
+
+// rotate is round r's order of the tools without -shuffle: who goes
+// first rotates.
+func rotate(tools []string, r int) []string {
+	out := make([]string, len(tools))
+	for k := range tools {
+		out[k] = tools[(r+k)%len(tools)]
+	}
+	return out
+}
+
+// shuffler draws each round's order from seed (-shuffle): with a rotating
+// order each tool keeps the same neighbours, and they move it by 1-2% in
+// the two-vCPU VM (docs/bw.md).
+func shuffler(seed uint64) func(tools []string, r int) []string {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	return func(tools []string, _ int) []string {
+		out := slices.Clone(tools)
+		rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+		return out
+	}
+}
 
 // goOnly hides a link's native ping-pong: its sessions are only
 // perf.PingSession, so perf runs the ping-pong in Go.
@@ -456,12 +533,25 @@ func (sr *sizeResult) score(steady func(before, after float64) bool, tools []str
 		if o, g := med["erdmakit"], med[goTool]; o > 0 && g > 0 {
 			sr.RoundsGo = append(sr.RoundsGo, o/g)
 		}
+		if o, p, c := med["erdmakit"], med["ib_write_lat"], med[controlTool]; p > 0 && c > 0 {
+			sr.RoundsControl = append(sr.RoundsControl, c/p)
+			if o > 0 {
+				sr.RoundsMean = append(sr.RoundsMean, o/math.Sqrt(p*c))
+			}
+		}
 	}
 	for i, s := range sr.Samples {
 		sr.Samples[i].Disturbed = slices.Contains(sr.Disturbed, s.Rep)
 	}
 	sr.Paired = benchstat.Quartiles(sr.Rounds)
 	sr.PairedGo = benchstat.Quartiles(sr.RoundsGo)
+	sr.PairedMean = benchstat.Quartiles(sr.RoundsMean)
+	sr.PairedControl = benchstat.Quartiles(sr.RoundsControl)
+	sr.ControlUS = medianOf(sr.Samples, controlTool)
+	sr.P99US = map[string]float64{}
+	for _, tool := range tools {
+		sr.P99US[tool] = medianP99(sr.Samples, tool)
+	}
 	sr.OursUS, sr.TheirsUS = medianOf(sr.Samples, "erdmakit"), medianOf(sr.Samples, "ib_write_lat")
 	sr.GoUS = medianOf(sr.Samples, goTool)
 	if sr.TheirsUS > 0 {
@@ -484,6 +574,16 @@ func medianSwitches(ss []sample, tool string) float64 {
 	for _, s := range ss {
 		if s.Tool == tool && s.Err == "" && !s.Disturbed {
 			v = append(v, float64(s.Switches))
+		}
+	}
+	return benchstat.Median(v)
+}
+
+func medianP99(ss []sample, tool string) float64 {
+	var v []float64
+	for _, s := range ss {
+		if s.Tool == tool && s.Err == "" && !s.Disturbed {
+			v = append(v, s.P99US)
 		}
 	}
 	return benchstat.Median(v)

@@ -42,3 +42,37 @@ func TestScoreJudgesRoundsAgainAtTheEnd(t *testing.T) {
 	assert.InDeltaSlice(t, []float64{300.0 / 310, 1}, sr.Rounds, 1e-9)
 	assert.InDelta(t, 310, sr.OursUS, 1e-9, "medians over the steady rounds only")
 }
+
+func TestScoreWithControl(t *testing.T) {
+	run := func(rep int, tool string, us float64) sample {
+		return sample{Tool: tool, Rep: rep, MedianUS: us, P99US: 2 * us}
+	}
+	sr := sizeResult{Samples: []sample{
+		run(1, "erdmakit", 12), run(1, "ib_write_lat", 9), run(1, controlTool, 16),
+		run(2, "erdmakit", 10), run(2, "ib_write_lat", 10), run(2, controlTool, 10),
+		run(3, "erdmakit", 11), run(3, "ib_write_lat", 10), sample{Tool: controlTool, Rep: 3, Err: "failed"},
+	}}
+	var off benchstat.Calibrator
+	sr.score(off.Steady, []string{"erdmakit", "ib_write_lat", controlTool})
+	assert.InDeltaSlice(t, []float64{12.0 / 12, 1}, sr.RoundsMean, 1e-9, "ours against the geometric mean of both runs; round 3 has no control")
+	assert.InDeltaSlice(t, []float64{16.0 / 9, 1}, sr.RoundsControl, 1e-9)
+	assert.InDeltaSlice(t, []float64{12.0 / 9, 1, 1.1}, sr.Rounds, 1e-9, "ours against the first run, as without -control")
+	assert.InDelta(t, 13, sr.ControlUS, 1e-9)
+	assert.InDelta(t, 22, sr.P99US["erdmakit"], 1e-9, "each tool's p99, median over rounds")
+	assert.InDelta(t, 26, sr.P99US[controlTool], 1e-9)
+}
+
+func TestRoundOrders(t *testing.T) {
+	tools := []string{"a", "b", "c"}
+	assert.Equal(t, []string{"b", "c", "a"}, rotate(tools, 1))
+	first, again := shuffler(7), shuffler(7)
+	seen := map[string]bool{}
+	for r := range 30 {
+		o := first(tools, r)
+		assert.ElementsMatch(t, tools, o, "a permutation")
+		assert.Equal(t, o, again(tools, r), "the same seed, the same orders")
+		seen[o[0]+o[1]+o[2]] = true
+	}
+	assert.Greater(t, len(seen), 3, "orders vary from round to round")
+	assert.Equal(t, []string{"a", "b", "c"}, tools, "the tools' list is not changed")
+}
