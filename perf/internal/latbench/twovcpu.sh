@@ -5,13 +5,17 @@
 # (new: ib_write_lat, ours: bw serve + bw lat, new2: ib_write_lat again as
 # the control; ours2: $EK2, another build or a wrapper, served on port 18700;
 # old: ib_write_lat --use_old_post_send; cloop: erdmakit's C ping-pong in a C
-# process of its own, cplain: ib_write_lat's loop there, cpcheck, cprole,
-# cppost: that loop with one of ours' differences; the last five need
+# process of its own, cthr: that with one idle thread more (multi-threaded),
+# cwake: with four more each waking every 4 ms, gloop: cloop from a Go
+# program (one cgo call), cplain: ib_write_lat's loop in that C process,
+# cpcheck, cprole, cppost: that loop with one of ours' differences; the C
+# ones need
 #   gcc -O2 -Iibverbs -o bin/cping perf/internal/latbench/testdata/cping.c \
-#       ibverbs/shim.c ibverbs/stream.c ibverbs/pingpong.c -ldl
+#       ibverbs/shim.c ibverbs/stream.c ibverbs/pingpong.c -ldl -lpthread
+#   go build -o bin/gping ./perf/internal/latbench/testdata/gping
 # ), SHUFFLE=1 a random order in each round (else rotating: a tool's
 # neighbours then stay the same, and they move it by 1-2%). Prints one line per run:
-#   round R size S mode M t_typical MICROSECONDS load GUEST_LOAD
+#   round R size S mode M t_typical MICROSECONDS load GUEST_LOAD p99 MICROSECONDS
 # (docs/bw.md, "Looking for the 2-4%").
 #
 # One VM, two vCPUs: each end of a ping-pong on a vCPU of its own (the
@@ -20,7 +24,7 @@
 # lat), ib_write_lat again (the control), order rotating.
 R=${R:-16}; N=${N:-2000}; MODES=${MODES:-"new ours new2"}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
-EK=${EK:-$ROOT/bin/erdmakit}; CPING=${CPING:-$ROOT/bin/cping}
+EK=${EK:-$ROOT/bin/erdmakit}; CPING=${CPING:-$ROOT/bin/cping}; GPING=${GPING:-$ROOT/bin/gping}
 D=$ERDMAKIT_LAB_DEVICE; X=$ERDMAKIT_LAB_GID_INDEX; IP=$ERDMAKIT_LAB_IP
 nproc; grep -c processor /proc/cpuinfo
 $EK bw serve -d $D >/tmp/serve.log 2>&1 &
@@ -33,11 +37,15 @@ perf() { # size port [extra]
   v=""
   for t in $(seq 1 100); do
     out=$(ib_write_lat -d $D -x $X -s $1 -n $N -p $2 -F $3 $IP 2>/dev/null)
-    v=$(echo "$out" | awk '$1=='$1' && $2=='$N' {print $5}' | head -1)
+    v=$(echo "$out" | awk '$1=='$1' && $2=='$N' {print $5, $8}' | head -1)
     [ -n "$v" ] && break; sleep 0.2
   done
   wait $sp
   echo "$v"
+}
+ours() { # erdmakit server: prints the median and the 99th percentile
+  j=$($1 bw lat $2 -d $D -s $s -n $N --warmup 0 --json 2>/dev/null)
+  echo "$(echo "$j" | grep -o '"median_us": *[0-9.]*' | head -1 | grep -o '[0-9.]*$') $(echo "$j" | grep -o '"p99_us": *[0-9.]*' | head -1 | grep -o '[0-9.]*$')"
 }
 r=1
 while [ $r -le $R ]; do
@@ -52,21 +60,28 @@ while [ $r -le $R ]; do
       step=$((step+1)); port=$((20000+step))
       case $m in
       cloop) SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
-        v=$(SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7}'); wait $cpid;;
+        v=$(SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'); wait $cpid;;
+      gloop) SEND_OFF=$(( (s + 63) / 64 * 64 )) $GPING server $port $s $N >/dev/null 2>&1 & cpid=$!
+        v=$(SEND_OFF=$(( (s + 63) / 64 * 64 )) $GPING client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'); wait $cpid;;
+      cthr) THREADS=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
+        v=$(THREADS=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'); wait $cpid;;
+      cwake) THREADS=4 WAKE_US=4000 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
+        v=$(THREADS=4 WAKE_US=4000 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'); wait $cpid;;
       cplain) PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
-        v=$(PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7}'); wait $cpid;;
+        v=$(PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'); wait $cpid;;
       cpcheck) PLAIN_CHECK=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
-        v=$(PLAIN_CHECK=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7}'); wait $cpid;;
+        v=$(PLAIN_CHECK=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'); wait $cpid;;
       cprole) PLAIN_ROLE=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
-        v=$(PLAIN_ROLE=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7}'); wait $cpid;;
+        v=$(PLAIN_ROLE=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'); wait $cpid;;
       cppost) PLAIN_EKPOST=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
-        v=$(PLAIN_EKPOST=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7}'); wait $cpid;;
-      ours2) v=$($EK2 bw lat $IP:18700 -d $D -s $s -n $N --warmup 0 --json 2>/dev/null | grep -o '"median_us": *[0-9.]*' | head -1 | grep -o '[0-9.]*$');;
-      ours*) v=$($EK bw lat $IP -d $D -s $s -n $N --warmup 0 --json 2>/dev/null | grep -o '"median_us": *[0-9.]*' | head -1 | grep -o '[0-9.]*$');;
+        v=$(PLAIN_EKPOST=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'); wait $cpid;;
+      ours2) v=$(ours $EK2 $IP:18700);;
+      ours*) v=$(ours $EK $IP);;
       old*) v=$(perf $s $port --use_old_post_send);;
       *) v=$(perf $s $port);;
       esac
-      echo "round $r size $s mode $m t_typical $v load $(cut -d' ' -f1 /proc/loadavg)"
+      set -- $v
+      echo "round $r size $s mode $m t_typical $1 load $(cut -d' ' -f1 /proc/loadavg) p99 $2"
     done
   done
   r=$((r+1))

@@ -7,14 +7,17 @@
 // PLAIN=1: ib_write_lat's own loop (run_iter_lat_write) instead of ours, with
 // PLAIN_CHECK (a clock read every 256 polls, as ours), PLAIN_ROLE (the
 // measuring side posts first, as ours) or PLAIN_EKPOST (posts through
-// ek_post_writes, as ours). Prints "cping size S n N median_us U".
+// ek_post_writes, as ours). THREADS=n starts n threads that sleep (waking
+// every WAKE_US µs if set), so the process is multi-threaded. Prints "cping size S n N median_us U p99_us P" (one way).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include "pingpong.h"
 #include "shim.h"
@@ -22,6 +25,19 @@
 struct info { uint32_t qpn, psn, rkey, mtu; uint64_t addr; uint8_t gid[16]; };
 
 static int die(const char *m, int rc) { fprintf(stderr, "cping: %s: %d\n", m, rc); exit(1); }
+// idle: a thread that only sleeps, waking every wake_us (0: never), so
+// the process is multi-threaded as a Go process is.
+static void *idle(void *arg)
+{
+	long us = (long)(intptr_t)arg;
+	for (;;) {
+		if (us == 0) { pause(); continue; }
+		struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
 static int cmp(const void *a, const void *b) { int64_t x = *(int64_t *)a, y = *(int64_t *)b; return x < y ? -1 : x > y; }
 
 int main(int argc, char **argv)
@@ -36,6 +52,11 @@ int main(int argc, char **argv)
 	const char *dev = getenv("DEV") ? getenv("DEV") : "rxe0";
 	int gidx = getenv("GIDX") ? atoi(getenv("GIDX")) : 1;
 	uint64_t send_off = getenv("SEND_OFF") ? atoi(getenv("SEND_OFF")) : 64;
+	for (int i = getenv("THREADS") ? atoi(getenv("THREADS")) : 0; i > 0; i--) {
+		pthread_t t;
+		long us = getenv("WAKE_US") ? atol(getenv("WAKE_US")) : 0;
+		if (pthread_create(&t, NULL, idle, (void *)(intptr_t)us)) die("thread", 0);
+	}
 	char err[256];
 	ek_lib *lib;
 	int rc;
@@ -146,7 +167,8 @@ int main(int argc, char **argv)
 	if (!server) {
 		qsort(rtt, n, sizeof *rtt, cmp);
 		double med = n % 2 ? rtt[n / 2] : (rtt[n / 2 - 1] + rtt[n / 2]) / 2.0;
-		printf("cping size %u n %lld median_us %.3f\n", size, (long long)n, med / 2000.0);
+		int64_t p99 = rtt[(n * 99 + 99) / 100 - 1]; // ceil(0.99 n)-th
+		printf("cping size %u n %lld median_us %.3f p99_us %.3f\n", size, (long long)n, med / 2000.0, p99 / 2000.0);
 	}
 	write(c, &b, 1);
 	read(c, &b, 1);

@@ -1,0 +1,3 @@
+// cping's main, called from Go.
+#define main cping_main
+#include "../cping.c"
