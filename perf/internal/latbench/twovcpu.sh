@@ -12,7 +12,7 @@
 # ones need
 #   gcc -O2 -Iibverbs -o bin/cping perf/internal/latbench/testdata/cping.c \
 #       ibverbs/shim.c ibverbs/stream.c ibverbs/pingpong.c -ldl -lpthread
-#   go build -o bin/gping ./perf/internal/latbench/testdata/gping
+#   go build -a -o bin/gping ./perf/internal/latbench/testdata/gping
 # ), SHUFFLE=1 a random order in each round (else rotating: a tool's
 # neighbours then stay the same, and they move it by 1-2%). Prints one line per run:
 #   round R size S mode M t_typical MICROSECONDS load GUEST_LOAD p99 MICROSECONDS

@@ -8,7 +8,8 @@
 // PLAIN_CHECK (a clock read every 256 polls, as ours), PLAIN_ROLE (the
 // measuring side posts first, as ours) or PLAIN_EKPOST (posts through
 // ek_post_writes, as ours). THREADS=n starts n threads that sleep (waking
-// every WAKE_US µs if set), so the process is multi-threaded. Prints "cping size S n N median_us U p99_us P" (one way).
+// every WAKE_US µs if set), so the process is multi-threaded; DUMP=FILE
+// writes the client's every one-way sample (µs) there. Prints "cping size S n N median_us U p99_us P" (one way).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -163,6 +164,13 @@ int main(int argc, char **argv)
 	} else {
 		rc = ek_ping_run(&p, rtt, n, INT64_MAX);
 		if (rc != EK_RUN_DONE) die("run", rc);
+	}
+	if (!server && getenv("DUMP")) { // every one-way sample, µs, in order
+		FILE *f = fopen(getenv("DUMP"), "w");
+		for (int64_t i = 0; f && i < n; i++)
+			fprintf(f, "%.3f\n", rtt[i] / 2000.0);
+		if (f)
+			fclose(f);
 	}
 	if (!server) {
 		qsort(rtt, n, sizeof *rtt, cmp);

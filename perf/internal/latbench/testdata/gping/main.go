@@ -4,7 +4,10 @@
 // the C loop (docs/bw.md, "Looking for the 2-4%"). An experiment, not a
 // tool; build it with
 //
-//	go build -o bin/gping ./perf/internal/latbench/testdata/gping
+//	go build -a -o bin/gping ./perf/internal/latbench/testdata/gping
+//
+// (-a: the go command does not see changes to the C files it includes
+// from outside this directory.)
 package main
 
 /*
