@@ -44,13 +44,13 @@ type PingPong struct {
 	// goroutine's P stays "in a system call", and the runtime's sysmon
 	// wakes some 60 times in the first 20 ms of every Run (every 20 µs in
 	// the first millisecond) to look at it: each a context switch on a CPU
-	// that a spinner may need. In the lab that more than doubled ours' p99 at 2 B
-	// (docs/bw.md); with every P idle, sysmon sleeps.
+	// that a spinner may need. In the lab that more than doubled ours' p99
+	// at 2 B (docs/bw.md); with every P idle, sysmon sleeps.
 	call  *C.ek_ping_call // C memory: the thread holds it
 	done  *os.File        // the read end of a pipe; the thread writes one byte per Run
 	doneW int             // its write end
 	pin   runtime.Pinner  // Run's rtts while the thread holds them (kept: a Pinner's first Pin allocates)
-	b     [1]byte
+	b     [1]byte         // run's read of done
 }
 
 // NewPingPong checks cfg and makes the ping-pong.
