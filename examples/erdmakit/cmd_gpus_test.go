@@ -37,11 +37,9 @@ func TestGPUsTable(t *testing.T) {
 // gpus exits as the doctor's GPU checks decide, on every recorded host, and
 // its findings are the doctor's.
 func TestGPUsExitsAsTheDoctor(t *testing.T) {
-	hosts, err := filepath.Glob(filepath.Join("..", "..", "testdata", "hosts", "*.tar.gz"))
-	require.NoError(t, err)
-	require.NotEmpty(t, hosts)
-	for _, h := range hosts {
-		t.Run(filepath.Base(h), func(t *testing.T) {
+	for _, name := range fixtureHosts(t) {
+		t.Run(name, func(t *testing.T) {
+			h := hostDir(name)
 			code, out, stderr := runCLI("doctor", "--json", "--root", h)
 			require.Contains(t, []int{ExitOK, ExitWarn, ExitFail}, code, stderr)
 			var doc struct {
