@@ -140,9 +140,7 @@ func (pp *PingPong) Run(rtts []time.Duration, rounds int, d time.Duration) (Ping
 			return PingStatus{}, errors.New("ibverbs: PingPong.Run: the answering side times nothing")
 		}
 		rp = (*C.int64_t)(unsafe.Pointer(&rtts[0]))
-	}
-	if rtts != nil {
-		pp.pin.Pin(&rtts[0])
+		pp.pin.Pin(&rtts[0]) // the run's thread holds it
 	}
 	state := pp.run(rp, rounds, d)
 	pp.pin.Unpin()
