@@ -550,7 +550,7 @@ func (sr *sizeResult) score(steady func(before, after float64) bool, tools []str
 	sr.ControlUS = medianOf(sr.Samples, controlTool)
 	sr.P99US = map[string]float64{}
 	for _, tool := range tools {
-		sr.P99US[tool] = medianP99(sr.Samples, tool)
+		sr.P99US[tool] = toolMedian(sr.Samples, tool, func(s sample) float64 { return s.P99US })
 	}
 	sr.OursUS, sr.TheirsUS = medianOf(sr.Samples, "erdmakit"), medianOf(sr.Samples, "ib_write_lat")
 	sr.GoUS = medianOf(sr.Samples, goTool)
@@ -559,7 +559,7 @@ func (sr *sizeResult) score(steady func(before, after float64) bool, tools []str
 	}
 	sr.Switches = map[string]float64{}
 	for _, tool := range tools {
-		sr.Switches[tool] = medianSwitches(sr.Samples, tool)
+		sr.Switches[tool] = toolMedian(sr.Samples, tool, func(s sample) float64 { return float64(s.Switches) })
 	}
 }
 
@@ -569,34 +569,21 @@ func (s sample) round() int { return s.Rep }
 // calibrations are a run's calibrations before and after it (-steady).
 func (s sample) calibrations() (before, after float64) { return s.CalibBefore, s.CalibAfter }
 
-func medianSwitches(ss []sample, tool string) float64 {
-	var v []float64
-	for _, s := range ss {
-		if s.Tool == tool && s.Err == "" && !s.Disturbed {
-			v = append(v, float64(s.Switches))
-		}
-	}
-	return benchstat.Median(v)
-}
-
-func medianP99(ss []sample, tool string) float64 {
-	var v []float64
-	for _, s := range ss {
-		if s.Tool == tool && s.Err == "" && !s.Disturbed {
-			v = append(v, s.P99US)
-		}
-	}
-	return benchstat.Median(v)
-}
-
+// medianOf is tool's median latency over its good, steady runs.
 func medianOf(ss []sample, tool string) float64 {
+	return toolMedian(ss, tool, func(s sample) float64 { return s.MedianUS })
+}
+
+// toolMedian is the median of field over tool's runs that neither failed
+// nor fell in a disturbed round.
+func toolMedian(ss []sample, tool string, field func(sample) float64) float64 {
 	var v []float64
 	for _, s := range ss {
 		if s.Tool == tool && s.Err == "" && !s.Disturbed {
-			v = append(v, s.MedianUS)
+			v = append(v, field(s))
 		}
 	}
-	return benchstat.Quantile(v, 0.5)
+	return benchstat.Median(v)
 }
 
 func fatal(err error) {
