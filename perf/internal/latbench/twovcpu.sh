@@ -47,6 +47,13 @@ ours() { # erdmakit server: prints the median and the 99th percentile
   j=$($1 bw lat $2 -d $D -s $s -n $N --warmup 0 --json 2>/dev/null)
   echo "$(echo "$j" | grep -o '"median_us": *[0-9.]*' | head -1 | grep -o '[0-9.]*$') $(echo "$j" | grep -o '"p99_us": *[0-9.]*' | head -1 | grep -o '[0-9.]*$')"
 }
+cping() { # BINARY [VAR=VALUE...]: one cping run, both ends with that environment, ours' buffer layout;
+  # prints the median and the 99th percentile
+  b=$1; shift
+  env "$@" SEND_OFF=$(( (s + 63) / 64 * 64 )) $b server $port $s $N >/dev/null 2>&1 & cpid=$!
+  env "$@" SEND_OFF=$(( (s + 63) / 64 * 64 )) $b client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'
+  wait $cpid
+}
 r=1
 while [ $r -le $R ]; do
   for s in 2 4096; do
@@ -59,22 +66,14 @@ while [ $r -le $R ]; do
     for m in $order; do
       step=$((step+1)); port=$((20000+step))
       case $m in
-      cloop) SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
-        v=$(SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'); wait $cpid;;
-      gloop) SEND_OFF=$(( (s + 63) / 64 * 64 )) $GPING server $port $s $N >/dev/null 2>&1 & cpid=$!
-        v=$(SEND_OFF=$(( (s + 63) / 64 * 64 )) $GPING client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'); wait $cpid;;
-      cthr) THREADS=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
-        v=$(THREADS=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'); wait $cpid;;
-      cwake) THREADS=4 WAKE_US=4000 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
-        v=$(THREADS=4 WAKE_US=4000 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'); wait $cpid;;
-      cplain) PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
-        v=$(PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'); wait $cpid;;
-      cpcheck) PLAIN_CHECK=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
-        v=$(PLAIN_CHECK=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'); wait $cpid;;
-      cprole) PLAIN_ROLE=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
-        v=$(PLAIN_ROLE=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'); wait $cpid;;
-      cppost) PLAIN_EKPOST=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING server $port $s $N >/dev/null 2>&1 & cpid=$!
-        v=$(PLAIN_EKPOST=1 PLAIN=1 SEND_OFF=$(( (s + 63) / 64 * 64 )) $CPING client $IP $port $s $N 2>/dev/null | awk '{print $7, $9}'); wait $cpid;;
+      cloop) v=$(cping $CPING);;
+      gloop) v=$(cping $GPING);;
+      cthr) v=$(cping $CPING THREADS=1);;
+      cwake) v=$(cping $CPING THREADS=4 WAKE_US=4000);;
+      cplain) v=$(cping $CPING PLAIN=1);;
+      cpcheck) v=$(cping $CPING PLAIN=1 PLAIN_CHECK=1);;
+      cprole) v=$(cping $CPING PLAIN=1 PLAIN_ROLE=1);;
+      cppost) v=$(cping $CPING PLAIN=1 PLAIN_EKPOST=1);;
       ours2) v=$(ours $EK2 $IP:18700);;
       ours*) v=$(ours $EK $IP);;
       old*) v=$(perf $s $port --use_old_post_send);;
