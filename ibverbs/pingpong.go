@@ -45,7 +45,9 @@ type PingPong struct {
 	// wakes some 60 times in the first 20 ms of every Run (every 20 µs in
 	// the first millisecond) to look at it: each a context switch on a CPU
 	// that a spinner may need. In the lab that more than doubled ours' p99
-	// at 2 B (docs/bw.md); with every P idle, sysmon sleeps.
+	// at 2 B (docs/bw.md); with every P idle, sysmon sleeps. The thread
+	// takes a file table of its own (pingpong.c, own_files): with rxe each
+	// post is a write(2), cheaper where the table is not shared.
 	call  *C.ek_ping_call // C memory: the thread holds it
 	done  *os.File        // the read end of a pipe; the thread writes one byte per Run
 	doneW int             // its write end

@@ -10,6 +10,8 @@
 // Prints one line per case; exits 1 at the first failure.
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +116,11 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 {
 	fake_qp *f = (fake_qp *)qp;
 	f->posts++;
+	// rxe's doorbell: a write to the command fd (0 bytes: /dev/null takes them)
+	if (qp->context->cmd_fd > 0 && write(qp->context->cmd_fd, "", 0) < 0) {
+		*bad = wr;
+		return errno;
+	}
 	for (; wr; wr = wr->next) {
 		if (f->fail_at > 0 && --f->fail_at == 0) {
 			*bad = wr;
@@ -535,6 +542,38 @@ static void ping_completion_error(void)
 	free_side(&b);
 }
 
+// ping_own_thread: the writing side on ek_ping_start's thread, which keeps
+// a file table of its own: its posts still reach the command fd, the byte
+// reaches done_fd, and the process's other files stay open.
+static void ping_own_thread(void)
+{
+	static side a, b;
+	new_pair(&a, &b, 2);
+	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC), done[2], other[2];
+	CHECK(devnull > 2 && pipe(done) == 0 && pipe(other) == 0, "open: %s", strerror(errno));
+	fake_ctx.cmd_fd = devnull;
+	int64_t rtt[PING_ROUNDS];
+	b.rounds = PING_ROUNDS;
+	pthread_t tb;
+	pthread_create(&tb, NULL, run_side, &b);
+	ek_ping_call c = {.p = &a.p, .rtt = rtt, .rounds = PING_ROUNDS, .for_ns = RUN_NS, .done_fd = done[1]};
+	CHECK(ek_ping_start(&c) == 0, "ek_ping_start");
+	char x;
+	struct pollfd pfd = {.fd = done[0], .events = POLLIN};
+	CHECK(poll(&pfd, 1, 30000) == 1 && read(done[0], &x, 1) == 1, "no byte on done_fd in 30 s: %s", strerror(errno));
+	pthread_join(tb, NULL);
+	CHECK(c.state == EK_RUN_DONE && b.rc == EK_RUN_DONE, "runs %d and %d (errors %d/%d, %d)", c.state, b.rc,
+	      a.p.err_kind, a.p.err_rc, b.p.err_kind);
+	CHECK(a.p.rounds == PING_ROUNDS && fake(a.qp)->nlog == PING_ROUNDS, "rounds %llu, writes %d",
+	      (unsigned long long)a.p.rounds, fake(a.qp)->nlog);
+	CHECK(write(other[1], "y", 1) == 1 && read(other[0], &x, 1) == 1 && fcntl(devnull, F_GETFD) >= 0,
+	      "the process's files after the run: %s", strerror(errno));
+	fake_ctx.cmd_fd = 0;
+	close(devnull), close(done[0]), close(done[1]), close(other[0]), close(other[1]);
+	free_side(&a);
+	free_side(&b);
+}
+
 int main(void)
 {
 	struct {
@@ -552,6 +591,7 @@ int main(void)
 		{"ping_stall", ping_stall},
 		{"ping_stop", ping_stop},
 		{"ping_completion_error", ping_completion_error},
+		{"ping_own_thread", ping_own_thread},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		cases[i].fn();
