@@ -4,11 +4,13 @@
 # R rounds (16), N round trips per run (2000), MODES the tools in each round
 # (new: ib_write_lat, ours: bw serve + bw lat, new2: ib_write_lat again as
 # the control; ours2: $EK2, another build or a wrapper, served on port 18700;
+# ours3: $EK3 the same on port 18800;
 # old: ib_write_lat --use_old_post_send; cloop: erdmakit's C ping-pong in a C
 # process of its own, cthr: that with one idle thread more (multi-threaded),
 # cwake: with four more each waking every 4 ms, gloop: cloop from a Go
 # program (one cgo call), cplain: ib_write_lat's loop in that C process,
-# cpcheck, cprole, cppost: that loop with one of ours' differences; the C
+# cpcheck, cprole, cppost: that loop with one of ours' differences, cpunsig:
+# that loop signalling every $UNSIG-th write (16); the C
 # ones need
 #   gcc -O2 -Iibverbs -o bin/cping perf/internal/latbench/testdata/cping.c \
 #       ibverbs/shim.c ibverbs/stream.c ibverbs/pingpong.c -ldl -lpthread
@@ -29,6 +31,7 @@ D=$ERDMAKIT_LAB_DEVICE; X=$ERDMAKIT_LAB_GID_INDEX; IP=$ERDMAKIT_LAB_IP
 nproc; grep -c processor /proc/cpuinfo
 $EK bw serve -d $D >/tmp/serve.log 2>&1 &
 [ -n "$EK2" ] && $EK2 bw serve -d $D -p 18700 >/tmp/serve2.log 2>&1 &
+[ -n "$EK3" ] && $EK3 bw serve -d $D -p 18800 >/tmp/serve3.log 2>&1 &
 sleep 3
 step=0
 perf() { # size port [extra]
@@ -74,7 +77,9 @@ while [ $r -le $R ]; do
       cpcheck) v=$(cping $CPING PLAIN=1 PLAIN_CHECK=1);;
       cprole) v=$(cping $CPING PLAIN=1 PLAIN_ROLE=1);;
       cppost) v=$(cping $CPING PLAIN=1 PLAIN_EKPOST=1);;
+      cpunsig) v=$(cping $CPING PLAIN=1 PLAIN_UNSIG=${UNSIG:-16});;
       ours2) v=$(ours $EK2 $IP:18700);;
+      ours3) v=$(ours $EK3 $IP:18800);;
       ours*) v=$(ours $EK $IP);;
       old*) v=$(perf $s $port --use_old_post_send);;
       *) v=$(perf $s $port);;

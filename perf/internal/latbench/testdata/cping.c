@@ -7,7 +7,8 @@
 // PLAIN=1: ib_write_lat's own loop (run_iter_lat_write) instead of ours, with
 // PLAIN_CHECK (a clock read every 256 polls, as ours), PLAIN_ROLE (the
 // measuring side posts first, as ours) or PLAIN_EKPOST (posts through
-// ek_post_writes, as ours). THREADS=n starts n threads that sleep (waking
+// ek_post_writes, as ours), PLAIN_UNSIG=K (every K-th write signalled, the
+// others not reaped). THREADS=n starts n threads that sleep (waking
 // every WAKE_US µs if set), so the process is multi-threaded; DUMP=FILE
 // writes the client's every one-way sample (µs) there. Prints "cping size S n N median_us U p99_us P" (one way).
 #include <arpa/inet.h>
@@ -77,7 +78,10 @@ int main(int argc, char **argv)
 	if ((rc = ek_reg_mr(lib, pd, buf, bufsize, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &mr))) die("mr", rc);
 	struct ibv_cq *cq;
 	if ((rc = ek_create_cq(lib, ctx, 16, &cq))) die("cq", rc);
-	ek_qp_caps caps = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1, .max_inline = 0};
+	int unsig = getenv("PLAIN_UNSIG") ? atoi(getenv("PLAIN_UNSIG")) : 1; // signal every unsig-th write
+	if (unsig < 1)
+		unsig = 1;
+	ek_qp_caps caps = {.max_send_wr = unsig, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1, .max_inline = 0};
 	ek_qp *qp;
 	if ((rc = ek_create_qp(lib, pd, cq, cq, &caps, &qp))) die("qp", rc);
 	struct info me = {.qpn = qp->qp->qp_num, .psn = (uint32_t)getpid() & 0xffffff, .rkey = mr->rkey,
@@ -137,11 +141,14 @@ int main(int argc, char **argv)
 			if (scnt < (uint64_t)n) {
 				tp[scnt] = __builtin_ia32_rdtsc();
 				*post = (uint8_t)++scnt;
+				wr.send_flags = scnt % unsig == 0 || scnt == (uint64_t)n ? IBV_SEND_SIGNALED : 0;
 				if (ekp ? ek_post_writes(qp, p.laddr, p.lkey, p.raddr, p.rkey, size, 1, 1, scnt, EK_WRID_SEQ, 0)
 					: ibv_post_send(qp->qp, &wr, &bad))
 					die("post", 0);
 			}
-			if (ccnt < (uint64_t)n) {
+			if (!(wr.send_flags & IBV_SEND_SIGNALED))
+				ccnt++; // nothing to reap
+			else if (ccnt < (uint64_t)n) {
 				struct ibv_wc wc;
 				int ne;
 				unsigned spins = 0;
