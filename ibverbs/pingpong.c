@@ -48,6 +48,7 @@ static int check(ek_ping *p, int64_t *begin, int what)
 typedef struct {
 	ek_ping *p;
 	volatile uint8_t *recv;
+	uint8_t *send;
 	struct ibv_qp *qp;
 	struct ibv_cq *cq;
 	struct ibv_sge sge;
@@ -71,7 +72,7 @@ static int await_byte(ping *g, uint8_t v)
 
 static int post(ping *g, uint8_t v, uint64_t wrid)
 {
-	*g->p->send = v;
+	*g->send = v;
 	g->wr.wr_id = wrid;
 	struct ibv_send_wr *bad;
 	int rc = ibv_post_send(g->qp, &g->wr, &bad);
@@ -121,7 +122,7 @@ static int reap(ping *g, uint64_t wrid)
 
 int ek_ping_run(ek_ping *p, int64_t *rtt, int64_t rounds, int64_t for_ns)
 {
-	ping g = {.p = p, .recv = p->recv, .qp = p->qp->qp, .cq = p->cq,
+	ping g = {.p = p, .recv = p->recv, .send = p->send, .qp = p->qp->qp, .cq = p->cq,
 		  .sge = {.addr = p->laddr, .length = p->size, .lkey = p->lkey}};
 	g.wr.sg_list = &g.sge;
 	g.wr.num_sge = 1;
@@ -131,7 +132,9 @@ int ek_ping_run(ek_ping *p, int64_t *rtt, int64_t rounds, int64_t for_ns)
 	g.wr.wr.rdma.rkey = p->rkey;
 	int64_t t = ek_now_ns();
 	int64_t deadline = ek_deadline(t, for_ns);
-	uint64_t n = p->rounds; // round trips made, written back before every return
+	// Round trips made and the last one's time, written back on return.
+	uint64_t n = p->rounds;
+	int64_t last = p->last_ns;
 	int state = EK_RUN_DONE, rc;
 	for (int64_t i = 0; i < rounds; i++) {
 		uint8_t v = (uint8_t)(n + 1);
@@ -157,9 +160,9 @@ int ek_ping_run(ek_ping *p, int64_t *rtt, int64_t rounds, int64_t for_ns)
 			}
 			n++;
 			int64_t now = ek_now_ns();
+			last = now - t;
 			if (rtt)
-				rtt[i] = now - t;
-			p->last_ns = now - t;
+				rtt[i] = last;
 			t = now;
 			if (i + 1 < rounds && now >= deadline) {
 				state = EK_RUN_DEADLINE;
@@ -172,6 +175,7 @@ int ek_ping_run(ek_ping *p, int64_t *rtt, int64_t rounds, int64_t for_ns)
 		}
 	}
 	p->rounds = n;
+	p->last_ns = last;
 	return state;
 }
 
