@@ -141,7 +141,7 @@ int main(int argc, char **argv)
 			if (scnt < (uint64_t)n) {
 				tp[scnt] = __builtin_ia32_rdtsc();
 				*post = (uint8_t)++scnt;
-				wr.send_flags = scnt % unsig == 0 || scnt == (uint64_t)n ? IBV_SEND_SIGNALED : 0;
+				wr.send_flags = ekp || scnt % unsig == 0 || scnt == (uint64_t)n ? IBV_SEND_SIGNALED : 0; // ek_post_writes signals each
 				if (ekp ? ek_post_writes(qp, p.laddr, p.lkey, p.raddr, p.rkey, size, 1, 1, scnt, EK_WRID_SEQ, 0)
 					: ibv_post_send(qp->qp, &wr, &bad))
 					die("post", 0);
