@@ -122,19 +122,25 @@ func Analyze(ctx context.Context, r io.Reader) (*Summary, error) {
 
 // block analyses a run of whole lines (each ending in '\n', except the last
 // at the end of the input). Like grep, it searches the block for what NCCL
-// prints ("NCCL ", "NET/") and only then finds that line's bounds, so lines
-// without it cost only their share of one vectorised byte search. (Lines
-// are not counted: a count would be a second pass over every byte.)
+// prints ("NCCL ", "NET/": findNCCL, vectorised) and only there takes the
+// line's end, found by the same search, so lines without it cost only
+// their share of that search. (Lines are not counted: a count would be a
+// second pass over every byte.)
 func (a *Analyzer) block(b []byte) {
 	for i := 0; i < len(b); {
-		j := bytes.IndexByte(b[i:], 'N')
-		if j < 0 {
+		at, eol := findNCCL(b[i:])
+		if at < 0 {
 			return
 		}
-		i += j
-		m := b[i:]
+		at += i
+		next, end := len(b), len(b)
+		if eol >= 0 {
+			end = i + eol
+			next = end + 1
+		}
+		m := b[at:end] // from the candidate to the line's end
 		switch {
-		case len(m) >= 5 && m[1] == 'C' && m[2] == 'C' && m[3] == 'L' && m[4] == ' ':
+		case len(m) >= 5 && string(m[:5]) == "NCCL ":
 			// "NCCL INFO msg": the message is handled in place, no line
 			// start is needed.
 			m = m[5:]
@@ -149,14 +155,8 @@ func (a *Analyzer) block(b []byte) {
 			case len(m) >= 8 && string(m[:8]) == "version ":
 				m, kind = m[8:], 'V'
 			default:
-				i++
+				i = at + 1
 				continue
-			}
-			end := bytes.IndexByte(m, '\n')
-			next := len(b)
-			if end >= 0 {
-				next = len(b) - len(m) + end + 1
-				m = m[:end]
 			}
 			if m = trimCR(m); kind == 'I' {
 				a.info1(m)
@@ -164,28 +164,22 @@ func (a *Analyzer) block(b []byte) {
 				a.message(m, kind)
 			}
 			i = next
-		case len(m) >= 4 && m[1] == 'E' && m[2] == 'T' && m[3] == '/':
+		case len(m) >= 4 && string(m[:4]) == "NET/":
 			// A bare "NET/..." line (or one where NCCL's prefix comes
-			// later). The line before i holds no NCCL message (the search
+			// later). The line before at holds no NCCL message (the search
 			// passed it), so only the rest of the line is looked at.
-			end := bytes.IndexByte(m, '\n')
-			next := len(b)
-			if end >= 0 {
-				next = i + end + 1
-				m = m[:end]
-			}
 			m = trimCR(m)
 			if msg, kind := prefixedMessage(m[1:]); kind != 0 {
 				a.message(msg, kind) // NCCL's own message wins, as in ncclMessage
 			} else {
-				if i >= 4 && string(b[i-4:i]) == "via " {
-					m = b[i-4 : i+len(m)]
+				if at >= 4 && string(b[at-4:at]) == "via " {
+					m = b[at-4 : at+len(m)]
 				}
 				a.info1(m)
 			}
 			i = next
 		default:
-			i++
+			i = at + 1
 		}
 	}
 }

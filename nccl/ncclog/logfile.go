@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/erdmakit/erdmakit/internal/ctxio"
 )
@@ -32,6 +34,11 @@ type fileChunks struct {
 	off   int64 // the next chunk's start (under the scan's lock)
 	end   int64 // the file's size when the scan began
 	size  int
+
+	// conn is the file's descriptor for readCached (nil: only ReadAt);
+	// noNowait is set once the kernel refused RWF_NOWAIT for it.
+	conn     syscall.RawConn
+	noNowait atomic.Bool
 }
 
 // Where a chunk's read begins and ends around the chunk itself.
@@ -118,10 +125,17 @@ func (c *fileChunks) next(bufp *[]byte, unlock func()) (lines, cut []byte, ok bo
 	return buf[start:t], buf[t : t+c.size], true, nil
 }
 
-// readAt fills p from offset off; a file now shorter than the scan began
-// with is ErrLogShrank.
+// readAt fills p from offset off: what the page cache holds by readCached,
+// the rest by ReadAt. A file now shorter than the scan began with is
+// ErrLogShrank.
 func (c *fileChunks) readAt(p []byte, off int64) error {
-	k, err := c.r.ReadAt(p, off)
+	k := c.readCached(p, off)
+	var err error
+	if k < len(p) {
+		var more int
+		more, err = c.r.ReadAt(p[k:], off+int64(k))
+		k += more
+	}
 	switch {
 	case k == len(p):
 		return nil
@@ -161,5 +175,9 @@ func newFileChunks(f *os.File, size int) (*fileChunks, bool) {
 	if _, err := f.Seek(end, io.SeekStart); err != nil {
 		return nil, false
 	}
-	return &fileChunks{r: f, first: off, off: off, end: end, size: size}, true
+	c := &fileChunks{r: f, first: off, off: off, end: end, size: size}
+	if conn, err := f.SyscallConn(); err == nil {
+		c.conn = conn
+	}
+	return c, true
 }

@@ -1,0 +1,3 @@
+package ncclog
+
+const sysPreadv2 = 327 // arch/x86/entry/syscalls/syscall_64.tbl
