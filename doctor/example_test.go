@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/nccl"
+	"github.com/erdmakit/erdmakit/nvml"
+	"github.com/erdmakit/erdmakit/nvml/smitopo"
 )
 
 // The doctor on a recorded host: exactly `erdmakit doctor --root DIR --json`.
@@ -249,4 +252,37 @@ func ExampleCheckGPUs() {
 	// fail gdr-peermem
 	// ok   gpu-count
 	// ok   gpu-nic-distance
+}
+
+// TopologyFindings is `erdmakit topo`'s verdict on the GPU<->NIC matrix,
+// here with nvidia-smi's output to compare against.
+func ExampleTopologyFindings() {
+	ctx := context.Background()
+	h, closer, err := erdma.OpenHost(ctx, "../testdata/hosts/ebmgn8is-healthy.tar.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closer.Close()
+	_, gpus, err := doctor.CheckGPUs(ctx, h, doctor.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	theirs, err := smitopo.Parse(ctx, strings.NewReader("\tGPU0\tNIC0\tNIC1\n"+
+		"GPU0\t X \tSYS\tSYS\nNIC0\tSYS\t X \tSYS\nNIC1\tSYS\tSYS\t X \n\nNIC Legend:\n\n  NIC0: erdma_0\n  NIC1: erdma_1\n"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cmp := nvml.Compare(&gpus.Topology.Matrix, theirs)
+	fs := doctor.TopologyFindings(gpus, &cmp)
+	for _, f := range fs {
+		fmt.Printf("%-4s %s: %s\n", f.Severity, f.ID, f.Summary)
+	}
+	fmt.Println("exit:", health.Status(fs).Exit())
+	// Output:
+	// ok   gpu-nic-distance: nearest eRDMA device is up to NODE away (GPU0,GPU1,GPU2,GPU3,GPU4,GPU5,GPU6,GPU7): NODE (NCCL's PHB) is beyond NCCL's default GDR level (PXB): GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=PHB (or a farther level)
+	// warn topo-nvidia-smi: nvidia-smi disagrees with the PCI tree on 1 cell(s)
+	// exit: 1
 }

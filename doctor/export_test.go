@@ -8,3 +8,5 @@ var (
 	GPUInfo            = gpuInfo
 	VerbsFinding       = verbsFinding
 )
+
+const MaxTopologyDifference = maxTopologyDifference

@@ -107,9 +107,13 @@ func gpuDistanceFinding(r *nvml.Report) health.Finding {
 			far = append(far, fmt.Sprintf("GPU%d", n.GPU))
 		}
 	}
-	if len(t.Errors) > 0 || len(t.Nearest) < len(r.GPUs.GPUs) {
+	gpus := len(t.Nearest)
+	if r.GPUs != nil { // nil only in a report not made by nvml.Inspect
+		gpus = len(r.GPUs.GPUs)
+	}
+	if len(t.Errors) > 0 || len(t.Nearest) < gpus {
 		f.Severity = health.Warn
-		f.Summary = fmt.Sprintf("%d devices not found in the PCI tree; %d of %d GPUs placed", len(t.Errors), len(t.Nearest), len(r.GPUs.GPUs))
+		f.Summary = fmt.Sprintf("%d devices not found in the PCI tree; %d of %d GPUs placed", len(t.Errors), len(t.Nearest), gpus)
 		f.Remediation = "the recorded or live sysfs lacks sys/bus/pci/devices entries for some GPUs or eRDMA devices"
 		return f
 	}

@@ -98,6 +98,8 @@ func TestTopoTable(t *testing.T) {
 	assert.Contains(t, out, "  NIC1: erdma_1")
 	assert.Contains(t, out, "4    0000:9d:00.0  erdma_1      0000:80:05.0  NODE      no")
 	assert.Contains(t, out, "NODE (NCCL's PHB) is beyond NCCL's default GDR level (PXB): GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=PHB")
+	assert.Contains(t, out, "ok      gpu-nic-distance  nearest eRDMA device is up to NODE away")
+	assert.Contains(t, out, "\nstatus: ok\n")
 }
 
 func TestTopoJSONAndCompare(t *testing.T) {
@@ -110,8 +112,15 @@ func TestTopoJSONAndCompare(t *testing.T) {
 		nvml.Topology
 		GDRReady   bool             `json:"gdr_ready"`
 		Comparison *nvml.Comparison `json:"comparison"`
+		Status     health.Severity  `json:"status"`
+		Findings   []health.Finding `json:"findings"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	// The exit code is the library's verdict, doctor.TopologyFindings.
+	assert.Equal(t, health.Warn, got.Status)
+	require.Len(t, got.Findings, 2)
+	assert.Equal(t, doctor.FindingTopoNvidiaSMI, got.Findings[1].ID)
+	assert.Equal(t, []string{"GPU0 <-> erdma_0: sysfs NODE, nvidia-smi SYS", "only the PCI tree lists [GPU1 GPU2 GPU3 GPU4 GPU5 GPU6 GPU7]"}, got.Findings[1].Evidence)
 	assert.True(t, got.GDRReady)
 	require.Len(t, got.Nearest, 8)
 	assert.Equal(t, smitopo.LinkNODE, got.Nearest[0].Distance)

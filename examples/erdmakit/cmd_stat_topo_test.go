@@ -32,6 +32,10 @@ func TestTopoJSONWithoutNVML(t *testing.T) {
 		Reason      string `json:"reason"`
 		Remediation string `json:"remediation"`
 		Nearest     []any  `json:"nearest"`
+		Status      string `json:"status"`
+		Findings    []struct {
+			ID string `json:"id"`
+		} `json:"findings"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &v), out)
 	require.NotNil(t, v.Available)
@@ -39,4 +43,7 @@ func TestTopoJSONWithoutNVML(t *testing.T) {
 	assert.NotEmpty(t, v.Reason)
 	assert.NotEmpty(t, v.Remediation)
 	assert.NotNil(t, v.Nearest)
+	assert.Equal(t, "fail", v.Status)
+	require.Len(t, v.Findings, 1)
+	assert.Equal(t, "topo-nvml", v.Findings[0].ID)
 }

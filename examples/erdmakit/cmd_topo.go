@@ -6,9 +6,12 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/erdmakit/erdmakit/doctor"
+	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nvml"
 	"github.com/erdmakit/erdmakit/nvml/smitopo"
+	"github.com/erdmakit/erdmakit/report"
 	"github.com/spf13/cobra"
 )
 
@@ -22,8 +25,9 @@ func newTopoCmd(g *globals) *cobra.Command {
 			"devices, with nvidia-smi's words (X, PIX, PXB, PHB, NODE, SYS; NVLink is not evaluated), then the\n" +
 			"nearest eRDMA device per GPU and whether NCCL uses GPUDirect RDMA at that distance (its default\n" +
 			"NCCL_NET_GDR_LEVEL is PXB). --compare FILE lists where `nvidia-smi topo -m` output disagrees.\n" +
-			"Exit 0; 1 when some devices could not be placed or --compare found differences; 2 when NVML is\n" +
-			"unusable; 3 when the host or FILE cannot be read.",
+			"Exit by its findings (doctor.TopologyFindings): 0; 1 when some devices could not be placed\n" +
+			"(topo-placement) or --compare found differences (topo-nvidia-smi); 2 when NVML is unusable\n" +
+			"(topo-nvml); 3 when the host or FILE cannot be read.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var theirs *nvml.Matrix
@@ -45,15 +49,13 @@ func newTopoCmd(g *globals) *cobra.Command {
 			if topo == nil {
 				topo = &nvml.Topology{Matrix: nvml.Matrix{Source: "sysfs", Endpoints: []nvml.Endpoint{}, Links: [][]nvml.Link{}}, Nearest: []nvml.Nearest{}}
 			}
-			out := struct {
-				Available   bool   `json:"available"`
-				Reason      string `json:"reason,omitempty"`
-				Error       string `json:"error,omitempty"`
-				Remediation string `json:"remediation,omitempty"`
-				*nvml.Topology
-				GDRReady   bool             `json:"gdr_ready"`
-				Comparison *nvml.Comparison `json:"comparison,omitempty"`
-			}{Available: rep.Available, Reason: rep.Reason, Error: rep.Error, Remediation: rep.Remediation, Topology: topo, GDRReady: rep.GDR.Ready}
+			out := topoJSON{Available: rep.Available, Reason: rep.Reason, Error: rep.Error, Remediation: rep.Remediation, Topology: topo, GDRReady: rep.GDR.Ready}
+			if rep.Available && theirs != nil {
+				c := nvml.Compare(&topo.Matrix, theirs)
+				out.Comparison = &c
+			}
+			out.Findings = doctor.TopologyFindings(rep, out.Comparison)
+			out.Status = health.Status(out.Findings)
 			if !rep.Available {
 				// The JSON still comes, with the reason, as `gpus --json` gives it.
 				if g.json {
@@ -61,11 +63,7 @@ func newTopoCmd(g *globals) *cobra.Command {
 						return &exitError{code: ExitUnknown, err: err}
 					}
 				}
-				return &exitError{code: ExitFail, err: fmt.Errorf("NVML unavailable: %s (%s); fix: %s", rep.Reason, rep.Error, rep.Remediation)}
-			}
-			if theirs != nil {
-				c := nvml.Compare(&topo.Matrix, theirs)
-				out.Comparison = &c
+				return &exitError{code: out.Status.Exit(), err: fmt.Errorf("NVML unavailable: %s (%s); fix: %s", rep.Reason, rep.Error, rep.Remediation)}
 			}
 			if g.json {
 				if err := render.JSON(g.stdout, out); err != nil {
@@ -78,15 +76,31 @@ func newTopoCmd(g *globals) *cobra.Command {
 				if out.Comparison != nil {
 					printComparison(g.stdout, out.Comparison)
 				}
+				fmt.Fprintln(g.stdout)
+				if err := report.WriteFindingsTable(g.stdout, out.Findings, g.tableOptions()); err != nil {
+					return &exitError{code: ExitUnknown, err: err}
+				}
+				fmt.Fprintf(g.stdout, "\nstatus: %s\n", out.Status)
 			}
-			if len(topo.Errors) > 0 || (out.Comparison != nil && len(out.Comparison.Differences) > 0) {
-				return exitCode(ExitWarn)
-			}
-			return nil
+			return exitCode(out.Status.Exit())
 		},
 	}
 	c.Flags().StringVar(&compare, "compare", "", "nvidia-smi topo -m output to compare with (- for stdin)")
 	return c
+}
+
+// topoJSON is `topo --json`: the matrix, NVML's availability, the
+// comparison with nvidia-smi's and the verdict (doctor.TopologyFindings).
+type topoJSON struct {
+	Available   bool   `json:"available"`
+	Reason      string `json:"reason,omitempty"`
+	Error       string `json:"error,omitempty"`
+	Remediation string `json:"remediation,omitempty"`
+	*nvml.Topology
+	GDRReady   bool             `json:"gdr_ready"`
+	Comparison *nvml.Comparison `json:"comparison,omitempty"`
+	Status     health.Severity  `json:"status"`
+	Findings   []health.Finding `json:"findings"`
 }
 
 func printTopo(w io.Writer, topo *nvml.Topology, gdr nvml.GDR) error {
