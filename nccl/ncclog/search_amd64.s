@@ -2,22 +2,16 @@
 
 #include "textflag.h"
 
-// The bytes the search compares, broadcast to every lane. They are loaded
-// with VPBROADCASTB from memory: moving them in through a general register
-// with a legacy-SSE MOVD cost some 600 ns a call on the VM this was
-// measured on (an SSE/AVX state transition).
-DATA findN<>+0(SB)/1, $0x4E  // 'N'
-GLOBL findN<>(SB), RODATA|NOPTR, $1
-DATA findC<>+0(SB)/1, $0x43  // 'C'
-GLOBL findC<>(SB), RODATA|NOPTR, $1
-DATA findL<>+0(SB)/1, $0x4C  // 'L'
-GLOBL findL<>(SB), RODATA|NOPTR, $1
-DATA findE<>+0(SB)/1, $0x45  // 'E'
-GLOBL findE<>(SB), RODATA|NOPTR, $1
-DATA findSlash<>+0(SB)/1, $0x2F  // '/'
-GLOBL findSlash<>(SB), RODATA|NOPTR, $1
-DATA findNL<>+0(SB)/1, $0x0A  // '\n'
-GLOBL findNL<>(SB), RODATA|NOPTR, $1
+// The bytes the search compares, broadcast to every lane from memory: moving
+// them in through a general register with a legacy-SSE MOVD cost some
+// 600 ns a call on the VM this was measured on (an SSE/AVX transition).
+DATA findBytes<>+0(SB)/1, $0x4E // 'N'
+DATA findBytes<>+1(SB)/1, $0x43 // 'C'
+DATA findBytes<>+2(SB)/1, $0x4C // 'L'
+DATA findBytes<>+3(SB)/1, $0x45 // 'E'
+DATA findBytes<>+4(SB)/1, $0x2F // '/'
+DATA findBytes<>+5(SB)/1, $0x0A // '\n'
+GLOBL findBytes<>(SB), RODATA|NOPTR, $6
 
 // func findNCCLAVX2(p *byte, n int) (at, eol int)
 //
@@ -31,11 +25,11 @@ TEXT ·findNCCLAVX2(SB), NOSPLIT, $0-32
 	LEAQ -3(R8), CX
 	SHRQ $5, CX // steps
 	MOVQ DI, SI
-	VPBROADCASTB findN<>(SB), Y0
-	VPBROADCASTB findC<>(SB), Y10
-	VPBROADCASTB findL<>(SB), Y11
-	VPBROADCASTB findE<>(SB), Y12
-	VPBROADCASTB findSlash<>(SB), Y13
+	VPBROADCASTB findBytes<>+0(SB), Y0
+	VPBROADCASTB findBytes<>+1(SB), Y10
+	VPBROADCASTB findBytes<>+2(SB), Y11
+	VPBROADCASTB findBytes<>+3(SB), Y12
+	VPBROADCASTB findBytes<>+4(SB), Y13
 
 step:
 	VMOVDQU 1(SI), Y2
@@ -65,7 +59,7 @@ found:
 	SUBQ DI, SI
 	ADDQ SI, AX
 	MOVQ AX, at+16(FP)
-	VPBROADCASTB findNL<>(SB), Y9
+	VPBROADCASTB findBytes<>+5(SB), Y9
 	MOVQ AX, BX // j: the next load's offset
 
 eolstep:
