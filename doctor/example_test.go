@@ -11,7 +11,6 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/nccl"
-	"github.com/erdmakit/erdmakit/nvml"
 	"github.com/erdmakit/erdmakit/nvml/smitopo"
 )
 
@@ -254,9 +253,10 @@ func ExampleCheckGPUs() {
 	// ok   gpu-nic-distance
 }
 
-// TopologyFindings is `erdmakit topo`'s verdict on the GPU<->NIC matrix,
-// here with nvidia-smi's output to compare against.
-func ExampleTopologyFindings() {
+// Topology is `erdmakit topo --compare FILE` in one call: the GPU<->NIC
+// matrix from the PCI tree, nvidia-smi's compared with it, and the verdict
+// (TopologyFindings) the CLI exits by.
+func ExampleTopology() {
 	ctx := context.Background()
 	h, closer, err := erdma.OpenHost(ctx, "../testdata/hosts/ebmgn8is-healthy.tar.gz")
 	if err != nil {
@@ -264,25 +264,25 @@ func ExampleTopologyFindings() {
 		return
 	}
 	defer closer.Close()
-	_, gpus, err := doctor.CheckGPUs(ctx, h, doctor.Options{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
 	theirs, err := smitopo.Parse(ctx, strings.NewReader("\tGPU0\tNIC0\tNIC1\n"+
 		"GPU0\t X \tSYS\tSYS\nNIC0\tSYS\t X \tSYS\nNIC1\tSYS\tSYS\t X \n\nNIC Legend:\n\n  NIC0: erdma_0\n  NIC1: erdma_1\n"))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	cmp := nvml.Compare(&gpus.Topology.Matrix, theirs)
-	fs := doctor.TopologyFindings(gpus, &cmp)
-	for _, f := range fs {
-		fmt.Printf("%-4s %s: %s\n", f.Severity, f.ID, f.Summary)
+	t, err := doctor.Topology(ctx, h, theirs)
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	fmt.Println("exit:", health.Status(fs).Exit())
+	fmt.Println("GPU0's nearest:", t.GPUs.Topology.Nearest[0].NIC, t.GPUs.Topology.Nearest[0].Distance)
+	for _, f := range t.Findings {
+		fmt.Printf("%-4s %s\n", f.Severity, f.ID)
+	}
+	fmt.Println("exit:", t.Status.Exit())
 	// Output:
-	// ok   gpu-nic-distance: nearest eRDMA device is up to NODE away (GPU0,GPU1,GPU2,GPU3,GPU4,GPU5,GPU6,GPU7): NODE (NCCL's PHB) is beyond NCCL's default GDR level (PXB): GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=PHB (or a farther level)
-	// warn topo-nvidia-smi: nvidia-smi disagrees with the PCI tree on 1 cell(s)
+	// GPU0's nearest: erdma_0 NODE
+	// ok   gpu-nic-distance
+	// warn topo-nvidia-smi
 	// exit: 1
 }

@@ -1,11 +1,63 @@
 package doctor
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/nvml"
 )
+
+// TopologyReport is `erdmakit topo` as one value: NVML's view of the host's
+// GPUs placed against its RDMA devices, nvidia-smi's matrix compared where
+// one was given, and the verdict.
+type TopologyReport struct {
+	// GPUs is nvml.Inspect's report; its Topology is nil where there are no
+	// GPUs to place.
+	GPUs *nvml.Report
+	// Comparison is nil where nothing was compared (or NVML is unusable).
+	Comparison *nvml.Comparison
+	Findings   []health.Finding // TopologyFindings
+	Status     health.Severity  // their worst: ok, warn or fail
+	// Notes say what could not be read (erdma.ReadDevices) and which
+	// devices the GPUs were placed against where no eRDMA device was found
+	// (NICsOf).
+	Notes []string
+}
+
+// Topology reads the host's GPUs through NVML (nvml.ForRoot: a recorded
+// host replays its snapshot), places them in the PCI tree against its
+// eRDMA devices (NICsOf), compares nvidia-smi's matrix where theirs is not
+// nil (nvml.Compare, from smitopo.Parse) and judges the result
+// (TopologyFindings). NVML being unusable is a finding, not an error; the
+// error is a host that cannot be read, or ctx's.
+func Topology(ctx context.Context, h erdma.Host, theirs *nvml.Matrix) (*TopologyReport, error) {
+	lib, err := nvml.ForRoot(ctx, h.Root())
+	if err != nil {
+		return nil, err
+	}
+	devs, notes, err := erdma.ReadDevices(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	nics, note := NICsOf(devs)
+	if note != "" {
+		notes = append(notes, note)
+	}
+	rep, err := nvml.Inspect(ctx, lib, h.Root(), nics)
+	if err != nil {
+		return nil, err
+	}
+	t := &TopologyReport{GPUs: rep, Notes: notes}
+	if rep.Available && rep.Topology != nil && theirs != nil {
+		c := nvml.Compare(&rep.Topology.Matrix, theirs)
+		t.Comparison = &c
+	}
+	t.Findings = TopologyFindings(rep, t.Comparison)
+	t.Status = health.Status(t.Findings)
+	return t, nil
+}
 
 // The IDs of TopologyFindings.
 const (

@@ -1,10 +1,14 @@
 package doctor_test
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/erdmakit/erdmakit/doctor"
+	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/nvml"
 	"github.com/erdmakit/erdmakit/nvml/smitopo"
@@ -64,4 +68,39 @@ func TestTopologyFindings(t *testing.T) {
 		assert.Equal(t, "... and 5 more", smi.Evidence[doctor.MaxTopologyDifference])
 		assert.NotEmpty(t, smi.Remediation)
 	})
+}
+
+// Topology's gpu-nic-distance is the one CheckGPUs (and so the doctor)
+// reports, on every recorded host; where NVML is unusable its only finding
+// is topo-nvml, and nothing is compared.
+func TestTopologyAgreesWithCheckGPUs(t *testing.T) {
+	hosts, err := filepath.Glob("../testdata/hosts/*.tar.gz")
+	require.NoError(t, err)
+	require.NotEmpty(t, hosts)
+	ctx := context.Background()
+	smi := &nvml.Matrix{Source: "nvidia-smi", Endpoints: []nvml.Endpoint{{Label: "GPU0"}}, Links: [][]nvml.Link{{smitopo.LinkSelf}}}
+	for _, p := range hosts {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			h, closer, err := erdma.OpenHost(ctx, p)
+			require.NoError(t, err)
+			defer closer.Close()
+			topo, err := doctor.Topology(ctx, h, smi)
+			require.NoError(t, err)
+			require.Equal(t, health.Status(topo.Findings), topo.Status)
+			if !topo.GPUs.Available {
+				require.Len(t, topo.Findings, 1)
+				assert.Equal(t, doctor.FindingTopoNVML, topo.Findings[0].ID)
+				assert.Equal(t, health.Fail, topo.Status)
+				assert.Nil(t, topo.Comparison)
+				return
+			}
+			checks, _, err := doctor.CheckGPUs(ctx, h, doctor.Options{})
+			require.NoError(t, err)
+			i := slices.IndexFunc(checks.Findings, func(f health.Finding) bool { return f.ID == nvml.FindingGPUDistance })
+			require.GreaterOrEqual(t, i, 0)
+			assert.Equal(t, checks.Findings[i], topo.Findings[0])
+			require.Len(t, topo.Findings, 2)
+			assert.Equal(t, doctor.FindingTopoNvidiaSMI, topo.Findings[1].ID)
+		})
+	}
 }

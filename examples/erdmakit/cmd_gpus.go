@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 
@@ -61,34 +60,6 @@ type gpusJSON struct {
 	*nvml.Report
 	Status   health.Severity  `json:"status"`
 	Findings []health.Finding `json:"findings"`
-}
-
-// inspectGPUs opens the host root and runs nvml.Inspect with the host's
-// eRDMA devices for the topology (topo); notes are what could not be read.
-func inspectGPUs(ctx context.Context, g *globals) (*nvml.Report, []string, error) {
-	h, closer, err := erdma.OpenHost(ctx, g.root)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer closer.Close()
-	lib, err := nvml.ForRoot(ctx, h.Root())
-	if err != nil {
-		return nil, nil, err
-	}
-	devs, notes, err := erdma.ReadDevices(ctx, h)
-	if err != nil {
-		return nil, nil, err
-	}
-	nics, note := doctor.NICsOf(devs)
-	if note != "" {
-		notes = append(notes, note)
-	}
-	rep, err := nvml.Inspect(ctx, lib, h.Root(), nics)
-	if err != nil {
-		return nil, nil, err
-	}
-	rep.Root = g.root
-	return rep, notes, nil
 }
 
 func printGPUs(g *globals, rep *nvml.Report, checks *erdma.Report) error {

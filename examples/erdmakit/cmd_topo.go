@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/erdmakit/erdmakit/doctor"
+	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nvml"
@@ -38,24 +39,25 @@ func newTopoCmd(g *globals) *cobra.Command {
 				}
 				theirs = m
 			}
-			rep, notes, err := inspectGPUs(cmd.Context(), g)
+			h, closer, err := erdma.OpenHost(cmd.Context(), g.root)
 			if err != nil {
 				return &exitError{code: ExitUnknown, err: err}
 			}
-			for _, n := range notes {
+			defer closer.Close()
+			tr, err := doctor.Topology(cmd.Context(), h, theirs)
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			for _, n := range tr.Notes {
 				fmt.Fprintln(g.stderr, "erdmakit:", n)
 			}
+			rep := tr.GPUs
 			topo := rep.Topology
 			if topo == nil {
 				topo = &nvml.Topology{Matrix: nvml.Matrix{Source: "sysfs", Endpoints: []nvml.Endpoint{}, Links: [][]nvml.Link{}}, Nearest: []nvml.Nearest{}}
 			}
-			out := topoJSON{Available: rep.Available, Reason: rep.Reason, Error: rep.Error, Remediation: rep.Remediation, Topology: topo, GDRReady: rep.GDR.Ready}
-			if rep.Available && theirs != nil {
-				c := nvml.Compare(&topo.Matrix, theirs)
-				out.Comparison = &c
-			}
-			out.Findings = doctor.TopologyFindings(rep, out.Comparison)
-			out.Status = health.Status(out.Findings)
+			out := topoJSON{Available: rep.Available, Reason: rep.Reason, Error: rep.Error, Remediation: rep.Remediation, Topology: topo,
+				GDRReady: rep.GDR.Ready, Comparison: tr.Comparison, Status: tr.Status, Findings: tr.Findings}
 			if !rep.Available {
 				// The JSON still comes, with the reason, as `gpus --json` gives it.
 				if g.json {
