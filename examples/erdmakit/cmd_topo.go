@@ -27,8 +27,8 @@ func newTopoCmd(g *globals) *cobra.Command {
 			"nearest eRDMA device per GPU and whether NCCL uses GPUDirect RDMA at that distance (its default\n" +
 			"NCCL_NET_GDR_LEVEL is PXB). --compare FILE lists where `nvidia-smi topo -m` output disagrees.\n" +
 			"Exit by its findings (doctor.TopologyFindings): 0; 1 when some devices could not be placed\n" +
-			"(topo-placement) or --compare found differences (topo-nvidia-smi); 2 when NVML is unusable\n" +
-			"(topo-nvml); 3 when the host or FILE cannot be read.",
+			"(gpu-nic-distance, the doctor's check) or --compare found differences (topo-nvidia-smi); 2 when\n" +
+			"NVML is unusable (topo-nvml); 3 when the host or FILE cannot be read.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var theirs *nvml.Matrix

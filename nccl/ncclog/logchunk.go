@@ -59,12 +59,16 @@ func analyzeSource(ctx context.Context, src chunkSource, size, workers int) (*An
 		readErr error
 		wg      sync.WaitGroup
 	)
-	// done records the analysis of chunk seq (nil: nothing to merge, the
-	// end of the input) and merges every chunk that is next in order. A
-	// failed chunk stops the scan: the chunks after it are not merged.
-	done := func(seq int, a *Analyzer) {
+	// done records the analysis of chunk seq (nil: nothing to merge, at
+	// the end of the input or where reading it failed with err) and merges
+	// every chunk that is next in order. A failed chunk stops the scan: the
+	// chunks after it are not merged.
+	done := func(seq int, a *Analyzer, err error) {
 		mu.Lock()
 		defer mu.Unlock()
+		if err != nil && readErr == nil {
+			readErr = err
+		}
 		pending[seq] = a
 		for {
 			next, ok := pending[merged]
@@ -105,15 +109,9 @@ func analyzeSource(ctx context.Context, src chunkSource, size, workers int) (*An
 			}
 		}
 		lines, cut, ok, err := src.next(buf, unlock)
-		if !locked {
-			mu.Lock()
-		}
-		if err != nil && readErr == nil {
-			readErr = err
-		}
-		mu.Unlock()
+		unlock()
 		if err != nil || !ok {
-			done(seq, nil)
+			done(seq, nil, err)
 			return nil, nil, 0, false
 		}
 		return lines, cut, seq, true
@@ -137,7 +135,7 @@ func analyzeSource(ctx context.Context, src chunkSource, size, workers int) (*An
 				if cut != nil {
 					a.Feed(cut)
 				}
-				done(seq, a)
+				done(seq, a, nil)
 			}
 		})
 	}

@@ -16,7 +16,7 @@ const rwfNowait = 0x8 // RWF_NOWAIT, include/uapi/linux/fs.h
 // page cache cannot block, so it need not go through the Go scheduler's
 // system-call path, whose monitor hands the worker's P to another thread
 // whenever a call takes over 20 µs, as a 1 MiB copy does: on 2 CPUs that
-// cost the scan 5% of its wall-clock time in thread switches and idle CPU
+// cost the scan about 6% of its wall-clock time in thread switches and idle CPU
 // (docs/parse.md). A page the kernel would have to read from the disk
 // fails the call with EAGAIN instead of blocking, so no raw call here
 // waits for a device.
