@@ -799,6 +799,59 @@ func TestLabProbeDMABUF(t *testing.T) {
 	assert.Equal(t, before, after, "the probe's PD is freed")
 }
 
+// TestLabWriteStreamPostAPIs: rxe has the work request API, so a QP takes it
+// unless QPConfig.OldPostSend; either way the write loop lands every byte
+// and completes exactly the writes of Iterations mode, with and without
+// inline data.
+func TestLabWriteStreamPostAPIs(t *testing.T) {
+	c := openLab(t)
+	for _, old := range []bool{false, true} {
+		for _, size := range []int{64, 4096} {
+			t.Run(fmt.Sprintf("old=%v/size=%d", old, size), func(t *testing.T) {
+				inline := size <= 64
+				a := newSide(t, c, size, QPConfig{MaxSendWR: -1})
+				b := newSide(t, c, size, QPConfig{MaxSendWR: -1})
+				qcfg := QPConfig{MaxSendWR: 8, OldPostSend: old}
+				if inline {
+					qcfg.MaxInlineData = size
+				}
+				var qps []*QP
+				var remote []RemoteBuffer
+				for range 2 {
+					qa, err := a.pd.CreateQP(a.cq, qcfg)
+					require.NoError(t, err)
+					t.Cleanup(func() { assert.NoError(t, qa.Close()) })
+					qb, err := b.pd.CreateQP(b.cq, QPConfig{MaxSendWR: 8})
+					require.NoError(t, err)
+					t.Cleanup(func() { assert.NoError(t, qb.Close()) })
+					assert.Equal(t, !old, qa.WRAPI(), "rxe's provider has ibv_wr_*")
+					ea, err := qa.Endpoint()
+					require.NoError(t, err)
+					eb, err := qb.Endpoint()
+					require.NoError(t, err)
+					require.NoError(t, qa.Connect(eb.WithMR(b.mr)))
+					require.NoError(t, qb.Connect(ea.WithMR(a.mr)))
+					qps = append(qps, qa)
+					remote = append(remote, RemoteBuffer{Addr: b.mr.Addr(), RKey: b.mr.RKey()})
+				}
+				src := pattern(size, 3)
+				copy(a.buf.Bytes(), src)
+				ws, err := NewWriteStream(StreamConfig{CQ: a.cq, QPs: qps, MR: a.mr, Remote: remote, Size: uint32(size),
+					Depth: 8, LowWater: 2, SignalEvery: 8, Inline: inline, Iterations: 101})
+				require.NoError(t, err)
+				defer ws.Close()
+				var st StreamStatus
+				for st.State != RunDone {
+					st, err = ws.Run(time.Second)
+					require.NoError(t, err)
+				}
+				assert.Equal(t, uint64(202), st.Completed)
+				assert.True(t, bytes.Equal(src, b.buf.Bytes()), "written bytes differ")
+			})
+		}
+	}
+}
+
 // TestLabWriteStream: the C write loop writes the MR's first Size bytes into
 // the peer's buffer on every QP, completes exactly the writes of
 // Iterations mode (one signalled in four), honours StopPosting and Stop,

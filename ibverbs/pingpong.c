@@ -50,6 +50,7 @@ typedef struct {
 	volatile uint8_t *recv;
 	uint8_t *send;
 	struct ibv_qp *qp;
+	struct ibv_qp_ex *qpx; // set: post through ibv_wr_* (ek_qp.qpx)
 	struct ibv_cq *cq;
 	struct ibv_sge sge;
 	struct ibv_send_wr wr; // built once per Run; only wr_id changes
@@ -73,9 +74,23 @@ static int await_byte(ping *g, uint8_t v)
 static int post(ping *g, uint8_t v, uint64_t wrid)
 {
 	*g->send = v;
-	g->wr.wr_id = wrid;
-	struct ibv_send_wr *bad;
-	int rc = ibv_post_send(g->qp, &g->wr, &bad);
+	int rc;
+	if (g->qpx) {
+		struct ibv_qp_ex *x = g->qpx;
+		ibv_wr_start(x);
+		x->wr_id = wrid;
+		x->wr_flags = g->wr.send_flags;
+		ibv_wr_rdma_write(x, g->wr.wr.rdma.rkey, g->wr.wr.rdma.remote_addr);
+		if (g->wr.send_flags & IBV_SEND_INLINE)
+			ibv_wr_set_inline_data(x, g->send, g->sge.length);
+		else
+			ibv_wr_set_sge(x, g->sge.lkey, g->sge.addr, g->sge.length);
+		rc = ibv_wr_complete(x);
+	} else {
+		g->wr.wr_id = wrid;
+		struct ibv_send_wr *bad;
+		rc = ibv_post_send(g->qp, &g->wr, &bad);
+	}
 	if (rc) {
 		g->p->err_kind = EK_STREAM_ERR_POST;
 		g->p->err_rc = rc;
@@ -122,7 +137,7 @@ static int reap(ping *g, uint64_t wrid)
 
 int ek_ping_run(ek_ping *p, int64_t *rtt, int64_t rounds, int64_t for_ns)
 {
-	ping g = {.p = p, .recv = p->recv, .send = p->send, .qp = p->qp->qp, .cq = p->cq,
+	ping g = {.p = p, .recv = p->recv, .send = p->send, .qp = p->qp->qp, .qpx = p->qp->qpx, .cq = p->cq,
 		  .sge = {.addr = p->laddr, .length = p->size, .lkey = p->lkey}};
 	g.wr.sg_list = &g.sge;
 	g.wr.num_sge = 1;

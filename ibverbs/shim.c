@@ -38,6 +38,8 @@ struct ek_lib {
 	struct ibv_cq *(*create_cq)(struct ibv_context *, int, void *, struct ibv_comp_channel *, int);
 	int (*destroy_cq)(struct ibv_cq *);
 	struct ibv_qp *(*create_qp)(struct ibv_pd *, struct ibv_qp_init_attr *);
+	// rdma-core >= 24 (IBVERBS_1.6); NULL before: no work request API.
+	struct ibv_qp_ex *(*qp_to_qp_ex)(struct ibv_qp *);
 	int (*destroy_qp)(struct ibv_qp *);
 	int (*modify_qp)(struct ibv_qp *, struct ibv_qp_attr *, int);
 	int (*query_qp)(struct ibv_qp *, struct ibv_qp_attr *, int, struct ibv_qp_init_attr *);
@@ -107,6 +109,7 @@ int ek_load(const char *verbs, const char *cm, ek_lib **out, char *err, int errl
 	SYM(lib->vh, create_cq, "ibv_create_cq", 1);
 	SYM(lib->vh, destroy_cq, "ibv_destroy_cq", 1);
 	SYM(lib->vh, create_qp, "ibv_create_qp", 1);
+	SYM(lib->vh, qp_to_qp_ex, "ibv_qp_to_qp_ex", 0);
 	SYM(lib->vh, destroy_qp, "ibv_destroy_qp", 1);
 	SYM(lib->vh, modify_qp, "ibv_modify_qp", 1);
 	SYM(lib->vh, query_qp, "ibv_query_qp", 1);
@@ -377,7 +380,43 @@ static void granted(ek_qp *q, struct ibv_qp_init_attr *ia, ek_qp_caps *asked)
 		q->caps.max_inline = ia->cap.max_inline_data;
 }
 
-int ek_create_qp(ek_lib *lib, struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, ek_qp_caps *caps, ek_qp **out)
+// create_qp_wr creates the QP through ibv_create_qp_ex with the work
+// request API for RDMA writes (as perftest does where it can), setting
+// *qpx; NULL where the provider has no such QPs (eRDMA's has none) or
+// refuses this one, and the caller creates it as before.
+static struct ibv_qp *create_qp_wr(ek_lib *lib, struct ibv_pd *pd, struct ibv_qp_init_attr *ia, struct ibv_qp_ex **qpx)
+{
+	if (!lib->qp_to_qp_ex)
+		return NULL;
+	struct verbs_context *vctx = verbs_get_ctx_op(pd->context, create_qp_ex);
+	if (!vctx)
+		return NULL;
+	struct ibv_qp_init_attr_ex ax;
+	memset(&ax, 0, sizeof(ax));
+	ax.send_cq = ia->send_cq;
+	ax.recv_cq = ia->recv_cq;
+	ax.cap = ia->cap;
+	ax.qp_type = ia->qp_type;
+	ax.sq_sig_all = ia->sq_sig_all;
+	ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	ax.pd = pd;
+	ax.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+	struct ibv_qp *qp = vctx->create_qp_ex(pd->context, &ax);
+	if (!qp)
+		return NULL;
+	struct ibv_qp_ex *x = lib->qp_to_qp_ex(qp);
+	if (!x || !x->wr_start || !x->wr_complete || !x->wr_abort || !x->wr_rdma_write || !x->wr_set_sge ||
+	    !x->wr_set_inline_data) {
+		lib->destroy_qp(qp);
+		return NULL;
+	}
+	ia->cap = ax.cap; // as granted
+	*qpx = x;
+	return qp;
+}
+
+int ek_create_qp(ek_lib *lib, struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, ek_qp_caps *caps, int wr_api,
+		 ek_qp **out)
 {
 	struct ibv_qp_init_attr ia;
 	init_attr(&ia, scq, rcq, caps);
@@ -385,8 +424,13 @@ int ek_create_qp(ek_lib *lib, struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_
 	if (!q)
 		return ENOMEM;
 	q->lib = lib;
-	errno = 0;
-	q->qp = lib->create_qp(pd, &ia);
+	if (wr_api)
+		q->qp = create_qp_wr(lib, pd, &ia, &q->qpx);
+	if (!q->qp) {
+		init_attr(&ia, scq, rcq, caps);
+		errno = 0;
+		q->qp = lib->create_qp(pd, &ia);
+	}
 	if (!q->qp) {
 		int rc = errno_or(ENOMEM);
 		free(q);

@@ -149,6 +149,10 @@ func (qp *QP) GIDIndex() int { return 0 }
 // MaxSendWR is the send queue depth, the longest list PostWrites takes.
 func (qp *QP) MaxSendWR() int { return 0 }
 
+// WRAPI reports whether the QP's writes are posted with the work request
+// API (ibv_wr_*) rather than ibv_post_send.
+func (qp *QP) WRAPI() bool { return false }
+
 // Endpoint is this QP's address for the peer.
 func (qp *QP) Endpoint() (Endpoint, error) { return Endpoint{}, ErrNotSupported }
 

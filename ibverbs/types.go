@@ -449,6 +449,11 @@ type QPConfig struct {
 	MaxSendSGE    int // default 1
 	MaxRecvSGE    int // default 1
 	MaxInlineData int // default 0
+	// OldPostSend posts writes with ibv_post_send even where the provider
+	// has the work request API (ibv_wr_*, the QP then made with
+	// ibv_create_qp_ex), as perftest's --use_old_post_send; QP.WRAPI tells
+	// which a QP got. eRDMA's provider has only ibv_post_send.
+	OldPostSend bool
 
 	Port int // default 1
 	// GIDIndex is used when GIDIndexSet is true; otherwise the QP picks the

@@ -798,13 +798,17 @@ func (pd *PD) createQP(cq *CQ, cfg QPConfig, cm *CMConn) (*QP, error) {
 		qp.gidIndex = idx
 	}
 	caps := cfg.caps()
+	wrAPI := C.int(1)
+	if cfg.OldPostSend {
+		wrAPI = 0
+	}
 	var rc C.int
 	verb := "ibv_create_qp"
 	if cm != nil {
 		verb = "rdma_create_qp"
 		rc = C.ek_cm_create_qp(ctx.lib.p, cm.id, pd.pd, cq.cq, rcq.cq, &caps, &qp.q)
 	} else {
-		rc = C.ek_create_qp(ctx.lib.p, pd.pd, cq.cq, rcq.cq, &caps, &qp.q)
+		rc = C.ek_create_qp(ctx.lib.p, pd.pd, cq.cq, rcq.cq, &caps, wrAPI, &qp.q)
 	}
 	if rc != 0 {
 		undo()
@@ -856,6 +860,11 @@ func (qp *QP) GIDIndex() int { return qp.gidIndex }
 
 // MaxSendWR is the send queue depth, the longest list PostWrites takes.
 func (qp *QP) MaxSendWR() int { return qp.maxWR }
+
+// WRAPI reports whether the QP's writes are posted with the work request
+// API (ibv_wr_*) rather than ibv_post_send: where the provider has it,
+// unless QPConfig.OldPostSend (and never for an rdma_cm QP).
+func (qp *QP) WRAPI() bool { return qp.q != nil && qp.q.qpx != nil }
 
 // Endpoint is this QP's address for the peer: QPN, PSN, the source GID,
 // LID and active MTU. Add the buffer the peer may write with WithMR.

@@ -149,7 +149,7 @@ func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, er
 		return res, fail(err)
 	}
 	sess, err := l.Open(ctx, OpenConfig{QPs: cfg.QPs, TxDepth: cfg.TxDepth, MaxInline: cfg.Inline,
-		BufSize: cfg.Size, Method: method, CMAddr: acc.CMAddr})
+		BufSize: cfg.Size, Method: method, CMAddr: acc.CMAddr, OldPostSend: cfg.OldPostSend})
 	if err != nil {
 		return res, fail(fmt.Errorf("opening %d QPs: %w", cfg.QPs, err))
 	}

@@ -25,7 +25,8 @@ type Config struct {
 	// TxDepth is the send queue depth per QP (-t; default 128).
 	TxDepth int
 	// CQMod signals one write in CQMod (-Q; default 100, and 1 above 8 KiB
-	// as perftest does unless set).
+	// as perftest does, unless the send queue is shallow: see shallowQueue;
+	// never more than TxDepth).
 	CQMod int
 	// PostList posts lists of this many writes (-l). 0, the default, posts
 	// the free send-queue slots as one list once there are enough of them
@@ -33,6 +34,10 @@ type Config struct {
 	PostList int
 	// Inline is the max inline size in bytes (-I; default 0).
 	Inline int
+	// OldPostSend posts the writes with ibv_post_send even where the
+	// device's provider has the work request API (ibv_wr_*), which the
+	// write loop otherwise takes: perftest's --use_old_post_send.
+	OldPostSend bool
 	// Method connects the QPs; connect.Auto follows the device's transport.
 	Method connect.Method
 	// StepTimeout bounds each out-of-band message (default 10 s).
@@ -56,6 +61,14 @@ const (
 	DefaultMargin      = 2 * time.Second
 	DefaultStepTimeout = 10 * time.Second
 )
+
+// shallowQueue is the deepest send queue (TxDepth) on which writes above
+// 8 KiB are still signalled once per queue, not one by one: the loop posts
+// such a queue whole (the guide's 16 QPs share 128 writes, 8 each), as
+// perftest's -l 8 does with one completion per list. A completion per write
+// cost 0.02% of the writes at 16 QPs of 8 and 64 KiB in the lab, where
+// perftest -l 8 made one per list (docs/bw.md, "Fewer runs, fewer completions").
+const shallowQueue = 16
 
 // withDefaults fills zero fields; size is the size of this run.
 func (c Config) withDefaults(size int) Config {
@@ -85,7 +98,7 @@ func (c Config) withDefaults(size int) Config {
 	}
 	if c.CQMod == 0 {
 		c.CQMod = DefaultCQMod
-		if c.Size > 8192 {
+		if c.Size > 8192 && c.TxDepth > shallowQueue {
 			c.CQMod = 1
 		}
 	}

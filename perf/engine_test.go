@@ -133,6 +133,11 @@ func TestConfigDefaultsFollowPerftest(t *testing.T) {
 	assert.Equal(t, 128, c.TxDepth)
 	assert.Equal(t, 1, c.CQMod, "forced to 1 above 8 KiB")
 	assert.Equal(t, 100, Config{}.withDefaults(4096).CQMod)
+	// The guide's 16 QPs of 8: one completion per queue of 64 KiB writes.
+	assert.Equal(t, 8, Config{TxDepth: 8}.withDefaults(65536).CQMod)
+	assert.Equal(t, 16, Config{TxDepth: 16}.withDefaults(65536).CQMod)
+	assert.Equal(t, 1, Config{TxDepth: 32}.withDefaults(65536).CQMod)
+	assert.Equal(t, 3, Config{TxDepth: 8, CQMod: 3}.withDefaults(65536).CQMod, "as set")
 	d := Config{Duration: time.Second}.withDefaults(4096)
 	assert.Equal(t, 0, d.Iterations)
 	assert.Equal(t, 2*time.Second, d.Warmup)

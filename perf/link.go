@@ -33,7 +33,10 @@ type OpenConfig struct {
 	TxDepth   int // send queue depth per QP
 	MaxInline int // bytes; 0 for none
 	BufSize   int // bytes of the registered buffer
-	Method    connect.Method
+	// OldPostSend: post with ibv_post_send even where the device's provider
+	// has the work request API (ibverbs.QPConfig.OldPostSend).
+	OldPostSend bool
+	Method      connect.Method
 	// Server is true on the passive side (its buffer is written into).
 	Server bool
 	// CMAddr is, for rdma_cm, the address the server binds or the client

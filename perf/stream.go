@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/erdmakit/erdmakit/ibverbs"
@@ -27,10 +28,13 @@ type writeStream interface {
 	Close() error
 }
 
-// maxRun bounds one native run between the engine's looks at its phases
-// when nothing else is due (progress, a phase boundary): Stop ends a run at
-// once, so this only bounds how stale a count can get.
-const maxRun = time.Second
+// A native run goes on to the next phase boundary or progress report, not
+// less: each cgo call that starts one wakes the Go runtime's sysmon, which
+// then looks at the spinning thread every 20 µs, then less often, until it
+// hands the thread's P off 10 ms later: some 60 wake-ups, each a context
+// switch on a CPU that rxe's kernel work needs (docs/bw.md, "Fewer runs, fewer completions").
+// Stop ends a run at once, so nothing waits on it.
+const untilStopped = time.Duration(math.MaxInt64)
 
 // streamConfig is the ibverbs stream of cfg on these QPs.
 func streamConfig(cfg Config) ibverbs.StreamConfig {
@@ -74,7 +78,7 @@ func streamLoop(ctx context.Context, sess streamer, device string, cfg Config) (
 	}
 	for {
 		now := time.Now()
-		next := now.Add(maxRun)
+		var next time.Time // zero: until the writes are done, or Stop
 		switch {
 		case iterMode:
 		case !posting:
@@ -87,9 +91,15 @@ func streamLoop(ctx context.Context, sess streamer, device string, cfg Config) (
 			next = stopAt
 		}
 		if cfg.Progress != nil {
-			next = minTime(next, progStart.Add(cfg.ProgressInterval))
+			if p := progStart.Add(cfg.ProgressInterval); next.IsZero() || p.Before(next) {
+				next = p
+			}
 		}
-		st, err = ws.Run(min(max(next.Sub(now), 0), maxRun))
+		d := untilStopped
+		if !next.IsZero() {
+			d = max(next.Sub(now), 0)
+		}
+		st, err = ws.Run(d)
 		if err != nil {
 			return m, streamError(device, err)
 		}
@@ -157,13 +167,6 @@ func streamLoop(ctx context.Context, sess streamer, device string, cfg Config) (
 		m.PeakGbps = avg
 	}
 	return m, nil
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }
 
 // streamError names the device, and a failed completion's QP as

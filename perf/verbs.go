@@ -110,7 +110,7 @@ func (l *VerbsLink) Open(ctx context.Context, cfg OpenConfig) (_ Session, err er
 	if s.mr, err = s.pd.RegMR(s.buf, ibverbs.AccessLocalWrite|ibverbs.AccessRemoteWrite); err != nil {
 		return nil, err
 	}
-	qc := ibverbs.QPConfig{MaxSendWR: depth, MaxInlineData: cfg.MaxInline, Port: l.opts.IBPort}
+	qc := ibverbs.QPConfig{MaxSendWR: depth, MaxInlineData: cfg.MaxInline, Port: l.opts.IBPort, OldPostSend: cfg.OldPostSend}
 	if l.opts.GIDIndex >= 0 {
 		qc.GIDIndex, qc.GIDIndexSet = l.opts.GIDIndex, true
 	}

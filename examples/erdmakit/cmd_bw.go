@@ -38,6 +38,7 @@ type bwFlags struct {
 	cqMod        int
 	postList     int
 	inline       int
+	oldPostSend  bool
 	port         int
 	ibPort       int
 	gidIndex     int
@@ -71,9 +72,10 @@ func (f *bwFlags) add(c *cobra.Command, client bool) {
 	fl.DurationVar(&f.cooldown, "cooldown", perf.DefaultMargin, "unmeasured time after the measured phase (-D only)")
 	fl.IntVarP(&f.qps, "qps", "q", 1, "queue pairs per device (the eRDMA guide uses 16)")
 	fl.IntVarP(&f.txDepth, "tx-depth", "t", perf.DefaultTxDepth, "send queue depth per QP")
-	fl.IntVarP(&f.cqMod, "cq-mod", "Q", 0, "signal one write in this many (default 100, 1 above 8 KiB)")
+	fl.IntVarP(&f.cqMod, "cq-mod", "Q", 0, "signal one write in this many (default 100; above 8 KiB 1, or the tx depth when it is 16 or less)")
 	fl.IntVarP(&f.postList, "post-list", "l", 0, "writes per post list (default: every free slot)")
 	fl.IntVarP(&f.inline, "inline", "I", 0, "max inline size in bytes")
+	fl.BoolVar(&f.oldPostSend, "use-old-post-send", false, "post with ibv_post_send even where the device has the work request API (ibv_wr_*), as perftest's option")
 	f.conn.add(fl, "by the device's transport")
 	fl.Float64Var(&f.expect, "expect-gbps", 0, "warn (exit 1) when the total at the largest size is below this")
 	fl.StringVar(&f.plot, "plot", "", "draw Gbit/s against message size into this SVG file")
@@ -86,7 +88,7 @@ func (f *bwFlags) config(g *globals) (perf.Config, []int, error) {
 		return perf.Config{}, nil, err
 	}
 	cfg := perf.Config{QPs: f.qps, Iterations: f.iters, Duration: f.duration, TxDepth: f.txDepth,
-		CQMod: f.cqMod, PostList: f.postList, Inline: f.inline, Method: method, StepTimeout: f.stepTimeout,
+		CQMod: f.cqMod, PostList: f.postList, Inline: f.inline, OldPostSend: f.oldPostSend, Method: method, StepTimeout: f.stepTimeout,
 		Warmup: f.warmup, Cooldown: f.cooldown}
 	if cfg.Warmup == 0 {
 		cfg.Warmup = -1

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,18 @@ struct fake_qp {
 	int override;         // completions carry wr_id instead of the WR's
 	uint64_t wr_id;
 	int posts;            // post_send calls
+	// The work request API (ibv_wr_*), when the case runs with it
+	// (wr_api): WRs gather in pend between wr_start and wr_complete,
+	// which posts them as one list or refuses them all.
+	struct ibv_qp_ex qpx;
+	struct ibv_send_wr pend[64];
+	struct ibv_sge pend_sge[64];
+	int npend, in_batch, wr_err, batches;
 };
+
+// wr_api: the cases run with the QPs' writes posted through
+// ibv_wr_* (ek_qp.qpx) when set, through ibv_post_send when not.
+static int wr_api;
 
 // CHECK ends the program at the first failure: _exit, so that the leak
 // check does not bury the message under what the failed case left.
@@ -158,6 +170,89 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 	return 0;
 }
 
+static fake_qp *of_qpx(struct ibv_qp_ex *x) { return (fake_qp *)((char *)x - offsetof(fake_qp, qpx)); }
+
+static void fake_wr_start(struct ibv_qp_ex *x)
+{
+	fake_qp *f = of_qpx(x);
+	CHECK(!f->in_batch, "ibv_wr_start inside a batch");
+	f->in_batch = 1;
+	f->npend = 0;
+	f->wr_err = 0;
+}
+
+static void fake_wr_rdma_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr)
+{
+	fake_qp *f = of_qpx(x);
+	CHECK(f->in_batch, "ibv_wr_rdma_write outside a batch");
+	if (f->npend == (int)(sizeof(f->pend) / sizeof(f->pend[0]))) {
+		f->wr_err = ENOMEM;
+		return;
+	}
+	struct ibv_send_wr *w = &f->pend[f->npend];
+	memset(w, 0, sizeof(*w));
+	w->wr_id = x->wr_id;
+	w->send_flags = x->wr_flags;
+	w->opcode = IBV_WR_RDMA_WRITE;
+	w->wr.rdma.rkey = rkey;
+	w->wr.rdma.remote_addr = raddr;
+	w->sg_list = &f->pend_sge[f->npend];
+	f->npend++;
+}
+
+static void fake_wr_set_sge(struct ibv_qp_ex *x, uint32_t lkey, uint64_t addr, uint32_t length)
+{
+	fake_qp *f = of_qpx(x);
+	CHECK(f->in_batch && f->npend > 0, "ibv_wr_set_sge before a WR");
+	f->pend_sge[f->npend - 1] = (struct ibv_sge){.addr = addr, .length = length, .lkey = lkey};
+	f->pend[f->npend - 1].num_sge = 1;
+}
+
+static void fake_wr_set_inline_data(struct ibv_qp_ex *x, void *addr, size_t length)
+{
+	fake_qp *f = of_qpx(x);
+	CHECK(f->in_batch && f->npend > 0, "ibv_wr_set_inline_data before a WR");
+	CHECK(f->pend[f->npend - 1].send_flags & IBV_SEND_INLINE, "inline data on a WR without IBV_SEND_INLINE");
+	f->pend_sge[f->npend - 1] = (struct ibv_sge){.addr = (uint64_t)(uintptr_t)addr, .length = (uint32_t)length};
+	f->pend[f->npend - 1].num_sge = 1;
+}
+
+// fake_wr_complete posts the batch as one list, or none of it (what the
+// API promises): a full queue, a bad WR or fail_at within it refuse all.
+static int fake_wr_complete(struct ibv_qp_ex *x)
+{
+	fake_qp *f = of_qpx(x);
+	CHECK(f->in_batch, "ibv_wr_complete outside a batch");
+	f->in_batch = 0;
+	if (f->wr_err)
+		return f->wr_err;
+	if (f->npend == 0)
+		return 0;
+	if (__atomic_load_n(&f->used, __ATOMIC_RELAXED) + f->npend > f->depth)
+		return ENOMEM;
+	for (int i = 0; i < f->npend; i++)
+		if (f->pend[i].num_sge != 1)
+			return EINVAL;
+	if (f->fail_at > 0 && f->fail_at <= f->npend) {
+		f->fail_at = 0;
+		return EINVAL;
+	}
+	for (int i = 0; i < f->npend; i++)
+		f->pend[i].next = i + 1 < f->npend ? &f->pend[i + 1] : NULL;
+	struct ibv_send_wr *bad = NULL;
+	int rc = fake_post_send(&f->qp, f->pend, &bad);
+	CHECK(rc == 0, "a checked batch failed: %d", rc);
+	f->batches++;
+	return 0;
+}
+
+static void fake_wr_abort(struct ibv_qp_ex *x)
+{
+	fake_qp *f = of_qpx(x);
+	f->in_batch = 0;
+	f->npend = 0;
+}
+
 static struct ibv_context fake_ctx = {.ops = {.poll_cq = fake_poll_cq, .post_send = fake_post_send}};
 
 static fake_cq *new_cq(void)
@@ -182,6 +277,16 @@ static ek_qp *new_qp(fake_cq *cq, int depth)
 	q->caps.max_send_wr = depth;
 	q->wrs = calloc(depth, sizeof(*q->wrs));
 	q->sges = calloc(depth, sizeof(*q->sges));
+	if (wr_api) {
+		f->qpx.qp_base = f->qp;
+		f->qpx.wr_start = fake_wr_start;
+		f->qpx.wr_rdma_write = fake_wr_rdma_write;
+		f->qpx.wr_set_sge = fake_wr_set_sge;
+		f->qpx.wr_set_inline_data = fake_wr_set_inline_data;
+		f->qpx.wr_complete = fake_wr_complete;
+		f->qpx.wr_abort = fake_wr_abort;
+		q->qpx = &f->qpx;
+	}
 	return q;
 }
 
@@ -346,6 +451,7 @@ static void stream_list_reused(void)
 	CHECK(r.qp[0]->built.gen == gen0 + 1, "the list was built %llu times, want once",
 	      (unsigned long long)(r.qp[0]->built.gen - gen0));
 	CHECK(fake(r.qp[0])->posts == 100, "%d posts of lists of 8, want 100", fake(r.qp[0])->posts);
+	CHECK(fake(r.qp[0])->batches == (wr_api ? 100 : 0), "%d ibv_wr_* batches", fake(r.qp[0])->batches);
 	free_rig(&r);
 }
 
@@ -355,9 +461,31 @@ static void stream_post_refused(void)
 	fake(r.qp[0])->fail_at = 8 + 4; // the second list's fourth WR
 	int rc = ek_stream_run(r.s, RUN_NS);
 	CHECK(rc == EK_RUN_ERROR && r.s->err_kind == EK_STREAM_ERR_POST, "run: %d, err kind %d", rc, r.s->err_kind);
-	CHECK(r.s->err_rc == EINVAL && r.s->err_status == 8 && r.s->err_wrid == 3,
-	      "err rc %d, list of %d, %llu posted; want EINVAL, 8, 3", r.s->err_rc, r.s->err_status,
-	      (unsigned long long)r.s->err_wrid);
+	// ibv_post_send posts the list up to the refused WR; ibv_wr_complete
+	// posts none of it.
+	uint64_t posted = wr_api ? 0 : 3;
+	CHECK(r.s->err_rc == EINVAL && r.s->err_status == 8 && r.s->err_wrid == posted,
+	      "err rc %d, list of %d, %llu posted; want EINVAL, 8, %llu", r.s->err_rc, r.s->err_status,
+	      (unsigned long long)r.s->err_wrid, (unsigned long long)posted);
+	CHECK(fake(r.qp[0])->writes == (wr_api ? 8 : 11), "%ld writes performed", fake(r.qp[0])->writes);
+	free_rig(&r);
+}
+
+// stream_inline: writes posted with IBV_SEND_INLINE (the data goes in the
+// WR; ibv_wr_set_inline_data with the work request API) land as the others.
+static void stream_inline(void)
+{
+	rig r = new_rig(2, 8, 0, 4, 100);
+	r.s->inl = 1;
+	int rc = ek_stream_run(r.s, RUN_NS);
+	CHECK(rc == EK_RUN_DONE, "run: %d (err kind %d)", rc, r.s->err_kind);
+	for (int i = 0; i < 2; i++) {
+		fake_qp *f = fake(r.qp[i]);
+		CHECK(f->writes == 100 && memcmp(r.dst[i], r.src, SIZE) == 0, "QP %d: %ld writes", i, f->writes);
+		for (int k = 0; k < f->nlog; k++)
+			CHECK(f->log[k].raddr == r.s->raddr[i] && f->log[k].laddr == r.s->laddr[i] && f->log[k].len == SIZE,
+			      "QP %d write %d: not the stream's", i, k);
+	}
 	free_rig(&r);
 }
 
@@ -584,6 +712,7 @@ int main(void)
 		{"stream_list_replaced", stream_list_replaced},
 		{"stream_list_reused", stream_list_reused},
 		{"stream_post_refused", stream_post_refused},
+		{"stream_inline", stream_inline},
 		{"stream_completion_error", stream_completion_error},
 		{"stream_foreign_completion", stream_foreign_completion},
 		{"stream_deadline_and_drain", stream_deadline_and_drain},
@@ -596,6 +725,12 @@ int main(void)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		cases[i].fn();
 		printf("ok %s\n", cases[i].name);
+	}
+	// Every case again, the writes posted with ibv_wr_*.
+	wr_api = 1;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cases[i].fn();
+		printf("ok %s (ibv_wr_*)\n", cases[i].name);
 	}
 	return 0;
 }
