@@ -799,6 +799,32 @@ func TestLabProbeDMABUF(t *testing.T) {
 	assert.Equal(t, before, after, "the probe's PD is freed")
 }
 
+// connectPairs connects n QPs of a (made with ca) to n of b (cb), each pair
+// with the other's MR, closed when the test ends; it returns a's QPs and
+// where each writes in b.
+func connectPairs(t *testing.T, a, b *side, n int, ca, cb QPConfig) ([]*QP, []RemoteBuffer) {
+	t.Helper()
+	var qps []*QP
+	var remote []RemoteBuffer
+	for range n {
+		qa, err := a.pd.CreateQP(a.cq, ca)
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, qa.Close()) })
+		qb, err := b.pd.CreateQP(b.cq, cb)
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, qb.Close()) })
+		ea, err := qa.Endpoint()
+		require.NoError(t, err)
+		eb, err := qb.Endpoint()
+		require.NoError(t, err)
+		require.NoError(t, qa.Connect(eb.WithMR(b.mr)))
+		require.NoError(t, qb.Connect(ea.WithMR(a.mr)))
+		qps = append(qps, qa)
+		remote = append(remote, RemoteBuffer{Addr: b.mr.Addr(), RKey: b.mr.RKey()})
+	}
+	return qps, remote
+}
+
 // TestLabWriteStreamPostAPIs: rxe has the work request API, so a QP takes it
 // unless QPConfig.OldPostSend; either way the write loop lands every byte
 // and completes exactly the writes of Iterations mode, with and without
@@ -815,24 +841,9 @@ func TestLabWriteStreamPostAPIs(t *testing.T) {
 				if inline {
 					qcfg.MaxInlineData = size
 				}
-				var qps []*QP
-				var remote []RemoteBuffer
-				for range 2 {
-					qa, err := a.pd.CreateQP(a.cq, qcfg)
-					require.NoError(t, err)
-					t.Cleanup(func() { assert.NoError(t, qa.Close()) })
-					qb, err := b.pd.CreateQP(b.cq, QPConfig{MaxSendWR: 8})
-					require.NoError(t, err)
-					t.Cleanup(func() { assert.NoError(t, qb.Close()) })
-					assert.Equal(t, !old, qa.WRAPI(), "rxe's provider has ibv_wr_*")
-					ea, err := qa.Endpoint()
-					require.NoError(t, err)
-					eb, err := qb.Endpoint()
-					require.NoError(t, err)
-					require.NoError(t, qa.Connect(eb.WithMR(b.mr)))
-					require.NoError(t, qb.Connect(ea.WithMR(a.mr)))
-					qps = append(qps, qa)
-					remote = append(remote, RemoteBuffer{Addr: b.mr.Addr(), RKey: b.mr.RKey()})
+				qps, remote := connectPairs(t, a, b, 2, qcfg, QPConfig{MaxSendWR: 8})
+				for _, qp := range qps {
+					assert.Equal(t, !old, qp.WRAPI(), "rxe's provider has ibv_wr_*")
 				}
 				src := pattern(size, 3)
 				copy(a.buf.Bytes(), src)
@@ -862,24 +873,7 @@ func TestLabWriteStream(t *testing.T) {
 	const size = 8192
 	a := newSide(t, c, size, QPConfig{MaxSendWR: -1})
 	b := newSide(t, c, size, QPConfig{MaxSendWR: -1})
-	var qpsA []*QP
-	var remote []RemoteBuffer
-	for range 3 {
-		qa, err := a.pd.CreateQP(a.cq, QPConfig{MaxSendWR: 16})
-		require.NoError(t, err)
-		t.Cleanup(func() { assert.NoError(t, qa.Close()) })
-		qb, err := b.pd.CreateQP(b.cq, QPConfig{MaxSendWR: 16})
-		require.NoError(t, err)
-		t.Cleanup(func() { assert.NoError(t, qb.Close()) })
-		ea, err := qa.Endpoint()
-		require.NoError(t, err)
-		eb, err := qb.Endpoint()
-		require.NoError(t, err)
-		require.NoError(t, qa.Connect(eb.WithMR(b.mr)))
-		require.NoError(t, qb.Connect(ea.WithMR(a.mr)))
-		qpsA = append(qpsA, qa)
-		remote = append(remote, RemoteBuffer{Addr: b.mr.Addr(), RKey: b.mr.RKey()})
-	}
+	qpsA, remote := connectPairs(t, a, b, 3, QPConfig{MaxSendWR: 16}, QPConfig{MaxSendWR: 16})
 	src := pattern(size, 9)
 	copy(a.buf.Bytes(), src)
 	cfg := StreamConfig{CQ: a.cq, QPs: qpsA, MR: a.mr, Remote: remote, Size: size, Depth: 16, LowWater: 4,
