@@ -255,15 +255,24 @@ func (s *mdSession) do(req *http.Request) (string, int, error) {
 	return string(b), resp.StatusCode, nil
 }
 
+// The length is checked apart (validInstanceID): a bounded repeat, as
+// {0,127}, compiles into a program of 128 copies, 0.1 ms and 1,700
+// allocations at every start of every binary that imports this package.
 var (
-	instanceIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+	instanceIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
 	regionRE     = regexp.MustCompile(`^[a-z]{2,}(-[a-z0-9]+)+$`)
 )
+
+// validInstanceID: a letter or digit, then at most 127 of letters, digits,
+// '_' and '-' ("i-bp67acfmxazb4p****").
+func validInstanceID(id string) bool {
+	return len(id) <= 128 && instanceIDRE.MatchString(id)
+}
 
 // validateInstance checks that what was read looks like what the items
 // hold, so that garbage never reaches a report as an instance type.
 func validateInstance(inst *Instance) error {
-	if !instanceIDRE.MatchString(inst.ID) {
+	if !validInstanceID(inst.ID) {
 		return fmt.Errorf("instance-id %q: %w", clip(inst.ID, 40), ErrMetadataValue)
 	}
 	if _, err := ParseInstanceType(inst.Type); err != nil {

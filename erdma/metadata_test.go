@@ -153,6 +153,8 @@ func TestMetadataGarbage(t *testing.T) {
 		{"empty region", "meta-data/region-id", "", ErrMetadataValue},
 		{"region garbage", "meta-data/region-id", "!!!", ErrMetadataValue},
 		{"huge body", "meta-data/instance-id", strings.Repeat("a", 10000), ErrMetadataUnavailable},
+		{"id of 129", "meta-data/instance-id", "i-" + strings.Repeat("a", 127), ErrMetadataValue},
+		{"id starting with -", "meta-data/instance-id", "-bp67acfmxazb4p", ErrMetadataValue},
 		{"type without ecs", "meta-data/instance/instance-type", "ebmgn8is.32xlarge", ErrInstanceType},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,6 +167,15 @@ func TestMetadataGarbage(t *testing.T) {
 			assert.True(t, errors.Is(err, tc.want), "%v", err)
 		})
 	}
+}
+
+func TestValidInstanceID(t *testing.T) {
+	assert.True(t, validInstanceID("i-"+strings.Repeat("a", 126)), "128 characters")
+	assert.False(t, validInstanceID("i-"+strings.Repeat("a", 127)), "129 characters")
+	assert.True(t, validInstanceID("i-2ze0abcdefgh1234"))
+	assert.True(t, validInstanceID("a"))
+	assert.False(t, validInstanceID(""))
+	assert.False(t, validInstanceID("i-2ze0 abc"))
 }
 
 func TestMetadataNotFound(t *testing.T) {

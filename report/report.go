@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/erdmakit/erdmakit/health"
@@ -51,7 +52,7 @@ func Write(w io.Writer, opts Options, inputs ...Input) error {
 		p.Notes = append(p.Notes, "redacted: host names, MACs, IPv4 addresses, GIDs, GUIDs, GPU UUIDs, instance ids and the region are replaced (consistently over the page)")
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	if err := pageTemplate.Execute(bw, p); err != nil {
+	if err := pageTemplate().Execute(bw, p); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	return bw.Flush()
@@ -70,20 +71,24 @@ func Status(inputs ...Input) health.Severity {
 //go:embed page.html.tmpl
 var pageHTML string
 
-var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"sev": func(s health.Severity) string {
-		switch s {
-		case health.OK, health.Skip, health.Warn, health.Fail:
-			return string(s)
-		case "":
-			return "none"
-		case "not reached": // fleet's NotReached: says nothing about health
-			return "skip"
-		}
-		return "fail" // a host's missing, error: as bad as fail
-	},
-	"sevrank": sevOrder,
-	"upper":   func(s health.Severity) string { return strings.ToUpper(string(s)) },
-	"anchor":  func(i int) string { return fmt.Sprintf("s%d", i) },
-	"join":    strings.Join,
-}).Parse(pageHTML))
+// pageTemplate is parsed at its first use, not at every start of every
+// binary that imports the package (a millisecond and 1,500 allocations).
+var pageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Funcs(template.FuncMap{
+		"sev": func(s health.Severity) string {
+			switch s {
+			case health.OK, health.Skip, health.Warn, health.Fail:
+				return string(s)
+			case "":
+				return "none"
+			case "not reached": // fleet's NotReached: says nothing about health
+				return "skip"
+			}
+			return "fail" // a host's missing, error: as bad as fail
+		},
+		"sevrank": sevOrder,
+		"upper":   func(s health.Severity) string { return strings.ToUpper(string(s)) },
+		"anchor":  func(i int) string { return fmt.Sprintf("s%d", i) },
+		"join":    strings.Join,
+	}).Parse(pageHTML))
+})
