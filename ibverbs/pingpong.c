@@ -74,20 +74,11 @@ static int await_byte(ping *g, uint8_t v)
 static int post(ping *g, uint8_t v, uint64_t wrid)
 {
 	*g->send = v;
+	g->wr.wr_id = wrid;
 	int rc;
 	if (g->qpx) {
-		struct ibv_qp_ex *x = g->qpx;
-		ibv_wr_start(x);
-		x->wr_id = wrid;
-		x->wr_flags = g->wr.send_flags;
-		ibv_wr_rdma_write(x, g->wr.wr.rdma.rkey, g->wr.wr.rdma.remote_addr);
-		if (g->wr.send_flags & IBV_SEND_INLINE)
-			ibv_wr_set_inline_data(x, g->send, g->sge.length);
-		else
-			ibv_wr_set_sge(x, g->sge.lkey, g->sge.addr, g->sge.length);
-		rc = ibv_wr_complete(x);
+		rc = ek_wr_post(g->qpx, &g->wr);
 	} else {
-		g->wr.wr_id = wrid;
 		struct ibv_send_wr *bad;
 		rc = ibv_post_send(g->qp, &g->wr, &bad);
 	}

@@ -123,6 +123,26 @@ enum { EK_WRID_SEQ = 0, EK_WRID_COUNT = 1 };
 // the heap, and the data path must not allocate.)
 int ek_post_writes(ek_qp *q, uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
 		   uint32_t size, int n, int every, uint64_t wrid, int ids, int inl);
+// ek_wr_post posts a list of RDMA writes (one SGE each, as ek_post_writes
+// builds them) through the work request API: what ibv_post_send would
+// post, but a failure aborts the whole list, none of it posted.
+// IBV_SEND_INLINE stays in wr_flags: rxe's kernel reads it from the WQE,
+// and its wr_set_inline_data does not set it.
+static inline int ek_wr_post(struct ibv_qp_ex *x, struct ibv_send_wr *list)
+{
+	ibv_wr_start(x);
+	for (struct ibv_send_wr *w = list; w; w = w->next) {
+		x->wr_id = w->wr_id;
+		x->wr_flags = w->send_flags;
+		ibv_wr_rdma_write(x, w->wr.rdma.rkey, w->wr.rdma.remote_addr);
+		if (w->send_flags & IBV_SEND_INLINE)
+			ibv_wr_set_inline_data(x, (void *)(uintptr_t)w->sg_list->addr, w->sg_list->length);
+		else
+			ibv_wr_set_sge(x, w->sg_list->lkey, w->sg_list->addr, w->sg_list->length);
+	}
+	return ibv_wr_complete(x);
+}
+
 // ek_post_built posts q's list as last built, unchanged: for a caller that
 // built it (ek_post_writes with EK_WRID_COUNT) and finds q->built.gen as it
 // left it. The same returns as ek_post_writes. Inline: it is a write loop's
@@ -130,23 +150,8 @@ int ek_post_writes(ek_qp *q, uint64_t laddr, uint32_t lkey, uint64_t raddr, uint
 static inline int ek_post_built(ek_qp *q)
 {
 	if (q->qpx) {
-		// The same writes through the work request API. A failure
-		// aborts the whole list: none of it was posted. IBV_SEND_INLINE
-		// stays in wr_flags: rxe's kernel reads it from the WQE, and
-		// its wr_set_inline_data does not set it.
-		struct ibv_qp_ex *x = q->qpx;
-		ibv_wr_start(x);
-		for (struct ibv_send_wr *w = q->wrs; w; w = w->next) {
-			x->wr_id = w->wr_id;
-			x->wr_flags = w->send_flags;
-			ibv_wr_rdma_write(x, w->wr.rdma.rkey, w->wr.rdma.remote_addr);
-			if (w->send_flags & IBV_SEND_INLINE)
-				ibv_wr_set_inline_data(x, (void *)(uintptr_t)w->sg_list->addr, w->sg_list->length);
-			else
-				ibv_wr_set_sge(x, w->sg_list->lkey, w->sg_list->addr, w->sg_list->length);
-		}
 		q->last_posted = 0;
-		return ibv_wr_complete(x);
+		return ek_wr_post(q->qpx, q->wrs);
 	}
 	struct ibv_send_wr *bad = NULL;
 	int rc = ibv_post_send(q->qp, q->wrs, &bad);

@@ -594,9 +594,10 @@ static void *run_side(void *arg)
 static void ping_pong(void)
 {
 	uint32_t sizes[] = {1, 2, 4096};
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < 6; k++) {
 		static side a, b;
-		new_pair(&a, &b, sizes[k]);
+		new_pair(&a, &b, sizes[k % 3]);
+		a.p.inl = b.p.inl = k >= 3; // the data in the WR: the whole send area, not only its last byte
 		int64_t rtt[PING_ROUNDS];
 		a.rtt = rtt, a.rounds = PING_ROUNDS;
 		b.rounds = PING_ROUNDS;
@@ -605,12 +606,12 @@ static void ping_pong(void)
 		pthread_create(&ta, NULL, run_side, &a);
 		pthread_join(ta, NULL);
 		pthread_join(tb, NULL);
-		CHECK(a.rc == EK_RUN_DONE && b.rc == EK_RUN_DONE, "size %u: runs %d and %d (errors %d, %d)", sizes[k], a.rc,
-		      b.rc, a.p.err_kind, b.p.err_kind);
+		CHECK(a.rc == EK_RUN_DONE && b.rc == EK_RUN_DONE, "size %u inline %d: runs %d and %d (errors %d, %d)", sizes[k % 3],
+		      a.p.inl, a.rc, b.rc, a.p.err_kind, b.p.err_kind);
 		CHECK(a.p.rounds == PING_ROUNDS && b.p.rounds == PING_ROUNDS, "rounds %llu and %llu", (unsigned long long)a.p.rounds,
 		      (unsigned long long)b.p.rounds);
 		for (int i = 0; i < PING_ROUNDS; i++)
-			CHECK(rtt[i] > 0 && rtt[i] <= STALL_NS, "size %u: round trip %d took %lld ns", sizes[k], i,
+			CHECK(rtt[i] > 0 && rtt[i] <= STALL_NS, "size %u: round trip %d took %lld ns", sizes[k % 3], i,
 			      (long long)rtt[i]);
 		CHECK(a.p.last_ns == rtt[PING_ROUNDS - 1], "last_ns %lld, the last round trip %lld", (long long)a.p.last_ns,
 		      (long long)rtt[PING_ROUNDS - 1]);
