@@ -4,12 +4,9 @@ package ncclog
 
 import "unsafe"
 
-// hasAVX2 is set once, from CPUID: the CPU has AVX2 and the OS saves the
-// YMM registers.
-var hasAVX2 = cpuHasAVX2()
-
-// findNCCLVectorised says which search runs here (tests log it).
-var findNCCLVectorised = hasAVX2
+// findNCCLVectorised says which search runs here, set once from CPUID: the
+// CPU has AVX2 and the OS saves the YMM registers.
+var findNCCLVectorised = cpuHasAVX2()
 
 // findNCCLAVX2 is findNCCL over p[:n], n >= findNCCLMin, for the positions
 // below (n-3)/32*32 (a step reads 32 bytes at +0, +1 and +3); at is -1
@@ -22,7 +19,7 @@ func findNCCLAVX2(p *byte, n int) (at, eol int)
 const findNCCLMin = 35
 
 func findNCCL(b []byte) (at, eol int) {
-	if !hasAVX2 || len(b) < findNCCLMin {
+	if !findNCCLVectorised || len(b) < findNCCLMin {
 		return findNCCLGeneric(b, 0)
 	}
 	at, eol = findNCCLAVX2(unsafe.SliceData(b), len(b))
