@@ -165,7 +165,8 @@ func ExampleNewWriteStream() {
 // ib_write_lat's ping-pong run in C: one QP, its CQ and an MR of two
 // 64-byte areas (the peer writes into the first, ours are sent from the
 // second); the peer runs the same with Answer set. Each Run is one cgo
-// call; here 1000 round trips, timed from one post to the next.
+// call; here 1000 round trips, each timed from one post's return to the
+// next's.
 func ExampleNewPingPong() {
 	var (
 		cq     *ibverbs.CQ      // the QP's send CQ

@@ -1001,6 +1001,51 @@ func TestLabPingPongInline(t *testing.T) {
 	assert.Equal(t, byte(n), a.buf.Bytes()[size-1], "the last round answered")
 }
 
+// TestLabPingPongResume: an answering side whose writer stops comes to the
+// end of its Run with its next write built through the work request API;
+// that write is discarded (ibv_wr_abort), and its next Run answers on, on
+// the same QP, with and without inline data.
+func TestLabPingPongResume(t *testing.T) {
+	c := openLab(t)
+	const size = 48
+	for _, inline := range []bool{false, true} {
+		a := newSide(t, c, 128, QPConfig{MaxSendWR: 4, MaxInlineData: 64})
+		b := newSide(t, c, 128, QPConfig{MaxSendWR: 4, MaxInlineData: 64})
+		require.True(t, a.qp.WRAPI() && b.qp.WRAPI(), "rxe's provider has ibv_wr_*")
+		require.NoError(t, a.qp.Connect(b.endpoint(t)))
+		require.NoError(t, b.qp.Connect(a.endpoint(t)))
+		pcfg, qcfg := pingConfig(a, b, size, false), pingConfig(b, a, size, true)
+		pcfg.Inline, qcfg.Inline = inline, inline
+		qcfg.Stall = 300 * time.Millisecond
+		ping, err := NewPingPong(pcfg)
+		require.NoError(t, err)
+		defer ping.Close()
+		pong, err := NewPingPong(qcfg)
+		require.NoError(t, err)
+		defer pong.Close()
+		rtts := make([]time.Duration, 20)
+		for k := 1; k <= 3; k++ {
+			answered := make(chan PingStatus, 1)
+			go func() {
+				st, err := pong.Run(nil, 1000, time.Hour)
+				assert.NoError(t, err)
+				answered <- st
+			}()
+			st, err := ping.Run(rtts, 20, time.Hour)
+			require.NoError(t, err, "inline %v, run %d", inline, k)
+			pst := <-answered
+			assert.Equal(t, RunDone, st.State)
+			assert.Equal(t, RunStalled, pst.State, "the pong waits for a 21st write")
+			assert.Equal(t, uint64(20*k), st.Rounds)
+			assert.Equal(t, uint64(20*k), pst.Rounds)
+			assert.Equal(t, byte(20*k), a.buf.Bytes()[size-1], "inline %v, run %d: answered", inline, k)
+			for i, d := range rtts {
+				require.Positive(t, d, "round trip %d", i)
+			}
+		}
+	}
+}
+
 // TestLabPingPong: the C ping-pong on rxe0, both sides in this process: the
 // writer times every round trip, Runs continue each other's numbering, the
 // payload lands, a Run allocates nothing, the deadline and Stop end runs;

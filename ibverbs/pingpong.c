@@ -43,8 +43,11 @@ static int check(ek_ping *p, int64_t *begin, int what)
 
 // ping is one Run's loop state, in locals of ek_ping_run: with software
 // RDMA the next write may land while a post's system call still runs, so
-// every instruction between a post's return and the next post is part of
-// the round trip (ib_write_lat's loop is as lean).
+// every instruction between seeing the peer's byte and the next post is
+// part of the round trip (ib_write_lat's loop is as lean). What can wait,
+// waits: the clock read, the bookkeeping and, through the work request
+// API, the building of the next write happen after a post, while the peer
+// works; seeing the byte only publishes the write already built.
 typedef struct {
 	ek_ping *p;
 	volatile uint8_t *recv;
@@ -54,6 +57,7 @@ typedef struct {
 	struct ibv_cq *cq;
 	struct ibv_sge sge;
 	struct ibv_send_wr wr; // built once per Run; only wr_id changes
+	int built;             // the next write is built in an open ibv_wr_* batch (build)
 } ping;
 
 static int await_byte(ping *g, uint8_t v)
@@ -71,14 +75,47 @@ static int await_byte(ping *g, uint8_t v)
 	return 0;
 }
 
+// build makes the write of byte v (wr_id wrid) in an open ibv_wr_* batch,
+// ready for post to publish: ibv_wr_complete then only stores the queue's
+// producer index and rings the doorbell. The byte is stored first, so that
+// inline data carries it. A batch left open is aborted (unbuild).
+static void build(ping *g, uint8_t v, uint64_t wrid)
+{
+	struct ibv_qp_ex *x = g->qpx;
+	*g->send = v;
+	ibv_wr_start(x);
+	x->wr_id = wrid;
+	x->wr_flags = g->wr.send_flags;
+	ibv_wr_rdma_write(x, g->wr.wr.rdma.rkey, g->wr.wr.rdma.remote_addr);
+	if (g->wr.send_flags & IBV_SEND_INLINE)
+		ibv_wr_set_inline_data(x, (void *)(uintptr_t)g->sge.addr, g->sge.length);
+	else
+		ibv_wr_set_sge(x, g->sge.lkey, g->sge.addr, g->sge.length);
+	g->built = 1;
+}
+
+// unbuild discards a write built and not posted (a Run that ends between).
+static void unbuild(ping *g)
+{
+	if (g->built) {
+		ibv_wr_abort(g->qpx);
+		g->built = 0;
+	}
+}
+
+// post posts the write of byte v (wr_id wrid): the one build made for it,
+// or, where none is, built now.
 static int post(ping *g, uint8_t v, uint64_t wrid)
 {
-	*g->send = v;
-	g->wr.wr_id = wrid;
 	int rc;
 	if (g->qpx) {
-		rc = ek_wr_post(g->qpx, &g->wr);
+		if (!g->built)
+			build(g, v, wrid);
+		g->built = 0;
+		rc = ibv_wr_complete(g->qpx);
 	} else {
+		*g->send = v;
+		g->wr.wr_id = wrid;
 		struct ibv_send_wr *bad;
 		rc = ibv_post_send(g->qp, &g->wr, &bad);
 	}
@@ -136,49 +173,84 @@ int ek_ping_run(ek_ping *p, int64_t *rtt, int64_t rounds, int64_t for_ns)
 	g.wr.send_flags = IBV_SEND_SIGNALED | (p->inl ? IBV_SEND_INLINE : 0);
 	g.wr.wr.rdma.remote_addr = p->raddr;
 	g.wr.wr.rdma.rkey = p->rkey;
-	int64_t t = ek_now_ns();
-	int64_t deadline = ek_deadline(t, for_ns);
+	int64_t start = ek_now_ns();
+	int64_t deadline = ek_deadline(start, for_ns);
 	// Round trips made and the last one's time, written back on return.
 	uint64_t n = p->rounds;
 	int64_t last = p->last_ns;
+	// The writing side times a round trip from one post's return to the
+	// next's (the clock read waits with the rest until the write is out):
+	// round trip i-1 is stored after post i. The Run's last round trip has
+	// no post after it: it is stored at the end, from its post's return to
+	// its answer plus the Run's first post (start to its return), so that
+	// the Run's round trips add up to its time.
+	int64_t posted = start, first = 0;
+	int64_t done = 0, stored = 0; // round trips made and stored in this Run
 	int state = EK_RUN_DONE, rc;
 	for (int64_t i = 0; i < rounds; i++) {
 		uint8_t v = (uint8_t)(n + 1);
+		// The state the Run ends in after this round trip, decided
+		// after its post; -1: it goes on.
+		int end = -1;
 		if (p->answer) {
 			if ((rc = await_byte(&g, v)) || (rc = post(&g, v, n)) || (rc = reap(&g, n))) {
 				state = rc;
 				break;
 			}
-			n++;
-			if (i + 1 < rounds && (i + 1) % DEADLINE_EVERY == 0 && ek_now_ns() >= deadline) {
-				state = EK_RUN_DEADLINE;
-				break;
-			}
+			if (i + 1 < rounds && (i + 1) % DEADLINE_EVERY == 0 && ek_now_ns() >= deadline)
+				end = EK_RUN_DEADLINE;
 		} else {
 			// As ib_write_lat (run_iter_lat_write): post, reap the
 			// write's completion (its ACK comes back about when the
 			// peer sees the write, before the answer), wait for the
-			// answer; one clock read per round trip, the time from one
-			// post to the next.
-			if ((rc = post(&g, v, n)) || (rc = reap(&g, n)) || (rc = await_byte(&g, v))) {
+			// answer.
+			if ((rc = post(&g, v, n))) {
 				state = rc;
 				break;
 			}
-			n++;
 			int64_t now = ek_now_ns();
-			last = now - t;
-			if (rtt)
-				rtt[i] = last;
-			t = now;
-			if (i + 1 < rounds && now >= deadline) {
-				state = EK_RUN_DEADLINE;
+			if (i == 0) {
+				first = now - start;
+			} else {
+				last = now - posted;
+				if (rtt)
+					rtt[i - 1] = last;
+				stored = i;
+			}
+			posted = now;
+			if (i + 1 < rounds && now >= deadline)
+				end = EK_RUN_DEADLINE;
+			if ((rc = reap(&g, n))) {
+				state = rc;
 				break;
 			}
 		}
+		if (i + 1 < rounds && end < 0 && __atomic_load_n(&p->stop, __ATOMIC_RELAXED))
+			end = EK_RUN_STOPPED;
+		if (i + 1 < rounds && end < 0 && g.qpx)
+			build(&g, (uint8_t)(v + 1), n + 1);
+		if (!p->answer && (rc = await_byte(&g, v))) {
+			state = rc;
+			break;
+		}
+		n++;
+		done++;
+		if (end >= 0) {
+			state = end;
+			break;
+		}
+		// Between round trips, as before a post: only the stop flag.
 		if (i + 1 < rounds && __atomic_load_n(&p->stop, __ATOMIC_RELAXED)) {
 			state = EK_RUN_STOPPED;
 			break;
 		}
+	}
+	unbuild(&g);
+	// The Run's last round trip, where no post came after it to store it.
+	if (!p->answer && done > stored) {
+		last = ek_now_ns() - posted + first;
+		if (rtt)
+			rtt[done - 1] = last;
 	}
 	p->rounds = n;
 	p->last_ns = last;

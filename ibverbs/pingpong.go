@@ -25,8 +25,12 @@ import (
 // each, as ib_write_lat's, a post, a spin on the CQ for the write's
 // completion and a spin on the last byte of the receive area (a memory
 // read; the answering side waits first), where a Go loop makes a cgo call
-// per post and per poll of the CQ. The writing side times each round trip
-// from one post to the next, one clock read per round trip. It allocates
+// per post and per poll of the CQ. Between seeing the peer's byte and the
+// next post each side does nothing else: the clock read, the bookkeeping
+// and (through the work request API) the building of the next write come
+// after a post, while the peer works. The writing side times each round
+// trip from one post's return to the next's, one clock read per round
+// trip. It allocates
 // nothing per round trip or per Run. Each Run spins on a thread of its own,
 // started for it with every signal blocked, while the calling goroutine
 // waits parked: the Go runtime stays out of the loop's way.

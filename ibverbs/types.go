@@ -716,7 +716,8 @@ type PingConfig struct {
 	Inline     bool
 	// Answer is the server's side: wait for each of the peer's writes, then
 	// write back. Otherwise this side writes first and times each round
-	// trip, from one post to the next as ib_write_lat does.
+	// trip, from one post's return to the next's (ib_write_lat times from
+	// one post's start to the next's: the same period).
 	Answer bool
 	// Stall bounds any one wait (for the peer's write, for a completion):
 	// a longer one ends the run with RunStalled. Default 10 s.

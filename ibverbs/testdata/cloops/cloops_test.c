@@ -547,6 +547,8 @@ typedef struct {
 	int64_t *rtt;
 	int64_t rounds;
 	int rc;
+	int64_t for_ns;  // the Run's duration (0: RUN_NS)
+	int64_t wall_ns; // the last ek_ping_run call, as run_side timed it
 } side;
 
 static void new_side(side *s, uint32_t size, int answer)
@@ -587,8 +589,33 @@ static void free_side(side *s)
 static void *run_side(void *arg)
 {
 	side *s = arg;
-	s->rc = ek_ping_run(&s->p, s->rtt, s->rounds, RUN_NS);
+	int64_t t = ek_now_ns();
+	s->rc = ek_ping_run(&s->p, s->rtt, s->rounds, s->for_ns ? s->for_ns : RUN_NS);
+	s->wall_ns = ek_now_ns() - t;
 	return NULL;
+}
+
+// check_rtts: the writing side's n round trips each took some time, and
+// together no longer than the call that made them.
+static void check_rtts(const side *a, const int64_t *rtt, int n)
+{
+	int64_t sum = 0;
+	for (int i = 0; i < n; i++) {
+		CHECK(rtt[i] > 0 && rtt[i] <= STALL_NS, "size %u: round trip %d took %lld ns", a->p.size, i, (long long)rtt[i]);
+		sum += rtt[i];
+	}
+	CHECK(sum <= a->wall_ns, "%d round trips add up to %lld ns, the run took %lld", n, (long long)sum,
+	      (long long)a->wall_ns);
+	CHECK(a->p.last_ns == rtt[n - 1], "last_ns %lld, the last round trip %lld", (long long)a->p.last_ns,
+	      (long long)rtt[n - 1]);
+}
+
+// no_batch: neither side left an ibv_wr_* batch open (a write built for a
+// round trip that did not come is aborted).
+static void no_batch(side *a, side *b)
+{
+	CHECK(!fake(a->qp)->in_batch && !fake(b->qp)->in_batch, "a batch left open: %d, %d", fake(a->qp)->in_batch,
+	      fake(b->qp)->in_batch);
 }
 
 static void ping_pong(void)
@@ -610,16 +637,70 @@ static void ping_pong(void)
 		      a.p.inl, a.rc, b.rc, a.p.err_kind, b.p.err_kind);
 		CHECK(a.p.rounds == PING_ROUNDS && b.p.rounds == PING_ROUNDS, "rounds %llu and %llu", (unsigned long long)a.p.rounds,
 		      (unsigned long long)b.p.rounds);
-		for (int i = 0; i < PING_ROUNDS; i++)
-			CHECK(rtt[i] > 0 && rtt[i] <= STALL_NS, "size %u: round trip %d took %lld ns", sizes[k % 3], i,
-			      (long long)rtt[i]);
-		CHECK(a.p.last_ns == rtt[PING_ROUNDS - 1], "last_ns %lld, the last round trip %lld", (long long)a.p.last_ns,
-		      (long long)rtt[PING_ROUNDS - 1]);
+		check_rtts(&a, rtt, PING_ROUNDS);
+		no_batch(&a, &b);
 		CHECK(fake(a.qp)->nlog == PING_ROUNDS && fake(b.qp)->nlog == PING_ROUNDS, "writes %d and %d", fake(a.qp)->nlog,
 		      fake(b.qp)->nlog);
 		free_side(&a);
 		free_side(&b);
 	}
+}
+
+// ping_resume: the writing side runs 10 round trips at a time; the
+// answering side, asked for more, has built its next write when the writer
+// stops, and is stopped waiting: the write is discarded, not posted, and
+// the next Runs of both go on from there.
+static void ping_resume(void)
+{
+	static side a, b;
+	new_pair(&a, &b, 2);
+	for (int k = 1; k <= 3; k++) {
+		int64_t rtt[10];
+		a.rtt = rtt, a.rounds = 10;
+		b.rounds = 100;
+		pthread_t ta, tb;
+		pthread_create(&tb, NULL, run_side, &b);
+		pthread_create(&ta, NULL, run_side, &a);
+		pthread_join(ta, NULL);
+		__atomic_store_n(&b.p.stop, 1, __ATOMIC_RELAXED);
+		pthread_join(tb, NULL);
+		b.p.stop = 0;
+		CHECK(a.rc == EK_RUN_DONE && b.rc == EK_RUN_STOPPED, "run %d: %d and %d (errors %d, %d)", k, a.rc, b.rc,
+		      a.p.err_kind, b.p.err_kind);
+		CHECK(a.p.rounds == 10u * k && b.p.rounds == 10u * k, "run %d: rounds %llu and %llu", k,
+		      (unsigned long long)a.p.rounds, (unsigned long long)b.p.rounds);
+		CHECK(fake(a.qp)->nlog == 10 * k && fake(b.qp)->nlog == 10 * k, "run %d: writes %d and %d", k,
+		      fake(a.qp)->nlog, fake(b.qp)->nlog);
+		check_rtts(&a, rtt, 10);
+		no_batch(&a, &b);
+	}
+	free_side(&a);
+	free_side(&b);
+}
+
+// ping_deadline: the writing side's Run ends at its deadline, after a
+// whole round trip; the answering side, stopped then, has answered every
+// write.
+static void ping_deadline(void)
+{
+	static side a, b;
+	new_pair(&a, &b, 2);
+	static int64_t rtt[1 << 20];
+	a.rtt = rtt, a.rounds = 1 << 20, a.for_ns = 20000000LL;
+	b.rounds = 1 << 30;
+	pthread_t ta, tb;
+	pthread_create(&tb, NULL, run_side, &b);
+	pthread_create(&ta, NULL, run_side, &a);
+	pthread_join(ta, NULL);
+	__atomic_store_n(&b.p.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(tb, NULL);
+	CHECK(a.rc == EK_RUN_DEADLINE && b.rc == EK_RUN_STOPPED, "runs %d and %d", a.rc, b.rc);
+	CHECK(a.p.rounds > 0 && a.p.rounds < (1u << 20) && b.p.rounds == a.p.rounds, "rounds %llu and %llu",
+	      (unsigned long long)a.p.rounds, (unsigned long long)b.p.rounds);
+	check_rtts(&a, rtt, (int)a.p.rounds);
+	no_batch(&a, &b);
+	free_side(&a);
+	free_side(&b);
 }
 
 // ping_stall: nobody answers; the wait for the peer gives up at stall_ns.
@@ -632,6 +713,7 @@ static void ping_stall(void)
 	int rc = ek_ping_run(&a.p, rtt, 4, RUN_NS);
 	CHECK(rc == EK_RUN_STALLED && a.p.stalled == EK_PING_WAIT_PEER, "run: %d, stalled %d", rc, a.p.stalled);
 	CHECK(a.p.rounds == 0, "rounds %llu", (unsigned long long)a.p.rounds);
+	no_batch(&a, &b);
 	free_side(&a);
 	free_side(&b);
 }
@@ -667,6 +749,7 @@ static void ping_completion_error(void)
 	int rc = ek_ping_run(&a.p, NULL, 4, RUN_NS);
 	CHECK(rc == EK_RUN_ERROR && a.p.err_kind == EK_STREAM_ERR_WC && a.p.err_status == IBV_WC_REM_ACCESS_ERR,
 	      "run: %d, err kind %d, status %d", rc, a.p.err_kind, a.p.err_status);
+	no_batch(&a, &b);
 	free_side(&a);
 	free_side(&b);
 }
@@ -718,6 +801,8 @@ int main(void)
 		{"stream_foreign_completion", stream_foreign_completion},
 		{"stream_deadline_and_drain", stream_deadline_and_drain},
 		{"ping_pong", ping_pong},
+		{"ping_resume", ping_resume},
+		{"ping_deadline", ping_deadline},
 		{"ping_stall", ping_stall},
 		{"ping_stop", ping_stop},
 		{"ping_completion_error", ping_completion_error},
