@@ -81,16 +81,9 @@ static int await_byte(ping *g, uint8_t v)
 // inline data carries it. A batch left open is aborted (unbuild).
 static void build(ping *g, uint8_t v, uint64_t wrid)
 {
-	struct ibv_qp_ex *x = g->qpx;
 	*g->send = v;
-	ibv_wr_start(x);
-	x->wr_id = wrid;
-	x->wr_flags = g->wr.send_flags;
-	ibv_wr_rdma_write(x, g->wr.wr.rdma.rkey, g->wr.wr.rdma.remote_addr);
-	if (g->wr.send_flags & IBV_SEND_INLINE)
-		ibv_wr_set_inline_data(x, (void *)(uintptr_t)g->sge.addr, g->sge.length);
-	else
-		ibv_wr_set_sge(x, g->sge.lkey, g->sge.addr, g->sge.length);
+	g->wr.wr_id = wrid;
+	ek_wr_build(g->qpx, &g->wr);
 	g->built = 1;
 }
 

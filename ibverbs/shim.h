@@ -123,15 +123,16 @@ enum { EK_WRID_SEQ = 0, EK_WRID_COUNT = 1 };
 // the heap, and the data path must not allocate.)
 int ek_post_writes(ek_qp *q, uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
 		   uint32_t size, int n, int every, uint64_t wrid, int ids, int inl);
-// ek_wr_post posts a list of RDMA writes (one SGE each, as ek_post_writes
-// builds them) through the work request API: what ibv_post_send would
-// post, but a failure aborts the whole list, none of it posted.
+// ek_wr_build opens a batch of the work request API (ibv_wr_start) and
+// builds in it a list of RDMA writes (one SGE each, as ek_post_writes
+// builds them), what ibv_post_send would post; ibv_wr_complete posts the
+// batch, ibv_wr_abort discards it. Inline data is copied now.
 // IBV_SEND_INLINE stays in wr_flags: rxe's kernel reads it from the WQE,
 // and its wr_set_inline_data does not set it.
-static inline int ek_wr_post(struct ibv_qp_ex *x, struct ibv_send_wr *list)
+static inline void ek_wr_build(struct ibv_qp_ex *x, const struct ibv_send_wr *list)
 {
 	ibv_wr_start(x);
-	for (struct ibv_send_wr *w = list; w; w = w->next) {
+	for (const struct ibv_send_wr *w = list; w; w = w->next) {
 		x->wr_id = w->wr_id;
 		x->wr_flags = w->send_flags;
 		ibv_wr_rdma_write(x, w->wr.rdma.rkey, w->wr.rdma.remote_addr);
@@ -140,6 +141,13 @@ static inline int ek_wr_post(struct ibv_qp_ex *x, struct ibv_send_wr *list)
 		else
 			ibv_wr_set_sge(x, w->sg_list->lkey, w->sg_list->addr, w->sg_list->length);
 	}
+}
+
+// ek_wr_post posts a list through the work request API (ek_wr_build, then
+// ibv_wr_complete): a failure posts none of the list.
+static inline int ek_wr_post(struct ibv_qp_ex *x, struct ibv_send_wr *list)
+{
+	ek_wr_build(x, list);
 	return ibv_wr_complete(x);
 }
 
