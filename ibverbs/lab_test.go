@@ -965,27 +965,40 @@ func pingConfig(s, peer *side, size uint32, answer bool) PingConfig {
 		Size: size, Send: 64, Recv: 0, Answer: answer, Stall: 20 * time.Second}
 }
 
+// wrPingPong connects two sides whose QPs post through the work request API
+// (rxe's provider has it; 4 deep, 64 bytes inline) and makes a's writing
+// ping-pong and b's answering one, inline or not; pongStall, when set, is
+// the answering side's Stall. Closed at the test's end.
+func wrPingPong(t *testing.T, c *Context, size uint32, inline bool, pongStall time.Duration) (a, b *side, ping, pong *PingPong) {
+	t.Helper()
+	a = newSide(t, c, 128, QPConfig{MaxSendWR: 4, MaxInlineData: 64})
+	b = newSide(t, c, 128, QPConfig{MaxSendWR: 4, MaxInlineData: 64})
+	require.True(t, a.qp.WRAPI() && b.qp.WRAPI(), "rxe's provider has ibv_wr_*")
+	require.NoError(t, a.qp.Connect(b.endpoint(t)))
+	require.NoError(t, b.qp.Connect(a.endpoint(t)))
+	pcfg, qcfg := pingConfig(a, b, size, false), pingConfig(b, a, size, true)
+	pcfg.Inline, qcfg.Inline = inline, inline
+	if pongStall > 0 {
+		qcfg.Stall = pongStall
+	}
+	ping, err := NewPingPong(pcfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { ping.Close() })
+	pong, err = NewPingPong(qcfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { pong.Close() })
+	return a, b, ping, pong
+}
+
 // TestLabPingPongInline: the ping-pong with its writes' data inline, through
 // the work request API (rxe has it): the whole send area lands, round after
 // round, not only the byte each side polls for.
 func TestLabPingPongInline(t *testing.T) {
 	c := openLab(t)
 	const size = 48
-	a := newSide(t, c, 128, QPConfig{MaxSendWR: 4, MaxInlineData: 64})
-	b := newSide(t, c, 128, QPConfig{MaxSendWR: 4, MaxInlineData: 64})
-	require.True(t, a.qp.WRAPI() && b.qp.WRAPI(), "rxe's provider has ibv_wr_*")
-	require.NoError(t, a.qp.Connect(b.endpoint(t)))
-	require.NoError(t, b.qp.Connect(a.endpoint(t)))
+	a, b, ping, pong := wrPingPong(t, c, size, true, 0)
 	copy(a.buf.Bytes()[64:64+size-1], pattern(size-1, 5))
 	copy(b.buf.Bytes()[64:64+size-1], pattern(size-1, 6))
-	pcfg, qcfg := pingConfig(a, b, size, false), pingConfig(b, a, size, true)
-	pcfg.Inline, qcfg.Inline = true, true
-	ping, err := NewPingPong(pcfg)
-	require.NoError(t, err)
-	defer ping.Close()
-	pong, err := NewPingPong(qcfg)
-	require.NoError(t, err)
-	defer pong.Close()
 	const n = 100
 	answered := make(chan error, 1)
 	go func() {
@@ -1009,20 +1022,7 @@ func TestLabPingPongResume(t *testing.T) {
 	c := openLab(t)
 	const size = 48
 	for _, inline := range []bool{false, true} {
-		a := newSide(t, c, 128, QPConfig{MaxSendWR: 4, MaxInlineData: 64})
-		b := newSide(t, c, 128, QPConfig{MaxSendWR: 4, MaxInlineData: 64})
-		require.True(t, a.qp.WRAPI() && b.qp.WRAPI(), "rxe's provider has ibv_wr_*")
-		require.NoError(t, a.qp.Connect(b.endpoint(t)))
-		require.NoError(t, b.qp.Connect(a.endpoint(t)))
-		pcfg, qcfg := pingConfig(a, b, size, false), pingConfig(b, a, size, true)
-		pcfg.Inline, qcfg.Inline = inline, inline
-		qcfg.Stall = 300 * time.Millisecond
-		ping, err := NewPingPong(pcfg)
-		require.NoError(t, err)
-		defer ping.Close()
-		pong, err := NewPingPong(qcfg)
-		require.NoError(t, err)
-		defer pong.Close()
+		a, _, ping, pong := wrPingPong(t, c, size, inline, 300*time.Millisecond)
 		rtts := make([]time.Duration, 20)
 		for k := 1; k <= 3; k++ {
 			answered := make(chan PingStatus, 1)

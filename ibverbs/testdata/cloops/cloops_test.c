@@ -646,6 +646,20 @@ static void ping_pong(void)
 	}
 }
 
+// run_until_writer_done runs both sides, each on a thread, until the
+// writing side's Run returns; then it stops the answering side's (and
+// clears stop for the next).
+static void run_until_writer_done(side *a, side *b)
+{
+	pthread_t ta, tb;
+	pthread_create(&tb, NULL, run_side, b);
+	pthread_create(&ta, NULL, run_side, a);
+	pthread_join(ta, NULL);
+	__atomic_store_n(&b->p.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(tb, NULL);
+	b->p.stop = 0;
+}
+
 // ping_resume: the writing side runs 10 round trips at a time; the
 // answering side, asked for more, has built its next write when the writer
 // stops, and is stopped waiting: the write is discarded, not posted, and
@@ -658,13 +672,7 @@ static void ping_resume(void)
 		int64_t rtt[10];
 		a.rtt = rtt, a.rounds = 10;
 		b.rounds = 100;
-		pthread_t ta, tb;
-		pthread_create(&tb, NULL, run_side, &b);
-		pthread_create(&ta, NULL, run_side, &a);
-		pthread_join(ta, NULL);
-		__atomic_store_n(&b.p.stop, 1, __ATOMIC_RELAXED);
-		pthread_join(tb, NULL);
-		b.p.stop = 0;
+		run_until_writer_done(&a, &b);
 		CHECK(a.rc == EK_RUN_DONE && b.rc == EK_RUN_STOPPED, "run %d: %d and %d (errors %d, %d)", k, a.rc, b.rc,
 		      a.p.err_kind, b.p.err_kind);
 		CHECK(a.p.rounds == 10u * k && b.p.rounds == 10u * k, "run %d: rounds %llu and %llu", k,
@@ -688,12 +696,7 @@ static void ping_deadline(void)
 	static int64_t rtt[1 << 20];
 	a.rtt = rtt, a.rounds = 1 << 20, a.for_ns = 20000000LL;
 	b.rounds = 1 << 30;
-	pthread_t ta, tb;
-	pthread_create(&tb, NULL, run_side, &b);
-	pthread_create(&ta, NULL, run_side, &a);
-	pthread_join(ta, NULL);
-	__atomic_store_n(&b.p.stop, 1, __ATOMIC_RELAXED);
-	pthread_join(tb, NULL);
+	run_until_writer_done(&a, &b);
 	CHECK(a.rc == EK_RUN_DEADLINE && b.rc == EK_RUN_STOPPED, "runs %d and %d", a.rc, b.rc);
 	CHECK(a.p.rounds > 0 && a.p.rounds < (1u << 20) && b.p.rounds == a.p.rounds, "rounds %llu and %llu",
 	      (unsigned long long)a.p.rounds, (unsigned long long)b.p.rounds);
