@@ -382,8 +382,9 @@ static void granted(ek_qp *q, struct ibv_qp_init_attr *ia, ek_qp_caps *asked)
 
 // create_qp_wr creates the QP through ibv_create_qp_ex with the work
 // request API for RDMA writes (as perftest does where it can), setting
-// *qpx; NULL where the provider has no such QPs (eRDMA's has none) or
-// refuses this one, and the caller creates it as before.
+// *qpx and ia->cap to what was granted; NULL, ia untouched, where the
+// provider has no such QPs (eRDMA's has none) or refuses this one, and the
+// caller creates it from ia as before.
 static struct ibv_qp *create_qp_wr(ek_lib *lib, struct ibv_pd *pd, struct ibv_qp_init_attr *ia, struct ibv_qp_ex **qpx)
 {
 	if (!lib->qp_to_qp_ex)
@@ -427,7 +428,6 @@ int ek_create_qp(ek_lib *lib, struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_
 	if (wr_api)
 		q->qp = create_qp_wr(lib, pd, &ia, &q->qpx);
 	if (!q->qp) {
-		init_attr(&ia, scq, rcq, caps);
 		errno = 0;
 		q->qp = lib->create_qp(pd, &ia);
 	}
