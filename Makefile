@@ -73,13 +73,13 @@ bench: deps
 # Write latency alone: erdmakit's ping-pong (in C, and in loopback also in
 # Go: -go-loop) against ib_write_lat on the lab's rxe0, 2 B and 4 KiB
 # (perf/internal/latbench). First the goal's figure: one VM with two vCPUs,
-# each end spinning on its own, 40 rounds in a shuffled order, ib_write_lat
+# each end spinning on its own, 80 rounds in a shuffled order, ib_write_lat
 # twice in each (the control); then in loopback on one vCPU and across the
 # two VMs, rounds kept only where calibrations show the guest at its usual
 # speed.
 bench-lat: deps
 	$(GO) build -o bin/latbench ./perf/internal/latbench
-	$(GO) run ./internal/lab/cmd/labrun -smp 2 -timeout 30m -shell "$(CURDIR)/bin/latbench -reps 40 -iters 2000 -sizes 2,4096 -steady 0 -shuffle -control"
+	$(GO) run ./internal/lab/cmd/labrun -smp 2 -timeout 45m -shell "$(CURDIR)/bin/latbench -reps 80 -iters 2000 -sizes 2,4096 -steady 0 -shuffle -control"
 	$(GO) run ./internal/lab/cmd/labrun -timeout 30m -shell "$(CURDIR)/bin/latbench -reps 6 -sizes 2,4096 -go-loop"
 	$(GO) run ./internal/lab/cmd/labrun -timeout 30m -shell2 "$(CURDIR)/bin/latbench -reps 16 -iters 1000 -sizes 2,4096"
 
