@@ -48,8 +48,9 @@ LAB_FLAGS ?=
 lab: deps
 	$(GO) run ./internal/lab/cmd/labrun $(LAB_FLAGS)
 
-# Go benchmarks; the NCCL log analyser against grep -c and wc -l on a 1 GiB
-# log of two layouts (nccl/internal/logbench); then the side-by-side figure in
+# Go benchmarks, one package at a time (-p 1: otherwise two packages'
+# benchmarks share the CPUs); the NCCL log analyser against grep -c and wc -l
+# on a 1 GiB log of two layouts (nccl/internal/logbench); then the side-by-side figure in
 # the lab: erdmakit's write loop against ib_write_bw and ib_write_bw -l on
 # the lab's rxe0, with ib_write_bw -l run a second time per round as the
 # control scored like ours (perf/internal/bwbench; it keeps only rounds in
@@ -61,7 +62,7 @@ lab: deps
 # ib_write_lat (bench-lat). Each prints per-round ratios (median and
 # quartiles), the context switches per run, the date and the load average.
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -p 1 -run '^$$' -bench . -benchmem ./...
 	$(GO) build $(GOFLAGS) -o $(BIN) ./examples/erdmakit
 	$(GO) run ./nccl/internal/logbench -runs 10 -cli $(BIN)
 	$(GO) run ./nccl/internal/logbench -runs 10 -layout mpirun -cli $(BIN)
