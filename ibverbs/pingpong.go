@@ -30,10 +30,10 @@ import (
 // and (through the work request API) the building of the next write come
 // after a post, while the peer works. The writing side times each round
 // trip from one post's return to the next's, one clock read per round
-// trip. It allocates
-// nothing per round trip or per Run. Each Run spins on a thread of its own,
-// started for it with every signal blocked, while the calling goroutine
-// waits parked: the Go runtime stays out of the loop's way.
+// trip. It allocates nothing per round trip or per Run. Each Run spins on
+// a thread of its own, started for it with every signal blocked, while the
+// calling goroutine waits parked: the Go runtime stays out of the loop's
+// way.
 //
 // A ping-pong is used from one goroutine at a time, except Stop; Close it
 // before the QP, MR and CQ it drives.
