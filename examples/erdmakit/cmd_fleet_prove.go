@@ -46,6 +46,8 @@ func (f *proveNCCLFlags) add(c *cobra.Command) {
 	fl.Float64Var(&f.expect, "nccl-expect-busbw", 0, "expected NCCL bus bandwidth at the largest size, GB/s (degraded below it)")
 	fl.DurationVar(&f.timeout, "nccl-timeout", 10*time.Minute, "end the NCCL run (every rank) after this long")
 	fl.StringVar(&f.logFile, "nccl-log", "", "write the NCCL run's output to FILE")
+	completeValues(c, "nccl-launcher", string(nccl.LauncherMPIRun), string(nccl.LauncherSrun))
+	completeValues(c, "nccl-srun-mpi", srunMPIPlugins()...)
 }
 
 // command builds the NCCL stage's command from the flags.

@@ -82,7 +82,7 @@ func newNCCLRunCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.srunMPI, "srun-mpi", "pmix", "srun --mpi plugin: none, pmi2, pmix, pmix_vN, cray_shasta (srun --mpi=list shows what the site has)")
 	completeValues(c, "gdr", gdrModes()...)
 	completeValues(c, "launcher", string(nccl.LauncherMPIRun), string(nccl.LauncherSrun))
-	completeValues(c, "srun-mpi", "none", "pmi2", "pmix", "cray_shasta")
+	completeValues(c, "srun-mpi", srunMPIPlugins()...)
 	fl.StringVar(&f.binary, "binary", "./build/all_reduce_perf", "nccl-tests binary, the same path on every host")
 	fl.StringVar(&f.socketIfname, "socket-ifname", "eth0", "interface for NCCL bootstrap and MPI TCP traffic (\"\" for none)")
 	fl.StringArrayVarP(&f.env, "env", "x", nil, "NAME=VALUE given to every rank (repeatable); NAME alone forwards it")

@@ -19,3 +19,7 @@ func completeValues(c *cobra.Command, flag string, values ...string) {
 
 // gdrModes are the values of nccl env/run --gdr.
 func gdrModes() []string { return []string{"auto", "on", "off"} }
+
+// srunMPIPlugins are the values of nccl run --srun-mpi and fleet prove
+// --nccl-srun-mpi: srun's --mpi plugins.
+func srunMPIPlugins() []string { return []string{"none", "pmi2", "pmix", "cray_shasta"} }

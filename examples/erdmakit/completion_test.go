@@ -24,6 +24,8 @@ func TestCompletionOfFixedValues(t *testing.T) {
 		{[]string{"nccl", "run", "--srun-mpi", ""}, []string{"none", "pmi2", "pmix", "cray_shasta"}},
 		{[]string{"nccl", "env", "--format", ""}, []string{"shell", "mpirun", "json"}},
 		{[]string{"nccl", "env", "--gdr", ""}, []string{"auto", "on", "off"}},
+		{[]string{"fleet", "prove", "--nccl-launcher", ""}, []string{"mpirun", "srun"}},
+		{[]string{"fleet", "prove", "--nccl-srun-mpi", ""}, []string{"none", "pmi2", "pmix", "cray_shasta"}},
 	} {
 		code, out, stderr := runCLI(append([]string{"__complete"}, tt.args...)...)
 		require.Equal(t, ExitOK, code, "%v: %s", tt.args, stderr)
