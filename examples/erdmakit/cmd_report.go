@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/erdmakit/erdmakit/internal/atomicfile"
-	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"github.com/erdmakit/erdmakit/report"
 	"github.com/spf13/cobra"
 )
@@ -35,20 +34,17 @@ func newReportCmd(g *globals) *cobra.Command {
 			if g.json {
 				return &exitError{code: ExitUnknown, err: errors.New("--json: report writes an HTML page (-o FILE.html, or stdout)")}
 			}
-			var ins []report.Input
-			for _, a := range args {
-				in, err := readReportInput(cmd, a)
-				if err != nil {
-					return &exitError{code: ExitUnknown, err: err}
-				}
+			ins, err := report.ReadFiles(cmd.Context(), cmd.InOrStdin(), args...)
+			if err != nil {
+				return &exitError{code: ExitUnknown, err: err}
+			}
+			for _, in := range ins {
 				if u := in.Unknown(); len(u) > 0 {
-					fmt.Fprintf(g.stderr, "erdmakit report: %s: %d key(s) this erdmakit does not know (a newer erdmakit's result?): rendered what is known\n", a, len(u))
+					fmt.Fprintf(g.stderr, "erdmakit report: %s: %d key(s) this erdmakit does not know (a newer erdmakit's result?): rendered what is known\n", in.Name, len(u))
 				}
-				ins = append(ins, in)
 			}
 			opts := report.Options{Title: title, Redact: redact, Generated: time.Now()}
 			write := func(w io.Writer) error { return report.Write(w, opts, ins...) }
-			var err error
 			if out == "" || out == "-" {
 				err = write(g.stdout)
 			} else {
@@ -66,17 +62,3 @@ func newReportCmd(g *globals) *cobra.Command {
 	return c
 }
 
-// readReportInput reads one result: a file, or stdin for "-".
-func readReportInput(cmd *cobra.Command, path string) (report.Input, error) {
-	if path != "-" {
-		return report.ReadFile(cmd.Context(), path)
-	}
-	b, err := io.ReadAll(io.LimitReader(ctxio.NewReader(cmd.Context(), cmd.InOrStdin()), report.MaxInputBytes+1))
-	if err != nil {
-		return report.Input{}, fmt.Errorf("stdin: %w", err)
-	}
-	if len(b) > report.MaxInputBytes {
-		return report.Input{}, fmt.Errorf("stdin: larger than %d MiB", report.MaxInputBytes>>20)
-	}
-	return report.FromJSON("stdin", b)
-}

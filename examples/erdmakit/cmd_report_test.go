@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,4 +42,23 @@ func TestReportOfTheDoctorsJSON(t *testing.T) {
 	code, _, stderr = runCLI("report", filepath.Join(dir, "absent.json"))
 	assert.Equal(t, ExitUnknown, code)
 	assert.Contains(t, stderr, "absent.json")
+}
+
+// The inputs together are bounded, not only each one (report-2 item 1):
+// three 50 MiB files (sparse: nothing is written or read) are refused at
+// once with the limit named, before any is read.
+func TestReportBoundsTheInputsTogether(t *testing.T) {
+	dir := t.TempDir()
+	var args []string
+	for i := range 3 {
+		f := filepath.Join(dir, fmt.Sprintf("big%d.json", i))
+		require.NoError(t, os.WriteFile(f, nil, 0o644))
+		require.NoError(t, os.Truncate(f, 50<<20))
+		args = append(args, f)
+	}
+	code, _, stderr := runCLI(append([]string{"report", "-o", filepath.Join(dir, "page.html")}, args...)...)
+	assert.Equal(t, ExitUnknown, code)
+	assert.Contains(t, stderr, "big2.json")
+	assert.Contains(t, stderr, "128 MiB (report.MaxTotalBytes)")
+	assert.NoFileExists(t, filepath.Join(dir, "page.html"))
 }
