@@ -61,4 +61,3 @@ func newReportCmd(g *globals) *cobra.Command {
 	c.Flags().StringVar(&title, "title", "", "the page's title (default \"erdmakit report\")")
 	return c
 }
-
