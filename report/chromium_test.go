@@ -320,3 +320,24 @@ func BenchmarkChromium256Hosts(b *testing.B) {
 	defer bl.mu.Unlock()
 	require.Empty(b, bl.errors)
 }
+
+// The CSP runs the page's own script (its filter counts the rows) and no
+// other: a script injected into the page does not run, and the browser
+// says why (report-2 item 2).
+func TestChromiumRunsOnlyThePagesScript(t *testing.T) {
+	dir := t.TempDir()
+	var b bytes.Buffer
+	require.NoError(t, Write(&b, Options{}, fileInputs(t)...))
+	bad := strings.Replace(b.String(), "<footer>", `<script>document.body.setAttribute("data-injected","ran")</script><footer>`, 1)
+	file := filepath.Join(dir, "injected.html")
+	require.NoError(t, os.WriteFile(file, []byte(bad), 0o644))
+	ctx, bl, _ := openPage(t, file, 800, 600)
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[String(document.body.getAttribute("data-injected")), document.getElementById("shown").textContent]`))
+	require.NoError(t, err)
+	assert.Equal(t, "null", got[0], "the injected script ran")
+	assert.Regexp(t, `^\d+ shown$`, got[1], "the page's own script ran")
+	bl.mu.Lock()
+	defer bl.mu.Unlock()
+	require.NotEmpty(t, bl.errors, "the CSP's refusal is a console error")
+	assert.Contains(t, strings.Join(bl.errors, "\n"), "Content Security Policy")
+}

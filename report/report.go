@@ -2,7 +2,9 @@ package report
 
 import (
 	"bufio"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"html/template"
@@ -71,6 +73,20 @@ func Status(inputs ...Input) health.Severity {
 //go:embed page.html.tmpl
 var pageHTML string
 
+// scriptHash is the CSP source of the page's one inline script, the
+// SHA-256 of its text: the browser runs that script and no other, so a
+// script that got onto the page (were escaping ever to fail) would not
+// run. The script has no template actions: its text is the template's.
+var scriptHash = sync.OnceValue(func() string {
+	_, rest, ok := strings.Cut(pageHTML, "<script>")
+	body, _, ok2 := strings.Cut(rest, "</script>")
+	if !ok || !ok2 {
+		panic("report: page.html.tmpl has no <script>") // a programming error, caught by the tests
+	}
+	sum := sha256.Sum256([]byte(body))
+	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
+})
+
 // pageTemplate is parsed at its first use, not at every start of every
 // binary that imports the package (a millisecond and 1,500 allocations).
 var pageTemplate = sync.OnceValue(func() *template.Template {
@@ -86,9 +102,10 @@ var pageTemplate = sync.OnceValue(func() *template.Template {
 			}
 			return "fail" // a host's missing, error: as bad as fail
 		},
-		"sevrank": sevOrder,
-		"upper":   func(s health.Severity) string { return strings.ToUpper(string(s)) },
-		"anchor":  func(i int) string { return fmt.Sprintf("s%d", i) },
-		"join":    strings.Join,
+		"sevrank":    sevOrder,
+		"upper":      func(s health.Severity) string { return strings.ToUpper(string(s)) },
+		"anchor":     func(i int) string { return fmt.Sprintf("s%d", i) },
+		"join":       strings.Join,
+		"scriptHash": scriptHash,
 	}).Parse(pageHTML))
 })
