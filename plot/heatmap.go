@@ -9,49 +9,116 @@ import (
 	"image/png"
 	"io"
 	"math"
+	"sort"
 )
 
 // Mesh is a pairwise bandwidth mesh (fleet.MeshReport's figures; package
 // report converts it): Matrix[i][j] is the Gbit/s between Hosts[i] and
-// Hosts[j], nil where the pair was not measured or failed.
+// Hosts[j], nil where the pair was not measured or failed (and on the
+// diagonal: a host is no pair with itself).
 type Mesh struct {
 	Hosts      []string
 	Matrix     [][]*float64
 	MedianGbps float64
+	// ExpectGbps is what a pair should reach: when set, the colours are
+	// judged against it, else against MedianGbps.
+	ExpectGbps float64
+	// Alike is the fraction of that reference at and above which a pair is
+	// as expected, drawn in the one colour of a healthy mesh (default 0.9
+	// of ExpectGbps, 0.8 of the median: bw mesh's own outlier thresholds).
+	Alike float64
 }
 
 // rasterAbove is the host count past which Heatmap draws its cells as an
 // image.
 const rasterAbove = 32
 
-// unmeasured is the colour of a cell without a figure.
-func unmeasured() color.RGBA { return color.RGBA{200, 200, 200, 255} }
+// The heat map's colours: one for every pair as expected, a ramp from pale
+// yellow to dark red for slower ones (ColorBrewer's RdYlBu, readable with
+// the common colour-vision deficiencies), grey for a pair without a
+// figure, white for a host with itself.
+var (
+	alikeColour = color.RGBA{69, 117, 180, 255}
+	noneColour  = color.RGBA{200, 200, 200, 255}
+	selfColour  = color.RGBA{255, 255, 255, 255}
+	slowRamp    = [5][3]uint8{{254, 224, 144}, {253, 174, 97}, {244, 109, 67}, {215, 48, 39}, {165, 0, 38}}
+)
 
-// heat is the colour of t in [0, 1] on Moreland's smooth blue-red
-// diverging map (blue 0, red 1; perceptually even, and readable with the
-// common colour-vision deficiencies), interpolated between 17 even steps.
-func heat(t float64) color.RGBA {
-	coolWarm := [17][3]uint8{
-		{58, 76, 192}, {77, 104, 216}, {98, 130, 234}, {119, 154, 247}, {141, 176, 254}, {163, 194, 255},
-		{184, 208, 249}, {204, 217, 238}, {221, 221, 221}, {236, 211, 198}, {245, 197, 173}, {248, 177, 148},
-		{245, 154, 123}, {236, 127, 99}, {222, 96, 76}, {203, 61, 56}, {180, 4, 38},
-	}
-	t = math.Min(1, math.Max(0, t)) * float64(len(coolWarm)-1)
-	i := min(int(t), len(coolWarm)-2)
+// slowest is the fraction of the reference at and below which a pair is
+// the ramp's darkest red.
+const slowest = 0.3
+
+// slow is the colour of t in [0, 1] on the slow ramp (0: just below the
+// band, 1: the slowest).
+func slow(t float64) color.RGBA {
+	t = math.Min(1, math.Max(0, t)) * float64(len(slowRamp)-1)
+	i := min(int(t), len(slowRamp)-2)
 	f := t - float64(i)
 	var c [3]uint8
 	for k := range c {
-		c[k] = uint8(math.Round(float64(coolWarm[i][k])*(1-f) + float64(coolWarm[i+1][k])*f))
+		c[k] = uint8(math.Round(float64(slowRamp[i][k])*(1-f) + float64(slowRamp[i+1][k])*f))
 	}
 	return color.RGBA{c[0], c[1], c[2], 255}
+}
+
+// scale is how Heatmap colours a figure: against ref, alike at and above
+// band Gbit/s.
+type scale struct {
+	ref, band, floor float64
+	against          string // "the expected", "the median"
+}
+
+func (m Mesh) scale(measured []float64) scale {
+	sc := scale{ref: m.ExpectGbps, against: "expected"}
+	alike := m.Alike
+	if sc.ref <= 0 || math.IsNaN(sc.ref) || math.IsInf(sc.ref, 0) {
+		sc.ref, sc.against = m.MedianGbps, "median"
+		if alike <= 0 {
+			alike = 0.8
+		}
+		if sc.ref <= 0 || math.IsNaN(sc.ref) || math.IsInf(sc.ref, 0) {
+			sc.ref = median(measured)
+		}
+	}
+	if alike <= 0 || alike >= 1 {
+		alike = 0.9
+	}
+	sc.band, sc.floor = alike*sc.ref, slowest*sc.ref
+	return sc
+}
+
+func (sc scale) colour(v *float64) (color.RGBA, bool) {
+	if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
+		return noneColour, false
+	}
+	if *v >= sc.band {
+		return alikeColour, true
+	}
+	return slow((sc.band - *v) / (sc.band - sc.floor)), false
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func hex(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
 
 // Heatmap writes a bw mesh's Gbit/s matrix as an SVG heat map, host 0 at
-// the top left: slow pairs red, fast ones blue, so a bad host is a red
-// cross, a bad link a red pair of cells, a dead host grey. A mesh of fewer
-// than two hosts (or a matrix not n x n) is ErrNoData.
+// the top left, coloured against the expectation (or the median): every
+// pair at or above Alike of it is one blue, so a healthy mesh is one
+// colour whatever its small spread; slower pairs run from yellow to red
+// (red at 30% of the reference and below), so a bad host is a red cross
+// and a bad link a red pair of cells; a pair without a figure is grey.
+// The legend says so in words. A mesh of fewer than two hosts (or a matrix
+// not n x n) is ErrNoData.
 func Heatmap(w io.Writer, m Mesh) error {
 	n := len(m.Hosts)
 	if n < 2 {
@@ -60,34 +127,40 @@ func Heatmap(w io.Writer, m Mesh) error {
 	if len(m.Matrix) != n {
 		return fmt.Errorf("%w: matrix has %d rows for %d hosts", ErrNoData, len(m.Matrix), n)
 	}
-	lo, hi := math.Inf(1), math.Inf(-1)
+	var measured []float64
 	for i, row := range m.Matrix {
 		if len(row) != n {
 			return fmt.Errorf("%w: matrix row %d has %d cells for %d hosts", ErrNoData, i, len(row), n)
 		}
-		for _, v := range row {
-			if v != nil && !math.IsNaN(*v) && !math.IsInf(*v, 0) {
-				lo, hi = math.Min(lo, *v), math.Max(hi, *v)
+		for j, v := range row {
+			if i != j && v != nil && !math.IsNaN(*v) && !math.IsInf(*v, 0) {
+				measured = append(measured, *v)
 			}
 		}
 	}
-	if math.IsInf(lo, 1) {
-		lo, hi = 0, 1
-	}
-	if hi-lo < 1e-9 {
-		hi = lo + 1
-	}
-	cell := func(i, j int) color.RGBA {
-		if v := m.Matrix[i][j]; v != nil && !math.IsNaN(*v) && !math.IsInf(*v, 0) {
-			return heat((hi - *v) / (hi - lo)) // high blue, low red
+	sc := m.scale(measured)
+	cell := func(i, j int) (color.RGBA, string) {
+		if i == j {
+			return selfColour, "self"
 		}
-		return unmeasured()
+		c, ok := sc.colour(m.Matrix[i][j])
+		switch {
+		case ok:
+			return c, "alike"
+		case c == noneColour:
+			return c, "none"
+		}
+		return c, "slow"
 	}
 	// At most about 32 host names along an axis; the last host first on y.
 	x := nominalAxis("host", m.Hosts, 1+n/32)
 	y := nominalAxis("host", m.Hosts, 1+n/32)
 	y.min, y.max = y.max, y.min
-	l := layout{title: fmt.Sprintf("bw mesh, Gbit/s: red %.1f .. blue %.1f, median %.1f", lo, hi, m.MedianGbps), xVertical: true, extra: 90}
+	title := fmt.Sprintf("bw mesh, Gbit/s: median %.1f", m.MedianGbps)
+	if sc.against == "expected" {
+		title += fmt.Sprintf(", expected %.1f", sc.ref)
+	}
+	l := layout{title: title, xVertical: true, extra: 190}
 	side := 400 + 6*float64(n)
 	left, top, right, bottom := margins(x, y, l)
 	ch := newChart(left+side+right, top+side+bottom, x, y, l)
@@ -99,7 +172,8 @@ func Heatmap(w io.Writer, m Mesh) error {
 		img := image.NewRGBA(image.Rect(0, 0, n, n))
 		for i := range n {
 			for j := range n {
-				img.SetRGBA(j, i, cell(i, j))
+				c, _ := cell(i, j)
+				img.SetRGBA(j, i, c)
 			}
 		}
 		var b bytes.Buffer
@@ -111,19 +185,32 @@ func Heatmap(w io.Writer, m Mesh) error {
 	} else {
 		for i := range n {
 			for j := range n {
-				ch.rect(x0+float64(j)*size, y0+float64(i)*size, size, size, fmt.Sprintf(`fill="%s" stroke="#ffffff" stroke-width="0.5"`, hex(cell(i, j))))
+				c, class := cell(i, j)
+				ch.rect(x0+float64(j)*size, y0+float64(i)*size, size, size, fmt.Sprintf(`class="cell %s" fill="%s" stroke="#ffffff" stroke-width="0.5"`, class, hex(c)))
 			}
 		}
 	}
-	// The colour scale: fast at the top, slow at the bottom, unmeasured.
-	const steps, barW = 32, 16.0
-	sx, sh := ch.right+24, (ch.bottom-ch.top)*0.6
+	// The legend, in words: what one colour means, the ramp of slower
+	// pairs, no figure.
+	const sw, lineH = 16.0, fontSize + 9
+	sx := ch.right + 18
+	ty := ch.top + fontSize
+	ch.text(sx, ty, fmt.Sprintf("against the %s %.1f:", sc.against, sc.ref), "start", fontSize, 0, "")
+	ty += lineH * 0.6
+	ch.rect(sx, ty, sw, sw, fmt.Sprintf(`fill="%s"`, hex(alikeColour)))
+	ch.text(sx+sw+6, ty+sw-3, fmt.Sprintf("≥ %.1f as expected", sc.band), "start", fontSize, 0, "")
+	ty += lineH + 4
+	const steps, rampH = 16, 110.0
 	for k := range steps {
-		ch.rect(sx, ch.top+sh*float64(k)/steps, barW, sh/steps+0.5, fmt.Sprintf(`fill="%s"`, hex(heat(float64(k)/(steps-1)))))
+		ch.rect(sx, ty+rampH*float64(k)/steps, sw, rampH/steps+0.5, fmt.Sprintf(`fill="%s"`, hex(slow(float64(k)/(steps-1)))))
 	}
-	ch.text(sx+barW+4, ch.top+fontSize*0.8, fmt.Sprintf("%.1f", hi), "start", fontSize, 0, "")
-	ch.text(sx+barW+4, ch.top+sh, fmt.Sprintf("%.1f", lo), "start", fontSize, 0, "")
-	ch.rect(sx, ch.top+sh+12, barW, barW, fmt.Sprintf(`fill="%s"`, hex(unmeasured())))
-	ch.text(sx+barW+4, ch.top+sh+12+barW-3, "none", "start", fontSize, 0, "")
+	ch.text(sx+sw+6, ty+fontSize*0.8, fmt.Sprintf("< %.1f slower", sc.band), "start", fontSize, 0, "")
+	ch.text(sx+sw+6, ty+rampH, fmt.Sprintf("≤ %.1f", sc.floor), "start", fontSize, 0, "")
+	ty += rampH + 12
+	ch.rect(sx, ty, sw, sw, fmt.Sprintf(`fill="%s"`, hex(noneColour)))
+	ch.text(sx+sw+6, ty+sw-3, "no figure (failed)", "start", fontSize, 0, "")
+	ty += lineH
+	ch.rect(sx, ty, sw, sw, `fill="#ffffff" stroke="#bbbbbb"`)
+	ch.text(sx+sw+6, ty+sw-3, "the host itself", "start", fontSize, 0, "")
 	return ch.write(w)
 }

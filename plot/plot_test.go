@@ -160,7 +160,7 @@ func TestHeatmapOfManyHostsIsOneImage(t *testing.T) {
 	for _, c := range []struct {
 		x, y int
 		want string
-	}{{0, 4, "#b40426"}, {4, 200, "#b40426"}, {0, 9, "#c8c8c8"}, {7, 7, "#c8c8c8"}, {0, 1, "#3a4cc0"}} {
+	}{{0, 4, "#a50026"}, {4, 200, "#a50026"}, {0, 9, "#c8c8c8"}, {7, 7, "#ffffff"}, {0, 1, "#4575b4"}} {
 		r, g, b, _ := img.At(c.x, c.y).RGBA()
 		assert.Equal(t, c.want, fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8), "pixel %d,%d", c.x, c.y)
 	}
@@ -298,8 +298,9 @@ func FuzzSweep(f *testing.F) {
 	})
 }
 
-// The heat map says who is slow: host 4's cells are the red end, dead host
-// 9's and the diagonal grey, every other pair the blue end.
+// The heat map says who is slow: host 4's cells (30% of the median) are
+// the red end, dead host 9's grey, the diagonal white, every other pair the
+// one blue of pairs as expected.
 func TestHeatmapColoursTheCulprits(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, Heatmap(&b, mesh(12)))
@@ -310,5 +311,59 @@ func TestHeatmapColoursTheCulprits(t *testing.T) {
 			cells[fill[:7]]++
 		}
 	}
-	assert.Equal(t, map[string]int{"#b40426": 20, "#c8c8c8": 34, "#3a4cc0": 90}, cells)
+	assert.Equal(t, map[string]int{"#a50026": 20, "#c8c8c8": 22, "#ffffff": 12, "#4575b4": 90}, cells)
+}
+
+// heatCells counts the heat map's cells by class and fill.
+func heatCells(svg string) map[string]int {
+	cells := map[string]int{}
+	for _, l := range strings.Split(svg, "\n") {
+		if _, rest, ok := strings.Cut(l, `class="cell `); ok {
+			class, _, _ := strings.Cut(rest, `"`)
+			_, fill, _ := strings.Cut(l, `fill="`)
+			cells[class+" "+fill[:7]]++
+		}
+	}
+	return cells
+}
+
+// A healthy mesh is one colour (report-2 item 4): pairs that differ by a
+// hair, or by less than the band, look alike; the scale is the expectation
+// (else the median), not the matrix's own minimum and maximum.
+func TestHeatmapOfAHealthyMeshIsOneColour(t *testing.T) {
+	v := func(x float64) *float64 { return &x }
+	m := func(expect float64, vals ...float64) Mesh {
+		n := 4
+		mm := Mesh{Hosts: []string{"a", "b", "c", "d"}, MedianGbps: 40, ExpectGbps: expect}
+		k := 0
+		mm.Matrix = make([][]*float64, n)
+		for i := range n {
+			mm.Matrix[i] = make([]*float64, n)
+		}
+		for i := range n {
+			for j := i + 1; j < n; j++ {
+				mm.Matrix[i][j], mm.Matrix[j][i] = v(vals[k%len(vals)]), v(vals[k%len(vals)])
+				k++
+			}
+		}
+		return mm
+	}
+	for _, tt := range []struct {
+		name string
+		mesh Mesh
+		want map[string]int
+	}{
+		{"one pair at 39.99 of 40", m(0, 40, 40, 40, 40, 40, 39.99), map[string]int{"alike #4575b4": 12, "self #ffffff": 4}},
+		{"within 10% of the expected", m(40, 37, 40, 41, 39, 38, 36.5), map[string]int{"alike #4575b4": 12, "self #ffffff": 4}},
+		{"above the expected", m(40, 55, 40, 41, 39, 38, 60), map[string]int{"alike #4575b4": 12, "self #ffffff": 4}},
+		{"one pair at half the expected", m(40, 40, 40, 40, 40, 40, 20), map[string]int{"alike #4575b4": 10, "slow #e14430": 2, "self #ffffff": 4}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			require.NoError(t, Heatmap(&b, tt.mesh))
+			assert.Equal(t, tt.want, heatCells(b.String()))
+			assert.Contains(t, b.String(), "as expected")
+			assert.Contains(t, b.String(), "slower")
+		})
+	}
 }

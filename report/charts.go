@@ -46,10 +46,11 @@ func LatencyOf(results []perf.LatencyResult) []plot.Latency {
 }
 
 // MeshOf is a bw mesh as plot.Heatmap's input (the matrix shared, not
-// copied); nil is an empty mesh.
+// copied), coloured against its expectation when it has one, else its
+// median; nil is an empty mesh.
 func MeshOf(r *fleet.MeshReport) plot.Mesh {
 	if r == nil {
 		return plot.Mesh{}
 	}
-	return plot.Mesh{Hosts: r.Hosts, Matrix: r.Matrix, MedianGbps: r.MedianGbps}
+	return plot.Mesh{Hosts: r.Hosts, Matrix: r.Matrix, MedianGbps: r.MedianGbps, ExpectGbps: r.ExpectGbps}
 }

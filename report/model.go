@@ -608,7 +608,13 @@ func meshSection(s *section, r *fleet.MeshReport) ([]finding, []hostRow) {
 			}
 		}
 	}
-	s.addChart("pairwise write bandwidth (Gbit/s)", func(w io.Writer) error { return plot.Heatmap(w, MeshOf(r)) })
+	band := fmt.Sprintf("at least 80%% of the median %.1f Gbit/s (%.1f; the mesh has no expectation)", r.MedianGbps, 0.8*r.MedianGbps)
+	if r.ExpectGbps > 0 {
+		band = fmt.Sprintf("at least 90%% of the expected %.1f Gbit/s (%.1f)", r.ExpectGbps, 0.9*r.ExpectGbps)
+	}
+	s.addChart("pairwise write bandwidth (Gbit/s). Blue: the pair is as expected, "+band+
+		"; a healthy mesh is all blue. Yellow to red: slower, the redder the slower. Grey: no figure (the test failed). White: a host with itself.",
+		func(w io.Writer) error { return plot.Heatmap(w, MeshOf(r)) })
 	return fs, hs
 }
 
