@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/fleet"
@@ -54,8 +55,12 @@ const MaxInputBytes = 256 << 20
 type Input struct {
 	// Name labels the input on the page and in errors: the file name, or
 	// what the caller chose.
-	Name  string
-	Kind  Kind
+	Name string
+	Kind Kind
+	// Time is when the result was made, as far as known (ReadFiles: the
+	// file's modification time; zero when unknown). Where two inputs name
+	// the same host and check, the page shows the newer one.
+	Time  time.Time
 	value any
 	raw   []byte // the JSON it was read from (nil from a Go value)
 	// unknown are the JSON keys (as paths) the value's type has no field

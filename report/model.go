@@ -50,6 +50,9 @@ type finding struct {
 	Evidence    []string
 	Remediation string
 	Source      string // the input it came from
+	Replaces    string // the older inputs that named the same host and check
+	newness     int    // its input's place from the oldest (newness)
+	doctor      bool   // one of a host's doctor checks (they go together)
 }
 
 // line is one input in the verdict.
@@ -63,6 +66,7 @@ type line struct {
 type culprit struct {
 	Kind, Hosts, Reason, Fix, FixFrom string
 	Severity                          health.Severity
+	newness                           int
 }
 
 type hostRow struct {
@@ -71,7 +75,9 @@ type hostRow struct {
 	Fail     int
 	Warn     int
 	Problems []string
-	Source   string
+	Source   string // the inputs its findings come from
+	newness  int
+	doctor   bool // the input ran the doctor on the host (its checks replace older ones)
 }
 
 type checkRow struct {
@@ -177,23 +183,10 @@ func build(opts Options, inputs []Input) (*page, error) {
 		p.Generated = opts.Generated.UTC().Format("2006-01-02 15:04 UTC")
 	}
 	var all []finding
-	hosts := map[string]*hostRow{}
-	var hostOrder []string
-	addHost := func(h hostRow) {
-		if r, ok := hosts[h.Host]; ok {
-			r.Status = health.Worst(r.Status, h.Status)
-			if h.Status.Rank() > 2 || !h.Status.Valid() {
-				r.Status = h.Status
-			}
-			r.Fail += h.Fail
-			r.Warn += h.Warn
-			r.Problems = append(r.Problems, h.Problems...)
-			return
-		}
-		hosts[h.Host] = &h
-		hostOrder = append(hostOrder, h.Host)
-	}
-	for _, in := range inputs {
+	var rows []hostRow
+	var culprits []culprit
+	order := newness(inputs)
+	for idx, in := range inputs {
 		s := &section{Name: in.Name, Kind: in.Kind}
 		if len(in.unknown) > 0 {
 			keys := in.unknown
@@ -210,20 +203,23 @@ func build(opts Options, inputs []Input) (*page, error) {
 		if pr, ok := in.value.(*fleet.Proof); ok {
 			p.Verdict = worseVerdict(p.Verdict, string(pr.Verdict))
 			for _, c := range pr.Culprits {
-				p.Culprits = append(p.Culprits, culprit{Kind: c.Kind, Hosts: pair(c.Hosts), Reason: c.Reason,
-					Fix: c.Fix, FixFrom: c.FixFrom, Severity: c.Severity})
+				culprits = append(culprits, culprit{Kind: c.Kind, Hosts: pair(c.Hosts), Reason: c.Reason,
+					Fix: c.Fix, FixFrom: c.FixFrom, Severity: c.Severity, newness: order[idx]})
 			}
 		}
+		if m, ok := in.value.(*fleet.MeshReport); ok {
+			culprits = append(culprits, meshCulprits(m, s.Name, order[idx])...)
+		}
 		for i := range fs {
-			fs[i].Source = s.Name
+			fs[i].Source, fs[i].newness = s.Name, order[idx]
 			// The verdict is never better than a finding on the page (a
 			// setup dry run is "ok" as a plan while the host fails now).
 			s.Status = worst(s.Status, fs[i].Severity)
 		}
 		all = append(all, fs...)
 		for _, h := range hs {
-			h.Source = s.Name
-			addHost(h)
+			h.Source, h.newness = s.Name, order[idx]
+			rows = append(rows, h)
 		}
 		for i := range s.Tables {
 			s.Tables[i] = s.Tables[i].bound()
@@ -236,6 +232,15 @@ func build(opts Options, inputs []Input) (*page, error) {
 		p.Sections = append(p.Sections, s)
 	}
 	sort.SliceStable(p.Lines, func(i, j int) bool { return sevOrder(p.Lines[i].Status) > sevOrder(p.Lines[j].Status) })
+	// One host, one check, one result: the newest input's.
+	var merged int
+	all, merged = mergeFindings(all, rows)
+	if merged > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("%d host check(s) are named by more than one input: each is shown once, from the newest input (%s); the findings say which, and which older one they replace",
+			merged, newestRule(inputs)))
+	}
+	p.Culprits = mergeCulprits(culprits)
+	p.Hosts = hostRows(rows, all)
 	// Findings: failing first, then warn, skip, ok; by host and id within.
 	sort.SliceStable(all, func(i, j int) bool {
 		a, b := sevOrder(all[i].Severity), sevOrder(all[j].Severity)
@@ -265,9 +270,6 @@ func build(opts Options, inputs []Input) (*page, error) {
 		p.Findings = append(p.Findings, f.bound())
 	}
 	p.Checks = checkTable(all)
-	for _, h := range hostOrder {
-		p.Hosts = append(p.Hosts, *hosts[h])
-	}
 	sort.SliceStable(p.Hosts, func(i, j int) bool {
 		a, b := sevOrder(p.Hosts[i].Status), sevOrder(p.Hosts[j].Status)
 		if a != b {
@@ -359,6 +361,7 @@ func headline(p *page, all []finding) string {
 // checkTable counts each check id's severities over the hosts.
 func checkTable(all []finding) []checkRow {
 	rows := map[string]*checkRow{}
+	listed := map[string]bool{}
 	var order []string
 	for _, f := range all {
 		r := rows[f.ID]
@@ -378,7 +381,8 @@ func checkTable(all []finding) []checkRow {
 			r.Fail++
 		}
 		r.Status = worst(r.Status, f.Severity)
-		if f.Severity.Rank() > 0 && f.Host != "" && len(r.Hosts) < 400 {
+		if f.Severity.Rank() > 0 && f.Host != "" && len(r.Hosts) < 400 && !listed[f.ID+"\x00"+f.Host] {
+			listed[f.ID+"\x00"+f.Host] = true
 			if r.Hosts != "" {
 				r.Hosts += ", "
 			}
@@ -497,7 +501,12 @@ func doctorSection(s *section, name string, r *erdma.Report) ([]finding, []hostR
 	}
 	s.Facts = append(s.Facts, [2]string{"findings", severityCounts(r.Findings)})
 	fs := findingsOf(host, r.Findings)
-	return fs, []hostRow{hostOf(fs, host, r.Status)}
+	for i := range fs {
+		fs[i].doctor = true
+	}
+	hr := hostOf(fs, host, r.Status)
+	hr.doctor = true
+	return fs, []hostRow{hr}
 }
 
 func fleetSection(s *section, r *fleet.FleetReport) ([]finding, []hostRow) {
@@ -526,10 +535,10 @@ func fleetSection(s *section, r *fleet.FleetReport) ([]finding, []hostRow) {
 	var fs []finding
 	var hs []hostRow
 	for _, h := range r.Hosts {
-		hr := hostRow{Host: h.Host, Status: h.Status}
+		hr := hostRow{Host: h.Host, Status: h.Status, doctor: true}
 		if h.Error != "" {
 			id := "host-" + strings.ReplaceAll(string(h.Status), " ", "-")
-			f := finding{Host: h.Host, ID: id, Severity: h.Status, Summary: h.Error}
+			f := finding{Host: h.Host, ID: id, Severity: h.Status, Summary: h.Error, doctor: true}
 			if h.Status == fleet.NotReached {
 				f.Severity = health.Skip
 			}
@@ -541,7 +550,7 @@ func fleetSection(s *section, r *fleet.FleetReport) ([]finding, []hostRow) {
 		}
 		for _, id := range h.Problems {
 			g, ok := diff[key{h.Host, id}]
-			f := finding{Host: h.Host, ID: id, Severity: g.Severity, Summary: g.Summary}
+			f := finding{Host: h.Host, ID: id, Severity: g.Severity, Summary: g.Summary, doctor: true}
 			if !ok {
 				f.Severity = h.Status
 				f.Summary = "the same on every host (fleet doctor gives no summary; the host's doctor --json has the evidence)"
@@ -578,9 +587,9 @@ func meshSection(s *section, r *fleet.MeshReport) ([]finding, []hostRow) {
 			fs = append(fs, finding{Host: pair(c.Hosts), ID: id, Severity: sev, Summary: c.Reason, Evidence: c.Evidence, Remediation: fix})
 		}
 	}
-	culprits("mesh-dead-host", health.Fail, r.DeadHosts, "run erdmakit doctor on the host; check that it runs the rank (mpirun/srun) and its eRDMA devices are active")
-	culprits("mesh-bad-host", health.Fail, r.BadHosts, "run erdmakit doctor on the host: it is slow against every peer")
-	culprits("mesh-bad-link", health.Fail, r.BadLinks, "test the pair again (erdmakit bw run); a link slow only between these two points at the network path, not a host")
+	culprits("mesh-dead-host", health.Fail, r.DeadHosts, fixDeadHost)
+	culprits("mesh-bad-host", health.Fail, r.BadHosts, fixBadHost)
+	culprits("mesh-bad-link", health.Fail, r.BadLinks, fixBadLink)
 	for _, t := range r.Transient {
 		fs = append(fs, finding{Host: hostAt(r.Hosts, t.Server) + " <-> " + hostAt(r.Hosts, t.Client), ID: "mesh-transient", Severity: health.Warn,
 			Summary: "an outlier in the mesh that was fine when tested again"})
@@ -986,8 +995,12 @@ func proveSection(s *section, r *fleet.Proof) ([]finding, []hostRow) {
 	var hs []hostRow
 	for _, h := range r.Hosts {
 		hfs := findingsOf(h.Host, h.Findings)
+		for i := range hfs {
+			hfs[i].doctor = true
+		}
 		fs = append(fs, hfs...)
 		hr := hostOf(hfs, h.Host, h.Status)
+		hr.doctor = true
 		if h.Mesh != "" && h.Mesh != "ok" {
 			hr.Problems = append(hr.Problems, "mesh: "+h.Mesh)
 		}

@@ -23,7 +23,9 @@ var ErrTooLarge = errors.New("too large for one page")
 
 // ReadFiles reads the JSON of erdmakit results, each at most
 // MaxInputBytes and all of them together at most MaxTotalBytes, and makes
-// one Input per path, in order; "-" is read from stdin (at most once).
+// one Input per path, in order, its Time the file's modification time
+// (the page shows the newest input's word on a host); "-" is read from
+// stdin (at most once).
 // Regular files are measured before any is read, so inputs over the bound
 // are refused at once; a pipe or FIFO counts what it gave. It gives up
 // when ctx ends. An error names the file and, for the bound, the limit.
@@ -93,6 +95,9 @@ func readFiles(ctx context.Context, stdin io.Reader, each, total int64, paths []
 		in, err := FromJSON(name, b)
 		if err != nil {
 			return nil, err
+		}
+		if fi, err := os.Stat(p); p != "-" && err == nil && fi.Mode().IsRegular() {
+			in.Time = fi.ModTime()
 		}
 		ins = append(ins, in)
 	}
