@@ -20,6 +20,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/fleet"
 )
 
 // chromium finds Debian's chromium (.ci/deps.sh test installs it), or the
@@ -340,4 +342,105 @@ func TestChromiumRunsOnlyThePagesScript(t *testing.T) {
 	defer bl.mu.Unlock()
 	require.NotEmpty(t, bl.errors, "the CSP's refusal is a console error")
 	assert.Contains(t, strings.Join(bl.errors, "\n"), "Content Security Policy")
+}
+
+// flatPairs is a healthy mesh: every pair at 40 Gbit/s but one at 39.99.
+type flatPairs struct{}
+
+func (flatPairs) TestPair(_ context.Context, p fleet.Pair) fleet.PairResult {
+	r := fleet.PairResult{Pair: p, Gbps: 40, Seconds: 1}
+	if p.Server+p.Client == 1 {
+		r.Gbps = 39.99
+	}
+	return r
+}
+
+// writePage renders ins into a file of the artefacts.
+func writePage(t *testing.T, name string, ins ...Input) string {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, Write(&b, Options{Title: name}, ins...))
+	file := filepath.Join(artefacts(t), name+".html")
+	require.NoError(t, os.WriteFile(file, b.Bytes(), 0o644))
+	return file
+}
+
+// What a person sees (report-2 items 4, 5 and 7), in a real browser: a
+// healthy mesh is one colour; a host named by two inputs is one row with
+// its problems counted once; at 390 px every finding's summary, evidence
+// and fix is readable without scrolling sideways, and no host name wraps.
+func TestPageTellsTheTruthInChromium(t *testing.T) {
+	t.Run("a healthy mesh is one colour", func(t *testing.T) {
+		hosts := []string{"h1-n1", "h1-n2", "h2-n1", "h2-n2", "h3-n1", "h3-n2"}
+		mesh := fleet.RunMesh(context.Background(), hosts, flatPairs{}, fleet.MeshOptions{})
+		in, err := FromValue("bw-mesh.json", mesh)
+		require.NoError(t, err)
+		ctx, bl, _ := openPage(t, writePage(t, "healthy-mesh", in), 1400, 900)
+		fills, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]int](`(() => { const n = {};
+		  document.querySelectorAll("figure.chart svg rect.cell:not(.self)").forEach(r => { const f = getComputedStyle(r).fill; n[f] = (n[f] || 0) + 1; });
+		  return n; })()`))
+		require.NoError(t, err)
+		assert.Equal(t, map[string]int{"rgb(69, 117, 180)": 30}, fills, "every pair of a healthy mesh in one colour")
+		caption, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("figure.chart figcaption").innerText`))
+		require.NoError(t, err)
+		assert.Contains(t, caption, "a healthy mesh is all blue")
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(80))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(artefacts(t), "healthy-mesh.png"), png, 0o644))
+		bl.mu.Lock()
+		defer bl.mu.Unlock()
+		assert.Empty(t, bl.errors)
+	})
+
+	t.Run("hosts counted once", func(t *testing.T) {
+		ins := readInputs(t, "fleet-doctor-4.json", "fleet-prove-4.json")
+		ctx, _, _ := openPage(t, writePage(t, "two-inputs", ins...), 1400, 900)
+		type hostShown struct {
+			Host, Status, Fail, Problems string
+		}
+		rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]hostShown](`Array.from(document.querySelectorAll("#host-table tbody tr")).map(r =>
+		  ({Host: r.cells[0].innerText, Status: r.cells[1].innerText, Fail: r.cells[2].innerText, Problems: r.cells[4].innerText}))`))
+		require.NoError(t, err)
+		assert.ElementsMatch(t, []hostShown{{"vm#2", "FAIL", "1", "gdr-peermem"}, {"vm#0", "OK", "0", ""}, {"vm#1", "OK", "0", ""}, {"vm#3", "OK", "0", ""}}, rows)
+		check, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#check-table tbody tr")).filter(r => r.cells[0].innerText === "gdr-peermem").map(r => r.cells[2].innerText + " " + r.cells[6].innerText)`))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"1 vm#2"}, check)
+		from, err := chromedp.Run(ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll("#finding-table tr.finding[data-sev=fail]")).map(r => r.querySelector("td.src").innerText).join("|")`))
+		require.NoError(t, err)
+		assert.Contains(t, from, "fleet-prove-4.json (newer than fleet-doctor-4.json)")
+	})
+
+	t.Run("390 px: the fix is readable", func(t *testing.T) {
+		ins := append(fileInputs(t), fleetInputs(t, 12)...)
+		ctx, _, _ := openPage(t, writePage(t, "phone", ins...), 390, 844)
+		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)))
+		type phone struct {
+			Overflow, TableScroll, Narrowest, Cut float64
+			Rows                                  int
+			Wrapped                               []string
+		}
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[phone](`(() => {
+		  const wrap = document.getElementById("finding-table").parentElement;
+		  const texts = Array.from(document.querySelectorAll("#finding-table tr.finding td.text"));
+		  let narrowest = 1e9, cut = 0;
+		  texts.forEach(td => { const r = td.getBoundingClientRect(); narrowest = Math.min(narrowest, r.width);
+		    cut = Math.max(cut, r.right - window.innerWidth, -r.left); });
+		  const wrapped = Array.from(document.querySelectorAll("td.host, .host")).filter(e => {
+		    const rg = document.createRange(); rg.selectNodeContents(e);
+		    const lines = new Set(Array.from(rg.getClientRects()).map(r => Math.round(r.top)));
+		    return e.innerText.trim() !== "" && lines.size > 1; }).map(e => e.innerText);
+		  return {Overflow: document.documentElement.scrollWidth - window.innerWidth, TableScroll: wrap.scrollWidth - wrap.clientWidth,
+		    Narrowest: narrowest, Cut: cut, Rows: texts.length, Wrapped: wrapped};
+		})()`))
+		require.NoError(t, err)
+		require.Positive(t, got.Rows)
+		assert.LessOrEqual(t, got.Overflow, 0.0, "the page scrolls sideways")
+		assert.LessOrEqual(t, got.TableScroll, 0.0, "the findings scroll sideways in their box")
+		assert.LessOrEqual(t, got.Cut, 0.0, "a finding's text is cut at the screen's edge")
+		assert.GreaterOrEqual(t, got.Narrowest, 300.0, "the summary, evidence and fix column is too narrow to read")
+		assert.Empty(t, got.Wrapped, "host names wrapped")
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(artefacts(t), "phone-390.png"), png, 0o644))
+	})
 }

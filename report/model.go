@@ -83,7 +83,8 @@ type hostRow struct {
 type checkRow struct {
 	ID                   string
 	OK, Skip, Warn, Fail int
-	Hosts                string // the hosts where it warns or fails
+	Hosts                string   // the hosts where it warns or fails
+	HostList             []string // the same, one by one
 	Status               health.Severity
 }
 
@@ -387,6 +388,7 @@ func checkTable(all []finding) []checkRow {
 				r.Hosts += ", "
 			}
 			r.Hosts += f.Host
+			r.HostList = append(r.HostList, f.Host)
 		}
 	}
 	out := make([]checkRow, 0, len(order))
