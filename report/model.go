@@ -581,7 +581,7 @@ func meshSection(s *section, r *fleet.MeshReport) ([]finding, []hostRow) {
 	}
 	s.Facts = append(s.Facts, [2]string{"authenticated ranks", yesNo(r.Authenticated)})
 	if r.Interrupted {
-		s.Facts = append(s.Facts, [2]string{"interrupted", fmt.Sprintf("yes: %d rank(s) not reached", len(r.NotReached))})
+		s.Facts = append(s.Facts, [2]string{"interrupted", fmt.Sprintf("yes, after %d pair(s) measured; %d rank(s) not reached (never joined)", len(r.Results), len(r.NotReached))})
 	}
 	var fs []finding
 	culprits := func(id string, sev health.Severity, cs []fleet.Culprit, fix string) {
@@ -976,7 +976,8 @@ func proveSection(s *section, r *fleet.Proof) ([]finding, []hostRow) {
 	}
 	st := table{Caption: "stages", Head: []string{"stage", "status", "summary", "seconds"}}
 	for _, x := range r.Stages {
-		st.Rows = append(st.Rows, row{Status: x.Status, Cells: []string{x.Name, string(x.Status), x.Summary, fmt.Sprintf("%.1f", x.Seconds)}})
+		shown := stageStatus(r, x)
+		st.Rows = append(st.Rows, row{Status: shown, Cells: []string{x.Name, string(shown), x.Summary, fmt.Sprintf("%.1f", x.Seconds)}})
 	}
 	s.Tables = append(s.Tables, st)
 	var fs []finding

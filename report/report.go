@@ -97,7 +97,7 @@ var pageTemplate = sync.OnceValue(func() *template.Template {
 				return string(s)
 			case "":
 				return "none"
-			case "not reached": // fleet's NotReached: says nothing about health
+			case "not reached", stageInterrupted: // fleet's NotReached, a stage cut short: say nothing about health
 				return "skip"
 			}
 			return "fail" // a host's missing, error: as bad as fail

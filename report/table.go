@@ -372,7 +372,7 @@ func WriteProofTable(w io.Writer, p *fleet.Proof, o TableOptions) error {
 	fmt.Fprintf(&b, "erdmakit fleet prove: %d ranks, verdict %s\n\n", p.Size, strings.ToUpper(string(p.Verdict)))
 	st := o.newTable(1, "STAGE", "STATUS", "SECONDS", "SUMMARY")
 	for _, s := range p.Stages {
-		st.Add(s.Name, string(s.Status), fmt.Sprintf("%.1f", s.Seconds), s.Summary)
+		st.Add(s.Name, string(stageStatus(p, s)), fmt.Sprintf("%.1f", s.Seconds), s.Summary)
 	}
 	_ = st.Write(&b)
 	if len(p.Culprits) > 0 {
@@ -497,4 +497,31 @@ const NCCLLiveHeader = "        SIZE   TIME(us)    ALGBW    BUSBW  #WRONG   (out
 // NCCLLiveRow formats one row for NCCLLiveHeader's columns.
 func NCCLLiveRow(r ncclog.Row) string {
 	return fmt.Sprintf("%12s %10.1f %8.2f %8.2f %7v", units.Format(r.Size, units.Label), r.OutOfPlace.TimeUS, r.OutOfPlace.AlgBWGB, r.OutOfPlace.BusBWGB, r.OutOfPlace.Wrong)
+}
+
+// stageInterrupted is how a page and a table show a stage of fleet prove
+// that began and was interrupted (it may have measured something: a mesh's
+// pairs, NCCL's rows); "not reached" is kept for a stage never begun.
+const stageInterrupted health.Severity = "interrupted"
+
+// stageStatus is s's status as shown: an interrupted stage that began
+// (it ran for a while, or its report holds what it measured) is
+// "interrupted", not fleet's "not reached".
+func stageStatus(p *fleet.Proof, s fleet.Stage) health.Severity {
+	if s.Status != fleet.StageNotReached {
+		return s.Status
+	}
+	began := s.Seconds > 0
+	switch s.Name {
+	case fleet.StageMesh:
+		began = began || (p.Mesh != nil && len(p.Mesh.Results) > 0)
+	case fleet.StageNCCL:
+		began = began || p.NCCL != nil
+	case fleet.StageDoctor:
+		began = began || p.Doctor != nil
+	}
+	if began {
+		return stageInterrupted
+	}
+	return s.Status
 }
