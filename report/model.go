@@ -26,6 +26,7 @@ import (
 // page is what the template renders.
 type page struct {
 	Title     string
+	DocTitle  string // the window's title: Title and the verdict, said once
 	Verdict   string // fleet prove's word (proven, degraded, broken) when a proof is among the inputs
 	Generated string
 	Status    health.Severity // the worst over the inputs
@@ -279,6 +280,7 @@ func build(opts Options, inputs []Input) (*page, error) {
 		return p.Hosts[i].Fail+p.Hosts[i].Warn > p.Hosts[j].Fail+p.Hosts[j].Warn
 	})
 	p.Headline = headline(p, all)
+	p.DocTitle = docTitle(p)
 	return p, nil
 }
 
@@ -803,8 +805,57 @@ func testsTable(s *section, r *ncclog.TestResult) {
 	}
 }
 
+// gdrText says what the log says of GPUDirect RDMA: the HCAs NCCL named
+// enabled or disabled (only those it named) and the channels over GDRDMA.
+func gdrText(l *ncclog.Summary) string {
+	var parts []string
+	if len(l.GDR.Enabled) > 0 {
+		parts = append(parts, "enabled on "+strings.Join(l.GDR.Enabled, ", "))
+	}
+	if len(l.GDR.Disabled) > 0 {
+		parts = append(parts, "disabled on "+strings.Join(l.GDR.Disabled, ", "))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "the log names no HCA's GPU Direct RDMA state")
+	}
+	parts = append(parts, fmt.Sprintf("%d channel(s) over GDRDMA", l.GDRDMAChannels))
+	return strings.Join(parts, "; ")
+}
+
+// balanceText says what NCCL's spread over the NET/IB devices means.
+func balanceText(b ncclog.NICBalance) string {
+	switch b {
+	case ncclog.NICsOne:
+		return "one NET/IB device listed: nothing to spread"
+	case ncclog.NICsBalanced:
+		return "balanced: every NET/IB device listed carried channels, the least at least half the most"
+	case ncclog.NICsUnbalanced:
+		return "unbalanced: every NET/IB device listed carried channels, unevenly"
+	case ncclog.NICsFirstOnly:
+		return "some NET/IB devices carried no channel (NCCL put every GPU on the first NIC)"
+	case ncclog.NICsUnknown, "":
+		return "unknown: the log has no NET/IB channel lines to count"
+	}
+	return string(b)
+}
+
+// collectiveOf is the collective an nccl-tests command runs, from its
+// binary's name (all_reduce_perf: all_reduce); "" when it names none.
+func collectiveOf(argv []string) string {
+	for _, a := range argv {
+		base := filepath.Base(a)
+		if c, ok := strings.CutSuffix(base, "_perf"); ok && c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
 func testsChart(s *section, r *ncclog.TestResult, expect float64) {
 	title := r.Collective
+	if title == "" {
+		title = "nccl-tests"
+	}
 	if r.Ranks > 0 {
 		title += fmt.Sprintf(", %d ranks on %d hosts", r.Ranks, r.Hosts)
 	}
@@ -825,6 +876,14 @@ func ncclRunSection(s *section, r *nccl.RunReport) ([]finding, []hostRow) {
 	res := r.TestResult
 	if res == nil {
 		res = &ncclog.TestResult{}
+	}
+	if res.Collective == "" {
+		// The log named none (its header was cut): the command did.
+		if c := collectiveOf(r.Argv); c != "" {
+			cp := *res
+			cp.Collective = c
+			res = &cp
+		}
 	}
 	testsTable(s, res)
 	testsChart(s, res, r.ExpectBusBWGBs)
@@ -850,8 +909,8 @@ func ncclTestsSection(s *section, r *ncclog.TestResult) ([]finding, []hostRow) {
 func ncclUse(s *section, l *ncclog.Summary) {
 	s.Facts = append(s.Facts, [2]string{"NCCL", orNone(l.NCCLVersion)},
 		[2]string{"NCCL network", fmt.Sprintf("%s (%s)", orNone(l.Network), l.Transport)},
-		[2]string{"GPUDirect RDMA", fmt.Sprintf("enabled on %s; disabled on %s; %d channel(s) over GDRDMA", orNone(strings.Join(l.GDR.Enabled, ", ")), orNone(strings.Join(l.GDR.Disabled, ", ")), l.GDRDMAChannels)},
-		[2]string{"NIC balance", string(l.NICSpread)})
+		[2]string{"GPUDirect RDMA", gdrText(l)},
+		[2]string{"NIC balance", balanceText(l.NICSpread)})
 	if len(l.NICs) > 0 {
 		t := table{Caption: "NCCL's use of each NET/IB device", Head: []string{"index", "device", "channels", "over GDRDMA"}}
 		for _, n := range l.NICs {
@@ -1037,4 +1096,17 @@ func proveSection(s *section, r *fleet.Proof) ([]finding, []hostRow) {
 		sub("nccl", r.NCCL)
 	}
 	return fs, hs
+}
+
+// docTitle is the page's title with its verdict, unless the title says it
+// already ("erdmakit fleet prove: broken (4 ranks)").
+func docTitle(p *page) string {
+	v := p.Verdict
+	if v == "" {
+		v = strings.ToUpper(string(p.Status))
+	}
+	if strings.Contains(strings.ToLower(p.Title), strings.ToLower(v)) {
+		return p.Title
+	}
+	return p.Title + ": " + v
 }

@@ -158,8 +158,13 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 	if links != nil {
 		pc.Mesh.ExpectGbps = bf.expectation(ctx, g, "fleet prove: mesh", links, false)
 	}
+	ncclCmd, ncclErr := nf.command(me, args)
+	ncclSkipped := nf.skip || errors.Is(ncclErr, fleet.ErrSkipped)
 	pc.Progress = func(p fleet.ProveProgress) {
 		switch {
+		case p.Stage == fleet.StageNCCL && ncclSkipped && strings.HasPrefix(p.Message, "over "):
+			// Skipped before it began (--no-nccl, no nccl-tests): the
+			// stage's own line says so; "over N host(s)" would not be true.
 		case p.Stage == fleet.StageDoctor && p.Done > 0 && p.Done < p.Total:
 			// One line per tenth of the hosts, not one per host.
 			if p.Total >= 10 && p.Done%(p.Total/10) != 0 {
@@ -177,7 +182,7 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 			return nil, fmt.Errorf("--no-nccl: %w", fleet.ErrSkipped)
 		}
 	} else {
-		c, err := nf.command(me, args)
+		c, err := ncclCmd, ncclErr
 		switch {
 		case errors.Is(err, fleet.ErrSkipped):
 			pc.NCCL = func(context.Context, []fleet.JobHost) (*nccl.RunReport, error) { return nil, err }
@@ -185,7 +190,7 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 			return &exitError{code: ExitUnknown, err: err}
 		default:
 			so := fleet.NCCLStageOptions{Expect: nccl.Expectation{BusBWGBs: nf.expect}, Timeout: nf.timeout,
-				OnRow: func(r nccl.Row) { progress("nccl: %s", strings.TrimSpace(report.NCCLLiveRow(r))) }}
+				OnRow: ncclProgressRows(progress)}
 			if nf.expect == 0 {
 				so.Expect.Profile = instanceProfile(ctx, g)
 			}
@@ -237,4 +242,17 @@ func writeProofPage(path string, p *fleet.Proof) error {
 	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
 		return report.Write(w, report.Options{Title: title}, in)
 	})
+}
+
+// ncclProgressRows prints the NCCL stage's rows as they come, under their
+// columns' header (once).
+func ncclProgressRows(progress func(format string, a ...any)) func(nccl.Row) {
+	header := false
+	return func(r nccl.Row) {
+		if !header {
+			header = true
+			progress("nccl: %s", report.NCCLLiveHeader)
+		}
+		progress("nccl: %s", report.NCCLLiveRow(r))
+	}
 }
