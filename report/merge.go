@@ -199,6 +199,7 @@ func hostRows(rows []hostRow, kept []finding) []hostRow {
 	out := make([]hostRow, 0, len(order))
 	for _, name := range order {
 		h := *byHost[name]
+		sort.Strings(h.Problems)
 		h.Source = strings.Join(sources[name], ", ")
 		out = append(out, h)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/erdmakit/erdmakit/fleet"
 	"github.com/erdmakit/erdmakit/health"
 )
 
@@ -61,11 +62,29 @@ func onePerHostAndCheck(t *testing.T, p *page) {
 }
 
 // fleet doctor and fleet prove of the same four hosts (report-2 item 5):
-// each host once, each check once per host, and where they differ (vm#3's
-// mtu fails in the fleet doctor, passes in the prove) the newest wins and
-// the page says which input that was and which it replaces.
+// each host once, each check once per host; where they differ (here a
+// fleet doctor run after vm#3's MTU was fixed) the newest wins and the
+// page says which input that was and which it replaces.
 func TestHostsMergedAcrossInputs(t *testing.T) {
-	ins := readInputs(t, "fleet-doctor-4.json", "fleet-prove-4.json")
+	ins := readInputs(t, "fleet-prove-4.json", "fleet-doctor-4.json")
+	// The fleet doctor, run again once vm#3's MTU was fixed.
+	fixed := *ins[1].Value().(*fleet.FleetReport)
+	fixed.Hosts = append([]fleet.HostSummary(nil), fixed.Hosts...)
+	for i, h := range fixed.Hosts {
+		if h.Host == "vm#3" {
+			fixed.Hosts[i].Status, fixed.Hosts[i].Problems = health.OK, []string{}
+		}
+	}
+	var diffs []fleet.Difference
+	for _, d := range fixed.Differences {
+		if d.ID != "mtu" {
+			diffs = append(diffs, d)
+		}
+	}
+	fixed.Differences = diffs
+	later, err := FromValue("fleet-doctor-again.json", &fixed)
+	require.NoError(t, err)
+	ins[1] = later
 	p, err := build(Options{}, ins)
 	require.NoError(t, err)
 	onePerHostAndCheck(t, p)
@@ -83,30 +102,32 @@ func TestHostsMergedAcrossInputs(t *testing.T) {
 	assert.Equal(t, health.Fail, vm2.Status)
 	assert.Equal(t, []string{"gdr-peermem"}, vm2.Problems)
 	assert.Equal(t, 1, vm2.Fail)
-	// The prove, given last, is the newer: vm#3's mtu passes.
-	assert.Equal(t, health.OK, row("vm#3").Status)
+	// The fleet doctor, given last, is the newer: vm#3's mtu passes; its
+	// link to vm#1 (the prove's mesh) still fails.
+	assert.Equal(t, []string{"prove-link"}, row("vm#3").Problems)
 	for _, c := range p.Checks {
 		if c.ID == "gdr-peermem" {
 			assert.Equal(t, 1, c.Fail)
 			assert.Equal(t, "vm#2", c.Hosts)
 		}
+		assert.NotEqual(t, "mtu", c.ID, "no host fails mtu now")
 	}
 	for _, f := range p.Findings {
 		if f.Host == "vm#2" && f.ID == "gdr-peermem" {
-			assert.Equal(t, "fleet-prove-4.json", f.Source)
-			assert.Equal(t, "fleet-doctor-4.json", f.Replaces)
+			assert.Equal(t, "fleet-doctor-again.json", f.Source)
+			assert.Equal(t, "fleet-prove-4.json", f.Replaces)
 		}
 	}
 	assert.Contains(t, p.Notes[len(p.Notes)-1], "from the newest input (the one given last)")
 
-	// With file times, the file modified last wins, whatever the order:
-	// the fleet doctor is now the newer, and vm#3's mtu fails.
+	// With times, the one made last wins, whatever the order: the prove
+	// is now the newer, and vm#3's mtu fails.
 	ins[0].Time, ins[1].Time = time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC), time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
 	p, err = build(Options{}, ins)
 	require.NoError(t, err)
 	onePerHostAndCheck(t, p)
 	assert.Equal(t, health.Fail, row("vm#3").Status)
-	assert.Equal(t, []string{"mtu"}, row("vm#3").Problems)
+	assert.Equal(t, []string{"mtu", "prove-link"}, row("vm#3").Problems)
 	assert.Contains(t, p.Notes[len(p.Notes)-1], "the file modified last")
 }
 
