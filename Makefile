@@ -11,7 +11,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # (then from the module cache): it is not one of the module's requirements.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all deps deps-build build run test unit lab vet bench bench-lat fuzz clean
+.PHONY: all deps deps-build build run test unit lab vet bench bench-lat fuzz clean report-fixtures
 
 all: build
 
@@ -35,6 +35,16 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+
+# Package report's JSON fixtures (report/testdata), made by the code: the
+# CLI's --json in process and fleet prove over four in-process ranks (no
+# mpirun; examples/erdmakit TestReportFixturesAreCurrent, which fails when a
+# committed one differs); the text tables of them; then the pictures of
+# docs/report.md, drawn by headless chromium (report TestDocScreenshots).
+report-fixtures: deps
+	ERDMAKIT_UPDATE_FIXTURES=1 $(GO) test -count=1 -run '^TestReportFixturesAreCurrent$$' ./examples/erdmakit
+	$(GO) test -count=1 -run '^TestTablesMatchGolden$$' ./report -update-text
+	ERDMAKIT_DOCS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestDocScreenshots$$' ./report
 
 # Unit, fixture, namespace (as root) and mpirun tests, then the RDMA lab.
 test: deps vet unit lab

@@ -456,3 +456,45 @@ func TestPageTellsTheTruthInChromium(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(artefacts(t), "phone-390-findings.png"), png, 0o644))
 	})
 }
+
+// TestDocScreenshots draws the pictures of docs/report.md from the code:
+// the page of `erdmakit report --redact report/testdata/fleet-prove-4.json`
+// at 1,400 px (its first screen) and at 390 px (the verdict, then the
+// findings as cards), and the heat map of a healthy mesh. With
+// ERDMAKIT_DOCS set (`make report-fixtures`) they are written there, else
+// to the artefacts. The pages must show the verdict on the first screen.
+func TestDocScreenshots(t *testing.T) {
+	dir := os.Getenv("ERDMAKIT_DOCS")
+	if dir == "" {
+		dir = artefacts(t)
+	}
+	in := readInputs(t, "fleet-prove-4.json")
+	var b bytes.Buffer
+	require.NoError(t, Write(&b, Options{Redact: true}, in...))
+	file := filepath.Join(t.TempDir(), "fleet-prove-4.html")
+	require.NoError(t, os.WriteFile(file, b.Bytes(), 0o644))
+	shot := func(name string, width, height int, js string) {
+		ctx, bl, _ := openPage(t, file, width, height)
+		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(int64(width), int64(height))))
+		if js != "" {
+			_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+			require.NoError(t, err)
+		}
+		top, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.getElementById("verdict").getBoundingClientRect().top`))
+		require.NoError(t, err)
+		if js == "" {
+			assert.Less(t, top, float64(height)/4, "%s: the verdict on the first screen", name)
+		}
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), png, 0o644))
+		bl.mu.Lock()
+		defer bl.mu.Unlock()
+		assert.Empty(t, bl.errors, name)
+	}
+	shot("report.png", 1400, 1000, "")
+	shot("report-phone.png", 390, 844, "")
+	shot("report-phone-findings.png", 390, 844, `(document.getElementById("findings").scrollIntoView(), true)`)
+	shot("report-mesh.png", 1400, 900, `(document.querySelector("figure.chart").scrollIntoView(), true)`)
+	t.Logf("pictures in %s", dir)
+}

@@ -1046,8 +1046,9 @@ func proveSection(s *section, r *fleet.Proof) ([]finding, []hostRow) {
 			ct.Rows = append(ct.Rows, row{Status: c.Severity, Cells: []string{c.Kind, string(c.Severity), pair(c.Hosts),
 				strings.Join(c.Stages, ", "), c.Reason, c.Fix, c.FixFrom}})
 			// A culprit the doctor explains is among its host's findings;
-			// the others (the mesh's, NCCL's) are findings of their own.
-			if c.FixFrom == fleet.StageMesh || c.FixFrom == fleet.StageNCCL || c.FixFrom == "" {
+			// the others (the mesh's, NCCL's, whatever finding of NCCL's
+			// diagnosis their fix comes from) are findings of their own.
+			if !explainedByDoctor(r, c) {
 				fs = append(fs, finding{Host: pair(c.Hosts), ID: "prove-" + c.Kind, Severity: c.Severity,
 					Summary: c.Reason, Evidence: c.Evidence, Remediation: c.Fix})
 			}
@@ -1109,4 +1110,23 @@ func docTitle(p *page) string {
 		return p.Title
 	}
 	return p.Title + ": " + v
+}
+
+// explainedByDoctor reports whether culprit c is one host's doctor
+// finding, listed with that host's findings.
+func explainedByDoctor(r *fleet.Proof, c fleet.ProofCulprit) bool {
+	if c.Kind != fleet.CulpritHost || len(c.Hosts) != 1 || c.FixFrom == "" {
+		return false
+	}
+	for _, h := range r.Hosts {
+		if h.Host != c.Hosts[0] {
+			continue
+		}
+		for _, f := range h.Findings {
+			if f.ID == c.FixFrom {
+				return true
+			}
+		}
+	}
+	return false
 }
