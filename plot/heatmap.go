@@ -91,6 +91,9 @@ func (sc scale) colour(v *float64) (color.RGBA, bool) {
 	if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
 		return noneColour, false
 	}
+	if sc.ref <= 0 {
+		return slow(1), false // nothing above 0 Gbit/s to compare with: no pair is fine
+	}
 	if *v >= sc.band {
 		return alikeColour, true
 	}

@@ -357,6 +357,7 @@ func TestHeatmapOfAHealthyMeshIsOneColour(t *testing.T) {
 		{"within 10% of the expected", m(40, 37, 40, 41, 39, 38, 36.5), map[string]int{"alike #4575b4": 12, "self #ffffff": 4}},
 		{"above the expected", m(40, 55, 40, 41, 39, 38, 60), map[string]int{"alike #4575b4": 12, "self #ffffff": 4}},
 		{"one pair at half the expected", m(40, 40, 40, 40, 40, 40, 20), map[string]int{"alike #4575b4": 10, "slow #e14430": 2, "self #ffffff": 4}},
+		{"nothing measured above 0", func() Mesh { x := m(0, 0); x.MedianGbps = 0; return x }(), map[string]int{"slow #a50026": 12, "self #ffffff": 4}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strings.Builder
