@@ -152,8 +152,12 @@ func hostRows(rows []hostRow, kept []finding) []hostRow {
 		}
 		sources[host] = append(sources[host], src)
 	}
+	named := map[string]string{} // the newest input naming each host
 	for _, r := range rows {
 		h := add(r.Host)
+		if r.newness >= h.newness {
+			named[r.Host] = r.Source
+		}
 		// The newest input's own word on the host, kept where it is not
 		// a health severity (missing, error, not reached).
 		if r.newness > h.newness && r.doctor {
@@ -200,6 +204,9 @@ func hostRows(rows []hostRow, kept []finding) []hostRow {
 	for _, name := range order {
 		h := *byHost[name]
 		sort.Strings(h.Problems)
+		if len(sources[name]) == 0 && named[name] != "" {
+			sources[name] = []string{named[name]} // a host with no finding: the input that named it
+		}
 		h.Source = strings.Join(sources[name], ", ")
 		out = append(out, h)
 	}
