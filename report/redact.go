@@ -89,8 +89,8 @@ func redactInputs(inputs []Input) ([]Input, error) {
 func (rd *redactor) collect(v any, key string) {
 	switch x := v.(type) {
 	case map[string]any:
-		for k, e := range x {
-			rd.collect(e, k)
+		for _, k := range sortedKeys(x) { // in order: the same page numbers the same host alike every time
+			rd.collect(x[k], k)
 		}
 	case []any:
 		for _, e := range x {
@@ -131,8 +131,8 @@ func (rd *redactor) compile() {
 func (rd *redactor) walk(v any, key string) any {
 	switch x := v.(type) {
 	case map[string]any:
-		for k, e := range x {
-			x[k] = rd.walk(e, k)
+		for _, k := range sortedKeys(x) {
+			x[k] = rd.walk(x[k], k)
 		}
 		return x
 	case []any:
@@ -184,4 +184,13 @@ func (rd *redactor) text(s string) string {
 		}
 		return m
 	})
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
