@@ -111,6 +111,10 @@ debver+="-1"
 debian="$top/bin/release-stage/debian"
 "$tool" debian -version "$debver" -revision "$rev" -epoch "$epoch" "$debian"
 
+# nfpm takes the file times of a `tree` from the disk: every staged file
+# gets the commit's time.
+find "$stage" "$debian" -exec touch -h -d "@$epoch" {} +
+
 "$tool" tar -epoch "$epoch" -prefix "$name" -o "$dist/$name.tar.gz" "$stage"
 # nfpm expands ${VAR} in some fields only (not in contents' src): the
 # config is written out with every variable in place.
