@@ -89,9 +89,10 @@ erdmakit version
 erdmakit doctor --root "$healthy" >/dev/null || fail "the installed erdmakit: doctor --root exit $?"
 man -P cat erdmakit 2>/dev/null | head -n 12
 man -w erdmakit-doctor >/dev/null || fail "man erdmakit-doctor: no page"
-bash -c 'source /usr/share/bash-completion/bash_completion && _completion_loader erdmakit && complete -p erdmakit' ||
+# _completion_loader returns 124 when it loaded a completion ("try again").
+bash -c 'source /usr/share/bash-completion/bash_completion; _completion_loader erdmakit; complete -p erdmakit' | tee /dev/stderr | grep -q __start_erdmakit ||
 	fail "the bash completion does not load"
-bash -c 'source /usr/share/bash-completion/bash_completion && _completion_loader erdmakit &&
+bash -c 'source /usr/share/bash-completion/bash_completion; _completion_loader erdmakit;
 	COMP_WORDS=(erdmakit doc) COMP_CWORD=1 COMP_LINE="erdmakit doc" COMP_POINT=12 && __start_erdmakit erdmakit doc erdmakit &&
 	printf "%s\n" "${COMPREPLY[@]}"' | grep -qx doctor || fail "bash completion of 'erdmakit doc' does not offer doctor"
 echo "bash completion: 'erdmakit doc<TAB>' -> doctor" >&2

@@ -327,7 +327,7 @@ Comment: The binary is statically linked with Go modules; their licenses are
  build information.
 
 Files: *
-Copyright: erdmakit authors
+Copyright: %d erdmakit authors
 License: Apache-2.0
  Licensed under the Apache License, Version 2.0 (the "License");
  you may not use this file except in compliance with the License.
@@ -344,12 +344,13 @@ License: Apache-2.0
  On Debian systems, the complete text of the Apache License, Version 2.0
  can be found in "/usr/share/common-licenses/Apache-2.0".
 `
+	copyright = fmt.Sprintf(copyright, epochTime(*epoch).Year())
 	if err := os.WriteFile(filepath.Join(dir, "copyright"), []byte(copyright), 0o644); err != nil {
 		return err
 	}
 	what := "Release " + *ver
 	if *rev != "" {
-		what += ", built from commit " + *rev
+		what += ",\n    built from commit " + *rev
 	}
 	changelog := fmt.Sprintf("erdmakit (%s) unstable; urgency=medium\n\n  * %s.\n\n -- %s  %s\n",
 		*ver, what, maintainer, epochTime(*epoch).Format("Mon, 02 Jan 2006 15:04:05 -0700"))

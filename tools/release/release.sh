@@ -65,12 +65,13 @@ fi
 # The binary: cgo against the bullseye sysroot with the system gcc (Debian's
 # gcc looks for crt*.o and libc outside --sysroot unless -B and -L say
 # where); the Go parts are static (netgo, osusergo: no libc resolver or user
-# lookups), symbols and DWARF stripped, no build id, no paths.
+# lookups), symbols and DWARF stripped, no build id, no paths; a PIE, as
+# distributions build executables (ASLR).
 pkg=github.com/erdmakit/erdmakit/version
 CGO_ENABLED=1 GOOS=linux GOARCH=$arch \
 	CGO_CFLAGS="-O2 -Wno-deprecated-declarations --sysroot=$sysroot" \
 	CGO_LDFLAGS="--sysroot=$sysroot -B$lib -L$lib -L$sysroot/lib/x86_64-linux-gnu" \
-	"$GO" build -trimpath -buildvcs=false -tags netgo,osusergo \
+	"$GO" build -trimpath -buildvcs=false -buildmode=pie -tags netgo,osusergo \
 	-ldflags "-s -w -buildid= -X $pkg.stampVersion=$version -X $pkg.stampRevision=$rev -X $pkg.stampTime=$commit_time" \
 	-o "$stage/erdmakit" ./examples/erdmakit
 # The floor: no symbol newer than GLIBC_2.17 (CentOS 7.9), and the binary
