@@ -11,7 +11,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # (then from the module cache): it is not one of the module's requirements.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all deps deps-build build run test unit lab vet bench bench-lat fuzz clean release release-check glibc-floor release-tool-test
+.PHONY: all deps deps-build build run test unit lab vet bench bench-lat fuzz clean release release-check glibc-floor release-tool-test release-image
 
 all: build
 
@@ -109,6 +109,13 @@ release-tool-test:
 release-check: release-tool-test
 	@./.ci/deps.sh release-check
 	@./tools/release/check.sh
+
+# The OCI image archive (dist/erdmakit_VERSION_linux_amd64.oci.tar): the
+# release binary on Debian bookworm with libibverbs and its providers,
+# loaded into an empty podman store and run with runc. After make release.
+release-image:
+	@./.ci/deps.sh release-check
+	@./tools/release/image.sh
 
 clean:
 	rm -rf bin dist

@@ -52,7 +52,7 @@ mkdir -p bin
 tool=$top/bin/release-tool
 
 name="erdmakit_${version}_linux_${arch}"
-stage="$top/bin/release-stage/$name"
+stage="$top/bin/release-stage/root" # packed as $name/ in the tarball
 if [ "$mode" = binary ]; then
 	stage="$top/bin/release-binary"
 	rm -rf "$stage"
@@ -108,6 +108,7 @@ v=${version#v}
 v=${v%%+*}
 debver=$v
 [[ $v == *-* ]] && debver="${v%%-*}~${v#*-}"
+[[ $version == *+* ]] && debver+="+${version#*+}"
 debver+="-1"
 debian="$top/bin/release-stage/debian"
 "$tool" debian -version "$debver" -revision "$rev" -epoch "$epoch" "$debian"
@@ -121,10 +122,31 @@ find "$stage" "$debian" -exec touch -h -d "@$epoch" {} +
 # config is written out with every variable in place.
 (cd tools/release && "$GO" build -o "$top/bin/nfpm" github.com/goreleaser/nfpm/v2/cmd/nfpm)
 sed -e "s|\${VERSION}|$version|g" -e "s|\${ARCH}|$arch|g" -e "s|\${STAGE}|$stage|g" -e "s|\${DEBIAN}|$debian|g" \
-	packaging/nfpm.yaml >"$top/bin/release-stage/nfpm.yaml"
-for p in deb rpm; do
-	"$top/bin/nfpm" package --config "$top/bin/release-stage/nfpm.yaml" --packager "$p" --target "$dist/" >&2
-done
+	packaging/nfpm.yaml >"$top/bin/release-stage/nfpm.yaml.in"
+for m in "$stage"/man/man1/*.1.gz; do
+	printf '  - src: %s\n    dst: /usr/share/man/man1/%s\n    type: doc\n    file_info: {mode: 0644}\n    packager: rpm\n' "$m" "${m##*/}"
+done >"$top/bin/release-stage/rpm-man.yaml"
+awk -v f="$top/bin/release-stage/rpm-man.yaml" '/#@rpm-man-pages@/ { while ((getline l < f) > 0) print l; next } { print }' \
+	"$top/bin/release-stage/nfpm.yaml.in" >"$top/bin/release-stage/nfpm.yaml"
+# The rpm's version-release as nfpm writes it (0.0.0~PRERELEASE_WITH_UNDERSCORES-1).
+rpmver=${v%%-*}
+[[ $v == *-* ]] && rpmver+="~$(tr - _ <<<"${v#*-}")"
+[[ $version == *+* ]] && rpmver+="+${version#*+}"
+rpmver+="-1"
+# The rpm's %changelog (chglog's format); the .deb has its own
+# changelog.Debian.gz (above), so only the rpm's config names it.
+cat >"$top/bin/release-stage/changelog.yml" <<CL
+- semver: $rpmver
+  date: $commit_time
+  packager: erdmakit maintainers <erdmakit@users.noreply.github.com>
+  changes:
+    - commit: $rev
+      note: Release $version
+CL
+cp "$top/bin/release-stage/nfpm.yaml" "$top/bin/release-stage/nfpm-rpm.yaml"
+echo "changelog: $top/bin/release-stage/changelog.yml" >>"$top/bin/release-stage/nfpm-rpm.yaml"
+"$top/bin/nfpm" package --config "$top/bin/release-stage/nfpm.yaml" --packager deb --target "$dist/" >&2
+"$top/bin/nfpm" package --config "$top/bin/release-stage/nfpm-rpm.yaml" --packager rpm --target "$dist/" >&2
 (cd "$dist" && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%f\n' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS)
 echo "release: $dist" >&2
 (cd "$dist" && ls -l && cat SHA256SUMS) >&2
