@@ -101,7 +101,7 @@ glibc-floor: release-tool-test
 	@./tools/release/release.sh binary
 
 release-tool-test:
-	cd tools/release && $(GO) vet . && $(GO) test -count=1 .
+	cd tools/release && test -z "$$(gofmt -l .)" && $(GO) vet . && $(STATICCHECK) . && $(GO) test -count=1 .
 
 # The whole release proven: two builds byte-identical, the binary under glibc
 # 2.31, the .deb (lintian, dpkg -i/-r, man, bash completion, systemd-analyze),

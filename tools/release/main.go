@@ -31,7 +31,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -243,10 +242,11 @@ func cmdLicenses(ctx context.Context, args []string) error {
 		"The erdmakit binary is statically linked with the Go standard library and the Go modules below\n"+
 		"(the list is the binary's own build information, `go version -m erdmakit`). Each module's\n"+
 		"license files follow, as the module ships them.\n\n")
-	goroot := runtime.GOROOT()
-	if r, err := goOut(ctx, "", "env", "GOROOT"); err == nil {
-		goroot = strings.TrimSpace(r)
+	r, err := goOut(ctx, "", "env", "GOROOT")
+	if err != nil {
+		return err
 	}
+	goroot := strings.TrimSpace(r)
 	fmt.Fprintf(&b, "  %-60s %s\n", "Go standard library and runtime (go.dev)", "LICENSE")
 	for i := range mods {
 		m := &mods[i]
@@ -400,7 +400,7 @@ func cmdGzip(args []string) error {
 		return err
 	}
 	if *epoch == 0 {
-		return errors.New("gzip: -epoch S FILE...")
+		return errors.New("gzip: -epoch S FILE (one or more)")
 	}
 	for _, p := range fl.Args() {
 		if err := gzipFile(p, *epoch); err != nil {
