@@ -112,8 +112,8 @@ release-check: release-tool-test
 
 # The OCI image archive (dist/erdmakit_VERSION_linux_amd64.oci.tar): the
 # release binary on Debian bookworm with libibverbs and its providers,
-# loaded into an empty podman store and run with runc. After make release.
-release-image:
+# loaded into an empty podman store and run with runc; SHA256SUMS gains it.
+release-image: release
 	@./.ci/deps.sh release-check
 	@./tools/release/image.sh
 

@@ -7,7 +7,8 @@
 #
 #   dist/erdmakit_VERSION_linux_amd64.oci.tar     podman load -i ... / docker load (docker 25+) / skopeo
 #
-# Run after make release (it takes the binary from dist/'s tarball). Root.
+# make release-image runs make release first (the binary comes from dist/'s
+# tarball). Root.
 # Podman runs on a store of its own under bin/release-image (vfs driver), not
 # the machine's.
 set -euo pipefail
@@ -72,4 +73,7 @@ run=("${L[@]}" --runtime runc run --rm --network none --ulimit nofile=1024:1024 
 "${run[@]}" "$loaded" erdmakit version
 "${run[@]}" "$loaded" erdmakit doctor --root /data/healthy.tar.gz || fail "doctor in the container: exit $?"
 "${run[@]}" "$loaded" sh -c 'ls /usr/lib/x86_64-linux-gnu/libibverbs/ | grep erdma' >&2
+# SHA256SUMS covers the image too (the image is not claimed reproducible:
+# its base is whatever Debian's mirror serves that day).
+(cd dist && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%f\n' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS)
 echo "release-image: ok: $out ($(du -h "$out" | cut -f1)), doctor --root in the container: exit 0" >&2
