@@ -90,8 +90,9 @@ erdmakit doctor --root "$healthy" >/dev/null || fail "the installed erdmakit: do
 man -P cat erdmakit 2>/dev/null | head -n 12
 man -w erdmakit-doctor >/dev/null || fail "man erdmakit-doctor: no page"
 # _completion_loader returns 124 when it loaded a completion ("try again").
-bash -c 'source /usr/share/bash-completion/bash_completion; _completion_loader erdmakit; complete -p erdmakit' | tee /dev/stderr | grep -q __start_erdmakit ||
-	fail "the bash completion does not load"
+spec=$(bash -c 'source /usr/share/bash-completion/bash_completion; _completion_loader erdmakit; complete -p erdmakit' 2>&1) || true
+echo "$spec" >&2
+grep -q __start_erdmakit <<<"$spec" || fail "the bash completion does not load"
 bash -c 'source /usr/share/bash-completion/bash_completion; _completion_loader erdmakit;
 	COMP_WORDS=(erdmakit doc) COMP_CWORD=1 COMP_LINE="erdmakit doc" COMP_POINT=12 && __start_erdmakit erdmakit doc erdmakit &&
 	printf "%s\n" "${COMPREPLY[@]}"' | grep -qx doctor || fail "bash completion of 'erdmakit doc' does not offer doctor"
