@@ -38,7 +38,7 @@ mmdebstrap --variant=essential --include=libibverbs1,ibverbs-providers,librdmacm
 	--dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/locale/*' \
 	--dpkgopt='path-exclude=/usr/share/info/*' \
 	--customize-hook='rm -rf "$1"/var/cache/* "$1"/var/lib/apt/lists/* "$1"/var/log/*' \
-	--quiet bookworm "$work/ctx/rootfs.tar" http://deb.debian.org/debian >&2
+	--quiet bookworm "$work/ctx/rootfs.tar" "$("$top/tools/release/mirror.sh")" >&2
 tar -tf "$work/ctx/rootfs.tar" >"$work/rootfs.list"
 grep 'libibverbs/liberdma-rdmav.*\.so' "$work/rootfs.list" >&2 || fail "the base lacks the erdma provider (liberdma)"
 

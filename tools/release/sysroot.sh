@@ -5,7 +5,8 @@
 # Alibaba Cloud Linux 3, Ubuntu 18.04 and up), and its ld-2.31.so is the
 # loader the release checks run the binary under.
 #
-# Debian's mirror is asked through apt with a sources list, lists and cache of
+# Debian's mirror (the one this machine's apt uses, or $DEBIAN_MIRROR: see
+# mirror.sh) is asked through apt with a sources list, lists and cache of
 # its own (nothing is added to the system's apt sources, nothing installed);
 # apt checks each .deb against the suite's signed Release file. The packages
 # are pinned: the cache key is the list of name=version, so a new pin builds a
@@ -44,7 +45,8 @@ for t in apt-get dpkg-deb; do
 done
 work="$cache/apt-$suite-$arch"
 mkdir -p "$work/lists/partial" "$work/archives/partial" "$work/debs"
-echo "deb [arch=$arch] http://deb.debian.org/debian $suite main" >"$work/sources.list"
+mirror=$("$(dirname "$0")/mirror.sh")
+echo "deb [arch=$arch] $mirror $suite main" >"$work/sources.list"
 apt=(
 	-o "Dir::Etc::SourceList=$work/sources.list" -o Dir::Etc::SourceParts=/dev/null
 	-o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work" -o "Dir::Cache::archives=$work/archives"
