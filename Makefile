@@ -11,7 +11,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # (then from the module cache): it is not one of the module's requirements.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all deps deps-build build run test unit lab vet bench bench-lat fuzz clean report-fixtures
+.PHONY: all deps deps-build build run test unit lab vet bench bench-lat fuzz clean report-fixtures release release-check glibc-floor release-tool-test release-image
 
 all: build
 
@@ -46,8 +46,9 @@ report-fixtures: deps
 	$(GO) test -count=1 -run '^TestTablesMatchGolden$$' ./report -update-text
 	ERDMAKIT_DOCS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestDocScreenshots$$' ./report
 
-# Unit, fixture, namespace (as root) and mpirun tests, then the RDMA lab.
-test: deps vet unit lab
+# Unit, fixture, namespace (as root) and mpirun tests, the release binary's
+# glibc floor, then the RDMA lab.
+test: deps vet unit glibc-floor lab
 
 unit:
 	$(GO) test $(GOFLAGS) -count=1 -timeout 25m ./...
@@ -94,5 +95,37 @@ bench-lat: deps
 	$(GO) run ./internal/lab/cmd/labrun -timeout 30m -shell "$(CURDIR)/bin/latbench -reps 6 -sizes 2,4096 -go-loop"
 	$(GO) run ./internal/lab/cmd/labrun -timeout 30m -shell2 "$(CURDIR)/bin/latbench -reps 16 -iters 1000 -sizes 2,4096"
 
+# The release (docs/release.md): dist/ holds the tarball, the .deb, the .rpm
+# and SHA256SUMS, built from the commit (SOURCE_DATE_EPOCH) with the binary
+# linked against glibc 2.31 from Debian bullseye's packages (cached in
+# ~/.cache/erdmakit-release) so that it needs no glibc newer than 2.17.
+release:
+	@./.ci/deps.sh release
+	@./tools/release/release.sh
+
+# What make test runs of the release: the release binary alone, its glibc
+# floor (no symbol newer than GLIBC_2.17) and a run of version and doctor
+# under glibc 2.31's loader; and the release tool's own tests.
+glibc-floor: release-tool-test
+	@./.ci/deps.sh release
+	@./tools/release/release.sh binary
+
+release-tool-test:
+	cd tools/release && test -z "$$(gofmt -l .)" && $(GO) vet . && $(STATICCHECK) . && $(GO) test -count=1 .
+
+# The whole release proven: two builds byte-identical, the binary under glibc
+# 2.31, the .deb (lintian, dpkg -i/-r, man, bash completion, systemd-analyze),
+# the .rpm (rpm -qpi/-qlp, rpm --root, rpmlint).
+release-check: release-tool-test
+	@./.ci/deps.sh release-check
+	@./tools/release/check.sh
+
+# The OCI image archive (dist/erdmakit_VERSION_linux_amd64.oci.tar): the
+# release binary on Debian bookworm with libibverbs and its providers,
+# loaded into an empty podman store and run with runc; SHA256SUMS gains it.
+release-image: release
+	@./.ci/deps.sh release-check
+	@./tools/release/image.sh
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -28,7 +28,22 @@ type Info struct {
 	Main bool `json:"main"`
 	// GoVersion is the toolchain that built the binary.
 	GoVersion string `json:"go"`
+	// Release is true in a release build (make release): Version,
+	// Revision and Time were stamped by the linker (-ldflags -X) from
+	// git describe, as a -trimpath build outside a checkout has no VCS
+	// settings to read them from.
+	Release bool `json:"release,omitempty"`
 }
+
+// Set by the linker in a release build (make release: -ldflags
+// "-X github.com/erdmakit/erdmakit/version.stampVersion=v0.3.0 ..."), empty
+// in every other build. They are written only by the linker, never at run
+// time: constants the toolchain cannot express as such.
+var (
+	stampVersion  string
+	stampRevision string
+	stampTime     string
+)
 
 // Get reads the running binary's build information. ok is false when the
 // binary carries none (built without module support) or does not contain
@@ -36,9 +51,26 @@ type Info struct {
 func Get() (Info, bool) {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return Info{Module: Module}, false
+		return stamped(Info{Module: Module}, stampVersion, stampRevision, stampTime), false
 	}
-	return FromBuildInfo(bi)
+	in, ok := FromBuildInfo(bi)
+	if in.Main {
+		in = stamped(in, stampVersion, stampRevision, stampTime)
+	}
+	return in, ok
+}
+
+// stamped overrides in with a release build's stamped version, revision
+// and time; without a stamped version in is returned as it is.
+func stamped(in Info, ver, rev, time string) Info {
+	if ver == "" {
+		return in
+	}
+	in.Version, in.Release = ver, true
+	if rev != "" {
+		in.Revision, in.Time, in.Modified = rev, time, false
+	}
+	return in
 }
 
 // FromBuildInfo finds erdmakit in bi: the main module, or a dependency

@@ -88,6 +88,12 @@ func TestModuleZip(t *testing.T) {
 	dir := checkout(t)
 	cf, err := zip.CheckDir(dir)
 	for _, f := range cf.Omitted {
+		// tools/release is a module of its own (nfpm and cobra/doc stay
+		// out of erdmakit's graph): the zip leaves it out by design.
+		if rel, _ := filepath.Rel(dir, f.Path); strings.HasPrefix(filepath.ToSlash(rel), "tools/release/") ||
+			filepath.ToSlash(rel) == "tools/release" {
+			continue
+		}
 		t.Errorf("omitted from the module zip: %v", f)
 	}
 	if err == nil {
