@@ -431,14 +431,14 @@ func sweepOnCancel(cmd *exec.Cmd) {
 		tree := descendants(cmd.Process.Pid)
 		err := groupCancel()
 		for _, p := range tree {
-			_ = syscall.Kill(p.pid, syscall.SIGTERM)
+			signalPID(p.pid, syscall.SIGTERM)
 		}
 		if len(tree) > 0 {
 			go func() {
 				time.Sleep(execx.Grace)
 				for _, p := range tree {
 					if st, ok := procStart(p.pid); ok && st == p.start {
-						_ = syscall.Kill(p.pid, syscall.SIGKILL)
+						signalPID(p.pid, syscall.SIGKILL)
 					}
 				}
 			}()

@@ -298,7 +298,19 @@ var portable = []string{"./connect", "./gid", "./health", "./nccl/ncclog", "./nv
 // nocgo are packages that wrap a C library and must still build without
 // cgo on any OS (stubs returning a clear error, as ibverbs has), so that an
 // importer's CGO_ENABLED=0 build does not fail in them.
-var nocgo = []string{"./nvml"}
+var nocgo = []string{"./nvml", "./ibverbs"}
+
+// offline are the domain packages a laptop uses on results and recordings
+// (library-3 item 4): they build, and their tests compile (go vet), with
+// CGO_ENABLED=0 on linux, darwin and windows. Their live reads (netlink,
+// getrlimit, mpirun) answer erdma.ErrNotLinux, or fail as a missing tool
+// does, outside Linux; the rendering of JSON results into a page
+// (report) and the replay of recorded hosts work everywhere.
+var offline = []string{"./report", "./erdma", "./perf", "./fleet", "./nccl", "./monitor"}
+
+// vetted are the packages whose tests must compile on every GOOS: the
+// portable ones, nvml, and report.
+var vetted = append([]string{"./nvml", "./report"}, portable...)
 
 // heavy are the modules a portable package must not pull in.
 var heavy = []string{"gonum.org/", "github.com/vishvananda/netlink", "github.com/Mellanox/rdmamap", "github.com/NVIDIA/go-nvml"}
@@ -333,8 +345,9 @@ func TestDomainPackagesPrintNothing(t *testing.T) {
 	}
 }
 
-// TestParsersArePortable builds the portable packages (and nocgo's) with
-// CGO_ENABLED=0 for linux, darwin and windows and checks the portable
+// TestParsersArePortable builds the portable packages (and nocgo's and
+// offline's) with CGO_ENABLED=0 for linux, darwin and windows, runs go vet
+// (which compiles their tests) on vetted's, and checks the portable
 // packages' dependencies.
 func TestParsersArePortable(t *testing.T) {
 	if testing.Short() {
@@ -346,11 +359,15 @@ func TestParsersArePortable(t *testing.T) {
 	defer cancel()
 	for _, goos := range []string{"linux", "darwin", "windows"} {
 		env := append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH=amd64")
-		pkgs := append(append([]string{}, portable...), nocgo...)
+		pkgs := append(append(append([]string{}, portable...), nocgo...), offline...)
 		build := execx.Command(ctx, "go", append([]string{"build"}, pkgs...)...)
 		build.Dir, build.Env = root, env
 		out, err := build.CombinedOutput()
 		require.NoError(t, err, "CGO_ENABLED=0 GOOS=%s go build %v:\n%s", goos, pkgs, out)
+		vet := execx.Command(ctx, "go", append([]string{"vet"}, vetted...)...)
+		vet.Dir, vet.Env = root, env
+		out, err = vet.CombinedOutput()
+		require.NoError(t, err, "CGO_ENABLED=0 GOOS=%s go vet %v:\n%s", goos, vetted, out)
 		list := execx.Command(ctx, "go", append([]string{"list", "-deps"}, portable...)...)
 		list.Dir, list.Env = root, env
 		deps, err := list.Output()
