@@ -104,8 +104,8 @@ type GDR struct {
 //
 // The log is scanned in parallel: chunks of whole lines go to one worker per
 // CPU (GOMAXPROCS), each analyses its chunk alone, and the chunks' analyses
-// are merged in file order (Analyzer.merge), so the result is what one
-// pass line by line finds. Memory is a few chunks per worker, whatever the
+// are merged in file order, so the result is what one pass line by line
+// finds. Memory is a few chunks per worker, whatever the
 // size of the log; a line longer than a chunk (1 MiB) is cut to its first
 // MiB.
 func Analyze(ctx context.Context, r io.Reader) (*Summary, error) {
