@@ -144,7 +144,7 @@ func printParsedNCCLLog(w io.Writer, s *ncclog.Summary) error {
 		network += " (ranks disagree: " + strings.Join(s.Networks, ", ") + ")"
 	}
 	add("network", network)
-	add("transport", string(s.NetTransport()))
+	add("transport", string(s.Transport))
 	var devs []string
 	for _, d := range s.IBDevices {
 		devs = append(devs, fmt.Sprintf("%s:%d/%s", d.Name, d.Port, d.Link))
