@@ -24,19 +24,19 @@ func newDevicesCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, closer, err := erdma.OpenHost(cmd.Context(), g.root)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			defer closer.Close()
 			inv, err := erdma.ReadInventory(cmd.Context(), h, erdma.InventoryOptions{SkipTools: skipTools, SkipCounters: skipCounters})
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			if g.json {
 				if err := render.JSON(g.stdout, inv); err != nil {
-					return &exitError{code: ExitUnknown, err: err}
+					return couldNotRun(err)
 				}
 			} else if err := printDevices(g, inv); err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			if len(inv.Errors) > 0 {
 				for _, e := range inv.Errors {

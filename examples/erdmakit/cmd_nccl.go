@@ -139,18 +139,18 @@ type ncclDryRun struct {
 func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) error {
 	c, err := ncclCommand(f, args)
 	if err != nil {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	peerMem := ""
 	if f.hostEnv {
 		noNVLink, pm, err := applyHostEnv(ctx, g, f, &c)
 		if err != nil {
-			return &exitError{code: ExitUnknown, err: err}
+			return couldNotRun(err)
 		}
 		f.noNVLink = f.noNVLink || noNVLink
 		peerMem = pm
 	} else if f.advice.graphFile != "" || f.advice.inventory != "" || f.advice.gdr != "auto" {
-		return &exitError{code: ExitUnknown, err: errors.New("--graph-file, --gdr and --inventory go with --host-env")}
+		return couldNotRun(errors.New("--graph-file, --gdr and --inventory go with --host-env"))
 	}
 	if f.dryRun && g.json {
 		argv, _ := c.Argv() // ncclCommand checked it
@@ -159,7 +159,7 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 			env = []string{}
 		}
 		if err := render.JSON(g.stdout, ncclDryRun{Argv: argv, Command: c.String(), Env: env}); err != nil {
-			return &exitError{code: ExitUnknown, err: err}
+			return couldNotRun(err)
 		}
 		return nil
 	}
@@ -187,7 +187,7 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		// it appears at --log when the run ends, whatever its outcome.
 		lf, err := atomicfile.Create(f.logFile, 0o644)
 		if err != nil {
-			return &exitError{code: ExitUnknown, err: fmt.Errorf("raw log: %w", err)}
+			return couldNotRun(fmt.Errorf("raw log: %w", err))
 		}
 		defer lf.Close()
 		rawLog, opts.Log = lf, lf
@@ -224,7 +224,7 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			err = fmt.Errorf("%w (install Open MPI or Slurm, or give --launcher)", err)
 		}
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	rep := nccl.NewRunReport(run, exp)
 	if f.plot != "" {
@@ -240,13 +240,13 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 	}
 	if g.json {
 		if err := render.JSON(g.stdout, rep); err != nil {
-			return &exitError{code: ExitUnknown, err: err}
+			return couldNotRun(err)
 		}
 	} else {
 		printNCCLReport(g, rep, live)
 	}
 	if run.Cancelled {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	return exitCode(severityExit(rep.Status))
 }
@@ -336,18 +336,18 @@ func runNCCLEnv(ctx context.Context, g *globals, f ncclEnvFlags) error {
 	case f.format == "json": // as doctor --format json: the same as --json
 		g.json = true
 	case g.json && f.format == "mpirun":
-		return &exitError{code: ExitUnknown, err: fmt.Errorf("--json and --format %s contradict each other", f.format)}
+		return couldNotRun(fmt.Errorf("--json and --format %s contradict each other", f.format))
 	case f.format != "shell" && f.format != "mpirun":
-		return &exitError{code: ExitUnknown, err: fmt.Errorf("--format %q: want shell, mpirun or json", f.format)}
+		return couldNotRun(fmt.Errorf("--format %q: want shell, mpirun or json", f.format))
 	}
 	a, _, err := hostEnvAdvice(ctx, g, f)
 	if err != nil {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	switch {
 	case g.json:
 		if err := render.JSON(g.stdout, a); err != nil {
-			return &exitError{code: ExitUnknown, err: err}
+			return couldNotRun(err)
 		}
 	case f.format == "mpirun":
 		for _, w := range a.Warnings {

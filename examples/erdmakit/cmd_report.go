@@ -33,13 +33,13 @@ func newReportCmd(g *globals) *cobra.Command {
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if g.json {
-				return &exitError{code: ExitUnknown, err: errors.New("--json: report writes an HTML page (-o FILE.html, or stdout)")}
+				return couldNotRun(errors.New("--json: report writes an HTML page (-o FILE.html, or stdout)"))
 			}
 			var ins []report.Input
 			for _, a := range args {
 				in, err := readReportInput(cmd, a)
 				if err != nil {
-					return &exitError{code: ExitUnknown, err: err}
+					return couldNotRun(err)
 				}
 				if u := in.Unknown(); len(u) > 0 {
 					fmt.Fprintf(g.stderr, "erdmakit report: %s: %d key(s) this erdmakit does not know (a newer erdmakit's result?): rendered what is known\n", a, len(u))
@@ -55,7 +55,7 @@ func newReportCmd(g *globals) *cobra.Command {
 				err = atomicfile.Write(out, 0o644, write)
 			}
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			return exitCode(severityExit(report.Status(ins...)))
 		},
