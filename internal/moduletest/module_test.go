@@ -131,15 +131,21 @@ func TestTestsRunWithoutExecBits(t *testing.T) {
 	assert.NotContains(t, string(out), "permission denied")
 }
 
-// TestGoGetFromProxy is a new user's first step: a fresh module outside
-// the repository `go get`s erdmakit through a module proxy (a file:// one
-// holding this tree's zip; every other module comes from this machine's
-// module cache, so nothing is downloaded) and builds a program importing
-// the library packages.
-func TestGoGetFromProxy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a fresh module: not in -short")
-	}
+// importerModule is a fresh module outside the repository that fetches this
+// tree's module zip through a file:// module proxy (every other module
+// comes from this machine's module cache, so nothing is downloaded).
+type importerModule struct {
+	gobin, dir, tmp, version string
+	env                      []string
+	// run runs the go command in the importer's module; it fails the
+	// test with the command's output.
+	run func(args ...string) string
+}
+
+// newImporter writes the proxy (this tree's zip at a pseudo-version) and
+// an empty importer module (go.mod only) requiring nothing yet.
+func newImporter(t *testing.T, ctx context.Context) *importerModule {
+	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		need(t, "go not on PATH: %v", err)
@@ -160,8 +166,6 @@ func TestGoGetFromProxy(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(at, version+".info"), []byte(info), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(at, "list"), []byte(version+"\n"), 0o644))
 
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
-	defer cancel()
 	goenv := func(name string) string {
 		out, err := execx.Command(ctx, gobin, "env", name).Output()
 		require.NoError(t, err)
@@ -187,20 +191,37 @@ func TestGoGetFromProxy(t *testing.T) {
 	// our dependencies once required (rdmamap's netlink v1.1.0), which a
 	// fresh machine's module cache does not hold.
 	require.NoError(t, os.WriteFile(filepath.Join(importer, "go.mod"), []byte("module example.com/importer\n\ngo 1.26.0\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(importer, "main.go"), []byte(importerMain), 0o644))
 	env := append(os.Environ(),
 		"GOPROXY=file://"+filepath.Join(tmp, "proxy")+",file://"+cache,
 		"GOMODCACHE="+filepath.Join(tmp, "modcache"),
 		"GOFLAGS=-modcacherw -mod=mod",
 		"GOSUMDB=off", "GOWORK=off", "GOTOOLCHAIN=local",
 	)
-	run := func(args ...string) {
+	run := func(args ...string) string {
 		t.Helper()
 		cmd := execx.Command(ctx, gobin, args...)
 		cmd.Dir, cmd.Env = importer, env
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), out)
+		return string(out)
 	}
+	return &importerModule{gobin: gobin, dir: importer, tmp: tmp, version: version, env: env, run: run}
+}
+
+// TestGoGetFromProxy is a new user's first step: a fresh module outside
+// the repository `go get`s erdmakit through a module proxy (a file:// one
+// holding this tree's zip; every other module comes from this machine's
+// module cache, so nothing is downloaded) and builds a program importing
+// the library packages.
+func TestGoGetFromProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a fresh module: not in -short")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	imp := newImporter(t, ctx)
+	require.NoError(t, os.WriteFile(filepath.Join(imp.dir, "main.go"), []byte(importerMain), 0o644))
+	gobin, importer, env, tmp, version, run := imp.gobin, imp.dir, imp.env, imp.tmp, imp.version, imp.run
 	run("get", modulePath+"@"+version)
 	run("build", "-o", filepath.Join(tmp, "importer.bin"), ".")
 	// The fixture as the fetched module holds it (read-only module cache).
