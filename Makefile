@@ -11,7 +11,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # (then from the module cache): it is not one of the module's requirements.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all deps deps-build build run test unit lab vet bench bench-lat fuzz clean
+.PHONY: all deps deps-build build run test unit lab vet api api-accept bench bench-lat fuzz clean
 
 all: build
 
@@ -36,8 +36,18 @@ vet:
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 
+# The exported Go API against api/base (apidiff, pinned, fetched by go run
+# like staticcheck): an incompatible change not listed in
+# api/incompatible.txt fails. api-accept lists the changes found (a break
+# is a decision: review the file's diff). See README, "Compatibility".
+api:
+	@bash api/apidiff.sh
+
+api-accept:
+	@bash api/apidiff.sh --accept
+
 # Unit, fixture, namespace (as root) and mpirun tests, then the RDMA lab.
-test: deps vet unit lab
+test: deps vet api unit lab
 
 unit:
 	$(GO) test $(GOFLAGS) -count=1 -timeout 25m ./...
