@@ -267,4 +267,3 @@ func (w *apiWalker) leaks(t types.Type) []string {
 	walk(t)
 	return out
 }
-

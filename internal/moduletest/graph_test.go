@@ -27,7 +27,7 @@ func TestPackageGraph(t *testing.T) {
 		return strings.Fields(string(out))
 	}
 	forbidden := map[string][]string{
-		"./eri":    {modulePath + "/doctor", modulePath + "/ibverbs", "github.com/NVIDIA/go-nvml"},
+		"./eri": {modulePath + "/doctor", modulePath + "/ibverbs", "github.com/NVIDIA/go-nvml"},
 		// The exporter's client (Prometheus, protobuf) stays the exporter's:
 		// doctor.Snapshot is a monitor.SnapshotFunc without package monitor
 		// (library-3 item 5).
