@@ -11,7 +11,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # (then from the module cache): it is not one of the module's requirements.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all deps deps-build build run test unit lab vet api api-accept bench bench-lat fuzz clean
+.PHONY: all deps deps-build build run test unit lab vet api api-accept libsize bench bench-lat fuzz clean
 
 all: build
 
@@ -45,6 +45,11 @@ api:
 
 api-accept:
 	@bash api/apidiff.sh --accept
+
+# README's table of what importing each package costs: measured again and
+# rewritten (TestLibrarySizes checks it in every make test).
+libsize:
+	$(GO) test -count=1 -run TestLibrarySizes ./internal/moduletest -args -update-readme
 
 # Unit, fixture, namespace (as root) and mpirun tests, then the RDMA lab.
 test: deps vet api unit lab
