@@ -11,7 +11,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # (then from the module cache): it is not one of the module's requirements.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all deps deps-build build run test unit lab vet bench bench-lat fuzz clean report-fixtures release release-check glibc-floor release-tool-test release-image
+.PHONY: all deps deps-build build run test unit lab vet api api-accept libsize bench bench-lat fuzz clean report-fixtures release release-check glibc-floor release-tool-test release-image
 
 all: build
 
@@ -46,9 +46,24 @@ report-fixtures: deps
 	$(GO) test -count=1 -run '^TestTablesMatchGolden$$' ./report -update-text
 	ERDMAKIT_DOCS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestDocScreenshots$$' ./report
 
-# Unit, fixture, namespace (as root) and mpirun tests, the release binary's
-# glibc floor, then the RDMA lab.
-test: deps vet unit glibc-floor lab
+# The exported Go API against api/base (apidiff, pinned, fetched by go run
+# like staticcheck): an incompatible change not listed in
+# api/incompatible.txt fails. api-accept lists the changes found (a break
+# is a decision: review the file's diff). See README, "Compatibility".
+api:
+	@bash api/apidiff.sh
+
+api-accept:
+	@bash api/apidiff.sh --accept
+
+# README's table of what importing each package costs: measured again and
+# rewritten (TestLibrarySizes checks it in every make test).
+libsize:
+	$(GO) test -count=1 -run TestLibrarySizes ./internal/moduletest -args -update-readme
+
+# The API check, unit, fixture, namespace (as root) and mpirun tests, the
+# release binary's glibc floor, then the RDMA lab.
+test: deps vet api unit glibc-floor lab
 
 unit:
 	$(GO) test $(GOFLAGS) -count=1 -timeout 25m ./...

@@ -10,6 +10,10 @@
 // (eri's cloud checks) writes them against the inventory alone
 // (erdma.HostCheck) and HostChecks adapts them, so that it need not import
 // the doctor.
+//
+// The package builds on Linux only: its fixes plan the host's network
+// configuration through netlink. A recorded host's verdict is the same in
+// every Linux build, cgo or not (the recording's NVML replays without cgo).
 package doctor
 
 import (

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
-	"github.com/erdmakit/erdmakit/monitor"
 )
 
 // SnapshotOptions is what Snapshot reads on each scrape.
@@ -28,21 +27,23 @@ type SnapshotOptions struct {
 }
 
 // Snapshot is the monitor.SnapshotFunc `erdmakit exporter` serves
-// (monitor.NewCollector): on every scrape the inventory, without its tools,
-// and, unless InventoryOnly, the doctor's report with the tools cached for
-// ToolsTTL. Safe for concurrent scrapes.
-func Snapshot(h erdma.Host, o SnapshotOptions) monitor.SnapshotFunc {
+// (monitor.NewCollector(doctor.Snapshot(h, o), timeout)): on every scrape
+// the inventory, without its tools, and, unless InventoryOnly, the doctor's
+// report with the tools cached for ToolsTTL. Safe for concurrent scrapes.
+// Its type is monitor.SnapshotFunc's, spelled without package monitor, so
+// that importing doctor does not pull in Prometheus' client and protobuf.
+func Snapshot(h erdma.Host, o SnapshotOptions) func(ctx context.Context) (*erdma.Snapshot, error) {
 	var (
 		mu      sync.Mutex
 		tools   []erdma.Tool
 		toolsAt time.Time
 	)
-	return func(ctx context.Context) (*monitor.Snapshot, error) {
+	return func(ctx context.Context) (*erdma.Snapshot, error) {
 		inv, err := erdma.ReadInventory(ctx, h, erdma.InventoryOptions{SkipTools: true})
 		if err != nil {
 			return nil, err
 		}
-		snap := &monitor.Snapshot{Inventory: inv}
+		snap := &erdma.Snapshot{Inventory: inv}
 		if o.InventoryOnly {
 			return snap, nil
 		}

@@ -33,6 +33,11 @@ const (
 // be parsed; the error text names the file.
 var ErrMalformed = errors.New("malformed")
 
+// ErrNotLinux is wrapped by the reads of a live host that only Linux
+// answers (netlink's network interfaces, RLIMIT_MEMLOCK) when the program
+// runs elsewhere: on macOS or Windows the package reads recorded hosts.
+var ErrNotLinux = errors.New("not supported outside Linux")
+
 // Host is a file-system root plus the few sources the kernel does not keep in
 // files: network interfaces and their addresses, RLIMIT_MEMLOCK and the
 // programs on PATH. A live host takes those from netlink, getrlimit and PATH;

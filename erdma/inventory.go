@@ -17,7 +17,6 @@ import (
 	"github.com/erdmakit/erdmakit/connect"
 	"github.com/erdmakit/erdmakit/gid"
 	"github.com/erdmakit/erdmakit/internal/ctxio"
-	"golang.org/x/sys/unix"
 )
 
 // Sysfs locations, relative to the host root.
@@ -540,7 +539,7 @@ func (c *CounterReader) Read(ctx context.Context, m map[string]uint64) error {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(append(bad, fmt.Errorf("%s/%s: %w", c.dir, c.names[i], err))...)
 		}
-		n, err := unix.Pread(fd, c.buf[:], 0)
+		n, err := pread0(c.files[i], fd, c.buf[:])
 		if err != nil {
 			bad = append(bad, fmt.Errorf("%s/%s: %w", c.dir, c.names[i], err))
 			continue

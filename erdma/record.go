@@ -168,8 +168,8 @@ func Record(ctx context.Context, h Host, w io.Writer, opt RecordOptions) (*Inven
 	return inv, nil
 }
 
-// RecordFile is Record into the file out, atomically (internal/atomicfile,
-// the rule of every file erdmakit writes): the recording goes to a
+// RecordFile is Record into the file out, atomically (the rule of every
+// file erdmakit writes): the recording goes to a
 // temporary file in out's directory, synced, then renamed over out. A
 // failure (a full disk, a cancelled context) removes only the temporary
 // file: whatever out was stays as it was; temporary files of out left by a

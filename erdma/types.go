@@ -219,6 +219,14 @@ type Inventory struct {
 	Errors []string `json:"errors,omitempty"`
 }
 
+// Snapshot is one look at a host, as a scraper takes it (monitor's
+// exporter, through doctor.Snapshot): the inventory (devices, ports,
+// counters, netdevs) and, when the doctor ran, its report on it.
+type Snapshot struct {
+	Inventory *Inventory
+	Report    *Report // nil when the doctor is not run
+}
+
 // Report is the doctor's output, the public schema of `doctor --json`.
 type Report struct {
 	Status   health.Severity  `json:"status"` // ok | warn | fail

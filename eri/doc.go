@@ -9,4 +9,7 @@
 // (environment keys, the aliyun CLI profile, OIDC/RRSA, the instance RAM role
 // through the metadata service). A View, the cloud's answer, carries no
 // credential and can be stored with a recorded host.
+//
+// The package builds on Linux only: configuring the ERIs' netdevs plans
+// through netlink.
 package eri

@@ -2,7 +2,7 @@ package fleet
 
 import (
 	"context"
-	"net"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"testing"
 	"time"
 
@@ -12,20 +12,12 @@ import (
 	"github.com/erdmakit/erdmakit/perf"
 )
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // A pair test between two BwWorkers over fake links: device i into device i,
 // the pair's rate the sum, a device the server lacks named in the error.
 func TestBwWorkerPairTestDeviceToNamesake(t *testing.T) {
 	cfg := perf.Config{Size: 65536, QPs: 1, Iterations: 50}
 	srv := &BwWorker{Links: []perf.Link{perf.NewEmulatedLink("fake0", 2, 0), perf.NewEmulatedLink("fake1", 2, 0)}, Config: cfg}
-	port := freePort(t)
+	port := fixture.FreePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	served := make(chan error, 1)

@@ -1,6 +1,7 @@
 package health_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/erdmakit/erdmakit/health"
@@ -15,4 +16,15 @@ func ExampleStatus() {
 	st := health.Status(fs)
 	fmt.Println(st, st.Exit())
 	// Output: warn 1
+}
+
+// ExitCode is the exit code a check program ends with: the Nagios
+// convention erdmakit's CLI follows, 3 when the check could not run.
+func ExampleExitCode() {
+	fs := []health.Finding{{ID: "mtu", Severity: health.Fail}}
+	fmt.Println(health.ExitCode(health.Status(fs), nil))
+	fmt.Println(health.ExitCode(health.OK, errors.New("reading /sys: permission denied")))
+	// Output:
+	// 2
+	// 3
 }

@@ -36,8 +36,28 @@ func (s Severity) Valid() bool {
 }
 
 // Exit is the process exit code of a status: 0 ok (and skip), 1 warn,
-// 2 fail (the Nagios convention; 3 "could not run" is the caller's).
+// 2 fail (the Nagios convention; ExitCode adds 3, "could not run").
 func (s Severity) Exit() int { return s.Rank() }
+
+// The process exit codes of the Nagios convention, which erdmakit's CLI
+// keeps stable and a health checker reads directly (README "Exit codes").
+const (
+	ExitOK      = 0 // everything checked is fine (skips included)
+	ExitWarn    = 1 // something is degraded: a warn finding, bandwidth below the expectation
+	ExitFail    = 2 // something is broken: a failing finding, a failed test
+	ExitUnknown = 3 // the check could not run (bad input, no such device), or it was interrupted
+)
+
+// ExitCode is the exit code of a check that ended with status and err:
+// ExitUnknown when err is not nil (the check could not run or did not
+// complete, whatever it had found), else status's (Severity.Exit). It is the
+// rule every erdmakit command exits by.
+func ExitCode(status Severity, err error) int {
+	if err != nil {
+		return ExitUnknown
+	}
+	return status.Exit()
+}
 
 // ParseSeverity reads a severity as JSON and tables spell it.
 func ParseSeverity(s string) (Severity, error) {

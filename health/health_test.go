@@ -1,6 +1,8 @@
 package health
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -26,5 +28,20 @@ func TestUnknownSeverityRanksAsFail(t *testing.T) {
 func TestExitCodes(t *testing.T) {
 	for s, want := range map[Severity]int{OK: 0, Skip: 0, Warn: 1, Fail: 2} {
 		assert.Equal(t, want, s.Exit(), s)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	failed := errors.New("no such device")
+	for _, c := range []struct {
+		status Severity
+		err    error
+		want   int
+	}{
+		{OK, nil, ExitOK}, {Skip, nil, ExitOK}, {Warn, nil, ExitWarn}, {Fail, nil, ExitFail},
+		{"fial", nil, ExitFail}, {OK, failed, ExitUnknown}, {Fail, failed, ExitUnknown},
+		{Warn, context.Canceled, ExitUnknown},
+	} {
+		assert.Equal(t, c.want, ExitCode(c.status, c.err), "%s %v", c.status, c.err)
 	}
 }

@@ -43,7 +43,8 @@ func TestLoaderMissingVerbsIsErrNotInstalled(t *testing.T) {
 	_, err := Loader{Verbs: "liberdmakit-missing-ibverbs.so.1"}.Load()
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrNotInstalled)
-	assert.Contains(t, err.Error(), "apt-get install ibverbs-providers rdma-core")
+	assert.Contains(t, err.Error(), "apt-get install libibverbs1 ibverbs-providers rdma-core (Debian, Ubuntu)")
+	assert.Contains(t, err.Error(), "dnf or yum install rdma-core libibverbs")
 	assert.Contains(t, err.Error(), "liberdmakit-missing-ibverbs.so.1")
 }
 

@@ -15,12 +15,13 @@ import (
 // ErrNotSupported is returned by every call in a build without cgo or off Linux.
 var ErrNotSupported = errors.New("ibverbs: not supported in this build (needs linux and cgo)")
 
-// ErrNotInstalled is returned when libibverbs.so.1 cannot be loaded.
-var ErrNotInstalled = errors.New("libibverbs is not installed: apt-get install ibverbs-providers rdma-core")
+// ErrNotInstalled is returned when libibverbs.so.1 cannot be loaded. Its
+// message names the packages of both distribution families.
+var ErrNotInstalled = errors.New("libibverbs is not installed: apt-get install libibverbs1 ibverbs-providers rdma-core (Debian, Ubuntu), dnf or yum install rdma-core libibverbs (Alibaba Cloud Linux, RHEL, CentOS)")
 
 // ErrRDMACMNotInstalled is returned by the rdma_cm calls when librdmacm.so.1
 // cannot be loaded (the verbs calls still work).
-var ErrRDMACMNotInstalled = errors.New("librdmacm is not installed: apt-get install librdmacm1 rdma-core")
+var ErrRDMACMNotInstalled = errors.New("librdmacm is not installed: apt-get install librdmacm1 rdma-core (Debian, Ubuntu), dnf or yum install rdma-core librdmacm (Alibaba Cloud Linux, RHEL, CentOS)")
 
 // ErrNoDevice is wrapped by Open when no device has the given name.
 var ErrNoDevice = errors.New("no such RDMA device")

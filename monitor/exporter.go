@@ -12,13 +12,13 @@ import (
 )
 
 // Snapshot is what one scrape reads: the inventory (devices, ports, counters,
-// netdevs) and, when available, the doctor's report on it.
-type Snapshot struct {
-	Inventory *erdma.Inventory
-	Report    *erdma.Report // nil when the doctor is not run
-}
+// netdevs) and, when available, the doctor's report on it. It is
+// erdma.Snapshot, so that doctor.Snapshot gives a SnapshotFunc without
+// importing this package (and Prometheus' client with it).
+type Snapshot = erdma.Snapshot
 
 // SnapshotFunc reads a Snapshot; the exporter calls it once per scrape.
+// doctor.Snapshot returns one.
 type SnapshotFunc func(ctx context.Context) (*Snapshot, error)
 
 // Collector is a prometheus.Collector that reads the host on every scrape.

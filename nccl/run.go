@@ -106,7 +106,7 @@ func mpirunQuickKill() []string {
 // and streams its output (stdout and stderr, each by lines; ranks' lines
 // rejoined, see TagOutput) through the nccl-tests parser, the launch
 // classifier and opts' callbacks. Cancelling ctx ends the whole group
-// (SIGTERM, then SIGKILL after execx.Grace): no rank is left behind.
+// (SIGTERM, then SIGKILL 3 s later): no rank is left behind.
 //
 // A launcher that ran and failed is not an error: see ExitCode and
 // Failures. The error is for a launcher that could not start (wrapping
@@ -431,14 +431,14 @@ func sweepOnCancel(cmd *exec.Cmd) {
 		tree := descendants(cmd.Process.Pid)
 		err := groupCancel()
 		for _, p := range tree {
-			_ = syscall.Kill(p.pid, syscall.SIGTERM)
+			signalPID(p.pid, syscall.SIGTERM)
 		}
 		if len(tree) > 0 {
 			go func() {
 				time.Sleep(execx.Grace)
 				for _, p := range tree {
 					if st, ok := procStart(p.pid); ok && st == p.start {
-						_ = syscall.Kill(p.pid, syscall.SIGKILL)
+						signalPID(p.pid, syscall.SIGKILL)
 					}
 				}
 			}()

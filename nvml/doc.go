@@ -13,7 +13,10 @@
 // The package does not import the eRDMA inventory reader: callers pass the
 // NICs (name and PCI address) whose distances they want, and package doctor
 // turns a Report into the inventory's GPU summary and the gpu-count and
-// gpu-nic-distance findings. Without cgo it builds on any OS (Live reports
-// that NVML needs cgo); the nvidia-smi topo -m matrix and its parser are in
-// the standard-library-only package smitopo.
+// gpu-nic-distance findings. Without cgo it builds on any OS: Live then
+// reports that NVML needs cgo, while a recorded host's NVML (ForRoot,
+// Snapshot.Library) replays with the same GPUs, warnings and errors as in
+// a cgo build, so a recording's verdict does not depend on the build. The
+// nvidia-smi topo -m matrix and its parser are in the standard-library-only
+// package smitopo.
 package nvml

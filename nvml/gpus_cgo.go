@@ -51,10 +51,6 @@ func ReadGPUs(ctx context.Context, lib Library, root string) (*GPUs, error) {
 	return out, nil
 }
 
-// optionalCalls says which calls newer than the oldest supported
-// libnvidia-ml this one has.
-type optionalCalls struct{ numa, nvlink bool }
-
 // eachDevice calls fn with every device's index and handle, in order; it
 // is ReadGPUs' and Capture's one loop over the devices.
 func eachDevice(ctx context.Context, lib Library, fn func(i int, dev gonvml.Device, has optionalCalls) error) error {
@@ -126,9 +122,6 @@ func readGPU(ctx context.Context, lib Library, root string, i int, dev gonvml.De
 	}
 	return g, warns
 }
-
-// maxNVLinks is NVML's NVML_NVLINK_MAX_LINKS.
-const maxNVLinks = 18
 
 // nvLinks counts dev's active NVLink links: 0 when NVML says NVLink is not
 // supported on it, nil when it fails otherwise.

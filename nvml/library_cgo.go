@@ -3,15 +3,9 @@
 package nvml
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 
 // Library is the part of go-nvml's nvml.Interface that erdmakit calls.
@@ -43,66 +37,13 @@ func Live() Library {
 	return gonvml.New()
 }
 
-// ForRoot returns the library for a host root: the live NVML for "/", the
-// recorded snapshot (<root>/erdmakit/nvml.json) for any other root. A
-// recorded host without a snapshot replays as "libnvidia-ml not found", so
-// the reason printed names the missing file instead of this host's NVML.
-// Reading the snapshot gives up when ctx ends.
-func ForRoot(ctx context.Context, root string) (Library, error) {
-	if root == "" || filepath.Clean(root) == "/" {
-		return Live(), nil
-	}
-	r, err := hostfs.OpenContext(ctx, root)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	s, err := readSnapshotIn(ctx, r)
-	if errors.Is(err, os.ErrNotExist) {
-		return (&Snapshot{Init: "ERROR_LIBRARY_NOT_FOUND",
-			Note: "recorded host has no " + SnapshotPath}).Library(), nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return s.Library(), nil
-}
-
 // nvmlError maps an NVML return code to an InitError.
 func nvmlError(lib Library, op string, r gonvml.Return) *InitError {
-	e := &InitError{Op: op, Code: returnName(r)}
+	msg := ""
 	if lib != nil {
-		e.Message = lib.ErrorString(r)
+		msg = lib.ErrorString(r)
 	}
-	// Older libraries report a mismatch as ERROR_UNKNOWN with this string
-	// ("Failed to initialize NVML: Driver/library version mismatch").
-	mismatch := strings.Contains(strings.ToLower(e.Message), "version mismatch")
-	switch {
-	case r == gonvml.ERROR_LIB_RM_VERSION_MISMATCH || mismatch:
-		e.kind, e.Reason = ErrVersionMismatch, "driver/library version mismatch"
-		e.Remediation = "the loaded kernel driver and libnvidia-ml differ (usually after a driver upgrade): reboot, or unload and reload the nvidia modules"
-	}
-	if e.kind != nil {
-		return e
-	}
-	switch r {
-	case gonvml.ERROR_DRIVER_NOT_LOADED:
-		e.kind, e.Reason = ErrNoDriver, "no NVIDIA driver"
-		e.Remediation = "load the NVIDIA kernel driver (modprobe nvidia) or install it; the guide's image option \"Auto-install GPU Driver\" does this"
-	case gonvml.ERROR_LIBRARY_NOT_FOUND:
-		e.kind, e.Reason = ErrLibraryNotFound, "libnvidia-ml not found"
-		e.Remediation = "install the NVIDIA driver's user-space libraries (" + LibraryName + ") or add their directory to the loader path (ldconfig)"
-	case gonvml.ERROR_NO_PERMISSION:
-		e.kind, e.Reason = ErrNoPermission, "insufficient permissions"
-		e.Remediation = "run as root or as a user who can open /dev/nvidia*"
-	case gonvml.ERROR_FUNCTION_NOT_FOUND:
-		e.kind, e.Reason = ErrNVML, "NVML too old for this call"
-		e.Remediation = "upgrade the NVIDIA driver"
-	default:
-		e.kind, e.Reason = ErrNVML, "NVML failed"
-		e.Remediation = "check `nvidia-smi` and dmesg for the NVIDIA driver's messages"
-	}
-	return e
+	return initError(op, returnName(r), msg)
 }
 
 // returnNames are NVML's return code names, for messages and snapshots.
@@ -149,10 +90,4 @@ func returnByName(name string) (gonvml.Return, bool) {
 		}
 	}
 	return 0, false
-}
-
-// knownReturn reports whether name is one of NVML's return names.
-func knownReturn(name string) bool {
-	_, ok := returnByName(name)
-	return ok
 }

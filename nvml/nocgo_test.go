@@ -10,12 +10,26 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestNoCgo: without cgo the package builds and says so, with the same
-// InitError shape the doctor turns into a finding.
+// TestNoCgo: without cgo the package builds and says so for the live
+// NVML, with the same InitError shape the doctor turns into a finding; a
+// recorded host's NVML replays as in the cgo build (library-3 item 3).
 func TestNoCgo(t *testing.T) {
-	lib, err := ForRoot(t.Context(), hostRoot(t, "ebmgn8is-healthy"))
+	root := hostRoot(t, "ebmgn8is-healthy")
+	lib, err := ForRoot(t.Context(), root)
 	require.NoError(t, err)
-	_, err = ReadGPUs(context.Background(), lib, "/")
+	gpus, err := ReadGPUs(context.Background(), lib, root)
+	require.NoError(t, err, "a recording replays without cgo")
+	assert.Len(t, gpus.GPUs, 8)
+	snap, err := Capture(context.Background(), lib, "again")
+	require.NoError(t, err)
+	assert.Len(t, snap.GPUs, 8)
+	missing, err := ForRoot(t.Context(), t.TempDir())
+	require.NoError(t, err)
+	_, err = ReadGPUs(context.Background(), missing, "/")
+	assert.ErrorIs(t, err, ErrLibraryNotFound)
+	assert.NotErrorIs(t, err, ErrNoCgo, "a recording without nvml.json says so in every build")
+
+	_, err = ReadGPUs(context.Background(), Live(), "/")
 	var ie *InitError
 	require.ErrorAs(t, err, &ie)
 	assert.ErrorIs(t, err, ErrNoCgo)
@@ -31,5 +45,5 @@ func TestNoCgo(t *testing.T) {
 	// ErrLibraryNotFound here too, and a snapshot has a Library.
 	assert.ErrorIs(t, err, ErrLibraryNotFound)
 	_, err = ReadGPUs(context.Background(), (&Snapshot{Init: "SUCCESS"}).Library(), "/")
-	assert.ErrorIs(t, err, ErrNoCgo)
+	assert.NoError(t, err)
 }

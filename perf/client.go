@@ -138,7 +138,7 @@ func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, er
 		return fmt.Errorf("%s size %d: %w", dev, cfg.Size, err)
 	}
 	method := cfg.Method.Resolve(l.Transport())
-	h := &helloMsg{Device: c.ServerDevice, ClientDevice: dev, Transport: string(l.Transport()), Method: method,
+	h := &HelloMsg{Device: c.ServerDevice, ClientDevice: dev, Transport: string(l.Transport()), Method: method,
 		QPs: uint32(cfg.QPs), Size: uint64(cfg.Size), Iterations: uint64(cfg.Iterations),
 		Duration: cfg.Duration, Warmup: cfg.Warmup, Cooldown: cfg.Cooldown, Limit: cfg.limit()}
 	if err := oc.send(h); err != nil {
@@ -180,10 +180,10 @@ func (c *Client) test(ctx context.Context, oc *conn, cfg Config) (res Result, er
 		slog.Warn("bw: reading counters", "device", dev, "err", cerr)
 	}
 	delta := CounterDelta(before, after)
-	if err := oc.send(&doneMsg{Bytes: m.Bytes, Messages: m.Messages, Elapsed: m.Elapsed, Counters: delta}); err != nil {
+	if err := oc.send(&DoneMsg{Bytes: m.Bytes, Messages: m.Messages, Elapsed: m.Elapsed, Counters: delta}); err != nil {
 		return res, fail(err)
 	}
-	sd, err := expect[*doneMsg](oc, oc.step, "the server's done")
+	sd, err := expect[*DoneMsg](oc, oc.step, "the server's done")
 	if err != nil {
 		return res, fail(err)
 	}

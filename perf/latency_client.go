@@ -57,7 +57,7 @@ func (c *LatencyClient) test(ctx context.Context, oc *conn, cfg LatencyConfig) (
 	}
 	method := cfg.Method.Resolve(l.Transport())
 	inline := cfg.inlineFor(dev)
-	h := &latencyHelloMsg{Device: c.ServerDevice, ClientDevice: dev, Transport: string(l.Transport()), Method: method,
+	h := &LatencyHelloMsg{Device: c.ServerDevice, ClientDevice: dev, Transport: string(l.Transport()), Method: method,
 		Size: uint64(cfg.Size), Iterations: uint32(cfg.Iterations), Warmup: uint32(cfg.Warmup), Inline: uint32(inline),
 		Limit: latencyLimit}
 	if err := oc.send(h); err != nil {
@@ -102,10 +102,10 @@ func (c *LatencyClient) test(ctx context.Context, oc *conn, cfg LatencyConfig) (
 		return res, fail(err)
 	}
 	trips := uint64(cfg.Warmup + cfg.Iterations)
-	if err := oc.send(&doneMsg{Messages: trips, Elapsed: time.Since(start)}); err != nil {
+	if err := oc.send(&DoneMsg{Messages: trips, Elapsed: time.Since(start)}); err != nil {
 		return res, fail(err)
 	}
-	sd, err := expect[*doneMsg](oc, oc.step, "the server's done")
+	sd, err := expect[*DoneMsg](oc, oc.step, "the server's done")
 	if err != nil {
 		return res, fail(err)
 	}
@@ -117,7 +117,7 @@ func (c *LatencyClient) test(ctx context.Context, oc *conn, cfg LatencyConfig) (
 }
 
 // latencyTest is the server's side of a LatencyHello.
-func (s *Server) latencyTest(ctx context.Context, c *conn, h *latencyHelloMsg, t *ServerTest) error {
+func (s *Server) latencyTest(ctx context.Context, c *conn, h *LatencyHelloMsg, t *ServerTest) error {
 	l, method, release, err := s.begin(h.Device, h.Method, t)
 	if err != nil {
 		return err
@@ -160,7 +160,7 @@ func (s *Server) latencyTest(ctx context.Context, c *conn, h *latencyHelloMsg, t
 	if err != nil {
 		return fmt.Errorf("after %d answers: %w", n, err)
 	}
-	done, err := expect[*doneMsg](c, c.step, "the client's done")
+	done, err := expect[*DoneMsg](c, c.step, "the client's done")
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func (s *Server) latencyTest(ctx context.Context, c *conn, h *latencyHelloMsg, t
 	r.Close()
 	closeSess() // before the last reply, as the bandwidth test does
 	release()
-	return c.send(&doneMsg{Messages: uint64(n)})
+	return c.send(&DoneMsg{Messages: uint64(n)})
 }
 
 // LatencyLoopback runs a server and, one device after the other (latency

@@ -109,8 +109,9 @@ var (
 	ErrPeer = errors.New("bw peer error")
 )
 
-// helloMsg opens a test: what the client wants.
-type helloMsg struct {
+// HelloMsg opens a bandwidth test: what the client wants (ServerTest.Hello
+// gives it to a server's OnTest).
+type HelloMsg struct {
 	// Device is the server device to use; "" means the server's first.
 	Device string
 	// ClientDevice and Transport describe the client's side, for the
@@ -129,8 +130,8 @@ type helloMsg struct {
 	Limit time.Duration
 }
 
-// latencyHelloMsg opens a latency test (RDMA write ping-pong on one QP).
-type latencyHelloMsg struct {
+// LatencyHelloMsg opens a latency test (RDMA write ping-pong on one QP).
+type LatencyHelloMsg struct {
 	// Device, ClientDevice, Transport and Method as in Hello.
 	Device       string
 	ClientDevice string
@@ -168,9 +169,9 @@ type Endpoint struct {
 	RKey uint32
 }
 
-// doneMsg ends a test. The client sends what it wrote; the server answers with
-// its device's counter deltas over the test.
-type doneMsg struct {
+// DoneMsg ends a test (ServerTest.Client). The client sends what it
+// wrote; the server answers with its device's counter deltas over the test.
+type DoneMsg struct {
 	Bytes    uint64
 	Messages uint64
 	Elapsed  time.Duration
@@ -187,8 +188,8 @@ func (e *PeerError) Error() string { return "peer: " + e.Message }
 // Is makes errors.Is(err, ErrPeer) true.
 func (e *PeerError) Is(target error) bool { return target == ErrPeer }
 
-// message is one of *helloMsg, *latencyHelloMsg, *acceptMsg, *endpointsMsg,
-// *startMsg, *doneMsg, *PeerError.
+// message is one of *HelloMsg, *LatencyHelloMsg, *acceptMsg, *endpointsMsg,
+// *startMsg, *DoneMsg, *PeerError.
 type message interface{ msgType() msgType }
 
 // endpointsMsg is the list of a side's queue pairs.
@@ -197,13 +198,13 @@ type endpointsMsg []Endpoint
 // startMsg asks for (client) or acknowledges (server) the start of writing.
 type startMsg struct{}
 
-func (*helloMsg) msgType() msgType        { return msgHello }
+func (*HelloMsg) msgType() msgType        { return msgHello }
 func (*acceptMsg) msgType() msgType       { return msgAccept }
 func (*endpointsMsg) msgType() msgType    { return msgEndpoints }
 func (*startMsg) msgType() msgType        { return msgStart }
-func (*doneMsg) msgType() msgType         { return msgDone }
+func (*DoneMsg) msgType() msgType         { return msgDone }
 func (*PeerError) msgType() msgType       { return msgError }
-func (*latencyHelloMsg) msgType() msgType { return msgLatency }
+func (*LatencyHelloMsg) msgType() msgType { return msgLatency }
 
 // appendFrame appends m's frame to b.
 func appendFrame(b []byte, m message) ([]byte, error) {
@@ -211,7 +212,7 @@ func appendFrame(b []byte, m message) ([]byte, error) {
 	b = wire.Begin(b, byte(m.msgType()))
 	var err error
 	switch m := m.(type) {
-	case *helloMsg:
+	case *HelloMsg:
 		b, err = appendTest(b, m.Device, m.ClientDevice, m.Transport, m.Method)
 		b = binary.BigEndian.AppendUint32(b, m.QPs)
 		b = binary.BigEndian.AppendUint64(b, m.Size)
@@ -219,7 +220,7 @@ func appendFrame(b []byte, m message) ([]byte, error) {
 		for _, d := range []time.Duration{m.Duration, m.Warmup, m.Cooldown, m.Limit} {
 			b = binary.BigEndian.AppendUint64(b, uint64(d))
 		}
-	case *latencyHelloMsg:
+	case *LatencyHelloMsg:
 		b, err = appendTest(b, m.Device, m.ClientDevice, m.Transport, m.Method)
 		b = binary.BigEndian.AppendUint64(b, m.Size)
 		b = binary.BigEndian.AppendUint32(b, m.Iterations)
@@ -249,7 +250,7 @@ func appendFrame(b []byte, m message) ([]byte, error) {
 			b = binary.BigEndian.AppendUint32(b, e.RKey)
 		}
 	case *startMsg:
-	case *doneMsg:
+	case *DoneMsg:
 		b = binary.BigEndian.AppendUint64(b, m.Bytes)
 		b = binary.BigEndian.AppendUint64(b, m.Messages)
 		b = binary.BigEndian.AppendUint64(b, uint64(m.Elapsed))
@@ -335,7 +336,7 @@ func decodePayload(t msgType, p []byte) (message, error) {
 	var m message
 	switch t {
 	case msgHello:
-		h := &helloMsg{}
+		h := &HelloMsg{}
 		h.Device, h.ClientDevice, h.Transport, h.Method = d.test()
 		h.QPs = d.u32()
 		h.Size = d.u64()
@@ -349,7 +350,7 @@ func decodePayload(t msgType, p []byte) (message, error) {
 		}
 		m = h
 	case msgLatency:
-		h := &latencyHelloMsg{}
+		h := &LatencyHelloMsg{}
 		h.Device, h.ClientDevice, h.Transport, h.Method = d.test()
 		h.Size = d.u64()
 		h.Iterations = d.u32()
@@ -393,7 +394,7 @@ func decodePayload(t msgType, p []byte) (message, error) {
 	case msgStart:
 		m = &startMsg{}
 	case msgDone:
-		dn := &doneMsg{}
+		dn := &DoneMsg{}
 		dn.Bytes = d.u64()
 		dn.Messages = d.u64()
 		dn.Elapsed = d.dur()
@@ -425,7 +426,7 @@ func decodePayload(t msgType, p []byte) (message, error) {
 }
 
 // validate bounds what a Hello may ask for.
-func (h *helloMsg) validate() error {
+func (h *HelloMsg) validate() error {
 	switch {
 	case h.QPs == 0 || h.QPs > MaxQPs:
 		return fmt.Errorf("qps %d: want 1..%d", h.QPs, MaxQPs)
@@ -442,7 +443,7 @@ func (h *helloMsg) validate() error {
 }
 
 // validate bounds what a LatencyHello may ask for.
-func (h *latencyHelloMsg) validate() error {
+func (h *LatencyHelloMsg) validate() error {
 	switch {
 	case h.Size == 0 || h.Size > MaxSize:
 		return fmt.Errorf("size %d: want 1..%d", h.Size, MaxSize)

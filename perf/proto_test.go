@@ -18,14 +18,14 @@ import (
 func sampleMessages() []message {
 	eps := endpointsMsg{{QPN: 0x12, PSN: 0xb91023, GID: [16]byte{10: 0xff, 11: 0xff, 12: 10, 15: 15}, MTU: 3, Addr: 0x55d03a2dc000, RKey: 0x2b3}}
 	return []message{
-		&helloMsg{Device: "erdma_0", ClientDevice: "erdma_1", Transport: "roce", Method: connect.OOB, QPs: 16,
+		&HelloMsg{Device: "erdma_0", ClientDevice: "erdma_1", Transport: "roce", Method: connect.OOB, QPs: 16,
 			Size: 65536, Duration: 5 * time.Second, Warmup: 2 * time.Second, Cooldown: 2 * time.Second, Limit: 14 * time.Second},
 		&acceptMsg{Device: "erdma_0", Transport: "roce"},
 		&eps,
 		&startMsg{},
-		&doneMsg{Bytes: 1 << 30, Messages: 16384, Elapsed: time.Second, Counters: map[string]uint64{"hw_rx_bytes_cnt": 1 << 30}},
+		&DoneMsg{Bytes: 1 << 30, Messages: 16384, Elapsed: time.Second, Counters: map[string]uint64{"hw_rx_bytes_cnt": 1 << 30}},
 		&PeerError{Message: "no such device"},
-		&latencyHelloMsg{Device: "erdma_0", ClientDevice: "erdma_1", Transport: "roce", Method: connect.RDMACM, Size: 2,
+		&LatencyHelloMsg{Device: "erdma_0", ClientDevice: "erdma_1", Transport: "roce", Method: connect.RDMACM, Size: 2,
 			Iterations: 1000, Warmup: 16, Inline: 96, Limit: time.Hour},
 	}
 }
@@ -45,7 +45,7 @@ func TestFrameRoundTrip(t *testing.T) {
 // latencyHello is a LatencyHello frame with any field values (AppendFrame
 // does not validate).
 func latencyHello(iters uint32, size uint64) []byte {
-	b, err := appendFrame(nil, &latencyHelloMsg{Size: size, Iterations: iters})
+	b, err := appendFrame(nil, &LatencyHelloMsg{Size: size, Iterations: iters})
 	if err != nil {
 		panic(err)
 	}
@@ -149,7 +149,7 @@ func goodClientWorks(t *testing.T, addr string, link *fakeLink) {
 func TestServerSurvivesBadClients(t *testing.T) {
 	const step = 300 * time.Millisecond
 	hello := func() []byte {
-		b, err := appendFrame(nil, &helloMsg{QPs: 2, Size: 4096, Iterations: 10, Method: connect.OOB})
+		b, err := appendFrame(nil, &HelloMsg{QPs: 2, Size: 4096, Iterations: 10, Method: connect.OOB})
 		require.NoError(t, err)
 		return b
 	}

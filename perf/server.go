@@ -57,11 +57,11 @@ type ServerTest struct {
 	Device string
 	// Hello is a bandwidth test's request; Latency, when set, a latency
 	// test's instead.
-	Hello   helloMsg
-	Latency *latencyHelloMsg
+	Hello   HelloMsg
+	Latency *LatencyHelloMsg
 	// Client is what the client reported; Counters the server device's
 	// counter deltas over the write phase.
-	Client   doneMsg
+	Client   DoneMsg
 	Counters map[string]uint64
 	Err      error
 }
@@ -168,10 +168,10 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) error {
 		}
 		t := ServerTest{Peer: nc.RemoteAddr().String()}
 		switch h := m.(type) {
-		case *helloMsg:
+		case *HelloMsg:
 			t.Hello = *h
 			t.Err = s.test(ctx, c, h, &t)
-		case *latencyHelloMsg:
+		case *LatencyHelloMsg:
 			t.Latency = h
 			t.Err = s.latencyTest(ctx, c, h, &t)
 		default:
@@ -267,7 +267,7 @@ func (s *Server) waitLimit(asked time.Duration) time.Duration {
 	return wait
 }
 
-func (s *Server) test(ctx context.Context, c *conn, h *helloMsg, t *ServerTest) error {
+func (s *Server) test(ctx context.Context, c *conn, h *HelloMsg, t *ServerTest) error {
 	l, method, release, err := s.begin(h.Device, h.Method, t)
 	if err != nil {
 		return err
@@ -295,7 +295,7 @@ func (s *Server) test(ctx context.Context, c *conn, h *helloMsg, t *ServerTest) 
 	if err := c.send(&startMsg{}); err != nil {
 		return err
 	}
-	done, err := expect[*doneMsg](c, s.waitLimit(h.Limit)+c.step, "the client's done")
+	done, err := expect[*DoneMsg](c, s.waitLimit(h.Limit)+c.step, "the client's done")
 	if err != nil {
 		return err
 	}
@@ -305,7 +305,7 @@ func (s *Server) test(ctx context.Context, c *conn, h *helloMsg, t *ServerTest) 
 		s.log().Warn("bw server: counters", "device", l.Device(), "err", aerr)
 	}
 	t.Counters = CounterDelta(before, after)
-	reply := &doneMsg{Counters: t.Counters}
+	reply := &DoneMsg{Counters: t.Counters}
 	if p := proveRX(t.Counters, 0, 0); p != nil && p.Unit == "bytes" {
 		reply.Bytes = p.Delta
 	}

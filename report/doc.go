@@ -5,7 +5,8 @@
 // prints it without --json (WriteDoctorTable, WriteFindingsTable,
 // WriteBandwidthTable, WriteLatencyTable, WritePerftestTable,
 // WritePerftestLatencyTable, WriteFleetTable, WriteMeshTable,
-// WriteProofTable, WriteNCCLRunTable, WriteNCCLTestsTable, NCCLLiveRow),
+// WriteProofTable, WriteNCCLRunTable, WriteNCCLTestsTable, NCCLLiveRow,
+// WriteDevicesTable),
 // all tuned by one TableOptions. Colour is the caller's decision (a field):
 // this package looks at no terminal and no environment.
 //

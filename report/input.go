@@ -71,7 +71,8 @@ type Input struct {
 // Value is the decoded result: *erdma.Report, *fleet.FleetReport, *fleet.Proof,
 // *fleet.MeshReport, *perf.Report, *perf.LatencyReport, *perftest.Summary,
 // *perftest.LatencySummary, *nccl.RunReport, *ncclog.TestResult,
-// *ncclog.Summary, *perftest.Report or *smitopo.Matrix.
+// *ncclog.Summary, *perftest.Report, *smitopo.Matrix or, for KindSetup,
+// *SetupResult.
 func (in Input) Value() any { return in.value }
 
 // Unknown lists the keys of the input JSON that this version of erdmakit
@@ -79,7 +80,8 @@ func (in Input) Value() any { return in.value }
 func (in Input) Unknown() []string { return append([]string(nil), in.unknown...) }
 
 // FromValue makes an Input from a result value (one of the types Value
-// lists, as a pointer); name labels it on the page.
+// lists, as a pointer, or a *setup.Result, read through its JSON as
+// SetupResult); name labels it on the page.
 func FromValue(name string, v any) (Input, error) {
 	k := kindOf(v)
 	if k == "" {
@@ -129,7 +131,7 @@ func kindOf(v any) Kind {
 		return KindPerftestLog
 	case *smitopo.Matrix:
 		return KindTopo
-	case *setupResult:
+	case *SetupResult:
 		return KindSetup
 	}
 	return ""
@@ -165,7 +167,7 @@ func newValue(k Kind) any {
 	case KindTopo:
 		return &smitopo.Matrix{}
 	case KindSetup:
-		return &setupResult{}
+		return &SetupResult{}
 	}
 	return nil
 }

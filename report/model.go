@@ -430,7 +430,7 @@ func buildSection(s *section, in Input) ([]finding, []hostRow) {
 		return perftestLogSection(s, v)
 	case *smitopo.Matrix:
 		return topoSection(s, v)
-	case *setupResult:
+	case *SetupResult:
 		return setupSection(s, in.Name, v)
 	}
 	s.Status = health.Fail

@@ -9,11 +9,15 @@ import (
 	"github.com/erdmakit/erdmakit/perf"
 )
 
-// setupResult is the documented JSON of `erdmakit setup --json` and
-// `erdmakit doctor --fix --json` (docs/setup.md), read as the page needs
-// it: the report reads it from its JSON, so that it renders a setup run
-// without depending on the package that makes one.
-type setupResult struct {
+// SetupResult is a setup run as the page reads it: the documented JSON of
+// `erdmakit setup --json` and `erdmakit doctor --fix --json` (docs/setup.md;
+// setup.Result marshals to it), which Input.Value returns for KindSetup.
+// It is read from the JSON, not setup.Result itself, so that report does
+// not depend on the packages that change a host (setup, doctor and the
+// ECS SDK they link): report builds on any OS and its hello program stays
+// a third of setup's. The JSON keys are the stable schema both sides keep
+// (fields may be added, never renamed).
+type SetupResult struct {
 	DryRun  bool            `json:"dry_run"`
 	Verdict string          `json:"verdict"`
 	Status  health.Severity `json:"status"`
@@ -62,7 +66,7 @@ type setupResult struct {
 
 // setupSection shows a setup run: its stages and changes, how to undo
 // them, and the doctor's findings at the end (or the checks left).
-func setupSection(s *section, name string, r *setupResult) ([]finding, []hostRow) {
+func setupSection(s *section, name string, r *SetupResult) ([]finding, []hostRow) {
 	s.Status = r.Status
 	s.Facts = append(s.Facts, [2]string{"verdict", r.Verdict}, [2]string{"dry run", yesNo(r.DryRun)},
 		[2]string{"changes", fmt.Sprint(r.Changed)})

@@ -181,7 +181,7 @@ func newBwServeCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if maxTests < 1 || maxConns < 0 || maxTest <= 0 {
-				return &exitError{code: ExitUnknown, err: fmt.Errorf("bw serve: --max-tests %d, --max-conns %d, --max-test %v: want at least 1 test, 0 (4 x max-tests) or more connections, a positive duration", maxTests, maxConns, maxTest)}
+				return couldNotRun(fmt.Errorf("bw serve: --max-tests %d, --max-conns %d, --max-test %v: want at least 1 test, 0 (4 x max-tests) or more connections, a positive duration", maxTests, maxConns, maxTest))
 			}
 			links, closeAll, err := f.openLinks(cmd.Context(), g)
 			if err != nil {

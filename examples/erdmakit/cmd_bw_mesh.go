@@ -31,15 +31,15 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 			f.progress = false // the mesh's own progress goes to rank 0's stderr
 			cfg, _, err := f.config(g)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			me, addr, opt, err := ff.resolve(g)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			links, closeAll, err := f.openLinks(cmd.Context(), g)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			defer closeAll()
 			w := &fleet.BwWorker{Links: links, Config: cfg}
@@ -52,7 +52,7 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 			}}
 			rep, err := fleet.RunMeshJob(cmd.Context(), me, addr, w, f.port, opt, mopt)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			if rep == nil { // not rank 0
 				return nil

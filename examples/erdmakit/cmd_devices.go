@@ -2,8 +2,7 @@ package main
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+	"github.com/erdmakit/erdmakit/report"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/render"
@@ -24,19 +23,19 @@ func newDevicesCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, closer, err := erdma.OpenHost(cmd.Context(), g.root)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			defer closer.Close()
 			inv, err := erdma.ReadInventory(cmd.Context(), h, erdma.InventoryOptions{SkipTools: skipTools, SkipCounters: skipCounters})
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			if g.json {
 				if err := render.JSON(g.stdout, inv); err != nil {
-					return &exitError{code: ExitUnknown, err: err}
+					return couldNotRun(err)
 				}
-			} else if err := printDevices(g, inv); err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+			} else if err := report.WriteDevicesTable(g.stdout, inv, report.TableOptions{Color: g.colorOn(g.stdout)}); err != nil {
+				return couldNotRun(err)
 			}
 			if len(inv.Errors) > 0 {
 				for _, e := range inv.Errors {
@@ -50,104 +49,4 @@ func newDevicesCmd(g *globals) *cobra.Command {
 	c.Flags().BoolVar(&skipTools, "skip-tools", false, "do not look for eadm, ofed_info, ib_write_bw, mpirun, ... on PATH")
 	c.Flags().BoolVar(&skipCounters, "skip-counters", false, "do not read hw_counters")
 	return c
-}
-
-func printDevices(g *globals, inv *erdma.Inventory) error {
-	w := g.stdout
-	if len(inv.Devices) == 0 {
-		fmt.Fprintf(w, "No RDMA devices in %s (sys/class/infiniband is empty or absent).\n", inv.Root)
-		fmt.Fprintln(w, "On an eRDMA GPU instance: attach ERIs (NetworkInterfaceTrafficMode=HighPerformance), install the "+
-			"eRDMA driver (env_setup.sh --egs; check with `eadm ver`), then run `erdmakit doctor`.")
-	} else {
-		netdevs := map[string]erdma.Netdev{}
-		for _, n := range inv.Netdevs {
-			netdevs[n.Name] = n
-		}
-		t := render.NewTable("DEVICE", "DRIVER", "PCI", "NUMA", "TRANSPORT", "PORT", "STATE", "LINK", "NETDEV", "IPV4", "MTU", "GID", "UVERBS")
-		for _, d := range inv.Devices {
-			nd := netdevs[d.Netdev]
-			ipv4 := strings.Join(nd.IPv4, ",")
-			mtu := ""
-			if nd.MTU > 0 {
-				mtu = strconv.Itoa(nd.MTU)
-			}
-			netdev := d.Netdev
-			if netdev != "" && nd.OperState != "" && nd.OperState != "up" {
-				netdev += " (" + nd.OperState + ")"
-			}
-			uv := d.UVerbs
-			if uv != "" && !d.UVerbsPresent {
-				uv += " (no /dev node)"
-			}
-			driver := d.Driver
-			if d.ERDMA && driver != "erdma" {
-				driver += " (eRDMA by PCI id)"
-			}
-			numa := strconv.Itoa(d.NUMANode)
-			if d.NUMANode < 0 {
-				numa = "-"
-			}
-			ports := d.Ports
-			if len(ports) == 0 {
-				ports = []erdma.Port{{RecommendedGIDIndex: -1}}
-			}
-			for _, p := range ports {
-				gid := "-"
-				if p.RecommendedGIDIndex >= 0 {
-					gid = strconv.Itoa(p.RecommendedGIDIndex)
-				}
-				port := ""
-				if p.Number > 0 {
-					port = strconv.Itoa(p.Number)
-				}
-				t.Add(d.Name, driver, d.PCIAddress, numa, string(d.Transport), port, p.State, p.LinkLayer,
-					netdev, ipv4, mtu, gid, uv)
-			}
-		}
-		if err := t.Write(w); err != nil {
-			return err
-		}
-	}
-	var loaded, missing []string
-	for _, m := range inv.Modules {
-		if m.Loaded {
-			s := m.Name
-			if m.Version != "" {
-				s += " " + m.Version
-			}
-			loaded = append(loaded, s)
-		} else {
-			missing = append(missing, m.Name)
-		}
-	}
-	fmt.Fprintf(w, "\nmodules loaded: %s\n", orNone(loaded))
-	fmt.Fprintf(w, "modules absent: %s\n", orNone(missing))
-	if inv.Memlock != nil {
-		ml := strconv.FormatUint(inv.Memlock.Soft, 10) + " bytes"
-		if inv.Memlock.Unlimited {
-			ml = "unlimited"
-		}
-		fmt.Fprintf(w, "memlock: %s\n", ml)
-	}
-	var tools []string
-	for _, t := range inv.Tools {
-		if t.Path == "" {
-			tools = append(tools, t.Name+" (not found)")
-		} else if t.Version != "" {
-			tools = append(tools, t.Name+" "+t.Version)
-		} else {
-			tools = append(tools, t.Name)
-		}
-	}
-	if len(tools) > 0 {
-		fmt.Fprintf(w, "tools: %s\n", strings.Join(tools, ", "))
-	}
-	return nil
-}
-
-func orNone(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
 }

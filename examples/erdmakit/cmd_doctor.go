@@ -120,43 +120,43 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 		return runDoctorFix(ctx, g, f)
 	}
 	if f.host.dryRun {
-		return &exitError{code: ExitUnknown, err: errors.New("--dry-run plans the fixes: use it with --fix")}
+		return couldNotRun(errors.New("--dry-run plans the fixes: use it with --fix"))
 	}
 	jumbo, err := jumboFlag(f.host.jumbo)
 	if err != nil {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	format := f.format
 	if g.json {
 		if format != "table" && format != "json" {
-			return &exitError{code: ExitUnknown, err: fmt.Errorf("--json and --format %s contradict each other", format)}
+			return couldNotRun(fmt.Errorf("--json and --format %s contradict each other", format))
 		}
 		format = "json"
 	}
 	if !slices.Contains(doctorFormats(), format) {
-		return &exitError{code: ExitUnknown, err: fmt.Errorf("--format %q: want table, json or prom", f.format)}
+		return couldNotRun(fmt.Errorf("--format %q: want table, json or prom", f.format))
 	}
 	// node_exporter's textfile collector reads only *.prom files, and a table
 	// in one is a scrape error: the name implies the format, and a format
 	// asked for that contradicts it is refused.
 	if strings.HasSuffix(f.output, ".prom") && format != "prom" {
 		if g.json || f.formatSet {
-			return &exitError{code: ExitUnknown, err: fmt.Errorf("--output %s is a node_exporter textfile (.prom) but the format is %s: use --format prom, or another file name", f.output, format)}
+			return couldNotRun(fmt.Errorf("--output %s is a node_exporter textfile (.prom) but the format is %s: use --format prom, or another file name", f.output, format))
 		}
 		format = "prom"
 	}
 	if f.interval < 0 {
-		return &exitError{code: ExitUnknown, err: fmt.Errorf("--interval %s: must not be negative", f.interval)}
+		return couldNotRun(fmt.Errorf("--interval %s: must not be negative", f.interval))
 	}
 	if f.instanceType != "" {
 		if _, err := erdma.ParseInstanceType(f.instanceType); err != nil {
-			return &exitError{code: ExitUnknown, err: fmt.Errorf("--instance-type: %w", err)}
+			return couldNotRun(fmt.Errorf("--instance-type: %w", err))
 		}
 	}
 	switch f.cloud.Mode {
 	case eri.CloudAuto, eri.CloudOn, eri.CloudOff:
 	default:
-		return &exitError{code: ExitUnknown, err: fmt.Errorf("--cloud %q: want auto, on or off", f.cloud.Mode)}
+		return couldNotRun(fmt.Errorf("--cloud %q: want auto, on or off", f.cloud.Mode))
 	}
 	opt := f.options()
 	opt.JumboFrames = jumbo
@@ -177,7 +177,7 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 				_ = unable.Write(g.stdout)
 			}
 		}
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	run := erdma.PromRun{Report: rep, Time: time.Now()}
 	write := func(w io.Writer, color bool) error {
@@ -198,7 +198,7 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 		err = write(g.stdout, g.colorOn(g.stdout))
 	}
 	if err != nil {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	return exitCode(severityExit(rep.Status))
 }
@@ -207,11 +207,11 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 // checks only, then the doctor again.
 func runDoctorFix(ctx context.Context, g *globals, f doctorFlags) error {
 	if f.format != "table" || f.output != "" {
-		return &exitError{code: ExitUnknown, err: errors.New("--fix prints the fixes and the doctor's verdict: use --json, not --format or --output")}
+		return couldNotRun(errors.New("--fix prints the fixes and the doctor's verdict: use --json, not --format or --output"))
 	}
 	opt := setup.Options{Root: g.root, DryRun: f.host.dryRun, FailingOnly: true, Doctor: f.options()}
 	if err := f.host.hostOptions(&opt); err != nil {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	return applySetup(ctx, g, &f.host, opt, os.Stdin)
 }

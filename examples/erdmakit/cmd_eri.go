@@ -75,7 +75,7 @@ func eriExit(err error) error {
 	for _, cannot := range []error{eri.ErrNoCredentials, eri.ErrNotOnECS, eri.ErrForbidden, eri.ErrUnavailable,
 		eri.ErrThrottled} {
 		if errors.Is(err, cannot) {
-			return &exitError{code: ExitUnknown, err: err}
+			return couldNotRun(err)
 		}
 	}
 	return &exitError{code: ExitFail, err: err}
@@ -180,7 +180,7 @@ func eriOutput(g *globals, v any, table func() error) error {
 		err = table()
 	}
 	if err != nil {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	return nil
 }
@@ -333,7 +333,7 @@ func newERIConfigureCmd(g *globals, f *eriFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if g.root != "/" {
-				return &exitError{code: ExitUnknown, err: errors.New("eri configure acts on this host's network: --root does not apply")}
+				return couldNotRun(errors.New("eri configure acts on this host's network: --root does not apply"))
 			}
 			var view *eri.View
 			if cloud {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -395,7 +396,7 @@ func TestFleetDoctorCloudOptIn(t *testing.T) {
 	require.Equal(t, ExitOK, code, stderr)
 	problems := func(extra ...string) []string {
 		args := append([]string{"fleet", "doctor", "--rank", "0", "--ranks", "1", "--rendezvous",
-			"127.0.0.1:" + strconv.Itoa(freePort(t)), "--root", out, "--json", "--join-timeout", "20s"}, extra...)
+			"127.0.0.1:" + strconv.Itoa(fixture.FreePort(t)), "--root", out, "--json", "--join-timeout", "20s"}, extra...)
 		_, js, stderr := runCLI(args...)
 		var rep struct {
 			Hosts []struct {

@@ -36,12 +36,12 @@ so alerts can fire on "nvidia_peermem not loaded". --root serves a recorded host
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, closer, err := erdma.OpenHost(cmd.Context(), g.root)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			defer closer.Close()
 			l, err := net.Listen("tcp", listen)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			fmt.Fprintf(g.stderr, "erdmakit exporter: serving http://%s/metrics\n", l.Addr())
 			var cl *eri.CloudOptions
@@ -51,15 +51,15 @@ so alerts can fire on "nvidia_peermem not loaded". --root serves a recorded host
 				// One API call per exporter run (refreshed hourly), never per scrape.
 				cl = &eri.CloudOptions{Mode: cloud, Cache: &eri.ViewCache{}}
 			default:
-				return &exitError{code: ExitUnknown, err: fmt.Errorf("--cloud %q: want auto, on or off", cloud)}
+				return couldNotRun(fmt.Errorf("--cloud %q: want auto, on or off", cloud))
 			}
 			snap := hostSnapshot(h, !noDoctor, toolsTTL, exporterMetadata(), cl)
 			if maxConns < 1 {
-				return &exitError{code: ExitUnknown, err: fmt.Errorf("exporter: --max-conns %d: want at least 1", maxConns)}
+				return couldNotRun(fmt.Errorf("exporter: --max-conns %d: want at least 1", maxConns))
 			}
 			col := monitor.NewCollector(snap, 10*time.Second)
 			if err := monitor.ServeLimits(cmd.Context(), l, col, monitor.Limits{MaxConns: maxConns}); err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			return nil
 		},

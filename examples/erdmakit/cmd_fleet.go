@@ -71,7 +71,7 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			me, addr, opt, err := ff.resolve(g)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			var cl *eri.CloudOptions
 			switch cloud.Mode {
@@ -79,13 +79,13 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
 			case eri.CloudAuto, eri.CloudOn:
 				cl = &cloud // each rank asks the API once for its own host
 			default:
-				return &exitError{code: ExitUnknown, err: fmt.Errorf("--cloud %q: want auto, on or off", cloud.Mode)}
+				return couldNotRun(fmt.Errorf("--cloud %q: want auto, on or off", cloud.Mode))
 			}
 			rep, err := fleet.RunDoctor(cmd.Context(), me, addr, func(ctx context.Context) (*erdma.Report, error) {
 				return runDoctorOn(ctx, g.root, defaultDoctorFlags().options(), cl)
 			}, opt)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			if rep == nil { // not rank 0: rank 0 reports
 				return nil

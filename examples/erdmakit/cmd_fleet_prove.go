@@ -122,15 +122,15 @@ Exit: 0 proven, 1 degraded, 2 broken, 3 could not run or interrupted (what was r
 
 func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags, nf *proveNCCLFlags, args []string, reportFile string) error {
 	if bf.plot != "" || bf.all || bf.sizes != "" {
-		return &exitError{code: ExitUnknown, err: fmt.Errorf("fleet prove tests one size (-s); --plot, --all and --sizes are bw's")}
+		return couldNotRun(fmt.Errorf("fleet prove tests one size (-s); --plot, --all and --sizes are bw's"))
 	}
 	cfg, _, err := bf.config(g)
 	if err != nil {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	me, addr, opt, err := ff.resolve(g)
 	if err != nil {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	pc := fleet.ProveConfig{Options: opt, Port: bf.port,
 		Doctor: func(ctx context.Context) (*erdma.Report, error) {
@@ -148,7 +148,7 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 	}
 	if me.Rank != 0 {
 		if _, err := fleet.Prove(ctx, me, addr, pc); err != nil {
-			return &exitError{code: ExitUnknown, err: err}
+			return couldNotRun(err)
 		}
 		return nil
 	}
@@ -187,7 +187,7 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 		case errors.Is(err, fleet.ErrSkipped):
 			pc.NCCL = func(context.Context, []fleet.JobHost) (*nccl.RunReport, error) { return nil, err }
 		case err != nil:
-			return &exitError{code: ExitUnknown, err: err}
+			return couldNotRun(err)
 		default:
 			so := fleet.NCCLStageOptions{Expect: nccl.Expectation{BusBWGBs: nf.expect}, Timeout: nf.timeout,
 				OnRow: ncclProgressRows(progress)}
@@ -197,7 +197,7 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 			if nf.logFile != "" {
 				lf, err := atomicfile.Create(nf.logFile, 0o644)
 				if err != nil {
-					return &exitError{code: ExitUnknown, err: fmt.Errorf("--nccl-log: %w", err)}
+					return couldNotRun(fmt.Errorf("--nccl-log: %w", err))
 				}
 				defer func() {
 					if err := lf.Commit(); err != nil {
@@ -212,7 +212,7 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 	}
 	p, err := fleet.Prove(ctx, me, addr, pc)
 	if err != nil {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	if reportFile != "" {
 		if err := writeProofPage(reportFile, p); err != nil {
@@ -223,10 +223,10 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 	}
 	if g.json {
 		if err := render.JSON(g.stdout, p); err != nil {
-			return &exitError{code: ExitUnknown, err: err}
+			return couldNotRun(err)
 		}
 	} else if err := report.WriteProofTable(g.stdout, p, g.tableOptions()); err != nil {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	return exitCode(p.Exit())
 }

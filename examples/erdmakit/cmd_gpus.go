@@ -32,21 +32,21 @@ func newGPUsCmd(g *globals) *cobra.Command {
 			ctx := cmd.Context()
 			h, closer, err := erdma.OpenHost(ctx, g.root)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			defer closer.Close()
 			checks, rep, err := doctor.CheckGPUs(ctx, h, f.options())
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			rep.Root, rep.Topology = g.root, nil
 			if g.json {
 				out := gpusJSON{Report: rep, Status: checks.Status, Findings: checks.Findings}
 				if err := render.JSON(g.stdout, out); err != nil {
-					return &exitError{code: ExitUnknown, err: err}
+					return couldNotRun(err)
 				}
 			} else if err := printGPUs(g, rep, checks); err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			return exitCode(checks.Status.Exit())
 		},

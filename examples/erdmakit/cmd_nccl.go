@@ -139,36 +139,21 @@ type ncclDryRun struct {
 func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) error {
 	c, err := ncclCommand(f, args)
 	if err != nil {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	peerMem := ""
 	if f.hostEnv {
 		noNVLink, pm, err := applyHostEnv(ctx, g, f, &c)
 		if err != nil {
-			return &exitError{code: ExitUnknown, err: err}
+			return couldNotRun(err)
 		}
 		f.noNVLink = f.noNVLink || noNVLink
 		peerMem = pm
 	} else if f.advice.graphFile != "" || f.advice.inventory != "" || f.advice.gdr != "auto" {
-		return &exitError{code: ExitUnknown, err: errors.New("--graph-file, --gdr and --inventory go with --host-env")}
-	}
-	if f.dryRun && g.json {
-		argv, _ := c.Argv() // ncclCommand checked it
-		env := c.Environ()
-		if env == nil {
-			env = []string{}
-		}
-		if err := render.JSON(g.stdout, ncclDryRun{Argv: argv, Command: c.String(), Env: env}); err != nil {
-			return &exitError{code: ExitUnknown, err: err}
-		}
-		return nil
+		return couldNotRun(errors.New("--graph-file, --gdr and --inventory go with --host-env"))
 	}
 	if f.dryRun {
-		fmt.Fprintln(g.stdout, c)
-		if env := c.Environ(); len(env) > 0 {
-			fmt.Fprintln(g.stdout, "# with, in srun's environment:", strings.Join(env, " "))
-		}
-		return nil
+		return printNCCLDryRun(g, c)
 	}
 	exp := nccl.Expectation{BusBWGBs: f.expect, NoNVLink: f.noNVLink, HostPeerMem: peerMem}
 	if f.expect == 0 {
@@ -187,14 +172,67 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		// it appears at --log when the run ends, whatever its outcome.
 		lf, err := atomicfile.Create(f.logFile, 0o644)
 		if err != nil {
-			return &exitError{code: ExitUnknown, err: fmt.Errorf("raw log: %w", err)}
+			return couldNotRun(fmt.Errorf("raw log: %w", err))
 		}
 		defer lf.Close()
 		rawLog, opts.Log = lf, lf
 	}
-	// Rows print as they finish: on stdout when it is a terminal (the
-	// table is then not printed again), else as progress on stderr when
-	// that is a terminal.
+	live := showNCCLRows(g, c, &opts)
+	run, err := nccl.Run(ctx, c, opts)
+	if rawLog != nil {
+		if cerr := rawLog.Commit(); cerr != nil {
+			fmt.Fprintln(g.stderr, "erdmakit: raw log:", cerr)
+		}
+	}
+	if err != nil && !errors.Is(err, nccl.ErrCancelled) {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("%w (install Open MPI or Slurm, or give --launcher)", err)
+		}
+		return couldNotRun(err)
+	}
+	rep := nccl.NewRunReport(run, exp)
+	if f.plot != "" {
+		plotNCCLRun(g, f.plot, rep)
+	}
+	if g.json {
+		if err := render.JSON(g.stdout, rep); err != nil {
+			return couldNotRun(err)
+		}
+	} else {
+		printNCCLReport(g, rep, live)
+	}
+	if run.Cancelled {
+		return couldNotRun(err)
+	}
+	return exitCode(severityExit(rep.Status))
+}
+
+// printNCCLDryRun is `nccl run --dry-run`: the launcher's command line
+// (shell-quoted) and srun's environment, or ncclDryRun with --json.
+func printNCCLDryRun(g *globals, c nccl.Command) error {
+	if g.json {
+		argv, _ := c.Argv() // ncclCommand checked it
+		env := c.Environ()
+		if env == nil {
+			env = []string{}
+		}
+		if err := render.JSON(g.stdout, ncclDryRun{Argv: argv, Command: c.String(), Env: env}); err != nil {
+			return couldNotRun(err)
+		}
+		return nil
+	}
+	fmt.Fprintln(g.stdout, c)
+	if env := c.Environ(); len(env) > 0 {
+		fmt.Fprintln(g.stdout, "# with, in srun's environment:", strings.Join(env, " "))
+	}
+	return nil
+}
+
+// showNCCLRows sets opts to print rows as they finish: on stdout when it
+// is a terminal (live: the table is then not printed again), else as
+// progress on stderr when that is a terminal; -v sends every line to
+// stderr. It reports live.
+func showNCCLRows(g *globals, c nccl.Command, opts *nccl.RunOptions) bool {
 	live := !g.json && render.IsTerminal(g.stdout)
 	progress := g.stdout
 	if !live && render.IsTerminal(g.stderr) && !g.verbose {
@@ -214,41 +252,21 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 	if g.verbose {
 		opts.OnLine = func(l string) { fmt.Fprintln(g.stderr, l) }
 	}
-	run, err := nccl.Run(ctx, c, opts)
-	if rawLog != nil {
-		if cerr := rawLog.Commit(); cerr != nil {
-			fmt.Fprintln(g.stderr, "erdmakit: raw log:", cerr)
+	return live
+}
+
+// plotNCCLRun writes --plot, the bus bandwidth chart; a failure is said on
+// stderr and does not change the verdict.
+func plotNCCLRun(g *globals, path string, rep *nccl.RunReport) {
+	if err := writeSVG(path, func(w io.Writer) error {
+		title := rep.Collective
+		if rep.Ranks > 0 {
+			title += fmt.Sprintf(", %d ranks on %d hosts", rep.Ranks, rep.Hosts)
 		}
+		return plot.BusBW(w, rep.TestResult, title, rep.ExpectBusBWGBs)
+	}); err != nil {
+		fmt.Fprintln(g.stderr, "erdmakit: plot:", err)
 	}
-	if err != nil && !errors.Is(err, nccl.ErrCancelled) {
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			err = fmt.Errorf("%w (install Open MPI or Slurm, or give --launcher)", err)
-		}
-		return &exitError{code: ExitUnknown, err: err}
-	}
-	rep := nccl.NewRunReport(run, exp)
-	if f.plot != "" {
-		if perr := writeSVG(f.plot, func(w io.Writer) error {
-			title := rep.Collective
-			if rep.Ranks > 0 {
-				title += fmt.Sprintf(", %d ranks on %d hosts", rep.Ranks, rep.Hosts)
-			}
-			return plot.BusBW(w, rep.TestResult, title, rep.ExpectBusBWGBs)
-		}); perr != nil {
-			fmt.Fprintln(g.stderr, "erdmakit: plot:", perr)
-		}
-	}
-	if g.json {
-		if err := render.JSON(g.stdout, rep); err != nil {
-			return &exitError{code: ExitUnknown, err: err}
-		}
-	} else {
-		printNCCLReport(g, rep, live)
-	}
-	if run.Cancelled {
-		return &exitError{code: ExitUnknown, err: err}
-	}
-	return exitCode(severityExit(rep.Status))
 }
 
 // applyHostEnv gives c the NCCL environment advised for this host, with
@@ -336,18 +354,18 @@ func runNCCLEnv(ctx context.Context, g *globals, f ncclEnvFlags) error {
 	case f.format == "json": // as doctor --format json: the same as --json
 		g.json = true
 	case g.json && f.format == "mpirun":
-		return &exitError{code: ExitUnknown, err: fmt.Errorf("--json and --format %s contradict each other", f.format)}
+		return couldNotRun(fmt.Errorf("--json and --format %s contradict each other", f.format))
 	case f.format != "shell" && f.format != "mpirun":
-		return &exitError{code: ExitUnknown, err: fmt.Errorf("--format %q: want shell, mpirun or json", f.format)}
+		return couldNotRun(fmt.Errorf("--format %q: want shell, mpirun or json", f.format))
 	}
 	a, _, err := hostEnvAdvice(ctx, g, f)
 	if err != nil {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	switch {
 	case g.json:
 		if err := render.JSON(g.stdout, a); err != nil {
-			return &exitError{code: ExitUnknown, err: err}
+			return couldNotRun(err)
 		}
 	case f.format == "mpirun":
 		for _, w := range a.Warnings {

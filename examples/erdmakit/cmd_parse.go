@@ -62,13 +62,13 @@ func parseFile[T any](g *globals, cmd *cobra.Command, path string,
 	parse func(context.Context, io.Reader) (T, error), judge func(T) parseVerdict, print func(io.Writer, T, parseVerdict) error) error {
 	in, err := openParseInput(cmd.Context(), path, cmd.InOrStdin())
 	if err != nil {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	defer in.Close()
 	// The parsers honour the context, even on a FIFO or a silent stdin.
 	v, err := parse(cmd.Context(), in)
 	if err != nil {
-		return &exitError{code: ExitUnknown, err: fmt.Errorf("%s: %w", path, err)}
+		return couldNotRun(fmt.Errorf("%s: %w", path, err))
 	}
 	vd := judge(v)
 	if g.json {
@@ -77,7 +77,7 @@ func parseFile[T any](g *globals, cmd *cobra.Command, path string,
 		err = print(render.WithColor(g.stdout, g.colorOn(g.stdout)), v, vd)
 	}
 	if err != nil {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	return exitCode(severityExit(vd.status))
 }

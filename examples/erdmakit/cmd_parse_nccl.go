@@ -11,6 +11,7 @@ import (
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
+	"github.com/erdmakit/erdmakit/report"
 	"github.com/spf13/cobra"
 )
 
@@ -94,16 +95,11 @@ func printParsedTests(w io.Writer, r *ncclog.TestResult, vd parseVerdict) error 
 		return err
 	}
 	if len(r.Rows) > 0 {
-		t := render.NewTable("SIZE", "COUNT", "TYPE", "REDOP", "ROOT",
-			"TIME us", "ALGBW GB/s", "BUSBW GB/s", "#WRONG", "IN TIME us", "IN ALGBW", "IN BUSBW", "IN #WRONG")
-		for _, x := range r.Rows {
-			t.Add(strconv.FormatInt(x.Size, 10), strconv.FormatInt(x.Count, 10), x.Type, x.Redop, strconv.Itoa(x.Root),
-				fmt.Sprintf("%.2f", x.OutOfPlace.TimeUS), fmt.Sprintf("%.2f", x.OutOfPlace.AlgBWGB),
-				fmt.Sprintf("%.2f", x.OutOfPlace.BusBWGB), wrongText(x.OutOfPlace),
-				fmt.Sprintf("%.2f", x.InPlace.TimeUS), fmt.Sprintf("%.2f", x.InPlace.AlgBWGB),
-				fmt.Sprintf("%.2f", x.InPlace.BusBWGB), wrongText(x.InPlace))
+		// The rows as `nccl run` prints them: report's one nccl-tests table.
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
 		}
-		if err := writeSection(w, t); err != nil {
+		if err := report.WriteNCCLTestsTable(w, r, report.TableOptions{Color: render.ColorWanted(w)}); err != nil {
 			return err
 		}
 	}
@@ -126,10 +122,6 @@ func printParsedTests(w io.Writer, r *ncclog.TestResult, vd parseVerdict) error 
 	return writeVerdict(w, r.Failures, warns, vd, append(why, worstIDs(vd)...))
 }
 
-func wrongText(m ncclog.Measurement) string {
-	return m.Wrong.String()
-}
-
 // printParsedNCCLLog writes the human form of an NCCL log summary.
 func printParsedNCCLLog(w io.Writer, s *ncclog.Summary) error {
 	t := render.NewTable("FIELD", "VALUE")
@@ -144,7 +136,7 @@ func printParsedNCCLLog(w io.Writer, s *ncclog.Summary) error {
 		network += " (ranks disagree: " + strings.Join(s.Networks, ", ") + ")"
 	}
 	add("network", network)
-	add("transport", string(s.NetTransport()))
+	add("transport", string(s.Transport))
 	var devs []string
 	for _, d := range s.IBDevices {
 		devs = append(devs, fmt.Sprintf("%s:%d/%s", d.Name, d.Port, d.Link))

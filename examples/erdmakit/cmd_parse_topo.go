@@ -19,23 +19,23 @@ func newParseTopoCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m, err := parseTopoFile(cmd.Context(), args[0], cmd.InOrStdin())
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			if g.json {
 				if err := render.JSON(g.stdout, m); err != nil {
-					return &exitError{code: ExitUnknown, err: err}
+					return couldNotRun(err)
 				}
 				return nil
 			}
 			if err := m.WriteText(g.stdout); err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			if n := m.Nearest(); len(n) > 0 {
 				if _, err := g.stdout.Write([]byte("\n")); err != nil {
-					return &exitError{code: ExitUnknown, err: err}
+					return couldNotRun(err)
 				}
 				if err := printNearest(g.stdout, n, nil); err != nil {
-					return &exitError{code: ExitUnknown, err: err}
+					return couldNotRun(err)
 				}
 			}
 			return nil

@@ -30,11 +30,11 @@ func newRecordCmd(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return &exitError{code: ExitUnknown, err: errors.New("record: --out FILE.tar.gz is required")}
+				return couldNotRun(errors.New("record: --out FILE.tar.gz is required"))
 			}
 			h, closer, err := erdma.OpenHost(cmd.Context(), g.root)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			defer closer.Close()
 			opt := doctor.RecordOptions{
@@ -52,7 +52,7 @@ func newRecordCmd(g *globals) *cobra.Command {
 			// Atomic: a failure leaves whatever --out was untouched.
 			inv, err := doctor.Record(cmd.Context(), h, out, opt)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			red := ""
 			if redact {

@@ -32,11 +32,11 @@ func newReportCmd(g *globals) *cobra.Command {
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if g.json {
-				return &exitError{code: ExitUnknown, err: errors.New("--json: report writes an HTML page (-o FILE.html, or stdout)")}
+				return couldNotRun(errors.New("--json: report writes an HTML page (-o FILE.html, or stdout)"))
 			}
 			ins, err := report.ReadFiles(cmd.Context(), cmd.InOrStdin(), args...)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			for _, in := range ins {
 				if u := in.Unknown(); len(u) > 0 {
@@ -51,7 +51,7 @@ func newReportCmd(g *globals) *cobra.Command {
 				err = atomicfile.Write(out, 0o644, write)
 			}
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			return exitCode(severityExit(report.Status(ins...)))
 		},

@@ -130,7 +130,7 @@ func newSetupCmd(g *globals) *cobra.Command {
 func runSetup(ctx context.Context, g *globals, f *setupFlags, stdin io.Reader) error {
 	opt, err := f.options(g)
 	if err != nil {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	if f.noCloud {
 		opt.Skip = append(opt.Skip, doctor.StageCloud)
@@ -175,18 +175,18 @@ func (f *setupFlags) cloud(ctx context.Context, g *globals, md *erdma.MetadataCl
 func applySetup(ctx context.Context, g *globals, f *setupFlags, opt setup.Options, stdin io.Reader) error {
 	if !f.dryRun {
 		if os.Geteuid() != 0 && (g.root == "" || g.root == "/") {
-			return &exitError{code: ExitUnknown, err: errors.New("setup changes the host: run it as root (or plan with --dry-run)")}
+			return couldNotRun(errors.New("setup changes the host: run it as root (or plan with --dry-run)"))
 		}
 		if !f.yes {
 			tty, ok := stdin.(*os.File)
 			if !ok || !render.IsTerminal(tty) {
-				return &exitError{code: ExitUnknown, err: errors.New("no terminal to ask on and no --yes: run with --yes to apply, or --dry-run to plan")}
+				return couldNotRun(errors.New("no terminal to ask on and no --yes: run with --yes to apply, or --dry-run to plan"))
 			}
 			plan := opt
 			plan.DryRun = true
 			res, err := setup.Run(ctx, plan)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			if err := writeSetup(g.stdout, res); err != nil {
 				return err
@@ -197,14 +197,14 @@ func applySetup(ctx context.Context, g *globals, f *setupFlags, opt setup.Option
 				fmt.Fprintf(g.stdout, "\napply these %d change(s)? [y/N] ", res.Changed)
 				line, _ := bufio.NewReader(stdin).ReadString('\n')
 				if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-					return &exitError{code: ExitUnknown, err: errors.New("not applied: the answer was not yes")}
+					return couldNotRun(errors.New("not applied: the answer was not yes"))
 				}
 			}
 		}
 	}
 	res, err := setup.Run(ctx, opt)
 	if err != nil {
-		return &exitError{code: ExitUnknown, err: err}
+		return couldNotRun(err)
 	}
 	return emit(g, res, res.Status, func() error { return writeSetup(g.stdout, res) })
 }

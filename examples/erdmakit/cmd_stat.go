@@ -34,17 +34,17 @@ were reset (driver reload or device reset) or a port disappeared; 0 otherwise.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if count < 0 {
-				return &exitError{code: ExitUnknown, err: fmt.Errorf("stat: --count %d: want 0 (no limit, with -l) or more", count)}
+				return couldNotRun(fmt.Errorf("stat: --count %d: want 0 (no limit, with -l) or more", count))
 			}
 			if interval <= 0 {
-				return &exitError{code: ExitUnknown, err: fmt.Errorf("stat: --interval %v: want a positive duration", interval)}
+				return couldNotRun(fmt.Errorf("stat: --interval %v: want a positive duration", interval))
 			}
 			if loop && count == 0 {
 				markUntilInterrupted(cmd)
 			}
 			h, closer, err := erdma.OpenHost(cmd.Context(), g.root)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			defer closer.Close()
 			n := count
@@ -54,7 +54,7 @@ were reset (driver reload or device reset) or a port disappeared; 0 otherwise.
 			status := health.OK
 			s := monitor.HostSampler{Host: h, Devices: devices}
 			if err := s.CheckDevices(cmd.Context()); err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			err = monitor.Watch(cmd.Context(), s, interval, n, func(iv monitor.Interval) error {
 				status = health.Worst(status, iv.Severity())
@@ -74,7 +74,7 @@ were reset (driver reload or device reset) or a port disappeared; 0 otherwise.
 				return err
 			})
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			return exitCode(severityExit(status))
 		},

@@ -35,18 +35,18 @@ func newTopoCmd(g *globals) *cobra.Command {
 			if compare != "" {
 				m, err := parseTopoFile(cmd.Context(), compare, cmd.InOrStdin())
 				if err != nil {
-					return &exitError{code: ExitUnknown, err: err}
+					return couldNotRun(err)
 				}
 				theirs = m
 			}
 			h, closer, err := erdma.OpenHost(cmd.Context(), g.root)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			defer closer.Close()
 			tr, err := doctor.Topology(cmd.Context(), h, theirs)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: err}
+				return couldNotRun(err)
 			}
 			for _, n := range tr.Notes {
 				fmt.Fprintln(g.stderr, "erdmakit:", n)
@@ -62,25 +62,25 @@ func newTopoCmd(g *globals) *cobra.Command {
 				// The JSON still comes, with the reason, as `gpus --json` gives it.
 				if g.json {
 					if err := render.JSON(g.stdout, out); err != nil {
-						return &exitError{code: ExitUnknown, err: err}
+						return couldNotRun(err)
 					}
 				}
 				return &exitError{code: out.Status.Exit(), err: fmt.Errorf("NVML unavailable: %s (%s); fix: %s", rep.Reason, rep.Error, rep.Remediation)}
 			}
 			if g.json {
 				if err := render.JSON(g.stdout, out); err != nil {
-					return &exitError{code: ExitUnknown, err: err}
+					return couldNotRun(err)
 				}
 			} else {
 				if err := printTopo(g.stdout, topo, rep.GDR); err != nil {
-					return &exitError{code: ExitUnknown, err: err}
+					return couldNotRun(err)
 				}
 				if out.Comparison != nil {
 					printComparison(g.stdout, out.Comparison)
 				}
 				fmt.Fprintln(g.stdout)
 				if err := report.WriteFindingsTable(g.stdout, out.Findings, g.tableOptions()); err != nil {
-					return &exitError{code: ExitUnknown, err: err}
+					return couldNotRun(err)
 				}
 				fmt.Fprintf(g.stdout, "\nstatus: %s\n", out.Status)
 			}

@@ -24,7 +24,7 @@ func newVersionCmd(g *globals) *cobra.Command {
 			in, _ := version.Get()
 			if g.json {
 				if err := render.JSON(g.stdout, in); err != nil {
-					return &exitError{code: ExitUnknown, err: err}
+					return couldNotRun(err)
 				}
 				return nil
 			}

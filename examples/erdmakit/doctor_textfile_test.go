@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"io"
 	"net/http"
 	"os"
@@ -66,7 +67,7 @@ func TestDoctorTextfileRecipe(t *testing.T) {
 	f.Close()
 	require.NoError(t, err, "promtool check metrics: %s", out)
 
-	port := freePort(t)
+	port := fixture.FreePort(t)
 	ne := exec.CommandContext(ctx, exporter, "--collector.disable-defaults", "--collector.textfile",
 		"--collector.textfile.directory="+dir, fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
 	ne.Stdout, ne.Stderr = io.Discard, io.Discard

@@ -10,12 +10,13 @@ import (
 )
 
 // Exit codes follow the Nagios convention so that health checkers can use
-// them directly. Every subcommand returns its code through exitError.
+// them directly: health's, the one definition an importer uses too. Every
+// subcommand returns its code through exitError.
 const (
-	ExitOK      = 0 // everything checked is fine
-	ExitWarn    = 1 // something is degraded (a warning finding, bandwidth below expectation)
-	ExitFail    = 2 // something is broken (a failing finding, a failed test)
-	ExitUnknown = 3 // erdmakit could not run the check (bad flags, unreadable input)
+	ExitOK      = health.ExitOK      // everything checked is fine
+	ExitWarn    = health.ExitWarn    // something is degraded (a warning finding, bandwidth below expectation)
+	ExitFail    = health.ExitFail    // something is broken (a failing finding, a failed test)
+	ExitUnknown = health.ExitUnknown // erdmakit could not run the check (bad flags, unreadable input)
 )
 
 // exitError carries an exit code out of a subcommand; err may be nil when the
@@ -44,7 +45,12 @@ func exitCode(code int) error {
 
 // severityExit maps a status to the exit code: health's rule (0 ok and
 // skip, 1 warn, 2 fail).
-func severityExit(s health.Severity) int { return s.Exit() }
+func severityExit(s health.Severity) int { return health.ExitCode(s, nil) }
+
+// couldNotRun is the error of a command that could not run its check (bad
+// flags, unreadable input, no such device): exit 3 (health.ExitUnknown),
+// err printed.
+func couldNotRun(err error) error { return &exitError{code: health.ExitUnknown, err: err} }
 
 // untilInterrupted marks a command that runs until SIGINT/SIGTERM (bw serve,
 // exporter, stat -l): the signal is its normal end, not an interruption.

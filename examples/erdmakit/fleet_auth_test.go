@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"io"
 	"net"
 	"os"
@@ -159,7 +160,7 @@ func TestFleetSessionRefusesForgedAndReplayedReports(t *testing.T) {
 	require.NoError(t, err)
 	common := []string{"fleet", "doctor", "--root", root, "--join-timeout", "60s", "--timeout", "60s"}
 
-	rdv0 := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	rdv0 := fmt.Sprintf("127.0.0.1:%d", fixture.FreePort(t))
 	proxy := startWireProxy(t, rdv0, forgePeermem)
 	args := append(mpirunArgs(), "-x", fleet.SecretEnv, "-np", "1", bin)
 	args = append(args, append(common, "--rendezvous", rdv0, "--json")...)
@@ -180,7 +181,7 @@ func TestFleetSessionRefusesForgedAndReplayedReports(t *testing.T) {
 	var forged bytes.Buffer
 	n, _ := editFrames(bytes.NewReader(captured), &forged, forgePeermem)
 	require.Equal(t, 1, n)
-	rdv1 := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	rdv1 := fmt.Sprintf("127.0.0.1:%d", fixture.FreePort(t))
 	replayed := make(chan error, 1)
 	go func() {
 		var c net.Conn
@@ -221,7 +222,7 @@ func TestFleetDoctorSaysItIsUnauthenticated(t *testing.T) {
 	bin := buildCLI(t)
 	root, err := filepath.Abs(hostDir("ebmgn8is-healthy"))
 	require.NoError(t, err)
-	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	rdv := fmt.Sprintf("127.0.0.1:%d", fixture.FreePort(t))
 	var env []string
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, fleet.SecretEnv+"=") {
@@ -241,7 +242,7 @@ func TestFleetDoctorSaysItIsUnauthenticated(t *testing.T) {
 		t.Setenv(fleet.SecretEnv, "srun-test-secret-31c9")
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		rdv := fmt.Sprintf("127.0.0.1:%d", fixture.FreePort(t))
 		cmd := exec.CommandContext(ctx, "srun", "-n", "2", "--overcommit", "--mpi=none", bin, "fleet", "doctor", "--rendezvous", rdv, "--root", root, "--json", "--join-timeout", "60s")
 		var stderr bytesBuffer
 		cmd.Stderr = &stderr
@@ -278,7 +279,7 @@ exec sh -c "$*"
 	env := append(os.Environ(), fleet.SecretEnv+"="+secret)
 	root, err := filepath.Abs(hostDir("ebmgn8is-healthy"))
 	require.NoError(t, err)
-	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	rdv := fmt.Sprintf("127.0.0.1:%d", fixture.FreePort(t))
 	args := append(mpirunArgs(), "-mca", "plm_rsh_agent", agent, "-H", "localhost,remotehost", "-npernode", "1",
 		"-x", fleet.SecretEnv, "-np", "2", bin, "fleet", "doctor", "--rendezvous", rdv, "--root", root, "--json", "--join-timeout", "60s")
 	var rep fleet.FleetReport

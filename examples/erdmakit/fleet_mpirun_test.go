@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,14 +41,6 @@ func buildCLI(t *testing.T) string {
 	return bin
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // mpirunArgs is the start of an mpirun command line that runs as root here.
 func mpirunArgs() []string {
 	a := []string{"--oversubscribe", "--bind-to", "none", "-mca", "btl", "self,tcp"}
@@ -75,8 +67,8 @@ func runMPIRunJSON(t *testing.T, mpirun string, args []string, v any) {
 func TestBwMeshUnderMPIRun(t *testing.T) {
 	mpirun := requireMPIRun(t)
 	bin := buildCLI(t)
-	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	base := 21000 + freePort(t)%20000
+	rdv := fmt.Sprintf("127.0.0.1:%d", fixture.FreePort(t))
+	base := 21000 + fixture.FreePort(t)%20000
 	common := []string{"bw", "mesh", "--rendezvous", rdv, "-p", fmt.Sprint(base), "-D", "1s", "--warmup", "200ms", "--cooldown", "100ms", "--join-timeout", "60s", "--timeout", "60s"}
 	args := append(mpirunArgs(), "-np", "3", bin)
 	args = append(args, append(common, "--emulate-gbps", "4", "--json")...)
@@ -103,7 +95,7 @@ func TestBwMeshUnderMPIRun(t *testing.T) {
 func TestFleetDoctorUnderMPIRun(t *testing.T) {
 	mpirun := requireMPIRun(t)
 	bin := buildCLI(t)
-	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	rdv := fmt.Sprintf("127.0.0.1:%d", fixture.FreePort(t))
 	args := mpirunArgs()
 	for i, host := range []string{"ebmgn8is-healthy", "no-peermem", "ebmgn8is-healthy", "mtu-mismatch"} {
 		if i > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,8 +103,8 @@ func TestFleetProve(t *testing.T) {
 // without the job's per-rank variables.
 func testFleetProveUnderMPIRun(t *testing.T, bin, nbin, sample string) {
 	mpirun := requireMPIRun(t)
-	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	base := 21000 + freePort(t)%20000
+	rdv := fmt.Sprintf("127.0.0.1:%d", fixture.FreePort(t))
+	base := 21000 + fixture.FreePort(t)%20000
 	page := filepath.Join(t.TempDir(), "proof.html")
 	common := []string{"--rendezvous", rdv, "-p", fmt.Sprint(base), "-D", "1s", "--warmup", "200ms", "--cooldown", "100ms",
 		"--join-timeout", "60s", "--timeout", "60s", "--json", "--report", page,
@@ -137,8 +138,8 @@ func testFleetProveUnderMPIRun(t *testing.T, bin, nbin, sample string) {
 // without the fleet step's task variables.
 func testFleetProveUnderSrun(t *testing.T, bin, nbin, sample string) {
 	slurmtest.Start(t)
-	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	base := 21000 + freePort(t)%20000
+	rdv := fmt.Sprintf("127.0.0.1:%d", fixture.FreePort(t))
+	base := 21000 + fixture.FreePort(t)%20000
 	common := []string{"--rendezvous", rdv, "-p", fmt.Sprint(base), "-D", "1s", "--warmup", "200ms", "--cooldown", "100ms",
 		"--join-timeout", "60s", "--timeout", "60s", "--json",
 		"--nccl-binary", nbin, "--nccl-ranks-per-host", "2", "--nccl-socket-ifname=", "--nccl-srun-mpi", "none",
@@ -179,8 +180,8 @@ func testFleetProveUnderSrun(t *testing.T, bin, nbin, sample string) {
 func testFleetProveInterrupted(t *testing.T, bin string) {
 	root, err := filepath.Abs(hostDir("ebmgn8is-healthy"))
 	require.NoError(t, err)
-	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	base := 21000 + freePort(t)%20000
+	rdv := fmt.Sprintf("127.0.0.1:%d", fixture.FreePort(t))
+	base := 21000 + fixture.FreePort(t)%20000
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	start := func(rank string) (*exec.Cmd, *bytesBuffer, *bytesBuffer) {

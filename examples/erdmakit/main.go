@@ -49,7 +49,7 @@ func newRootCmd(g *globals) *cobra.Command {
 			slog.SetDefault(slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level})))
 			m, err := render.ParseColorMode(colorFlag)
 			if err != nil {
-				return &exitError{code: ExitUnknown, err: fmt.Errorf("--color: %w", err)}
+				return couldNotRun(fmt.Errorf("--color: %w", err))
 			}
 			g.color = m
 			return nil

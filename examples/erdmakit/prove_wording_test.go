@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/erdmakit/erdmakit/report"
 )
@@ -19,7 +20,7 @@ import (
 func TestReportWordingOfFleetProveProgress(t *testing.T) {
 	root, err := filepath.Abs(hostDir("ebmgn8is-healthy"))
 	require.NoError(t, err)
-	code, _, stderr := runCLI("fleet", "prove", "--rank", "0", "--ranks", "1", "--rendezvous", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+	code, _, stderr := runCLI("fleet", "prove", "--rank", "0", "--ranks", "1", "--rendezvous", fmt.Sprintf("127.0.0.1:%d", fixture.FreePort(t)),
 		"--root", root, "--emulate-gbps", "10", "-D", "200ms", "--no-nccl", "--json", "--join-timeout", "10s")
 	assert.Equal(t, ExitOK, code, stderr)
 	assert.Contains(t, stderr, "fleet prove: nccl: --no-nccl")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/fleet"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nccl"
 )
@@ -209,8 +210,8 @@ func (w tableWorker) Client(_ context.Context, _ string, port int) fleet.PairRes
 func makeFleetFixtures(t *testing.T) map[string][]byte {
 	t.Helper()
 	hosts := []string{"ebmgn8is-healthy", "ebmgn8is-healthy", "no-peermem", "mtu-mismatch"}
-	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	base := 21000 + freePort(t)%20000
+	rdv := fmt.Sprintf("127.0.0.1:%d", fixture.FreePort(t))
+	base := 21000 + fixture.FreePort(t)%20000
 	sample := "nccl/ncclog/testdata/B02_nccl_tests_all_reduce_mpirun_2node_16rank_h100_new_format.txt"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -38,7 +38,7 @@ func groupRun(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return cmd.Help()
 	}
-	return &exitError{code: ExitUnknown, err: unknownCommand(cmd, args[0])}
+	return couldNotRun(unknownCommand(cmd, args[0]))
 }
 
 func unknownCommand(cmd *cobra.Command, name string) error {
@@ -56,10 +56,10 @@ func helpRun(c *cobra.Command, args []string) error {
 	root := c.Root()
 	cmd, rest, err := root.Find(args)
 	if err != nil || cmd == nil {
-		return &exitError{code: ExitUnknown, err: fmt.Errorf("help: no such command %q", strings.Join(args, " "))}
+		return couldNotRun(fmt.Errorf("help: no such command %q", strings.Join(args, " ")))
 	}
 	if len(rest) > 0 {
-		return &exitError{code: ExitUnknown, err: fmt.Errorf("help: %w", unknownCommand(cmd, rest[0]))}
+		return couldNotRun(fmt.Errorf("help: %w", unknownCommand(cmd, rest[0])))
 	}
 	cmd.InitDefaultHelpFlag()
 	return cmd.Help()

@@ -137,15 +137,21 @@ func TestTestsRunWithoutExecBits(t *testing.T) {
 	assert.NotContains(t, string(out), "permission denied")
 }
 
-// TestGoGetFromProxy is a new user's first step: a fresh module outside
-// the repository `go get`s erdmakit through a module proxy (a file:// one
-// holding this tree's zip; every other module comes from this machine's
-// module cache, so nothing is downloaded) and builds a program importing
-// the library packages.
-func TestGoGetFromProxy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a fresh module: not in -short")
-	}
+// importerModule is a fresh module outside the repository that fetches this
+// tree's module zip through a file:// module proxy (every other module
+// comes from this machine's module cache, so nothing is downloaded).
+type importerModule struct {
+	gobin, dir, tmp, version string
+	env                      []string
+	// run runs the go command in the importer's module; it fails the
+	// test with the command's output.
+	run func(args ...string) string
+}
+
+// newImporter writes the proxy (this tree's zip at a pseudo-version) and
+// an empty importer module (go.mod only) requiring nothing yet.
+func newImporter(t *testing.T, ctx context.Context) *importerModule {
+	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		need(t, "go not on PATH: %v", err)
@@ -166,8 +172,6 @@ func TestGoGetFromProxy(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(at, version+".info"), []byte(info), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(at, "list"), []byte(version+"\n"), 0o644))
 
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
-	defer cancel()
 	goenv := func(name string) string {
 		out, err := execx.Command(ctx, gobin, "env", name).Output()
 		require.NoError(t, err)
@@ -193,20 +197,37 @@ func TestGoGetFromProxy(t *testing.T) {
 	// our dependencies once required (rdmamap's netlink v1.1.0), which a
 	// fresh machine's module cache does not hold.
 	require.NoError(t, os.WriteFile(filepath.Join(importer, "go.mod"), []byte("module example.com/importer\n\ngo 1.26.0\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(importer, "main.go"), []byte(importerMain), 0o644))
 	env := append(os.Environ(),
 		"GOPROXY=file://"+filepath.Join(tmp, "proxy")+",file://"+cache,
 		"GOMODCACHE="+filepath.Join(tmp, "modcache"),
 		"GOFLAGS=-modcacherw -mod=mod",
 		"GOSUMDB=off", "GOWORK=off", "GOTOOLCHAIN=local",
 	)
-	run := func(args ...string) {
+	run := func(args ...string) string {
 		t.Helper()
 		cmd := execx.Command(ctx, gobin, args...)
 		cmd.Dir, cmd.Env = importer, env
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), out)
+		return string(out)
 	}
+	return &importerModule{gobin: gobin, dir: importer, tmp: tmp, version: version, env: env, run: run}
+}
+
+// TestGoGetFromProxy is a new user's first step: a fresh module outside
+// the repository `go get`s erdmakit through a module proxy (a file:// one
+// holding this tree's zip; every other module comes from this machine's
+// module cache, so nothing is downloaded) and builds a program importing
+// the library packages.
+func TestGoGetFromProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a fresh module: not in -short")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	imp := newImporter(t, ctx)
+	require.NoError(t, os.WriteFile(filepath.Join(imp.dir, "main.go"), []byte(importerMain), 0o644))
+	gobin, importer, env, tmp, version, run := imp.gobin, imp.dir, imp.env, imp.tmp, imp.version, imp.run
 	run("get", modulePath+"@"+version)
 	run("build", "-o", filepath.Join(tmp, "importer.bin"), ".")
 	// The fixture as the fetched module holds it (read-only module cache).
@@ -304,7 +325,19 @@ var portable = []string{"./connect", "./gid", "./health", "./nccl/ncclog", "./nv
 // nocgo are packages that wrap a C library and must still build without
 // cgo on any OS (stubs returning a clear error, as ibverbs has), so that an
 // importer's CGO_ENABLED=0 build does not fail in them.
-var nocgo = []string{"./nvml"}
+var nocgo = []string{"./nvml", "./ibverbs"}
+
+// offline are the domain packages a laptop uses on results and recordings
+// (library-3 item 4): they build, and their tests compile (go vet), with
+// CGO_ENABLED=0 on linux, darwin and windows. Their live reads (netlink,
+// getrlimit, mpirun) answer erdma.ErrNotLinux, or fail as a missing tool
+// does, outside Linux; the rendering of JSON results into a page
+// (report) and the replay of recorded hosts work everywhere.
+var offline = []string{"./report", "./erdma", "./perf", "./fleet", "./nccl", "./monitor"}
+
+// vetted are the packages whose tests must compile on every GOOS: the
+// portable ones, nvml, and report.
+var vetted = append([]string{"./nvml", "./report"}, portable...)
 
 // heavy are the modules a portable package must not pull in.
 var heavy = []string{"gonum.org/", "github.com/vishvananda/netlink", "github.com/Mellanox/rdmamap", "github.com/NVIDIA/go-nvml"}
@@ -339,8 +372,9 @@ func TestDomainPackagesPrintNothing(t *testing.T) {
 	}
 }
 
-// TestParsersArePortable builds the portable packages (and nocgo's) with
-// CGO_ENABLED=0 for linux, darwin and windows and checks the portable
+// TestParsersArePortable builds the portable packages (and nocgo's and
+// offline's) with CGO_ENABLED=0 for linux, darwin and windows, runs go vet
+// (which compiles their tests) on vetted's, and checks the portable
 // packages' dependencies.
 func TestParsersArePortable(t *testing.T) {
 	if testing.Short() {
@@ -352,11 +386,15 @@ func TestParsersArePortable(t *testing.T) {
 	defer cancel()
 	for _, goos := range []string{"linux", "darwin", "windows"} {
 		env := append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH=amd64")
-		pkgs := append(append([]string{}, portable...), nocgo...)
+		pkgs := append(append(append([]string{}, portable...), nocgo...), offline...)
 		build := execx.Command(ctx, "go", append([]string{"build"}, pkgs...)...)
 		build.Dir, build.Env = root, env
 		out, err := build.CombinedOutput()
 		require.NoError(t, err, "CGO_ENABLED=0 GOOS=%s go build %v:\n%s", goos, pkgs, out)
+		vet := execx.Command(ctx, "go", append([]string{"vet"}, vetted...)...)
+		vet.Dir, vet.Env = root, env
+		out, err = vet.CombinedOutput()
+		require.NoError(t, err, "CGO_ENABLED=0 GOOS=%s go vet %v:\n%s", goos, vetted, out)
 		list := execx.Command(ctx, "go", append([]string{"list", "-deps"}, portable...)...)
 		list.Dir, list.Env = root, env
 		deps, err := list.Output()

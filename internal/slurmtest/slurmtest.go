@@ -7,7 +7,7 @@ package slurmtest
 import (
 	"context"
 	"fmt"
-	"net"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,15 +27,6 @@ func needOrFail(t testing.TB, format string, args ...any) {
 		t.Fatalf(format, args...)
 	}
 	t.Skipf(format, args...)
-}
-
-// freePort returns a TCP port free on localhost now.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // daemon starts argv in its own process group; cleanup kills the group
@@ -132,7 +123,7 @@ ReturnToService=2
 MpiDefault=none
 NodeName=localhost NodeHostname=localhost CPUs=1 State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
-`, freePort(t), freePort(t), sock, dir, dir, dir, dir)), 0o644))
+`, fixture.FreePort(t), fixture.FreePort(t), sock, dir, dir, dir, dir)), 0o644))
 	t.Setenv("SLURM_CONF", conf)
 	// Wait for munged's socket before the daemons need it.
 	waitFor(t, 10*time.Second, "munged's socket", func() bool { _, err := os.Stat(sock); return err == nil })

@@ -38,7 +38,7 @@ func Diagnose(l *Summary) []health.Finding {
 	}
 	ib := l.Channels["NET/IB"]
 	sock := l.Channels["NET/Socket"]
-	switch l.NetTransport() {
+	switch l.netTransport() {
 	case NetSocket:
 		fs = append(fs, socketFallback(l))
 	case NetMixed:

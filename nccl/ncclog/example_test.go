@@ -83,7 +83,7 @@ host1:1:1 [0] NCCL INFO Using network Socket
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(s.NetTransport())
+	fmt.Println(s.Transport)
 	for _, f := range ncclog.Diagnose(s) {
 		fmt.Println(f.Severity, f.ID)
 	}

@@ -61,7 +61,8 @@ type Summary struct {
 	// NCCLLines is how many lines NCCL printed (INFO, WARN, version).
 	NCCLLines int64 `json:"nccl_lines"`
 
-	// Transport is the answer to "RDMA or sockets?" (NetTransport).
+	// Transport is the answer to "RDMA or sockets?": the one place it is
+	// decided (from Network, Networks, Channels and IBDevices).
 	Transport NetTransport `json:"transport"`
 	// NICs is the use of each NET/IB net device: channels, GDRDMA
 	// channels, the GIDs its queue pairs used (log_nic.go).
@@ -104,8 +105,8 @@ type GDR struct {
 //
 // The log is scanned in parallel: chunks of whole lines go to one worker per
 // CPU (GOMAXPROCS), each analyses its chunk alone, and the chunks' analyses
-// are merged in file order (Analyzer.merge), so the result is what one
-// pass line by line finds. Memory is a few chunks per worker, whatever the
+// are merged in file order, so the result is what one pass line by line
+// finds. Memory is a few chunks per worker, whatever the
 // size of the log; a line longer than a chunk (1 MiB) is cut to its first
 // MiB.
 func Analyze(ctx context.Context, r io.Reader) (*Summary, error) {
@@ -892,7 +893,7 @@ func (a *Analyzer) Summary() *Summary {
 		s.NICs = []NICUse{}
 	}
 	s.DMABUFGPUs = append([]int(nil), a.nic.dmabufGPUs...)
-	s.Transport = s.NetTransport()
+	s.Transport = s.netTransport()
 	s.NICSpread = s.NICBalance()
 	return &s
 }

@@ -15,7 +15,9 @@ import (
 )
 
 // ErrNoTestOutput is returned by ParseTests when the input holds neither an
-// nccl-tests header, a result row, a failure message nor an NCCL line.
+// nccl-tests header, a result row, a rank line, a footer nor a failure
+// message (a launcher's or nccl-tests'). A pure NCCL_DEBUG log is not
+// nccl-tests output: read it with Analyze.
 var ErrNoTestOutput = errors.New("no nccl-tests output found")
 
 // TestResult is what an nccl-tests log (all_reduce_perf and friends) says.
@@ -200,8 +202,8 @@ func (f *Float) UnmarshalJSON(b []byte) error {
 
 // ParseTests reads an nccl-tests log from r (streaming: rows are parsed as
 // lines arrive; NCCL lines go to the NCCL log analyser). It returns
-// ErrNoTestOutput (wrapped) when nothing in r looks like nccl-tests or NCCL
-// output, a read error if r fails, and ctx's error (wrapped) once ctx is
+// ErrNoTestOutput (wrapped) when nothing in r looks like nccl-tests output
+// (NCCL_DEBUG lines alone do not: Analyze reads those), a read error if r fails, and ctx's error (wrapped) once ctx is
 // done, even while r blocks (a FIFO, a silent stdin).
 func ParseTests(ctx context.Context, r io.Reader) (*TestResult, error) {
 	p := NewTestParser()
@@ -595,10 +597,10 @@ func measurement(f []string, errorColumn bool) (Measurement, bool) {
 	return m, true
 }
 
-// recognised reports whether anything fed looked like nccl-tests or NCCL output.
+// recognised reports whether anything fed looked like nccl-tests output.
 func (p *TestParser) recognised() bool {
 	return p.headerSeen || len(p.res.Rows) > 0 || len(p.res.Failures) > 0 || p.res.FooterSeen ||
-		p.res.Ranks > 0 || p.log.s.NCCLLines > 0
+		p.res.Ranks > 0
 }
 
 // Result returns the result of everything fed so far, with OK and the

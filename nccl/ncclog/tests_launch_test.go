@@ -1,6 +1,7 @@
 package ncclog
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -56,4 +57,25 @@ func TestSrunMPITypeMissing(t *testing.T) {
 	fs, _ = ClassifyLaunch(context.Background(), strings.NewReader("slurmstepd: error: mpi/pmix_v4: pmixp_lib_init: host1 [0]: pmixp_client_v2.c:210: can not load PMIx library\n"))
 	require.Len(t, fs, 1)
 	assert.Equal(t, FailSrunMPI, fs[0].Kind)
+}
+
+// TestParseTestsPureNCCLLog (library-3 item 8): a pure NCCL_DEBUG log is
+// not nccl-tests output: ParseTests says ErrNoTestOutput, so the fallback
+// to Analyze an importer writes fires, and Analyze reads the same file.
+func TestParseTestsPureNCCLLog(t *testing.T) {
+	for _, name := range []string{
+		"C02_nccl_info_NET_IB_RoCE_RO_OOB_GPU_Direct_RDMA_Disabled_for_HCA.txt",
+		"erdma-nccl_info_net_ib_using_erdma_0_roce_oob_eth0_qp_created_ebmgn9gc.txt",
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("testdata", name))
+			require.NoError(t, err)
+			_, err = ParseTests(t.Context(), bytes.NewReader(b))
+			require.ErrorIs(t, err, ErrNoTestOutput)
+			s, err := Analyze(t.Context(), bytes.NewReader(b))
+			require.NoError(t, err)
+			assert.Positive(t, s.NCCLLines)
+			assert.NotEmpty(t, s.Transport)
+		})
+	}
 }

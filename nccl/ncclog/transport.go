@@ -3,8 +3,9 @@ package ncclog
 import "slices"
 
 // NetTransport is the answer to "did NCCL run over RDMA or over TCP
-// sockets?" for one log. Summary.NetTransport decides it; the
-// diagnosis, `parse nccl-log` and `nccl run` all show that one answer.
+// sockets?" for one log: Summary.Transport, decided once when the summary
+// is made; the diagnosis, `parse nccl-log` and `nccl run` all show that one
+// answer.
 type NetTransport string
 
 const (
@@ -21,10 +22,10 @@ const (
 	NetUnknown NetTransport = "unknown"
 )
 
-// NetTransport decides RDMA or sockets from what the log said: "Using
+// netTransport decides RDMA or sockets from what the log said: "Using
 // network X" first (every distinct value when ranks disagree), else the
 // channel lines' transports, else the NET/IB device line.
-func (l *Summary) NetTransport() NetTransport {
+func (l *Summary) netTransport() NetTransport {
 	if l == nil {
 		return NetUnknown
 	}

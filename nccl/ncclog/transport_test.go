@@ -24,7 +24,7 @@ func TestNetTransportSamples(t *testing.T) {
 			defer f.Close()
 			s, err := Analyze(context.Background(), f)
 			require.NoError(t, err)
-			assert.Equal(t, want, s.NetTransport())
+			assert.Equal(t, want, s.netTransport())
 		})
 	}
 }
@@ -49,9 +49,9 @@ func TestNetTransport(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Analyze(context.Background(), strings.NewReader(tc.log))
 			require.NoError(t, err)
-			assert.Equal(t, tc.want, s.NetTransport())
+			assert.Equal(t, tc.want, s.netTransport())
 		})
 	}
 	var nilSummary *Summary
-	assert.Equal(t, NetUnknown, nilSummary.NetTransport())
+	assert.Equal(t, NetUnknown, nilSummary.netTransport())
 }
