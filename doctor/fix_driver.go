@@ -57,7 +57,10 @@ func driverFix() *Fix {
 			}
 			missing := !loaded || (toolsLooked && (eadm == nil || eadm.Path == ""))
 			if missing {
-				if env.InstallDriver {
+				if env.InstallDriver && !env.commands(in) {
+					p.Notes = append(p.Notes, NoLiveChanges+": --install-driver is not run")
+				}
+				if env.InstallDriver && env.commands(in) {
 					p.add(Change{Checks: []string{erdma.FindingERDMADriver, erdma.FindingEadm}, Kind: KindCommand,
 						Target: "eRDMA driver (" + osID + ")", Command: installText,
 						apply: func(ctx context.Context) error { return env.run(ctx, install) }})
@@ -92,12 +95,12 @@ func driverFix() *Fix {
 			}
 			checks := []string{erdma.FindingTransportMode}
 			p.Found = append(p.Found, strings.Join(iwarp, ", ")+": iWARP mode (compat_mode=N) on a GPU instance")
-			if err := p.AddFile(env.files(in), checks, CompatFile,
+			if err := p.addFile(env.files(in), checks, CompatFile,
 				"# GPU instances run eRDMA in compat (RoCE v2) mode: NCCL and perftest connect that way (erdmakit doctor: transport-mode)\noptions erdma compat_mode=Y\n",
 				"compat", true, 0o644); err != nil {
 				return nil, err
 			}
-			if env.ReloadDriver {
+			if env.ReloadDriver && env.commands(in) {
 				p.add(Change{Checks: checks, Kind: KindCommand, Target: "erdma", Command: "modprobe -r erdma && modprobe erdma",
 					apply: func(ctx context.Context) error {
 						if err := env.run(ctx, []string{"modprobe", "-r", "erdma"}); err != nil {

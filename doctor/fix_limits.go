@@ -30,13 +30,13 @@ func limitsFix() *Fix {
 			if l := in.Inventory.Memlock; l != nil {
 				p.Found = append(p.Found, fmt.Sprintf("this process's RLIMIT_MEMLOCK: soft %s, hard %s", limitText(l.Soft, l.Unlimited), limitText(l.Hard, l.Hard == ^uint64(0))))
 			}
-			if err := p.AddFile(files, checks, LimitsFile,
+			if err := p.addFile(files, checks, LimitsFile,
 				"# eRDMA: every queue pair and memory registration needs locked memory (erdmakit doctor: memlock)\n"+
 					"*    soft memlock unlimited\n*    hard memlock unlimited\nroot soft memlock unlimited\nroot hard memlock unlimited\n",
 				"memlock", true, 0o644); err != nil {
 				return nil, err
 			}
-			if err := p.AddFile(files, checks, SystemdLimitsFile,
+			if err := p.addFile(files, checks, SystemdLimitsFile,
 				"[Manager]\nDefaultLimitMEMLOCK=infinity\n", "memlock", true, 0o644); err != nil {
 				return nil, err
 			}

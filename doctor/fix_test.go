@@ -92,7 +92,7 @@ func TestDoctorFixOnARecordedHost(t *testing.T) {
 			rep, err := diagnoseRecorded(t, dir)
 			require.NoError(t, err)
 			var ran []string
-			env := &doctor.FixEnv{Files: &hostconf.Files{Root: dir, Stamp: "t"},
+			env := &doctor.FixEnv{Root: dir, Stamp: "t",
 				Run: func(_ context.Context, argv []string) error { ran = append(ran, strings.Join(argv, " ")); return nil }}
 			plans, err := doctor.PlanFixes(ctx, h, rep, doctor.DefaultOptions(), env)
 			require.NoError(t, err)
@@ -155,7 +155,13 @@ func TestIWARPCompatNeedsTheReloadFlag(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"mkdir -p /etc/modprobe.d && printf '%s\\n' 'options erdma compat_mode=Y' > /etc/modprobe.d/erdmakit-erdma.conf"}, p.Commands())
 	assert.Contains(t, strings.Join(p.Notes, " "), "--reload-driver")
+	// A recorded host: files only, never a live modprobe (item 6 of setup-2).
 	p, err = doctor.PlanStage(ctx, h, rep, doctor.DefaultOptions(), doctor.StageDriver, &doctor.FixEnv{ReloadDriver: true})
+	require.NoError(t, err)
+	assert.Len(t, p.Commands(), 1, "no modprobe on a recorded root")
+	// Through the caller's own runner, the reload is planned.
+	p, err = doctor.PlanStage(ctx, h, rep, doctor.DefaultOptions(), doctor.StageDriver, &doctor.FixEnv{ReloadDriver: true,
+		Run: func(context.Context, []string) error { return nil }})
 	require.NoError(t, err)
 	assert.Equal(t, "modprobe -r erdma && modprobe erdma", p.Commands()[1])
 }
@@ -177,7 +183,7 @@ func TestDetectNetworkStack(t *testing.T) {
 			require.NoError(t, os.MkdirAll(filepath.Join(root, filepath.Dir(f)), 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(root, f), nil, 0o644))
 		}
-		got, why, err := doctor.DetectNetworkStack(&hostconf.Files{Root: root})
+		got, why, err := doctor.DetectNetworkStack(root)
 		assert.Equal(t, tc.want, got, "%v: %s", tc.files, why)
 		if tc.want == "" {
 			assert.ErrorIs(t, err, doctor.ErrNoNetworkStack)
@@ -207,3 +213,29 @@ func TestMTUCheckJudgesByJumboFrames(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestRecordedRootRunsNothing: doctor --fix on a directory root (no Run
+// given) plans and writes files only: no modprobe, netlink or process
+// change, and says so; the modules-load.d file is written all the same.
+func TestRecordedRootRunsNothing(t *testing.T) {
+	ctx := context.Background()
+	dir := hostDir(t, "no-peermem")
+	h := erdma.RecordedHost(dir)
+	rep, err := diagnoseRecorded(t, dir)
+	require.NoError(t, err)
+	plans, err := doctor.PlanFixes(ctx, h, rep, doctor.DefaultOptions(), &doctor.FixEnv{Root: dir, Stamp: "t", InstallDriver: true, ReloadDriver: true})
+	require.NoError(t, err)
+	require.NotEmpty(t, plans)
+	var notes []string
+	for _, p := range plans {
+		for _, c := range p.Changes {
+			assert.Equal(t, doctor.KindFile, c.Kind, "only files on a recorded root: %s", c.Command)
+		}
+		notes = append(notes, p.Notes...)
+		require.NoError(t, doctor.Apply(ctx, p))
+	}
+	assert.Contains(t, strings.Join(notes, "\n"), doctor.NoLiveChanges)
+	b, err := os.ReadFile(filepath.Join(dir, doctor.PeermemFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "nvidia_peermem")
+}

@@ -21,7 +21,6 @@ import (
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
-	"github.com/erdmakit/erdmakit/internal/hostconf"
 	"github.com/erdmakit/erdmakit/perf"
 )
 
@@ -167,11 +166,11 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if !opt.DryRun && h.Source() != h.Root() {
 		return nil, fmt.Errorf("%w: %s is an archive: there is nothing to apply changes to (plan with a dry run, or use a directory root)", ErrOptions, h.Source())
 	}
-	if opt.Fix.Files == nil {
-		opt.Fix.Files = &hostconf.Files{Root: h.Root()}
+	if opt.Fix.Root == "" {
+		opt.Fix.Root = h.Root()
 	}
-	if opt.Fix.Files.Stamp == "" {
-		opt.Fix.Files.Stamp = now().UTC().Format("20060102T150405Z")
+	if opt.Fix.Stamp == "" {
+		opt.Fix.Stamp = now().UTC().Format("20060102T150405Z")
 	}
 	quick := opt.Doctor
 	quick.Interval = 0
@@ -261,6 +260,10 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 			}
 			switch {
 			case errors.Is(perr, context.Canceled) || errors.Is(perr, context.DeadlineExceeded):
+				return nil, perr
+			case errors.Is(perr, doctor.ErrInvalidValue):
+				// A value from outside that cannot be configured: nothing
+				// is planned around it (exit 3, naming it).
 				return nil, perr
 			case perr != nil:
 				sr.Status, sr.Error = StatusFailed, perr.Error()
