@@ -32,20 +32,30 @@ const KindAPI = "api"
 // Stage implements Cloud.
 func (e *ERICloud) Stage(ctx context.Context, dryRun bool) (*doctor.Plan, *bool, error) {
 	p := &doctor.Plan{Stage: doctor.StageCloud, Found: []string{}, Changes: []doctor.Change{}, Notes: []string{}}
+	var jp *bool
 	st, err := e.Client.InstanceStatus(ctx, e.Target.InstanceID)
-	if err != nil {
+	switch {
+	case cloudSkips(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return p, nil, err
+	case err != nil:
+		// Jumbo frames unknown is a warning, not a failure: the ERIs are
+		// still attached, and the os stage's MTU rule says what it does
+		// without the fact (--jumbo-frames gives it).
+		p.Notes = append(p.Notes, "jumbo frames unknown (ecs:DescribeInstanceAttribute: "+err.Error()+"): the os stage keeps one MTU for all ERIs by its rule; --jumbo-frames yes|no gives the fact")
+		p.Found = append(p.Found, fmt.Sprintf("instance %s (%s), jumbo frames unknown", e.Target.InstanceID, e.Target.InstanceType))
+	default:
+		jumbo := st.JumboFrame
+		jp = &jumbo
+		p.Found = append(p.Found, fmt.Sprintf("instance %s (%s), %s, jumbo frames %s", e.Target.InstanceID, e.Target.InstanceType, st.Status, yesNo(jumbo)))
 	}
-	jumbo := st.JumboFrame
-	p.Found = append(p.Found, fmt.Sprintf("instance %s (%s), %s, jumbo frames %s", e.Target.InstanceID, e.Target.InstanceType, st.Status, yesNo(jumbo)))
 	plan, err := e.Client.Plan(ctx, e.Target, e.Attach)
 	if err != nil {
-		return p, &jumbo, err
+		return p, jp, err
 	}
 	p.Found = append(p.Found, fmt.Sprintf("%d ERI(s) attached on distinct network cards, %d wanted", plan.Have, plan.Want))
 	p.Notes = append(p.Notes, plan.Notes...)
 	if len(plan.Steps) == 0 {
-		return p, &jumbo, nil
+		return p, jp, nil
 	}
 	if dryRun {
 		for _, s := range plan.Steps {
@@ -54,7 +64,7 @@ func (e *ERICloud) Stage(ctx context.Context, dryRun bool) (*doctor.Plan, *bool,
 					Target: stepTarget(s), Command: c.String()})
 			}
 		}
-		return p, &jumbo, nil
+		return p, jp, nil
 	}
 	res, err := e.Client.Apply(ctx, plan, e.Attach)
 	if res != nil {
@@ -73,7 +83,7 @@ func (e *ERICloud) Stage(ctx context.Context, dryRun bool) (*doctor.Plan, *bool,
 			p.Found = append(p.Found, fmt.Sprintf("%d ERI(s) attached now", len(res.ERIs)))
 		}
 	}
-	return p, &jumbo, err
+	return p, jp, err
 }
 
 func stepTarget(s eri.Step) string {

@@ -105,3 +105,21 @@ func TestCloudStageWithoutCredentialsIsSkipped(t *testing.T) {
 	assert.Contains(t, st.Notes[0], "no Alibaba Cloud credentials")
 	assert.Equal(t, setup.StatusPlanned, stageOf(t, res, doctor.StageLimits).Status)
 }
+
+// TestCloudStageWithoutDescribeInstanceAttribute: a RAM policy without
+// ecs:DescribeInstanceAttribute leaves jumbo frames unknown, a note, not a
+// failure: the ERIs are still planned and the later stages reached.
+func TestCloudStageWithoutDescribeInstanceAttribute(t *testing.T) {
+	f, cloud := fakeCloud(t)
+	for range 8 {
+		f.Fail("DescribeInstanceAttribute", ecsfake.Fault{Status: 403, Code: "Forbidden.RAM"})
+	}
+	dir := fixture.Host(t, "ebmgn8is-healthy")
+	res, err := setup.Run(context.Background(), setup.Options{Root: dir, Only: []string{doctor.StageCloud, doctor.StageLimits}, Cloud: cloud, DryRun: true})
+	require.NoError(t, err)
+	st := stageOf(t, res, doctor.StageCloud)
+	assert.Equal(t, setup.StatusPlanned, st.Status, "%+v", st)
+	assert.Contains(t, fmt.Sprint(st.Notes), "jumbo frames unknown")
+	assert.NotEqual(t, setup.StatusNotReached, stageOf(t, res, doctor.StageLimits).Status)
+	assert.NotEqual(t, "fail", string(res.Status), "a dry run with jumbo frames unknown does not fail")
+}
