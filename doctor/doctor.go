@@ -89,6 +89,9 @@ type Input struct {
 	Findings []health.Finding
 	counters erdma.DoctorOptions
 	verbs    Verbs
+	// jumbo is Options.JumboFrames (--jumbo-frames), which the os stage
+	// follows even when the instance is unknown.
+	jumbo *bool
 }
 
 // Check is a check another package contributes: a stable kebab-case ID,
@@ -235,7 +238,7 @@ func diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Optio
 		inst.JumboFrames = &v
 	}
 	erdma.SetInstance(inv, inst)
-	in := &Input{Host: h, Inventory: inv, InstanceError: instErr, GPUs: GPUs(ctx, h, inv, opt), verbs: opt.Verbs}
+	in := &Input{Host: h, Inventory: inv, InstanceError: instErr, GPUs: GPUs(ctx, h, inv, opt), verbs: opt.Verbs, jumbo: opt.JumboFrames}
 	in.counters.InstanceError = instErr
 	if h.Live() && opt.Interval > 0 {
 		in.counters.Interval = opt.Interval

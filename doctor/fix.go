@@ -388,7 +388,7 @@ func inputFor(ctx context.Context, h erdma.Host, rep *erdma.Report, opt Options)
 	if rep == nil || rep.Host == nil {
 		return nil, fmt.Errorf("%w: no report", ErrOptions)
 	}
-	in := &Input{Host: h, Inventory: rep.Host, Findings: rep.Findings, verbs: opt.Verbs}
+	in := &Input{Host: h, Inventory: rep.Host, Findings: rep.Findings, verbs: opt.Verbs, jumbo: opt.JumboFrames}
 	in.GPUs = GPUs(ctx, h, rep.Host, opt)
 	return in, nil
 }

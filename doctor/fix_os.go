@@ -134,8 +134,13 @@ func eriNames(inv *erdma.Inventory, env *FixEnv) ([]string, error) {
 
 // eriMTU is the one MTU of every ERI of the instance: 8500 with jumbo
 // frames, 1400 without; unknown, 8500 only when every ERI has it already.
-func eriMTU(p *Plan, inv *erdma.Inventory, names []string) int {
+func eriMTU(p *Plan, in *Input, names []string) int {
+	inv := in.Inventory
 	want := erdma.ERIMTU(inv.Instance)
+	if want == 0 && in.jumbo != nil {
+		// --jumbo-frames gives the fact when the instance is unknown.
+		want = erdma.ERIMTU(&erdma.Instance{JumboFrames: in.jumbo})
+	}
 	switch want {
 	case erdma.MTUJumbo:
 		p.Found = append(p.Found, "instance has jumbo frames: MTU 8500")
@@ -193,7 +198,7 @@ func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
 	if stack != "" {
 		p.Found = append(p.Found, "network configuration: "+stack+" ("+why+")")
 	}
-	mtu := eriMTU(p, inv, names)
+	mtu := eriMTU(p, in, names)
 	live := in.Host.Live() && !env.Describe
 	metric := netdev.MinMetric
 	if live {

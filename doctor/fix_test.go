@@ -239,3 +239,39 @@ func TestRecordedRootRunsNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "nvidia_peermem")
 }
+
+// TestOneMTUForAllERIs: the mtu-mismatch recording (one ERI at 8500, one
+// at 1400, jumbo frames unknown) gets one MTU for both in the files; with
+// --jumbo-frames yes (Options.JumboFrames) both get 8500, whether or not
+// the instance is known.
+func TestOneMTUForAllERIs(t *testing.T) {
+	ctx := context.Background()
+	dir := hostDir(t, "mtu-mismatch")
+	_ = os.Remove(filepath.Join(dir, "erdmakit/instance.json"))
+	h := erdma.RecordedHost(dir)
+	dead := metadataFake(t, map[string]string{})
+	for _, tc := range []struct {
+		jumbo *bool
+		want  string
+	}{{nil, "MTUBytes=1400"}, {ptr(true), "MTUBytes=8500"}, {ptr(false), "MTUBytes=1400"}} {
+		opt := doctor.DefaultOptions()
+		opt.JumboFrames = tc.jumbo
+		opt.Metadata = dead
+		rep, err := doctor.Run(ctx, h, opt)
+		require.NoError(t, err)
+		p, err := doctor.PlanStage(ctx, h, rep, opt, doctor.StageOS, &doctor.FixEnv{Root: dir, Metadata: dead, NetworkStack: doctor.StackNetworkd})
+		require.NoError(t, err)
+		var mtus []string
+		for _, c := range p.Changes {
+			if c.File != nil {
+				for _, l := range strings.Split(c.File.Content, "\n") {
+					if strings.HasPrefix(l, "MTUBytes=") {
+						mtus = append(mtus, l)
+					}
+				}
+			}
+		}
+		require.Len(t, mtus, 2, "%+v", p)
+		assert.Equal(t, []string{tc.want, tc.want}, mtus, "jumbo %v", tc.jumbo)
+	}
+}

@@ -362,3 +362,14 @@ func TestOptionalNumbersPrint(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"network_card_index":1,"device_index":2`, "the JSON is unchanged")
 }
+
+// TestUnknownActionIsNotAParameter: an endpoint that does not know the
+// action (InvalidAction.NotFound) says so, not "refused a parameter".
+func TestUnknownActionIsNotAParameter(t *testing.T) {
+	f, c := fakeWith(t, 2, []int{0, 1}, 8, primaryENI())
+	f.Fail("DescribeInstanceTypes", ecsfake.Fault{Code: "InvalidAction.NotFound", Status: 404, Times: 1})
+	_, err := c.Plan(context.Background(), target, eri.AttachOptions{Count: 1})
+	require.ErrorIs(t, err, eri.ErrUnknownAction)
+	assert.NotErrorIs(t, err, eri.ErrInvalidParameter)
+	assert.Contains(t, err.Error(), "does not know this action")
+}
