@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -122,4 +124,32 @@ func TestCloudStageWithoutDescribeInstanceAttribute(t *testing.T) {
 	assert.Contains(t, fmt.Sprint(st.Notes), "jumbo frames unknown")
 	assert.NotEqual(t, setup.StatusNotReached, stageOf(t, res, doctor.StageLimits).Status)
 	assert.NotEqual(t, "fail", string(res.Status), "a dry run with jumbo frames unknown does not fail")
+}
+
+// TestDoctorFixDoesOnlyWhatTheChecksNeed: doctor --fix on memlock-64k plans
+// the limits files and no NCCL environment, and after writing them says
+// what is left (log in again), not "edit limits.conf".
+func TestDoctorFixDoesOnlyWhatTheChecksNeed(t *testing.T) {
+	dir := fixture.Host(t, "memlock-64k")
+	ctx := context.Background()
+	opt := setup.Options{Root: dir, FailingOnly: true, DryRun: true}
+	res, err := setup.Run(ctx, opt)
+	require.NoError(t, err)
+	for _, s := range res.Stages {
+		for _, c := range s.Changes {
+			assert.NotContains(t, c.Target, "nccl", "%s: %s", s.Name, c.Command)
+		}
+	}
+	opt.DryRun = false
+	res, err = setup.Run(ctx, opt)
+	require.NoError(t, err)
+	assert.Equal(t, setup.StatusChanged, stageOf(t, res, doctor.StageLimits).Status)
+	for _, l := range res.Left {
+		if l.Check == "memlock" {
+			assert.NotContains(t, l.Next, "limits.conf", l.Next)
+			assert.Contains(t, l.Next, "log in again")
+		}
+	}
+	_, err = os.Stat(filepath.Join(dir, setup.DefaultEnvFile))
+	assert.ErrorIs(t, err, os.ErrNotExist, "no NCCL environment written by doctor --fix")
 }

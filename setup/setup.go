@@ -228,6 +228,14 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 					}
 				}
 				p = verifyPlan(rep, opt.DryRun)
+				if opt.FailingOnly {
+					// doctor --fix: the doctor again, nothing else (no
+					// NCCL environment, no bandwidth).
+					if opt.DryRun {
+						p.Notes = []string{"after the fixes: erdmakit doctor again"}
+					}
+					break
+				}
 				if p.Blocked == "" {
 					perr = verifyMeasure(ctx, h, rep, &opt, p, res)
 					if perr == nil && !opt.DryRun {
@@ -296,9 +304,26 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	}
 	slices.Reverse(res.Reverts)
 	res.Doctor = rep
+	// A check this run's changes served: what is left is what the change
+	// needs after it (log in again, the next boot), not the check's advice
+	// to make the change.
+	fixed := map[string]string{}
+	for _, s := range res.Stages {
+		for _, c := range s.Changes {
+			if c.Done && s.Name != doctor.StageVerify {
+				for _, id := range c.Checks {
+					fixed[id] = strings.Join(append([]string{"changed by this run (" + s.Name + " stage)"}, s.Notes...), "; ")
+				}
+			}
+		}
+	}
 	for _, f := range rep.Findings {
 		if f.Severity == health.Warn || f.Severity == health.Fail {
-			res.Left = append(res.Left, Left{Check: f.ID, Severity: f.Severity, Summary: f.Summary, Next: f.Remediation})
+			next := f.Remediation
+			if n, ok := fixed[f.ID]; ok {
+				next = n
+			}
+			res.Left = append(res.Left, Left{Check: f.ID, Severity: f.Severity, Summary: f.Summary, Next: next})
 		}
 	}
 	res.Status, res.Verdict = verdict(res, rep)
