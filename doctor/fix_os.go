@@ -199,6 +199,7 @@ func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
 		p.Found = append(p.Found, "network configuration: "+stack+" ("+why+")")
 	}
 	mtu := eriMTU(p, in, names)
+	mtuKnown := erdma.ERIMTU(inv.Instance) != 0 || in.jumbo != nil
 	live := in.Host.Live() && !env.Describe
 	metric := netdev.MinMetric
 	if live {
@@ -227,7 +228,7 @@ func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
 				return nil, err
 			}
 		case env.Describe:
-			planDescribed(p, *e, nd)
+			planDescribed(p, *e, nd, mtuKnown)
 		}
 	}
 	if p.Blocked != "" || stack == "" {
@@ -318,13 +319,15 @@ func addressOf(ctx context.Context, e *eri, nd *erdma.Netdev, env *FixEnv, live 
 }
 
 // planDescribed plans from the inventory alone (the doctor's advice).
-func planDescribed(p *Plan, e eri, nd *erdma.Netdev) {
+// Without the jumbo-frame fact the advice leaves the MTU to the mtu check's
+// own words (8500 with jumbo frames, else 1400, one everywhere).
+func planDescribed(p *Plan, e eri, nd *erdma.Netdev, mtuKnown bool) {
 	addr := "<its address from the metadata service>"
 	if e.addr != nil {
 		addr = shq.Quote(e.addr.String())
 	}
 	dev := shq.Quote(e.name)
-	if nd.MTU != e.mtu {
+	if nd.MTU != e.mtu && mtuKnown {
 		p.add(Change{Checks: []string{erdma.FindingMTU}, Kind: KindNetlink, Target: e.name, Command: fmt.Sprintf("ip link set %s mtu %d", dev, e.mtu)})
 	}
 	if len(nd.IPv4) == 0 {

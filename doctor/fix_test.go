@@ -129,7 +129,7 @@ func TestDriverStageWithoutTheDriver(t *testing.T) {
 	p, err := doctor.PlanStage(ctx, h, rep, doctor.DefaultOptions(), doctor.StageDriver, &doctor.FixEnv{})
 	require.NoError(t, err)
 	assert.Equal(t, "the eRDMA driver is not loaded", p.Blocked)
-	assert.Contains(t, p.Next, "wget -qO /tmp/env_setup.sh http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh && sh /tmp/env_setup.sh --egs")
+	assert.Contains(t, p.Next, "wget http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh && bash env_setup.sh --egs")
 	assert.Contains(t, findingOf(rep, erdma.FindingERDMADriver).Remediation, "env_setup.sh --egs")
 
 	var ran [][]string
@@ -139,7 +139,7 @@ func TestDriverStageWithoutTheDriver(t *testing.T) {
 	assert.Empty(t, p.Blocked)
 	require.NoError(t, doctor.Apply(ctx, p))
 	require.Len(t, ran, 2)
-	assert.Equal(t, doctor.InstallerCommand(""), ran[0])
+	assert.Equal(t, doctor.InstallerCommand("unknown OS", ""), ran[0])
 	assert.Equal(t, []string{"modprobe", "erdma"}, ran[1])
 }
 
@@ -274,4 +274,24 @@ func TestOneMTUForAllERIs(t *testing.T) {
 		require.Len(t, mtus, 2, "%+v", p)
 		assert.Equal(t, []string{tc.want, tc.want}, mtus, "jumbo %v", tc.jumbo)
 	}
+}
+
+// TestInstallerPerOS: the guide's installer word for word, Ubuntu 24.04's
+// own; the driver stage names the one for the host's os-release.
+func TestInstallerPerOS(t *testing.T) {
+	assert.Equal(t, "wget http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh && bash env_setup.sh --egs", erdma.InstallerCommand("alinux", "3"))
+	assert.Equal(t, "rm -rf /lib/modules/`uname -r`/updates/dkms/erdma.ko && curl -O http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh && "+
+		`bash env_setup.sh --url "http://mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.4.3.tar.gz"`, erdma.InstallerCommand("ubuntu", "24.04"))
+	ctx := context.Background()
+	dir := hostDir(t, "no-erdma-driver")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "etc"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "etc/os-release"), []byte("NAME=\"Ubuntu\"\nID=ubuntu\nVERSION_ID=\"24.04\"\n"), 0o644))
+	h := erdma.RecordedHost(dir)
+	rep, err := diagnoseRecorded(t, dir)
+	require.NoError(t, err)
+	p, err := doctor.PlanStage(ctx, h, rep, doctor.DefaultOptions(), doctor.StageDriver, &doctor.FixEnv{})
+	require.NoError(t, err)
+	assert.Contains(t, p.Next, erdma.InstallerCommand("ubuntu", "24.04"))
+	assert.Contains(t, p.Next, "(ubuntu 24.04)")
+	assert.Contains(t, findingOf(rep, erdma.FindingERDMADriver).Remediation, "erdma_installer-1.4.3.tar.gz")
 }
