@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/eri"
@@ -69,15 +70,32 @@ func (e *ERICloud) Stage(ctx context.Context, dryRun bool) (*doctor.Plan, *bool,
 	res, err := e.Client.Apply(ctx, plan, e.Attach)
 	if res != nil {
 		// Only the calls made, with their outcome.
+		var created []string
 		for _, m := range res.Made {
 			c := doctor.Change{Stage: doctor.StageCloud, Checks: []string{}, Kind: KindAPI, Target: m.Call.Action, Command: m.Call.String(), Done: m.Result == "ok"}
 			if !c.Done {
 				c.Error = m.Result
 			}
+			id := m.Call.Params["NetworkInterfaceId"]
+			switch {
+			case !c.Done || id == "":
+			case m.Call.Action == "CreateNetworkInterface":
+				created = append(created, id)
+				c.Revert = eri.DeleteCommand(e.Target.Region, id) + " (once detached)"
+			case m.Call.Action == "AttachNetworkInterface":
+				c.Revert = eri.DetachCommand(e.Target.Region, e.Target.InstanceID, id) + " (stop the instance first: an ERI is detached only from a stopped instance, the guide)"
+			}
 			p.Changes = append(p.Changes, c)
 		}
+		if err != nil && len(created) > 0 {
+			p.Notes = append(p.Notes, "this run created "+strings.Join(created, ", ")+" (tagged "+eri.TagInstance+"="+e.Target.InstanceID+"): a rerun adopts them")
+		}
 		for _, u := range res.Unattached {
-			p.Notes = append(p.Notes, fmt.Sprintf("ENI %s (%s) was created but is not attached: a rerun attaches it; or delete it: %s", u.ID, u.Status, u.Delete))
+			if u.Delete != "" {
+				p.Notes = append(p.Notes, fmt.Sprintf("ENI %s (%s) was created but is not attached: a rerun attaches it; or delete it: %s", u.ID, u.Status, u.Delete))
+			} else {
+				p.Notes = append(p.Notes, fmt.Sprintf("ENI %s was created by this run; its status is %s: check it before anything else (%s); a rerun adopts it", u.ID, u.Status, u.Check))
+			}
 		}
 		if res.Complete {
 			p.Found = append(p.Found, fmt.Sprintf("%d ERI(s) attached now", len(res.ERIs)))

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,4 +153,28 @@ func TestDoctorFixDoesOnlyWhatTheChecksNeed(t *testing.T) {
 	}
 	_, err = os.Stat(filepath.Join(dir, setup.DefaultEnvFile))
 	assert.ErrorIs(t, err, os.ErrNotExist, "no NCCL environment written by doctor --fix")
+}
+
+// TestCloudChangesHaveRevertLines: each ENI created and attached gets its
+// revert: detach (the instance stopped first) and delete.
+func TestCloudChangesHaveRevertLines(t *testing.T) {
+	_, cloud := fakeCloud(t)
+	dir := fixture.Host(t, "ebmgn8is-healthy")
+	res, err := setup.Run(context.Background(), setup.Options{Root: dir, Only: []string{doctor.StageCloud}, Cloud: cloud})
+	require.NoError(t, err)
+	var detach, del int
+	for _, r := range res.Reverts {
+		if r.Stage != doctor.StageCloud {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(r.Command, "aliyun ecs DetachNetworkInterface"):
+			detach++
+			assert.Contains(t, r.Command, "stop the instance first")
+		case strings.HasPrefix(r.Command, "aliyun ecs DeleteNetworkInterface"):
+			del++
+		}
+	}
+	assert.Equal(t, 2, detach, "%+v", res.Reverts)
+	assert.Equal(t, 2, del)
 }
