@@ -178,3 +178,33 @@ func TestCloudChangesHaveRevertLines(t *testing.T) {
 	assert.Equal(t, 2, detach, "%+v", res.Reverts)
 	assert.Equal(t, 2, del)
 }
+
+// TestApplyWithNamesWhatTheRootAllows: a dry run on an archive does not
+// tell anyone to run setup as root; a directory root gets its --root.
+func TestApplyWithNamesWhatTheRootAllows(t *testing.T) {
+	res, err := setup.Run(context.Background(), setup.Options{Root: "../testdata/hosts/memlock-64k.tar.gz", Only: []string{doctor.StageLimits}, DryRun: true})
+	require.NoError(t, err)
+	assert.Contains(t, res.ApplyWith, "is an archive: nothing can be applied")
+	assert.NotContains(t, res.ApplyWith, "as root")
+	dir := fixture.Host(t, "memlock-64k")
+	res, err = setup.Run(context.Background(), setup.Options{Root: dir, Only: []string{doctor.StageLimits}, DryRun: true})
+	require.NoError(t, err)
+	assert.Contains(t, res.ApplyWith, "--root "+dir)
+}
+
+// TestOSStageBeforeTheERIsAreAttached: a dry run whose cloud stage will
+// attach the ERIs plans the os stage as what they will get, not as a
+// metadata failure.
+func TestOSStageBeforeTheERIsAreAttached(t *testing.T) {
+	_, cloud := fakeCloud(t)
+	dir := fixture.Host(t, "ebmgn8is-healthy")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "etc/netplan"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "etc/netplan/50-cloud-init.yaml"), []byte("network: {version: 2}\n"), 0o600))
+	res, err := setup.Run(context.Background(), setup.Options{Root: dir, Only: []string{doctor.StageCloud, doctor.StageOS}, Cloud: cloud, DryRun: true})
+	require.NoError(t, err)
+	st := stageOf(t, res, doctor.StageOS)
+	assert.Equal(t, setup.StatusPlanned, st.Status, "%+v", st)
+	assert.Empty(t, st.Error)
+	assert.Contains(t, fmt.Sprint(st.Notes), "after the cloud stage: each new ERI's netdev")
+	assert.Contains(t, fmt.Sprint(st.Notes), "/etc/netplan/60-erdmakit-DEV.yaml")
+}

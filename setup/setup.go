@@ -21,6 +21,7 @@ import (
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/shq"
 	"github.com/erdmakit/erdmakit/perf"
 )
 
@@ -123,6 +124,10 @@ type Result struct {
 	Doctor *erdma.Report `json:"doctor,omitempty"`
 	// Bandwidth is the verify stage's bw report (absent when not measured).
 	Bandwidth *perf.Report `json:"bandwidth,omitempty"`
+	// ApplyWith, in a dry run, says how to make the plan's changes on this
+	// root: as root on the live host; files only on a directory root;
+	// nothing on an archive (it cannot be changed).
+	ApplyWith string `json:"apply_with,omitempty"`
 }
 
 // Selected reports the stages a run with only/skip makes, in order, or an
@@ -180,7 +185,22 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{DryRun: opt.DryRun, Stages: []StageResult{}, Reverts: []Revert{}, Left: []Left{}, Status: health.OK}
+	if opt.DryRun {
+		cmd := "erdmakit setup"
+		if opt.FailingOnly {
+			cmd = "erdmakit doctor --fix"
+		}
+		switch {
+		case h.Live():
+			res.ApplyWith = "run `" + cmd + "` as root to apply"
+		case h.Source() != h.Root():
+			res.ApplyWith = h.Source() + " is an archive: nothing can be applied to it (unpack it and give the directory as --root to write the files there)"
+		default:
+			res.ApplyWith = "run `" + cmd + " --root " + shq.Quote(h.Root()) + "` to write the files under that root (no live command is run there)"
+		}
+	}
 	stopped := false
+	cloudPending := 0 // ERIs the cloud stage plans to attach (dry run)
 	for _, name := range doctor.Stages() {
 		sr := StageResult{Name: name, Found: []string{}, Changes: []doctor.Change{}, Notes: []string{}}
 		switch {
@@ -205,6 +225,13 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 				}
 				var jumbo *bool
 				p, jumbo, perr = opt.Cloud.Stage(ctx, opt.DryRun)
+				if p != nil && opt.DryRun {
+					for _, c := range p.Changes {
+						if strings.HasPrefix(c.Command, "AttachNetworkInterface") {
+							cloudPending++
+						}
+					}
+				}
 				if cloudSkips(perr) {
 					sr.Status = StatusSkipped
 					sr.Notes = append(sr.Notes, perr.Error()+": the cloud stage is skipped, the ERIs are taken as attached")
@@ -248,6 +275,12 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 					sr.Notes = append(sr.Notes, "its checks pass")
 					break
 				}
+				if name == doctor.StageOS && opt.DryRun && cloudPending > 0 {
+					// The ERIs do not exist yet: the metadata service has
+					// nothing for them. Plan what they will get.
+					p = pendingOS(&opt, cloudPending)
+					break
+				}
 				p, perr = doctor.PlanStage(ctx, h, rep, opt.Doctor, name, &opt.Fix)
 			}
 			if sr.Status == StatusSkipped {
@@ -280,7 +313,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 				sr.Status = StatusBlocked
 				// A dry run plans every stage; a run stops here.
 				stopped = name != doctor.StageVerify && !opt.DryRun
-			case len(p.Changes) == 0 && !(opt.DryRun && name == doctor.StageVerify):
+			case len(p.Changes) == 0 && !(opt.DryRun && (name == doctor.StageVerify || name == doctor.StageOS && cloudPending > 0)):
 				sr.Status = StatusUnchanged
 			case opt.DryRun:
 				sr.Status = StatusPlanned
@@ -377,6 +410,32 @@ func verifyPlan(rep *erdma.Report, dryRun bool) *doctor.Plan {
 		p.Blocked = "doctor: " + first.ID + ": " + first.Summary
 		p.Next = first.Remediation
 	}
+	return p
+}
+
+// pendingOS is the os stage's plan before the cloud stage has attached
+// the ERIs (a dry run): what each will get, and where it is persisted.
+func pendingOS(opt *Options, n int) *doctor.Plan {
+	p := &doctor.Plan{Stage: doctor.StageOS, Found: []string{}, Changes: []doctor.Change{}, Notes: []string{}}
+	p.Found = append(p.Found, fmt.Sprintf("%d ERI(s) not attached yet: the cloud stage attaches them first", n))
+	stack, why := opt.Fix.NetworkStack, "asked for"
+	if stack == "" {
+		var err error
+		if stack, why, err = doctor.DetectNetworkStack(opt.Fix.Root); err != nil {
+			p.Blocked = err.Error()
+			p.Next = "name how this host persists its network: --network-stack networkmanager, netplan, ifcfg or networkd"
+			return p
+		}
+	}
+	p.Found = append(p.Found, "network configuration: "+stack+" ("+why+")")
+	mtu := "8500 with jumbo frames, else 1400 (the cloud stage reads EnableJumboFrame)"
+	if j := opt.Doctor.JumboFrames; j != nil {
+		mtu = map[bool]string{true: "8500 (jumbo frames)", false: "1400 (no jumbo frames)"}[*j]
+	}
+	file := map[string]string{doctor.StackNetplan: "/etc/netplan/60-erdmakit-DEV.yaml", doctor.StackNetworkManager: "/etc/NetworkManager/system-connections/erdmakit-DEV.nmconnection",
+		doctor.StackIfcfg: "/etc/sysconfig/network-scripts/ifcfg-DEV and route-DEV", doctor.StackNetworkd: doctor.NetworkdFile("DEV")}[stack]
+	p.Notes = append(p.Notes, fmt.Sprintf("after the cloud stage: each new ERI's netdev (DEV) gets its address, prefix and gateway from the metadata service, "+
+		"its subnet and default routes at metric 200 or more (above the primary ENI's), MTU %s, persisted in %s; a rerun of erdmakit setup --dry-run then lists each change", mtu, file))
 	return p
 }
 
