@@ -254,3 +254,51 @@ func TestNetworkdShadowing(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMetadataToPlan: whatever the metadata service answers for an ERI
+// (address, vswitch-cidr-block, gateway), the os stage of a recorded host
+// plans without a panic: either it refuses the value (ErrInvalidValue,
+// naming it) or every file it plans carries the address as given.
+func FuzzMetadataToPlan(f *testing.F) {
+	f.Add("10.0.1.11", "10.0.1.0/24", "10.0.1.253")
+	f.Add("192.168.10.5", "::ffff:192.168.10.0/120", "192.168.10.1")
+	f.Add("192.168.10.5", "192.168.10.0/0", "192.168.10.1")
+	f.Add("10.0.1.11", "10.0.1.0/24", "10.0.1.11")
+	f.Add("10.0.1.11\nX=1", "10.0.1.0/24", "10.0.1.253")
+	f.Add("010.0.1.11", "10.0.1.0/24", "10.0.1.253")
+	f.Add("10.0.1.11", "10.0.1.0/31", "10.0.1.10")
+	dir := hostDir(f, "ebmgn8is-healthy")
+	h := erdma.RecordedHost(dir)
+	rep, err := diagnoseRecorded(f, dir)
+	require.NoError(f, err)
+	var items map[string]string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			_, _ = w.Write([]byte("token"))
+			return
+		}
+		if v, ok := items[path.Base(r.URL.Path)]; ok {
+			_, _ = w.Write([]byte(v))
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	f.Cleanup(srv.Close)
+	md := &erdma.MetadataClient{BaseURL: srv.URL}
+	f.Fuzz(func(t *testing.T, ip, cidr, gw string) {
+		items = map[string]string{"primary-ip-address": ip, "vswitch-cidr-block": cidr, "gateway": gw}
+		for _, stack := range []string{doctor.StackNetplan, doctor.StackNetworkManager, doctor.StackIfcfg, doctor.StackNetworkd} {
+			p, err := doctor.PlanStage(context.Background(), h, rep, doctor.DefaultOptions(), doctor.StageOS,
+				&doctor.FixEnv{Root: dir, Metadata: md, NetworkStack: stack})
+			if err != nil {
+				require.ErrorIs(t, err, doctor.ErrInvalidValue, "%s", stack)
+				continue
+			}
+			for _, c := range p.Changes {
+				if c.File != nil && !strings.Contains(c.File.Path, "route-") {
+					assert.Contains(t, c.File.Content, ip, "%s: %s", stack, c.File.Path)
+				}
+			}
+		}
+	})
+}
