@@ -66,9 +66,10 @@ func netFiles(stack string, e eri) ([]netFile, error) {
 		b.WriteString("\n[ipv6]\nmethod=ignore\n")
 		return []netFile{{path: "/etc/NetworkManager/system-connections/" + id + ".nmconnection", body: b.String(), perm: 0o600}}, nil
 	case StackIfcfg:
-		if strings.ContainsAny(e.name, "*?[]\\'\"$`") {
-			// network-scripts reads route-DEV unquoted (ip route add $line):
-			// a glob or quote in the name would be expanded there.
+		if strings.ContainsAny(e.name, "*?[\\") {
+			// network-scripts reads route-DEV with `read line` (a backslash
+			// is taken as an escape) and runs `ip route add $line` unquoted
+			// (a glob is expanded).
 			return nil, fmt.Errorf("netdev name %q: network-scripts reads route files unquoted and would expand it: %w", e.name, ErrInvalidValue)
 		}
 		// Both readers: NetworkManager's ifcfg-rh plugin and network-scripts

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/erdmakit/erdmakit/doctor"
+	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/eri"
 	"github.com/erdmakit/erdmakit/internal/ecsfake"
 	"github.com/erdmakit/erdmakit/internal/fixture"
@@ -207,4 +209,43 @@ func TestOSStageBeforeTheERIsAreAttached(t *testing.T) {
 	assert.Empty(t, st.Error)
 	assert.Contains(t, fmt.Sprint(st.Notes), "after the cloud stage: each new ERI's netdev")
 	assert.Contains(t, fmt.Sprint(st.Notes), "/etc/netplan/60-erdmakit-DEV.yaml")
+}
+
+// TestHostileRecordedValues: a recorded host whose netdev is named
+// e;touch${IFS}Z gets an ifcfg file that bash sources without running
+// anything, and the revert lines are quoted; a MAC carrying $(...) stops the
+// run before anything is planned (ErrInvalidValue, naming it).
+func TestHostileRecordedValues(t *testing.T) {
+	dir := fixture.Host(t, "ebmgn8is-healthy")
+	nd := filepath.Join(dir, "erdmakit/netdevs.json")
+	b, err := os.ReadFile(nd)
+	require.NoError(t, err)
+	const name = "e;touch${IFS}Z"
+	require.NoError(t, os.WriteFile(nd, []byte(strings.Replace(string(b), `"name": "eth1"`, `"name": "e;touch${IFS}Z"`, 1)), 0o644))
+	opt := setup.Options{Root: dir, Only: []string{doctor.StageOS}, Fix: doctor.FixEnv{Netdevs: []string{name}, NetworkStack: doctor.StackIfcfg,
+		Metadata: &erdma.MetadataClient{BaseURL: "http://127.0.0.1:1"}}}
+	res, err := setup.Run(context.Background(), opt)
+	require.NoError(t, err)
+	require.Equal(t, setup.StatusChanged, stageOf(t, res, doctor.StageOS).Status, "%+v", stageOf(t, res, doctor.StageOS))
+	ifcfg := filepath.Join(dir, "etc/sysconfig/network-scripts/ifcfg-"+name)
+	c, err := os.ReadFile(ifcfg)
+	require.NoError(t, err)
+	assert.Contains(t, string(c), "DEVICE='e;touch${IFS}Z'\n")
+	work := t.TempDir()
+	cmd := exec.Command("/bin/bash", "--norc", "--noprofile", "-c", `. "$1"; printf %s "$DEVICE"`, "x", ifcfg)
+	cmd.Dir, cmd.Env = work, []string{}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, name, string(out))
+	ents, _ := os.ReadDir(work)
+	assert.Empty(t, ents, "sourcing the file created nothing")
+	for _, r := range res.Reverts {
+		assert.Contains(t, r.Command, "'", "quoted: %s", r.Command)
+	}
+
+	require.NoError(t, os.WriteFile(nd, []byte(strings.Replace(string(b), `"mac": "00:16:3e:2f:37:75"`, `"mac": "00:16:3e:2f:37:75$(touch /tmp/pwned)"`, 1)), 0o644))
+	opt.Fix.Netdevs = []string{"eth1"}
+	_, err = setup.Run(context.Background(), opt)
+	require.ErrorIs(t, err, doctor.ErrInvalidValue)
+	assert.Contains(t, err.Error(), "$(touch /tmp/pwned)")
 }

@@ -15,6 +15,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/shq"
@@ -52,7 +53,8 @@ var ErrInvalid = errors.New("invalid value")
 
 // ValidName checks a netdev name by the kernel's rules (dev_valid_name):
 // 1 to 15 bytes, not "." or "..", no '/', ':' or white space; and, since
-// the name goes into file names and configuration files, no control byte.
+// the name goes into file names and configuration files, no control byte
+// and nothing but UTF-8.
 func ValidName(name string) error {
 	bad := func(why string) error {
 		return fmt.Errorf("netdev name %q: %s: %w", name, why, ErrInvalid)
@@ -64,6 +66,9 @@ func ValidName(name string) error {
 		return bad("longer than 15 bytes (IFNAMSIZ)")
 	case name == "." || name == "..":
 		return bad("not a name")
+	case !utf8.ValidString(name):
+		// YAML, keyfiles and networkd's files are UTF-8 text.
+		return bad("not UTF-8")
 	}
 	for i := 0; i < len(name); i++ {
 		switch c := name[i]; {
