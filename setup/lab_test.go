@@ -122,7 +122,7 @@ func TestLabSetupFromUnconfigured(t *testing.T) {
 	require.Len(t, addrs, 1)
 	assert.Equal(t, ip+"/24", addrs[0].IPNet.String())
 	files := tree(t, etcUpper)
-	assert.Contains(t, files["systemd/network/60-erdmakit-"+nd+".network"], "Address="+ip+"/24")
+	assert.Contains(t, files["systemd/network/05-erdmakit-"+nd+".network"], "Address="+ip+"/24")
 	assert.Contains(t, files["erdmakit/nccl.env"], "export NCCL_")
 
 	again, err := setup.Run(ctx, opt)

@@ -43,7 +43,7 @@ const (
 // route, an unconfigured ERI netdev eri0 in eth0's subnet, and the ECS
 // metadata fake at 100.100.100.200. The dry run changes no file and no
 // netlink state; the run brings eri0 up with its address, its subnet route
-// at metric 100 (no prefix route at metric 0 competing with eth0's), MTU
+// at metric 200 (no prefix route at metric 0 competing with eth0's), MTU
 // 8500 (jumbo frames) and the files, which the stack's own tool accepts where
 // Debian ships one; the rerun changes nothing.
 func TestNetnsSetupPerStack(t *testing.T) {
