@@ -3,7 +3,6 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
@@ -47,7 +46,8 @@ func gpuFix() *Fix {
 				p.Found = append(p.Found, "GPUDirect RDMA through DMA-BUF: nvidia_peermem not needed")
 				return p, nil
 			}
-			if major, err := strconv.Atoi(strings.SplitN(version, ".", 2)[0]); err == nil && major < 470 {
+			// nvml owns the driver-version rule (its parser, its minimum).
+			if major := (&nvml.GPUs{DriverVersion: version}).DriverMajor(); major > 0 && major < nvml.PeermemMinDriver {
 				p.Blocked = fmt.Sprintf("NVIDIA driver %s is older than 470: it has no nvidia_peermem", version)
 				p.Next = "install an NVIDIA driver >= 470 (it bundles nvidia_peermem), or load nv_peer_mem yourself; then rerun erdmakit setup"
 				return p, nil

@@ -795,7 +795,7 @@ func checkMemlock(_ context.Context, d *diag) health.Finding {
 	}
 	ev := []string{fmt.Sprintf("RLIMIT_MEMLOCK soft %s, hard %s (%s)", limitString(l.Soft, l.Unlimited), limitString(l.Hard, false),
 		d.source("getrlimit", "erdmakit/limits.json"))}
-	if l.Unlimited || l.Soft == ^uint64(0) {
+	if l.SoftUnlimited() {
 		return health.Finding{Severity: health.OK, Summary: "memlock unlimited", Evidence: ev}
 	}
 	ev = append(ev, "why unlimited: "+memlockSource)
@@ -814,13 +814,20 @@ func checkMemlock(_ context.Context, d *diag) health.Finding {
 	return health.Finding{Severity: health.Fail, Summary: sum, Evidence: ev, Remediation: fix}
 }
 
-func limitString(v uint64, unlimited bool) string {
-	switch {
-	case unlimited || v == ^uint64(0):
+func limitString(v uint64, unlimited bool) string { return FormatLimit(v, unlimited) }
+
+// FormatLimit is an rlimit as the doctor and setup print it: "unlimited"
+// (RLIM_INFINITY, or unlimited set), else the size in binary units.
+func FormatLimit(v uint64, unlimited bool) string {
+	if unlimited || v == ^uint64(0) {
 		return "unlimited"
 	}
 	return units.Format(int64(v), units.Text)
 }
+
+// SoftUnlimited reports whether the soft limit is unlimited: the memlock
+// rule's one test (the doctor's check and setup's limits stage).
+func (l *Limit) SoftUnlimited() bool { return l.Unlimited || l.Soft == ^uint64(0) }
 
 // IsLimitDrop reports whether a counter name is a rate-limit drop counter
 // (hw_bps_limit_drop_cnt, rx_pps_limit_drop_cnt, ...).
