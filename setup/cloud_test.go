@@ -249,3 +249,41 @@ func TestHostileRecordedValues(t *testing.T) {
 	require.ErrorIs(t, err, doctor.ErrInvalidValue)
 	assert.Contains(t, err.Error(), "$(touch /tmp/pwned)")
 }
+
+// TestRootWithEtcLinkedOut: with DIR/etc a symlink to a directory outside
+// DIR, setup --root DIR writes nothing there (netplan, limits.d,
+// system.conf.d): every file is refused at the link.
+func TestRootWithEtcLinkedOut(t *testing.T) {
+	dir := fixture.Host(t, "memlock-64k")
+	elsewhere := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(elsewhere, "etc/netplan"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(elsewhere, "etc/netplan/50-cloud-init.yaml"), []byte("network: {version: 2}\n"), 0o600))
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "etc")))
+	require.NoError(t, os.Symlink(filepath.Join(elsewhere, "etc"), filepath.Join(dir, "etc")))
+	res, err := setup.Run(context.Background(), setup.Options{Root: dir, Only: []string{doctor.StageLimits}, Fix: doctor.FixEnv{NetworkStack: doctor.StackNetplan}})
+	require.NoError(t, err)
+	assert.Equal(t, setup.StatusFailed, stageOf(t, res, doctor.StageLimits).Status)
+	var found []string
+	require.NoError(t, filepath.WalkDir(elsewhere, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			found = append(found, p)
+		}
+		return err
+	}))
+	assert.Equal(t, []string{filepath.Join(elsewhere, "etc/netplan/50-cloud-init.yaml")}, found, "nothing written outside the root")
+}
+
+// TestNetworkdCatchAllBlocksTheStage: a .network file that sorts before
+// erdmakit's and matches every link blocks the os stage, naming the file.
+func TestNetworkdCatchAllBlocksTheStage(t *testing.T) {
+	dir := fixture.Host(t, "ebmgn8is-healthy")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "etc/systemd/network"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "etc/systemd/network/00-all.network"), []byte("[Network]\nDHCP=yes\n"), 0o644))
+	res, err := setup.Run(context.Background(), setup.Options{Root: dir, Only: []string{doctor.StageOS}, DryRun: true,
+		Fix: doctor.FixEnv{Netdevs: []string{"eth1"}, NetworkStack: doctor.StackNetworkd, Metadata: &erdma.MetadataClient{BaseURL: "http://127.0.0.1:1"}}})
+	require.NoError(t, err)
+	st := stageOf(t, res, doctor.StageOS)
+	assert.Equal(t, setup.StatusBlocked, st.Status, "%+v", st)
+	assert.Contains(t, st.Blocked, "/etc/systemd/network/00-all.network")
+	assert.Contains(t, st.Blocked, "no [Match]")
+}
