@@ -88,7 +88,10 @@ func (e *ERICloud) Stage(ctx context.Context, dryRun bool) (*doctor.Plan, *bool,
 			p.Changes = append(p.Changes, c)
 		}
 		if err != nil && len(created) > 0 {
-			p.Notes = append(p.Notes, "this run created "+strings.Join(created, ", ")+" (tagged "+eri.TagInstance+"="+e.Target.InstanceID+"): a rerun adopts them")
+			made := "this run created " + strings.Join(created, ", ") + " (tagged " + eri.TagInstance + "=" + e.Target.InstanceID + "): a rerun adopts them"
+			p.Notes = append(p.Notes, made)
+			// An interrupted run ends with its error alone: it names them too.
+			err = fmt.Errorf("%w; %s", err, made)
 		}
 		for _, u := range res.Unattached {
 			if u.Delete != "" {

@@ -287,3 +287,22 @@ func TestNetworkdCatchAllBlocksTheStage(t *testing.T) {
 	assert.Contains(t, st.Blocked, "/etc/systemd/network/00-all.network")
 	assert.Contains(t, st.Blocked, "no [Match]")
 }
+
+// TestInterruptedCloudStageNamesItsENIs: Ctrl-C during the attach wait
+// ends the run with an error that names the ENIs this run created.
+func TestInterruptedCloudStageNamesItsENIs(t *testing.T) {
+	f, cloud := fakeCloud(t)
+	f.AttachDescribes = 1000 // the ENIs stay Attaching: the wait goes on
+	cloud.Attach.Poll = 10 * time.Millisecond
+	dir := fixture.Host(t, "ebmgn8is-healthy")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cloud.Attach.Progress = func(s string) {
+		if strings.HasPrefix(s, "attaching") {
+			time.AfterFunc(50*time.Millisecond, cancel)
+		}
+	}
+	_, err := setup.Run(ctx, setup.Options{Root: dir, Only: []string{doctor.StageCloud}, Cloud: cloud})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "this run created eni-")
+}

@@ -266,6 +266,9 @@ func (r *runner) stage(ctx context.Context, name string, sr *StageResult) (stop 
 	if perr == nil && p != nil && !r.opt.DryRun && p.Blocked == "" && host {
 		perr = doctor.Apply(ctx, p)
 	}
+	if errors.Is(perr, context.Canceled) || errors.Is(perr, context.DeadlineExceeded) {
+		return false, perr // what the stage says of what it did (the ENIs it created) comes with it
+	}
 	if p != nil && !r.opt.DryRun && name != doctor.StageVerify && slices.ContainsFunc(p.Changes, func(c doctor.Change) bool { return c.Done }) {
 		// Later stages plan from the host as it is now.
 		if r.rep, err = doctor.Run(ctx, r.h, r.quick); err != nil {
@@ -278,8 +281,6 @@ func (r *runner) stage(ctx context.Context, name string, sr *StageResult) (stop 
 	}
 	pending := r.opt.DryRun && (name == doctor.StageVerify || name == doctor.StageOS && r.cloudPending > 0)
 	switch {
-	case errors.Is(perr, context.Canceled) || errors.Is(perr, context.DeadlineExceeded):
-		return false, perr
 	case errors.Is(perr, doctor.ErrInvalidValue):
 		// A value from outside that cannot be configured: nothing is
 		// planned around it (exit 3, naming it).
@@ -340,6 +341,9 @@ func (r *runner) cloud(ctx context.Context) (p *doctor.Plan, skip string, perr, 
 	}
 	if cloudSkips(perr) {
 		return nil, perr.Error() + ": the cloud stage is skipped, the ERIs are taken as attached", nil, nil
+	}
+	if ctx.Err() != nil {
+		return p, "", perr, nil
 	}
 	if jumbo != nil && opt.Doctor.JumboFrames == nil {
 		// The os stage and the mtu check judge by the cloud's answer.
