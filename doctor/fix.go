@@ -183,7 +183,10 @@ type Plan struct {
 	Next    string `json:"next,omitempty"`
 }
 
-func newPlan(stage string) *Plan {
+// NewPlan is an empty plan of a stage (every list empty, never null in
+// JSON): the one way a Plan is made, by the doctor's fixes and by setup's
+// cloud and verify stages alike.
+func NewPlan(stage string) *Plan {
 	return &Plan{Stage: stage, Found: []string{}, Changes: []Change{}, Notes: []string{}}
 }
 

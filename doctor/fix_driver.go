@@ -28,7 +28,7 @@ func InstallerCommand(osID, version string) []string {
 func driverFix() *Fix {
 	return &Fix{Stage: StageDriver, Title: "eRDMA driver, rdma-core and eadm present; compat (RoCE) mode on GPU instances",
 		Plan: func(_ context.Context, in *Input, env *FixEnv) (*Plan, error) {
-			p := newPlan(StageDriver)
+			p := NewPlan(StageDriver)
 			inv := in.Inventory
 			osID, version := osRelease(env, in)
 			install := InstallerCommand(osID, version)

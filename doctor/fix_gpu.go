@@ -18,7 +18,7 @@ const PeermemFile = "/etc/modules-load.d/erdmakit-nvidia-peermem.conf"
 func gpuFix() *Fix {
 	return &Fix{Stage: StageGPU, Title: "GPUDirect RDMA ready, persisted",
 		Plan: func(_ context.Context, in *Input, env *FixEnv) (*Plan, error) {
-			p := newPlan(StageGPU)
+			p := NewPlan(StageGPU)
 			checks := []string{erdma.FindingGDRPeermem}
 			inv := in.Inventory
 			version := ""

@@ -24,7 +24,7 @@ const (
 func limitsFix() *Fix {
 	return &Fix{Stage: StageLimits, Title: "memlock unlimited, persisted",
 		Plan: func(_ context.Context, in *Input, env *FixEnv) (*Plan, error) {
-			p := newPlan(StageLimits)
+			p := NewPlan(StageLimits)
 			checks := []string{erdma.FindingMemlock}
 			files := env.files(in)
 			if l := in.Inventory.Memlock; l != nil {

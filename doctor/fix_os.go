@@ -159,7 +159,7 @@ func eriMTU(p *Plan, in *Input, names []string) int {
 }
 
 func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
-	p := newPlan(StageOS)
+	p := NewPlan(StageOS)
 	inv := in.Inventory
 	names, err := eriNames(inv, env)
 	if err != nil {

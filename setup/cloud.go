@@ -32,7 +32,7 @@ const KindAPI = "api"
 
 // Stage implements Cloud.
 func (e *ERICloud) Stage(ctx context.Context, dryRun bool) (*doctor.Plan, *bool, error) {
-	p := &doctor.Plan{Stage: doctor.StageCloud, Found: []string{}, Changes: []doctor.Change{}, Notes: []string{}}
+	p := doctor.NewPlan(doctor.StageCloud)
 	var jp *bool
 	st, err := e.Client.InstanceStatus(ctx, e.Target.InstanceID)
 	switch {

@@ -454,7 +454,7 @@ func verdict(res *Result, rep *erdma.Report) (health.Severity, string) {
 
 // verifyPlan is the verify stage's judgement of the doctor's report.
 func verifyPlan(rep *erdma.Report, dryRun bool) *doctor.Plan {
-	p := &doctor.Plan{Stage: doctor.StageVerify, Found: []string{}, Changes: []doctor.Change{}, Notes: []string{}}
+	p := doctor.NewPlan(doctor.StageVerify)
 	if dryRun {
 		p.Notes = append(p.Notes, "after the other stages: erdmakit doctor (with the verbs probe), then the measurements")
 		return p
@@ -479,7 +479,7 @@ func verifyPlan(rep *erdma.Report, dryRun bool) *doctor.Plan {
 // pendingOS is the os stage's plan before the cloud stage has attached
 // the ERIs (a dry run): what each will get, and where it is persisted.
 func pendingOS(opt *Options, n int) *doctor.Plan {
-	p := &doctor.Plan{Stage: doctor.StageOS, Found: []string{}, Changes: []doctor.Change{}, Notes: []string{}}
+	p := doctor.NewPlan(doctor.StageOS)
 	p.Found = append(p.Found, fmt.Sprintf("%d ERI(s) not attached yet: the cloud stage attaches them first", n))
 	stack, why := opt.Fix.NetworkStack, "asked for"
 	if stack == "" {
