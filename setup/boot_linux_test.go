@@ -33,7 +33,8 @@ const bootStackEnv = "ERDMAKIT_SETUP_BOOT_STACK"
 // file with a catch-all 20-wired.network (Name=eri*, DHCP) beside it; for
 // ifcfg, network-scripts' ifup-eth and ifup-routes steps (ip addr add
 // IPADDR/PREFIX, then `ip -4 route add $line` per route-DEV line) from the
-// file sourced in an empty environment. Afterwards eri0 has the MTU and
+// file sourced in an empty environment; NetworkManager 1.42 (keyfile plugin
+// only, a private system bus) on erdmakit's keyfile. Afterwards eri0 has the MTU and
 // its routes at metric 200, and another host of the shared subnet is
 // reached through eth0, not the ERI.
 func TestNetnsBootFromFiles(t *testing.T) {
@@ -42,7 +43,7 @@ func TestNetnsBootFromFiles(t *testing.T) {
 		return
 	}
 	labtest.RequireNamespaces(t)
-	for _, stack := range []string{doctor.StackNetplan, doctor.StackNetworkd, doctor.StackIfcfg} {
+	for _, stack := range []string{doctor.StackNetplan, doctor.StackNetworkd, doctor.StackIfcfg, doctor.StackNetworkManager} {
 		t.Run(stack, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -131,6 +132,41 @@ func bootChild(t *testing.T, stack string) {
 			t.Logf("systemd-networkd:\n%s", log.String())
 		}()
 		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) && !eriReady(t) {
+			time.Sleep(200 * time.Millisecond)
+		}
+	case doctor.StackNetworkManager:
+		// NetworkManager with its keyfile plugin alone, on a private
+		// system bus: nothing but erdmakit's keyfile to read.
+		for _, d := range []string{"/run/dbus", "/run/NetworkManager", "/run/udev", "/etc/NetworkManager/system-connections", "/etc/NetworkManager/conf.d", "/var/lib/NetworkManager"} {
+			tmpfsOver(t, d)
+		}
+		require.NoError(t, syscall.Mount("sysfs", "/sys", "sysfs", syscall.MS_RDONLY, ""))
+		require.NoError(t, os.WriteFile("/etc/NetworkManager/conf.d/99-erdmakit-test.conf", []byte("[main]\nplugins=keyfile\nno-auto-default=*\n"), 0o644))
+		for p, c := range files {
+			require.NoError(t, os.WriteFile(p, []byte(c), 0o600))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		bus := execx.Command(ctx, "dbus-daemon", "--system", "--nofork", "--nopidfile")
+		require.NoError(t, bus.Start())
+		defer func() { cancel(); _ = bus.Wait() }()
+		for i := 0; i < 50; i++ {
+			if _, err := os.Stat("/run/dbus/system_bus_socket"); err == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		nm := execx.Command(ctx, "NetworkManager", "--no-daemon", "--debug", "--log-level=INFO") // --debug: log to stderr, not the host's syslog
+		var log strings.Builder
+		nm.Stdout, nm.Stderr = &log, &log
+		require.NoError(t, nm.Start())
+		defer func() {
+			cancel()
+			_ = nm.Wait()
+			t.Logf("NetworkManager:\n%s", log.String())
+		}()
+		deadline := time.Now().Add(20 * time.Second)
 		for time.Now().Before(deadline) && !eriReady(t) {
 			time.Sleep(200 * time.Millisecond)
 		}
