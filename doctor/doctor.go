@@ -233,8 +233,13 @@ func diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Optio
 		return nil, nil, fmt.Errorf("%w: no inventory", ErrOptions)
 	}
 	inst, instErr := Instance(ctx, h, opt)
-	if inst != nil && inst.JumboFrames == nil && opt.JumboFrames != nil {
+	if opt.JumboFrames != nil && (inst == nil || inst.JumboFrames == nil) {
+		// --jumbo-frames is a fact about the instance even when its type
+		// is unknown: the mtu check and the os stage judge by it.
 		v := *opt.JumboFrames
+		if inst == nil {
+			inst = &erdma.Instance{Source: "flag"}
+		}
 		inst.JumboFrames = &v
 	}
 	erdma.SetInstance(inv, inst)

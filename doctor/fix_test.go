@@ -295,3 +295,18 @@ func TestInstallerPerOS(t *testing.T) {
 	assert.Contains(t, p.Next, "(ubuntu 24.04)")
 	assert.Contains(t, findingOf(rep, erdma.FindingERDMADriver).Remediation, "erdma_installer-1.4.3.tar.gz")
 }
+
+// TestJumboFlagWithoutTheInstance: --jumbo-frames no on a host whose
+// instance is unknown still makes MTU 8500 a failure (it was ignored).
+func TestJumboFlagWithoutTheInstance(t *testing.T) {
+	dir := hostDir(t, "ebmgn8is-healthy")
+	require.NoError(t, os.Remove(filepath.Join(dir, "erdmakit/instance.json")))
+	opt := doctor.DefaultOptions()
+	opt.JumboFrames = ptr(false)
+	rep, err := doctor.Run(context.Background(), erdma.RecordedHost(dir), opt)
+	require.NoError(t, err)
+	f := findingOf(rep, erdma.FindingMTU)
+	assert.Equal(t, health.Fail, f.Severity, f.Summary)
+	assert.Contains(t, f.Summary, "jumbo frames not enabled")
+	assert.Equal(t, health.Skip, findingOf(rep, erdma.FindingInstanceProfile).Severity, "the type stays unknown")
+}
