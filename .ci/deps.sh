@@ -29,7 +29,7 @@ test=(
 	prometheus prometheus-node-exporter                        # promtool and node_exporter for the textfile recipe test
 	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod # the RDMA lab (Soft-RoCE under qemu)
 	iproute2 util-linux                                        # rdma, ip, unshare for namespace tests
-	netplan.io network-manager systemd                         # setup's per-stack namespace test: netplan generate, nmcli --offline (NM's keyfile parser), systemd-analyze cat-config
+	netplan.io network-manager systemd python3-gi gir1.2-glib-2.0 dbus-daemon # setup: netplan generate, systemd-networkd and NetworkManager in a namespace (the reboot, a private system bus), GLib GKeyFile (NM keyfile parser) via /usr/bin/python3, systemd-analyze
 	chromium fonts-liberation                                  # headless Chromium for the report page tests (report/chromium_test.go)
 )
 

@@ -93,6 +93,9 @@ type Input struct {
 	Findings []health.Finding
 	counters erdma.DoctorOptions
 	verbs    Verbs
+	// jumbo is Options.JumboFrames (--jumbo-frames), which the os stage
+	// follows even when the instance is unknown.
+	jumbo *bool
 }
 
 // Check is a check another package contributes: a stable kebab-case ID,
@@ -234,12 +237,17 @@ func diagnose(ctx context.Context, h erdma.Host, inv *erdma.Inventory, opt Optio
 		return nil, nil, fmt.Errorf("%w: no inventory", ErrOptions)
 	}
 	inst, instErr := Instance(ctx, h, opt)
-	if inst != nil && inst.JumboFrames == nil && opt.JumboFrames != nil {
+	if opt.JumboFrames != nil && (inst == nil || inst.JumboFrames == nil) {
+		// --jumbo-frames is a fact about the instance even when its type
+		// is unknown: the mtu check and the os stage judge by it.
 		v := *opt.JumboFrames
+		if inst == nil {
+			inst = &erdma.Instance{Source: "flag"}
+		}
 		inst.JumboFrames = &v
 	}
 	erdma.SetInstance(inv, inst)
-	in := &Input{Host: h, Inventory: inv, InstanceError: instErr, GPUs: GPUs(ctx, h, inv, opt), verbs: opt.Verbs}
+	in := &Input{Host: h, Inventory: inv, InstanceError: instErr, GPUs: GPUs(ctx, h, inv, opt), verbs: opt.Verbs, jumbo: opt.JumboFrames}
 	in.counters.InstanceError = instErr
 	if h.Live() && opt.Interval > 0 {
 		in.counters.Interval = opt.Interval

@@ -10,3 +10,8 @@ var (
 )
 
 const MaxTopologyDifference = maxTopologyDifference
+
+// NetworkdMatches is shadowedBy's [Match] judge.
+func NetworkdMatches(body, name, mac string) string {
+	return networkdMatches(body, eri{name: name, mac: mac})
+}

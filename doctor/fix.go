@@ -12,6 +12,8 @@ import (
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/execx"
 	"github.com/erdmakit/erdmakit/internal/hostconf"
+	"github.com/erdmakit/erdmakit/internal/netdev"
+	"github.com/erdmakit/erdmakit/internal/shq"
 )
 
 // Setup stages, in the guide's order. A Fix belongs to one; the cloud and
@@ -33,6 +35,13 @@ func Stages() []string {
 // ErrFix is what a fix that cannot be planned or applied wraps.
 var ErrFix = errors.New("fix failed")
 
+// ErrInvalidValue is what a value from outside that cannot be configured
+// wraps: a netdev name the kernel would not allow, a MAC that is not six
+// hex bytes, an address that is not IPv4, a prefix or gateway outside the
+// subnet (from the host, the metadata service or a flag). Nothing is
+// planned around it: setup exits 3 naming it.
+var ErrInvalidValue = netdev.ErrInvalid
+
 // A Fix changes the host so that its check passes: the check and its fix
 // are one unit (Check.Fix). Plan compares what is there with what the
 // guide wants and returns only the difference, each change as the command a
@@ -51,11 +60,17 @@ type Fix struct {
 }
 
 // FixEnv is what fixes act through: one place for files, one for commands.
-// Tests point Files at an overlay root; Describe plans without asking any
+// Tests point Root at an overlay root; Describe plans without asking any
 // outside source (the doctor's remediation text).
 type FixEnv struct {
-	// Files writes configuration files; nil means the host root's.
-	Files *hostconf.Files
+	// Root is where configuration files are read and written ("" means the
+	// host's root). Every path is resolved inside it (os.Root): a symlink
+	// leading out of it is refused, never followed.
+	Root string
+	// BackupDir is where previous versions are kept, relative to Root (""
+	// means /var/lib/erdmakit/setup/backup); Stamp names this run's
+	// directory there ("" means "previous").
+	BackupDir, Stamp string
 	// Describe: plan for advice only (no metadata lookup, no netlink
 	// read beyond the inventory); nothing is ever applied from it.
 	Describe bool
@@ -69,7 +84,9 @@ type FixEnv struct {
 	// "netplan", "ifcfg", "networkd"); "" detects it.
 	NetworkStack string
 	// Run runs a command (modprobe, the driver installer); nil means
-	// internal/execx under ctx.
+	// internal/execx under ctx, and then only on the live host: a recorded
+	// or directory root gets files only, never a module, netlink, sysctl or
+	// service command on the machine erdmakit runs on.
 	Run func(ctx context.Context, argv []string) error
 	// InstallDriver lets the driver stage run the guide's installer.
 	InstallDriver bool
@@ -79,11 +96,21 @@ type FixEnv struct {
 }
 
 func (e *FixEnv) files(in *Input) *hostconf.Files {
-	if e.Files != nil {
-		return e.Files
+	root := e.Root
+	if root == "" && in != nil {
+		root = in.Host.Root()
 	}
-	return &hostconf.Files{Root: in.Host.Root()}
+	return &hostconf.Files{Root: root, BackupDir: e.BackupDir, Stamp: e.Stamp}
 }
+
+// commands reports whether the fixes may run commands: on the live host,
+// or through the caller's own Run.
+func (e *FixEnv) commands(in *Input) bool {
+	return !e.Describe && (in.Host.Live() || e.Run != nil)
+}
+
+// NoLiveChanges is the note of a stage on a recorded or directory root.
+const NoLiveChanges = "a recorded or directory root: plan and files only; no module, netlink, sysctl or service command is run on this machine"
 
 func (e *FixEnv) run(ctx context.Context, argv []string) error {
 	if e.Run != nil {
@@ -91,9 +118,26 @@ func (e *FixEnv) run(ctx context.Context, argv []string) error {
 	}
 	out, err := execx.Command(ctx, argv[0], argv[1:]...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("%s: %w: %s", shq.Join(argv...), err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// FileChange is one configuration file's planned (and, once applied, made)
+// change. Path is as the host sees it ("/etc/security/limits.d/...").
+type FileChange struct {
+	Path string `json:"path"`
+	// Action: "create" (absent: written whole), "update" (erdmakit's own,
+	// rewritten), "block" (someone else's: a marked block added or
+	// replaced), "unchanged".
+	Action string `json:"action"`
+	// Content is the whole file as it will be.
+	Content string `json:"content"`
+	// Backup is where the previous version was kept ("" when there was
+	// none or nothing was written yet).
+	Backup string `json:"backup,omitempty"`
+	// Revert is the command that undoes the change (shell-quoted).
+	Revert string `json:"revert,omitempty"`
 }
 
 // Kinds of Change.
@@ -115,7 +159,7 @@ type Change struct {
 	// Command is what a person would type to make the same change.
 	Command string `json:"command"`
 	// File is the file change (Kind file): action, content, backup, revert.
-	File *hostconf.FileChange `json:"file,omitempty"`
+	File *FileChange `json:"file,omitempty"`
 	// Revert undoes the change, where there is a command for it.
 	Revert string `json:"revert,omitempty"`
 	// Done: applied. Error: applying failed.
@@ -139,7 +183,10 @@ type Plan struct {
 	Next    string `json:"next,omitempty"`
 }
 
-func newPlan(stage string) *Plan {
+// NewPlan is an empty plan of a stage (every list empty, never null in
+// JSON): the one way a Plan is made, by the doctor's fixes and by setup's
+// cloud and verify stages alike.
+func NewPlan(stage string) *Plan {
 	return &Plan{Stage: stage, Found: []string{}, Changes: []Change{}, Notes: []string{}}
 }
 
@@ -151,9 +198,15 @@ func (p *Plan) add(c Change) {
 	p.Changes = append(p.Changes, c)
 }
 
-// AddFile plans a configuration file (through files: see hostconf): nothing
-// when it is as wanted. checks are the doctor checks it serves.
-func (p *Plan) AddFile(files *hostconf.Files, checks []string, path, body, tag string, blockOK bool, perm uint32) error {
+// AddFile plans a configuration file under env's root (see FixEnv.Root):
+// nothing when it is as wanted; a file erdmakit did not create gets a block
+// tagged tag where blockOK, else an error. checks are the doctor checks it
+// serves; perm is a new file's mode before the umask.
+func (p *Plan) AddFile(env *FixEnv, checks []string, path, body, tag string, blockOK bool, perm uint32) error {
+	return p.addFile(env.files(nil), checks, path, body, tag, blockOK, perm)
+}
+
+func (p *Plan) addFile(files *hostconf.Files, checks []string, path, body, tag string, blockOK bool, perm uint32) error {
 	fc, err := files.PlanFile(path, body, tag, blockOK, fsMode(perm))
 	if err != nil {
 		return err
@@ -163,8 +216,46 @@ func (p *Plan) AddFile(files *hostconf.Files, checks []string, path, body, tag s
 		return nil
 	}
 	cmd := fileCommand(path, body, fc.Action)
-	c := Change{Checks: checks, Kind: KindFile, Target: path, Command: cmd, File: &fc}
-	c.apply = func(context.Context) error { return files.Apply(c.File) }
+	df := &FileChange{Path: fc.Path, Action: fc.Action, Content: fc.Content}
+	c := Change{Checks: checks, Kind: KindFile, Target: path, Command: cmd, File: df}
+	c.apply = func(context.Context) error {
+		err := files.Apply(&fc)
+		df.Backup, df.Revert = fc.Backup, fc.Revert
+		return err
+	}
+	p.add(c)
+	return nil
+}
+
+// AddGenerated plans a file erdmakit generates whole (an NCCL graph: no
+// header, no marked block) under env's root: nothing when it already has
+// data. command is what a person would type to make it.
+func (p *Plan) AddGenerated(env *FixEnv, checks []string, path string, data []byte, command string) error {
+	files := env.files(nil)
+	old, ok, err := files.Read(path)
+	if err != nil {
+		return err
+	}
+	if ok && old == string(data) {
+		p.Found = append(p.Found, path+": as wanted")
+		return nil
+	}
+	action := hostconf.Create
+	if ok {
+		action = hostconf.Update
+	}
+	df := &FileChange{Path: path, Action: action, Content: string(data)}
+	c := Change{Checks: checks, Kind: KindFile, Target: path, Command: command, File: df}
+	if !ok {
+		c.Revert = shq.Join("rm", path)
+	}
+	c.apply = func(context.Context) error {
+		if err := files.Put(path, data, 0o644); err != nil {
+			return err
+		}
+		df.Revert = c.Revert
+		return nil
+	}
 	p.add(c)
 	return nil
 }
@@ -300,7 +391,7 @@ func inputFor(ctx context.Context, h erdma.Host, rep *erdma.Report, opt Options)
 	if rep == nil || rep.Host == nil {
 		return nil, fmt.Errorf("%w: no report", ErrOptions)
 	}
-	in := &Input{Host: h, Inventory: rep.Host, Findings: rep.Findings, verbs: opt.Verbs}
+	in := &Input{Host: h, Inventory: rep.Host, Findings: rep.Findings, verbs: opt.Verbs, jumbo: opt.JumboFrames}
 	in.GPUs = GPUs(ctx, h, rep.Host, opt)
 	return in, nil
 }
@@ -345,17 +436,17 @@ func fileCommand(path, body, action string) string {
 	}
 	if len(lines) > 4 || slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "'") }) {
 		if action == hostconf.Block {
-			return fmt.Sprintf("add a marked block of %d lines to %s", len(lines), path)
+			return fmt.Sprintf("add a marked block of %d lines to %s", len(lines), shq.Quote(path))
 		}
-		return fmt.Sprintf("write %s (%s, %d lines)", path, action, len(lines))
+		return fmt.Sprintf("write %s (%s, %d lines)", shq.Quote(path), action, len(lines))
 	}
 	redir := ">"
 	if action == hostconf.Block {
 		redir = ">>"
 	}
-	cmd := fmt.Sprintf("printf '%%s\\n' '%s' %s %s", strings.Join(lines, "' '"), redir, path)
+	cmd := fmt.Sprintf("printf '%%s\\n' '%s' %s %s", strings.Join(lines, "' '"), redir, shq.Quote(path))
 	if action == hostconf.Create {
-		cmd = "mkdir -p " + pathpkg.Dir(path) + " && " + cmd
+		cmd = "mkdir -p " + shq.Quote(pathpkg.Dir(path)) + " && " + cmd
 	}
 	return cmd
 }

@@ -8,20 +8,19 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 )
 
-// The guide's installer (domain section 1, step 2): Alibaba's env_setup.sh
-// with --egs installs the eRDMA driver, rdma-core with the erdma provider
-// and eadm, on Alibaba Cloud Linux, CentOS and Ubuntu alike.
+// InstallerURL is the guide's installer (domain section 1, step 2).
 const (
-	InstallerURL = "http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh"
+	InstallerURL = erdma.InstallerURL
 	// CompatFile is where the driver stage sets compat (RoCE) mode.
 	CompatFile = "/etc/modprobe.d/erdmakit-erdma.conf"
 )
 
-// InstallerCommand is the guide's installer command for a host whose
-// /etc/os-release says osID ("alinux", "centos", "ubuntu", ...): the same
-// script for each, as the guide prints it.
-func InstallerCommand(osID string) []string {
-	return []string{"sh", "-c", "wget -qO /tmp/env_setup.sh " + InstallerURL + " && sh /tmp/env_setup.sh --egs"}
+// InstallerCommand is the argv that runs the guide's installer for a host
+// whose /etc/os-release says ID=osID, VERSION_ID=version
+// (erdma.InstallerCommand: Ubuntu 24.04 has its own), in a fresh temporary
+// directory, since the guide's command downloads into the working one.
+func InstallerCommand(osID, version string) []string {
+	return []string{"sh", "-c", `cd "$(mktemp -d)" && ` + erdma.InstallerCommand(osID, version)}
 }
 
 // driverFix: guide step 2, the eRDMA driver, rdma-core's erdma provider
@@ -29,11 +28,14 @@ func InstallerCommand(osID string) []string {
 func driverFix() *Fix {
 	return &Fix{Stage: StageDriver, Title: "eRDMA driver, rdma-core and eadm present; compat (RoCE) mode on GPU instances",
 		Plan: func(_ context.Context, in *Input, env *FixEnv) (*Plan, error) {
-			p := newPlan(StageDriver)
+			p := NewPlan(StageDriver)
 			inv := in.Inventory
-			osID := osRelease(env, in)
-			install := InstallerCommand(osID)
-			installText := strings.Join(install[2:], " ")
+			osID, version := osRelease(env, in)
+			install := InstallerCommand(osID, version)
+			installText := erdma.InstallerCommand(osID, version)
+			if version != "" {
+				osID += " " + version
+			}
 			var erdmaDevs []erdma.Device
 			for _, d := range inv.Devices {
 				if d.ERDMA {
@@ -57,7 +59,10 @@ func driverFix() *Fix {
 			}
 			missing := !loaded || (toolsLooked && (eadm == nil || eadm.Path == ""))
 			if missing {
-				if env.InstallDriver {
+				if env.InstallDriver && !env.commands(in) {
+					p.Notes = append(p.Notes, NoLiveChanges+": --install-driver is not run")
+				}
+				if env.InstallDriver && env.commands(in) {
 					p.add(Change{Checks: []string{erdma.FindingERDMADriver, erdma.FindingEadm}, Kind: KindCommand,
 						Target: "eRDMA driver (" + osID + ")", Command: installText,
 						apply: func(ctx context.Context) error { return env.run(ctx, install) }})
@@ -73,7 +78,7 @@ func driverFix() *Fix {
 					p.Blocked = what
 					p.Next = "install it with the guide's installer (" + osID + "): " + installText + "; or rerun erdmakit setup --install-driver"
 					if !loaded {
-						p.Next = "modprobe erdma; if the module is not installed: " + installText + " (or rerun erdmakit setup --install-driver)"
+						p.Next = "modprobe erdma; if the module is not installed, the guide's installer (" + osID + "): " + installText + " (or rerun erdmakit setup --install-driver)"
 					}
 					return p, nil
 				}
@@ -92,12 +97,12 @@ func driverFix() *Fix {
 			}
 			checks := []string{erdma.FindingTransportMode}
 			p.Found = append(p.Found, strings.Join(iwarp, ", ")+": iWARP mode (compat_mode=N) on a GPU instance")
-			if err := p.AddFile(env.files(in), checks, CompatFile,
+			if err := p.addFile(env.files(in), checks, CompatFile,
 				"# GPU instances run eRDMA in compat (RoCE v2) mode: NCCL and perftest connect that way (erdmakit doctor: transport-mode)\noptions erdma compat_mode=Y\n",
 				"compat", true, 0o644); err != nil {
 				return nil, err
 			}
-			if env.ReloadDriver {
+			if env.ReloadDriver && env.commands(in) {
 				p.add(Change{Checks: checks, Kind: KindCommand, Target: "erdma", Command: "modprobe -r erdma && modprobe erdma",
 					apply: func(ctx context.Context) error {
 						if err := env.run(ctx, []string{"modprobe", "-r", "erdma"}); err != nil {
@@ -122,18 +127,23 @@ func toolOf(inv *erdma.Inventory, name string) (*erdma.Tool, bool) {
 	return nil, len(inv.Tools) > 0
 }
 
-// osRelease is the ID of the host's /etc/os-release ("" when unreadable).
-func osRelease(env *FixEnv, in *Input) string {
+// osRelease is the ID and VERSION_ID of the host's /etc/os-release
+// ("unknown OS" and "" when unreadable).
+func osRelease(env *FixEnv, in *Input) (id, version string) {
 	s, ok, err := env.files(in).Read("/etc/os-release")
 	if !ok || err != nil {
 		if s, ok, err = env.files(in).Read("/usr/lib/os-release"); !ok || err != nil {
-			return "unknown OS"
+			return "unknown OS", ""
 		}
 	}
+	id = "unknown OS"
 	for _, l := range strings.Split(s, "\n") {
 		if v, ok := strings.CutPrefix(l, "ID="); ok {
-			return strings.Trim(v, `"'`)
+			id = strings.Trim(v, `"'`)
+		}
+		if v, ok := strings.CutPrefix(l, "VERSION_ID="); ok {
+			version = strings.Trim(v, `"'`)
 		}
 	}
-	return "unknown OS"
+	return id, version
 }

@@ -3,7 +3,6 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
@@ -19,7 +18,7 @@ const PeermemFile = "/etc/modules-load.d/erdmakit-nvidia-peermem.conf"
 func gpuFix() *Fix {
 	return &Fix{Stage: StageGPU, Title: "GPUDirect RDMA ready, persisted",
 		Plan: func(_ context.Context, in *Input, env *FixEnv) (*Plan, error) {
-			p := newPlan(StageGPU)
+			p := NewPlan(StageGPU)
 			checks := []string{erdma.FindingGDRPeermem}
 			inv := in.Inventory
 			version := ""
@@ -47,36 +46,48 @@ func gpuFix() *Fix {
 				p.Found = append(p.Found, "GPUDirect RDMA through DMA-BUF: nvidia_peermem not needed")
 				return p, nil
 			}
-			if major, err := strconv.Atoi(strings.SplitN(version, ".", 2)[0]); err == nil && major < 470 {
+			// nvml owns the driver-version rule (its parser, its minimum).
+			if major := (&nvml.GPUs{DriverVersion: version}).DriverMajor(); major > 0 && major < nvml.PeermemMinDriver {
 				p.Blocked = fmt.Sprintf("NVIDIA driver %s is older than 470: it has no nvidia_peermem", version)
 				p.Next = "install an NVIDIA driver >= 470 (it bundles nvidia_peermem), or load nv_peer_mem yourself; then rerun erdmakit setup"
 				return p, nil
 			}
+			files := env.files(in)
+			loaded := false
 			if m := moduleOf(inv, "nvidia_peermem"); m != nil && m.Loaded {
 				p.Found = append(p.Found, "nvidia_peermem loaded")
+				loaded = true
+			} else if refused := gdr.DMABUF.RefusedBy(); len(refused) > 0 {
+				// The RDMA provider registers no dma-buf (eRDMA's): the
+				// module is the only way (nvml.ReadGDR).
+				p.Notes = append(p.Notes, "DMA-BUF is no alternative here: the "+strings.Join(refused, ", ")+" provider registers no dma-buf")
 			} else {
-				if refused := gdr.DMABUF.RefusedBy(); len(refused) > 0 {
-					// The RDMA provider registers no dma-buf (eRDMA's):
-					// the module is the only way (nvml.ReadGDR).
-					p.Notes = append(p.Notes, "DMA-BUF is no alternative here: the "+strings.Join(refused, ", ")+" provider registers no dma-buf")
-				} else {
-					p.Notes = append(p.Notes, "or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, "+
-						"the NVIDIA open GPU kernel module, rdma-core >= 34, an RDMA provider with reg_dmabuf_mr")
-				}
+				p.Notes = append(p.Notes, "or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, "+
+					"the NVIDIA open GPU kernel module, rdma-core >= 34, an RDMA provider with reg_dmabuf_mr")
+			}
+			// The file first: it is the fix at boot, whether or not the
+			// module loads now.
+			if old, ok, _ := files.Read(PeermemFile); gdr.Persistent && !(ok && strings.Contains(old, "nvidia_peermem")) && gdr.Peermem != "" {
+				p.Found = append(p.Found, gdr.Peermem+" already loaded at boot by another file")
+			} else if err := p.addFile(files, checks, PeermemFile,
+				"# GPUDirect RDMA over eRDMA (erdmakit doctor: gdr-peermem): load at boot\nnvidia_peermem\n",
+				"gdr", true, 0o644); err != nil {
+				return nil, err
+			}
+			switch {
+			case loaded:
+			case env.commands(in):
 				p.add(Change{Checks: checks, Kind: KindCommand, Target: "nvidia_peermem", Command: "modprobe nvidia_peermem",
 					Revert: "modprobe -r nvidia_peermem",
 					apply: func(ctx context.Context) error {
 						return env.run(ctx, []string{"modprobe", "nvidia_peermem"})
 					}})
+			case !env.Describe:
+				p.Notes = append(p.Notes, NoLiveChanges+" (nvidia_peermem loads at the next boot from "+PeermemFile+")")
+			default:
+				p.add(Change{Checks: checks, Kind: KindCommand, Target: "nvidia_peermem", Command: "modprobe nvidia_peermem"})
 			}
-			files := env.files(in)
-			if old, ok, _ := files.Read(PeermemFile); gdr.Persistent && !(ok && strings.Contains(old, "nvidia_peermem")) && gdr.Peermem != "" {
-				p.Found = append(p.Found, gdr.Peermem+" already loaded at boot by another file")
-				return p, nil
-			}
-			return p, p.AddFile(files, checks, PeermemFile,
-				"# GPUDirect RDMA over eRDMA (erdmakit doctor: gdr-peermem): load at boot\nnvidia_peermem\n",
-				"gdr", true, 0o644)
+			return p, nil
 		}}
 }
 

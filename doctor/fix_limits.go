@@ -24,19 +24,19 @@ const (
 func limitsFix() *Fix {
 	return &Fix{Stage: StageLimits, Title: "memlock unlimited, persisted",
 		Plan: func(_ context.Context, in *Input, env *FixEnv) (*Plan, error) {
-			p := newPlan(StageLimits)
+			p := NewPlan(StageLimits)
 			checks := []string{erdma.FindingMemlock}
 			files := env.files(in)
 			if l := in.Inventory.Memlock; l != nil {
-				p.Found = append(p.Found, fmt.Sprintf("this process's RLIMIT_MEMLOCK: soft %s, hard %s", limitText(l.Soft, l.Unlimited), limitText(l.Hard, l.Hard == ^uint64(0))))
+				p.Found = append(p.Found, fmt.Sprintf("this process's RLIMIT_MEMLOCK: soft %s, hard %s", erdma.FormatLimit(l.Soft, l.Unlimited), erdma.FormatLimit(l.Hard, false)))
 			}
-			if err := p.AddFile(files, checks, LimitsFile,
+			if err := p.addFile(files, checks, LimitsFile,
 				"# eRDMA: every queue pair and memory registration needs locked memory (erdmakit doctor: memlock)\n"+
 					"*    soft memlock unlimited\n*    hard memlock unlimited\nroot soft memlock unlimited\nroot hard memlock unlimited\n",
 				"memlock", true, 0o644); err != nil {
 				return nil, err
 			}
-			if err := p.AddFile(files, checks, SystemdLimitsFile,
+			if err := p.addFile(files, checks, SystemdLimitsFile,
 				"[Manager]\nDefaultLimitMEMLOCK=infinity\n", "memlock", true, 0o644); err != nil {
 				return nil, err
 			}
@@ -51,20 +51,13 @@ func limitsFix() *Fix {
 		}}
 }
 
-func limitText(v uint64, unlimited bool) string {
-	if unlimited || v == ^uint64(0) {
-		return "unlimited"
-	}
-	return fmt.Sprintf("%d KiB", v>>10)
-}
-
 // planProcessMemlock raises this process's own memlock limit, so that the
 // verify stage (bw loopback) and what it runs can register memory: to
 // unlimited where the process may raise its hard limit (CAP_SYS_RESOURCE;
 // a container often lacks it), else the soft limit to the hard one.
 func planProcessMemlock(p *Plan, l *erdma.Limit, checks []string) {
 	const inf = ^uint64(0)
-	if l.Unlimited || l.Soft == inf {
+	if l.SoftUnlimited() {
 		return
 	}
 	target := unix.Rlimit{Cur: inf, Max: inf}

@@ -13,6 +13,7 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/hostconf"
 	"github.com/erdmakit/erdmakit/internal/netdev"
+	"github.com/erdmakit/erdmakit/internal/shq"
 	"github.com/vishvananda/netlink"
 )
 
@@ -29,18 +30,19 @@ const (
 // was found.
 var ErrNoNetworkStack = errors.New("no known network configuration system")
 
-// DetectNetworkStack says how the host under files persists its network
-// configuration, and the evidence. netplan first (it renders to NetworkManager
-// or networkd, which must not be written behind its back), then ifcfg files
-// (read by NetworkManager's ifcfg-rh plugin or network-scripts), then
-// NetworkManager, then systemd-networkd.
-func DetectNetworkStack(files *hostconf.Files) (stack, why string, err error) {
+// DetectNetworkStack says how the host under root ("" or "/": this host)
+// persists its network configuration, and the evidence. netplan first (it
+// renders to NetworkManager or networkd, which must not be written behind
+// its back), then ifcfg files (read by NetworkManager's ifcfg-rh plugin or
+// network-scripts), then NetworkManager, then systemd-networkd. Everything
+// is read inside root.
+func DetectNetworkStack(root string) (stack, why string, err error) {
+	return detectNetworkStack(&hostconf.Files{Root: root})
+}
+
+func detectNetworkStack(files *hostconf.Files) (stack, why string, err error) {
 	has := func(dir, suffix string, skip ...string) string {
-		root := files.Root
-		if root == "" {
-			root = "/"
-		}
-		ents, err := readDirNames(root, dir)
+		ents, err := files.List(dir)
 		if err != nil {
 			return ""
 		}
@@ -58,7 +60,7 @@ func DetectNetworkStack(files *hostconf.Files) (stack, why string, err error) {
 		return StackIfcfg, f + " exists", nil
 	}
 	for _, f := range []string{"/etc/systemd/system/multi-user.target.wants/NetworkManager.service", "/etc/systemd/system/dbus-org.freedesktop.nm-dispatcher.service"} {
-		if exists(files, f) {
+		if files.Exists(f) {
 			return StackNetworkManager, f + " exists (NetworkManager enabled)", nil
 		}
 	}
@@ -66,7 +68,7 @@ func DetectNetworkStack(files *hostconf.Files) (stack, why string, err error) {
 		return StackNetworkManager, f + " exists", nil
 	}
 	for _, f := range []string{"/etc/systemd/system/multi-user.target.wants/systemd-networkd.service", "/etc/systemd/system/dbus-org.freedesktop.network1.service"} {
-		if exists(files, f) {
+		if files.Exists(f) {
 			return StackNetworkd, f + " exists (systemd-networkd enabled)", nil
 		}
 	}
@@ -79,30 +81,38 @@ func DetectNetworkStack(files *hostconf.Files) (stack, why string, err error) {
 // eri is one ERI netdev as the os stage wants it.
 type eri struct {
 	name, mac string
-	addr      *net.IPNet // the address with its prefix
+	addr      *net.IPNet // the address with its subnet's prefix
 	gateway   net.IP
 	mtu       int
 	metric    int
+	// hostPrefix: the address is configured as /32 and the subnet route
+	// given explicitly (netplan, ifcfg: neither can say noprefixroute).
+	hostPrefix bool
 }
 
 func (e eri) subnet() *net.IPNet {
 	return &net.IPNet{IP: e.addr.IP.Mask(e.addr.Mask), Mask: e.addr.Mask}
 }
 
+func (e eri) config() netdev.Config {
+	return netdev.Config{Name: e.name, Addr: e.addr, Gateway: e.gateway, MTU: e.mtu, Metric: e.metric, HostPrefix: e.hostPrefix}
+}
+
 // osFix: guide step 3 and the MTU guide. Every ERI netdev up with its
 // address, its routes above the primary ENI's metric (the kernel's prefix
 // route at metric 0 would compete with eth0's in the same vSwitch: the
-// address is added with noprefixroute and the subnet route re-added at the
-// ERI's metric, as Alibaba's erdma-controller does), the MTU the instance's
-// jumbo-frame setting allows (erdma.ERIMTU), and all of it persisted in the
-// host's own network configuration system.
+// address is added with noprefixroute, or as /32 where the configuration
+// system cannot say that, and the subnet route given at the ERI's metric,
+// as Alibaba's erdma-controller does), one MTU for all ERIs by the
+// instance's jumbo-frame setting (erdma.ERIMTU), and all of it persisted in
+// the host's own network configuration system so that it is right at boot
+// without setup.
 func osFix() *Fix {
 	return &Fix{Stage: StageOS, Title: "ERI netdevs up with address, routes and MTU, persisted", Plan: planOS}
 }
 
-func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
-	p := newPlan(StageOS)
-	inv := in.Inventory
+// eriNames are the netdevs the os stage configures, validated.
+func eriNames(inv *erdma.Inventory, env *FixEnv) ([]string, error) {
 	names := env.Netdevs
 	if len(names) == 0 {
 		for _, d := range inv.Devices {
@@ -110,6 +120,50 @@ func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
 				names = append(names, d.Netdev)
 			}
 		}
+	}
+	if len(names) > 64 {
+		return nil, fmt.Errorf("%d netdevs: at most 64: %w", len(names), ErrInvalidValue)
+	}
+	for _, n := range names {
+		if err := netdev.ValidName(n); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+// eriMTU is the one MTU of every ERI of the instance: 8500 with jumbo
+// frames, 1400 without; unknown, 8500 only when every ERI has it already.
+func eriMTU(p *Plan, in *Input, names []string) int {
+	inv := in.Inventory
+	want := erdma.ERIMTU(inv.Instance)
+	if want == 0 && in.jumbo != nil {
+		// --jumbo-frames gives the fact when the instance is unknown.
+		want = erdma.ERIMTU(&erdma.Instance{JumboFrames: in.jumbo})
+	}
+	switch want {
+	case erdma.MTUJumbo:
+		p.Found = append(p.Found, "instance has jumbo frames: MTU 8500")
+	case erdma.MTUSmall:
+		p.Found = append(p.Found, "instance has no jumbo frames: MTU 1400")
+	default:
+		want = erdma.MTUJumbo
+		for _, n := range names {
+			if nd := netdevOf(inv, n); nd == nil || nd.MTU != erdma.MTUJumbo {
+				want = erdma.MTUSmall
+			}
+		}
+		p.Found = append(p.Found, fmt.Sprintf("jumbo frames unknown (no EnableJumboFrame): one MTU for all ERIs, %d (8500 only when every ERI has it already)", want))
+	}
+	return want
+}
+
+func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
+	p := NewPlan(StageOS)
+	inv := in.Inventory
+	names, err := eriNames(inv, env)
+	if err != nil {
+		return nil, err
 	}
 	if len(names) == 0 {
 		p.Found = append(p.Found, "no ERI netdev (no eRDMA device with a paired netdev)")
@@ -119,14 +173,22 @@ func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
 		}
 		return p, nil
 	}
-	if len(names) > 64 {
-		return nil, fmt.Errorf("%d netdevs: at most 64", len(names))
+	eris := make([]eri, len(names))
+	for i, name := range names {
+		nd := netdevOf(inv, name)
+		if nd == nil {
+			return nil, fmt.Errorf("%s: no such netdev on this host", name)
+		}
+		mac, err := netdev.ValidMAC(nd.MAC)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		eris[i] = eri{name: name, mac: mac}
 	}
 	files := env.files(in)
 	stack, why := env.NetworkStack, "asked for"
 	if stack == "" {
-		var err error
-		if stack, why, err = DetectNetworkStack(files); err != nil && !env.Describe {
+		if stack, why, err = detectNetworkStack(files); err != nil && !env.Describe {
 			// Nothing is applied: a configuration lost at the next boot is
 			// what this stage exists to prevent.
 			p.Blocked = err.Error()
@@ -136,34 +198,23 @@ func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
 	if stack != "" {
 		p.Found = append(p.Found, "network configuration: "+stack+" ("+why+")")
 	}
-	want := erdma.ERIMTU(inv.Instance)
-	switch want {
-	case erdma.MTUJumbo:
-		p.Found = append(p.Found, "instance has jumbo frames: MTU 8500")
-	case erdma.MTUSmall:
-		p.Found = append(p.Found, "instance has no jumbo frames: MTU 1400")
-	default:
-		p.Found = append(p.Found, "jumbo frames unknown (no EnableJumboFrame): an MTU of 8500 or 1400 is kept, anything else becomes 1400")
-	}
+	mtu := eriMTU(p, in, names)
+	mtuKnown := erdma.ERIMTU(inv.Instance) != 0 || in.jumbo != nil
 	live := in.Host.Live() && !env.Describe
-	primary := 0
+	metric := netdev.MinMetric
 	if live {
-		primary = netdev.PrimaryMetric(names)
+		metric = netdev.ERIMetric(names)
 	}
-	for i, name := range names {
-		nd := netdevOf(inv, name)
-		if nd == nil {
-			return nil, fmt.Errorf("%s: no such netdev on this host", name)
-		}
-		e := eri{name: name, mac: strings.ToLower(nd.MAC), metric: primary + 100 + i, mtu: want}
-		if e.mtu == 0 {
-			e.mtu = erdma.MTUSmall
-			if nd.MTU == erdma.MTUJumbo {
-				e.mtu = erdma.MTUJumbo
-			}
-		}
-		if err := addressOf(ctx, &e, nd, env, live); err != nil {
-			if live {
+	if !in.Host.Live() && !env.Describe {
+		p.Notes = append(p.Notes, NoLiveChanges)
+	}
+	for i := range eris {
+		e := &eris[i]
+		e.mtu, e.metric = mtu, metric+i
+		e.hostPrefix = stack == StackNetplan || stack == StackIfcfg
+		nd := netdevOf(inv, e.name)
+		if err := addressOf(ctx, e, nd, env, live); err != nil {
+			if live || errors.Is(err, ErrInvalidValue) {
 				return nil, err
 			}
 			// A recorded host or advice: the plan names what it lacks.
@@ -171,15 +222,33 @@ func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
 				p.Found = append(p.Found, err.Error())
 			}
 		}
-		if live {
-			if err := planLink(p, e); err != nil {
+		switch {
+		case live:
+			if err := planLink(p, *e); err != nil {
 				return nil, err
 			}
-		} else {
-			planDescribed(p, e, nd)
+		case env.Describe:
+			planDescribed(p, *e, nd, mtuKnown)
 		}
-		if stack != "" && e.addr != nil {
-			if err := planPersist(p, files, stack, e); err != nil {
+	}
+	if p.Blocked != "" || stack == "" {
+		return p, nil
+	}
+	for _, e := range eris {
+		if e.addr == nil {
+			continue
+		}
+		nf, err := netFiles(stack, e)
+		if err != nil {
+			return nil, err
+		}
+		if by := shadowedBy(files, stack, e, nf[0].path); by != "" {
+			p.Blocked = by
+			p.Next = "move that file after erdmakit's in lexical order, or narrow its [Match] so that it leaves " + e.name + " alone; then rerun erdmakit setup"
+			return p, nil
+		}
+		for _, f := range nf {
+			if err := p.addFile(files, []string{erdma.FindingNetdevIP, erdma.FindingMTU}, f.path, f.body, f.tag, f.blockOK, f.perm); err != nil {
 				return nil, err
 			}
 		}
@@ -198,6 +267,8 @@ func netdevOf(inv *erdma.Inventory, name string) *erdma.Netdev {
 
 // addressOf fills the ERI's address and gateway: the metadata service's,
 // else the address the netdev has and the gateway of its default route.
+// A value that is not what it must be (IPv4, a prefix, a gateway inside the
+// subnet) is an error wrapping ErrInvalidValue, never configured.
 func addressOf(ctx context.Context, e *eri, nd *erdma.Netdev, env *FixEnv, live bool) error {
 	var mdErr error
 	if !env.Describe {
@@ -206,25 +277,32 @@ func addressOf(ctx context.Context, e *eri, nd *erdma.Netdev, env *FixEnv, live 
 			md = &erdma.MetadataClient{}
 		}
 		nc, err := md.NetConfig(ctx, e.mac)
+		if errors.Is(err, erdma.ErrMetadataValue) {
+			return fmt.Errorf("%s: %w: %w", e.name, ErrInvalidValue, err)
+		}
 		if err == nil {
-			ip, n, _ := net.ParseCIDR(nc.Address)
-			e.addr = &net.IPNet{IP: ip.To4(), Mask: n.Mask}
-			e.gateway = net.ParseIP(nc.Gateway).To4()
+			c, err := netdev.Parse(e.name, nc.Address, nc.Gateway, max(e.mtu, 68), e.metric)
+			if err != nil {
+				return fmt.Errorf("metadata for %s: %w", e.mac, err)
+			}
+			e.addr, e.gateway = c.Addr, c.Gateway
 			return nil
 		}
 		mdErr = err
 	}
 	for _, a := range nd.IPv4 {
-		if ip, n, err := net.ParseCIDR(a); err == nil && ip.To4() != nil {
-			e.addr = &net.IPNet{IP: ip.To4(), Mask: n.Mask}
-			break
+		if ip, n, err := net.ParseCIDR(a); err == nil && ip.To4() != nil && len(n.Mask) == net.IPv4len {
+			if ones, _ := n.Mask.Size(); ones > 0 && ones < 32 {
+				e.addr = &net.IPNet{IP: ip.To4(), Mask: n.Mask}
+				break
+			}
 		}
 	}
 	if e.addr != nil && live {
 		if l, err := netlink.LinkByName(e.name); err == nil {
 			if rs, err := netlink.RouteList(l, netlink.FAMILY_V4); err == nil {
 				for _, r := range rs {
-					if r.Gw != nil && (r.Dst == nil || r.Dst.IP.IsUnspecified()) {
+					if r.Gw != nil && (r.Dst == nil || r.Dst.IP.IsUnspecified()) && e.subnet().Contains(r.Gw) {
 						e.gateway = r.Gw.To4()
 					}
 				}
@@ -240,27 +318,30 @@ func addressOf(ctx context.Context, e *eri, nd *erdma.Netdev, env *FixEnv, live 
 	return nil
 }
 
-// planDescribed plans from the inventory alone (advice, a recorded host).
-func planDescribed(p *Plan, e eri, nd *erdma.Netdev) {
+// planDescribed plans from the inventory alone (the doctor's advice).
+// Without the jumbo-frame fact the advice leaves the MTU to the mtu check's
+// own words (8500 with jumbo frames, else 1400, one everywhere).
+func planDescribed(p *Plan, e eri, nd *erdma.Netdev, mtuKnown bool) {
 	addr := "<its address from the metadata service>"
 	if e.addr != nil {
-		addr = e.addr.String()
+		addr = shq.Quote(e.addr.String())
 	}
-	if nd.MTU != e.mtu {
-		p.add(Change{Checks: []string{erdma.FindingMTU}, Kind: KindNetlink, Target: e.name, Command: fmt.Sprintf("ip link set %s mtu %d", e.name, e.mtu)})
+	dev := shq.Quote(e.name)
+	if nd.MTU != e.mtu && mtuKnown {
+		p.add(Change{Checks: []string{erdma.FindingMTU}, Kind: KindNetlink, Target: e.name, Command: fmt.Sprintf("ip link set %s mtu %d", dev, e.mtu)})
 	}
 	if len(nd.IPv4) == 0 {
-		p.add(Change{Checks: []string{erdma.FindingNetdevIP}, Kind: KindNetlink, Target: e.name, Command: fmt.Sprintf("ip addr add %s dev %s noprefixroute", addr, e.name)})
+		p.add(Change{Checks: []string{erdma.FindingNetdevIP}, Kind: KindNetlink, Target: e.name, Command: fmt.Sprintf("ip addr add %s dev %s noprefixroute", addr, dev)})
 	}
 	if nd.OperState != "up" && nd.OperState != "unknown" {
-		p.add(Change{Checks: []string{erdma.FindingNetdevIP}, Kind: KindNetlink, Target: e.name, Command: fmt.Sprintf("ip link set %s up", e.name)})
+		p.add(Change{Checks: []string{erdma.FindingNetdevIP}, Kind: KindNetlink, Target: e.name, Command: fmt.Sprintf("ip link set %s up", dev)})
 	}
 }
 
 // planLink compares the live netdev with e and plans the netlink changes
 // (internal/netdev, the planner `erdmakit eri configure` uses too).
 func planLink(p *Plan, e eri) error {
-	steps, found, err := netdev.Plan(netdev.Config{Name: e.name, Addr: e.addr, Gateway: e.gateway, MTU: e.mtu, Metric: e.metric})
+	steps, found, err := netdev.Plan(e.config())
 	if err != nil {
 		return err
 	}
@@ -269,62 +350,6 @@ func planLink(p *Plan, e eri) error {
 		p.AddChange(Change{Checks: st.Checks, Kind: KindNetlink, Target: st.Target, Command: st.Command, Revert: st.Revert}, st.Apply)
 	}
 	return nil
-}
-
-// planPersist plans the ERI's file in the host's network configuration
-// system, in that system's own format.
-func planPersist(p *Plan, files *hostconf.Files, stack string, e eri) error {
-	checks := []string{erdma.FindingNetdevIP, erdma.FindingMTU}
-	sub, ones := e.subnet(), 0
-	ones, _ = e.addr.Mask.Size()
-	gw := ""
-	if e.gateway != nil {
-		gw = e.gateway.String()
-	}
-	switch stack {
-	case StackNetplan:
-		var b strings.Builder
-		fmt.Fprintf(&b, "# ERI %s (eRDMA): address, routes above the primary ENI's metric, MTU\nnetwork:\n  version: 2\n  ethernets:\n    %s:\n", e.name, e.name)
-		fmt.Fprintf(&b, "      match:\n        macaddress: \"%s\"\n      mtu: %d\n      addresses: [\"%s\"]\n      routes:\n", e.mac, e.mtu, e.addr)
-		fmt.Fprintf(&b, "        - to: \"%s\"\n          scope: link\n          from: \"%s\"\n          metric: %d\n", sub, e.addr.IP, e.metric)
-		if gw != "" {
-			fmt.Fprintf(&b, "        - to: default\n          via: \"%s\"\n          metric: %d\n", gw, e.metric)
-		}
-		return p.AddFile(files, checks, "/etc/netplan/60-erdmakit-"+e.name+".yaml", b.String(), "", false, 0o600)
-	case StackNetworkManager:
-		var b strings.Builder
-		id := "erdmakit-" + e.name
-		fmt.Fprintf(&b, "[connection]\nid=%s\nuuid=%s\ntype=ethernet\ninterface-name=%s\nautoconnect=true\n\n", id, uuidOf(id+e.mac), e.name)
-		fmt.Fprintf(&b, "[ethernet]\nmac-address=%s\nmtu=%d\n\n", strings.ToUpper(e.mac), e.mtu)
-		fmt.Fprintf(&b, "[ipv4]\nmethod=manual\naddress1=%s\nroute-metric=%d\n", e.addr, e.metric)
-		if gw != "" {
-			fmt.Fprintf(&b, "gateway=%s\n", gw)
-		}
-		b.WriteString("\n[ipv6]\nmethod=ignore\n")
-		return p.AddFile(files, checks, "/etc/NetworkManager/system-connections/"+id+".nmconnection", b.String(), "", false, 0o600)
-	case StackIfcfg:
-		var b strings.Builder
-		fmt.Fprintf(&b, "DEVICE=%s\nHWADDR=%s\nTYPE=Ethernet\nBOOTPROTO=none\nONBOOT=yes\nIPADDR=%s\nPREFIX=%d\nMTU=%d\nIPV4_ROUTE_METRIC=%d\nDEFROUTE=no\n",
-			e.name, e.mac, e.addr.IP, ones, e.mtu, e.metric)
-		if err := p.AddFile(files, checks, "/etc/sysconfig/network-scripts/ifcfg-"+e.name, b.String(), "eri", true, 0o644); err != nil {
-			return err
-		}
-		route := ""
-		if gw != "" {
-			route = fmt.Sprintf("default via %s dev %s metric %d\n", gw, e.name, e.metric)
-		}
-		route += fmt.Sprintf("%s dev %s scope link src %s metric %d\n", sub, e.name, e.addr.IP, e.metric)
-		return p.AddFile(files, checks, "/etc/sysconfig/network-scripts/route-"+e.name, route, "eri", true, 0o644)
-	case StackNetworkd:
-		var b strings.Builder
-		fmt.Fprintf(&b, "[Match]\nMACAddress=%s\n\n[Link]\nMTUBytes=%d\n\n[Network]\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n\n", e.mac, e.mtu)
-		fmt.Fprintf(&b, "[Address]\nAddress=%s\nAddPrefixRoute=no\n\n[Route]\nDestination=%s\nScope=link\nPreferredSource=%s\nMetric=%d\n", e.addr, sub, e.addr.IP, e.metric)
-		if gw != "" {
-			fmt.Fprintf(&b, "\n[Route]\nGateway=%s\nMetric=%d\n", gw, e.metric)
-		}
-		return p.AddFile(files, checks, "/etc/systemd/network/60-erdmakit-"+e.name+".network", b.String(), "", false, 0o644)
-	}
-	return fmt.Errorf("%w: %q", ErrNoNetworkStack, stack)
 }
 
 // uuidOf is a stable UUID (version 5 layout) for a connection, so that a

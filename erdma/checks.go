@@ -13,14 +13,41 @@ import (
 	"github.com/erdmakit/erdmakit/internal/units"
 )
 
-// Remediation texts shared by several checks.
+// InstallerURL is Alibaba's eRDMA installer script (the guide, step 2).
+const InstallerURL = "http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh"
+
+// InstallerCommand is the guide's eRDMA driver installer, word for word,
+// for a host whose /etc/os-release says ID=osID and VERSION_ID=version:
+// Ubuntu 24.04 has its own (the dkms module removed first, the installer
+// tarball named); every other OS the guide lists (Alibaba Cloud Linux 3,
+// CentOS 8.5/8.4/7.9, Ubuntu 22.04/20.04/18.04) runs env_setup.sh --egs.
+// It downloads into the working directory, as the guide does.
+func InstallerCommand(osID, version string) string {
+	if osID == "ubuntu" && version == "24.04" {
+		return installerUbuntu2404
+	}
+	return installerEgs
+}
+
 const (
-	fixAttachERI = "attach an ERI to a supported GPU instance type (ebmgn7ex/ebmgn7ix/ebmgn7vx, ebmgn8is, gn8is, " +
-		"ebmgn9g/ebmgn9gc/ebmgn9ge): OpenAPI CreateNetworkInterface with NetworkInterfaceTrafficMode=HighPerformance, " +
-		"then AttachNetworkInterface with NetworkCardIndex=0 (and NetworkCardIndex=1 for a second ERI); " +
-		"install the driver with `env_setup.sh --egs` (Ubuntu 24.04: the guide's installer variant for it) and check it with `eadm ver`"
-	fixDriver = "modprobe erdma; if the module is not installed: run the eRDMA installer `env_setup.sh --egs` " +
-		"(Ubuntu 24.04 has its own installer variant in the guide, with MLNX OFED 24.10), then `eadm ver`"
+	installerEgs        = "wget " + InstallerURL + " && bash env_setup.sh --egs"
+	installerUbuntu2404 = "rm -rf /lib/modules/`uname -r`/updates/dkms/erdma.ko && curl -O " + InstallerURL +
+		` && bash env_setup.sh --url "http://mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.4.3.tar.gz"`
+)
+
+// Remediation texts shared by several checks.
+var (
+	installers   = "`" + InstallerCommand("", "") + "` (Ubuntu 24.04: `" + InstallerCommand("ubuntu", "24.04") + "`)"
+	fixAttachERI = "attach an ERI: `erdmakit setup --dry-run` first (it plans the ERIs the instance type allows, each on its own " +
+		"network card, and installs nothing without --install-driver), then `erdmakit setup`; supported GPU types: " +
+		"ebmgn7ex/ebmgn7ix/ebmgn7vx, ebmgn8is, gn8is, ebmgn9g/ebmgn9gc/ebmgn9ge; the driver, if missing: " + installers +
+		", checked with `eadm ver`; without erdmakit: OpenAPI CreateNetworkInterface with NetworkInterfaceTrafficMode=HighPerformance, " +
+		"then AttachNetworkInterface with NetworkCardIndex=0 (and NetworkCardIndex=1 for a second ERI)"
+	fixDriver = "modprobe erdma; if the module is not installed: the guide's installer " + installers + ", then `eadm ver` " +
+		"(or `erdmakit setup --dry-run`, then `erdmakit setup --install-driver`)"
+)
+
+const (
 	// ERIDetachNote is the guide's condition on every "detach and attach
 	// again" remedy: an ERI is detached only from a stopped instance.
 	ERIDetachNote = "detaching an ERI requires stopping the instance first (the guide)"
@@ -768,7 +795,7 @@ func checkMemlock(_ context.Context, d *diag) health.Finding {
 	}
 	ev := []string{fmt.Sprintf("RLIMIT_MEMLOCK soft %s, hard %s (%s)", limitString(l.Soft, l.Unlimited), limitString(l.Hard, false),
 		d.source("getrlimit", "erdmakit/limits.json"))}
-	if l.Unlimited || l.Soft == ^uint64(0) {
+	if l.SoftUnlimited() {
 		return health.Finding{Severity: health.OK, Summary: "memlock unlimited", Evidence: ev}
 	}
 	ev = append(ev, "why unlimited: "+memlockSource)
@@ -787,13 +814,20 @@ func checkMemlock(_ context.Context, d *diag) health.Finding {
 	return health.Finding{Severity: health.Fail, Summary: sum, Evidence: ev, Remediation: fix}
 }
 
-func limitString(v uint64, unlimited bool) string {
-	switch {
-	case unlimited || v == ^uint64(0):
+func limitString(v uint64, unlimited bool) string { return FormatLimit(v, unlimited) }
+
+// FormatLimit is an rlimit as the doctor and setup print it: "unlimited"
+// (RLIM_INFINITY, or unlimited set), else the size in binary units.
+func FormatLimit(v uint64, unlimited bool) string {
+	if unlimited || v == ^uint64(0) {
 		return "unlimited"
 	}
 	return units.Format(int64(v), units.Text)
 }
+
+// SoftUnlimited reports whether the soft limit is unlimited: the memlock
+// rule's one test (the doctor's check and setup's limits stage).
+func (l *Limit) SoftUnlimited() bool { return l.Unlimited || l.Soft == ^uint64(0) }
 
 // IsLimitDrop reports whether a counter name is a rate-limit drop counter
 // (hw_bps_limit_drop_cnt, rx_pps_limit_drop_cnt, ...).

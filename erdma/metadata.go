@@ -332,10 +332,18 @@ func (c *MetadataClient) NetConfig(ctx context.Context, mac string) (NetConfig, 
 	if err != nil {
 		return NetConfig{}, fmt.Errorf("metadata for %s: %w", mac, err)
 	}
+	// IPv4 only, in dotted-quad form: an IPv4-mapped IPv6 block
+	// ("::ffff:192.168.10.0/120") would pass Contains with a 128-bit mask.
 	ip := net.ParseIP(v[0]).To4()
 	_, cidr, err := net.ParseCIDR(v[1])
 	gw := net.ParseIP(v[2]).To4()
-	if ip == nil || err != nil || gw == nil || !cidr.Contains(ip) || !cidr.Contains(gw) {
+	v4 := err == nil && len(cidr.Mask) == net.IPv4len && !strings.Contains(v[0]+v[1]+v[2], ":")
+	if v4 {
+		if ones, _ := cidr.Mask.Size(); ones == 0 || ones > 30 {
+			v4 = false
+		}
+	}
+	if ip == nil || !v4 || gw == nil || !cidr.Contains(ip) || !cidr.Contains(gw) || ip.Equal(gw) {
 		return NetConfig{}, fmt.Errorf("metadata for %s: ip %q, vswitch-cidr-block %q, gateway %q: %w",
 			mac, v[0], v[1], v[2], ErrMetadataValue)
 	}

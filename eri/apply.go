@@ -178,9 +178,14 @@ func (c *Client) finish(ctx context.Context, res *AttachResult, ours []string, e
 	seen := map[string]bool{}
 	if derr == nil {
 		for _, e := range left {
-			if e.Tags[TagInstance] == t.InstanceID {
+			if e.Tags[TagInstance] != t.InstanceID {
+				continue
+			}
+			seen[e.ID] = true
+			// The server's Status filter is not trusted: only an ENI this
+			// answer itself says is Available is called unattached.
+			if e.Status == StatusAvailable {
 				res.Unattached = append(res.Unattached, unattached(t, e.ID, e.Status))
-				seen[e.ID] = true
 			}
 		}
 	}
@@ -200,9 +205,29 @@ func (c *Client) finish(ctx context.Context, res *AttachResult, ours []string, e
 	return res, err
 }
 
+// unattached is an ENI of erdmakit's left unattached; the delete command
+// is given only for one read back as Available (an ENI in use, or one
+// whose status could not be read, is never advised deleted).
 func unattached(t Target, id, status string) Unattached {
-	return Unattached{ID: id, Status: status,
-		Delete: "aliyun ecs DeleteNetworkInterface --RegionId " + t.Region + " --NetworkInterfaceId " + id}
+	u := Unattached{ID: id, Status: status}
+	if status == StatusAvailable {
+		u.Delete = DeleteCommand(t.Region, id)
+	} else {
+		u.Check = "aliyun ecs DescribeNetworkInterfaces --RegionId " + shellQuote(t.Region) + " --NetworkInterfaceId.1 " + shellQuote(id)
+	}
+	return u
+}
+
+// DeleteCommand is the aliyun CLI command that deletes an ENI.
+func DeleteCommand(region, id string) string {
+	return "aliyun ecs DeleteNetworkInterface --RegionId " + shellQuote(region) + " --NetworkInterfaceId " + shellQuote(id)
+}
+
+// DetachCommand is the aliyun CLI command that detaches an ENI (an ERI
+// only from a stopped instance: the guide).
+func DetachCommand(region, instance, id string) string {
+	return "aliyun ecs DetachNetworkInterface --RegionId " + shellQuote(region) + " --InstanceId " + shellQuote(instance) +
+		" --NetworkInterfaceId " + shellQuote(id)
 }
 
 func removeString(l []string, s string) []string {

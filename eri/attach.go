@@ -125,7 +125,10 @@ type MadeCall struct {
 type Unattached struct {
 	ID     string `json:"id"`
 	Status string `json:"status"`
-	Delete string `json:"delete"` // the aliyun CLI command that deletes it
+	// Delete is the aliyun CLI command that deletes it, only when it was
+	// read back Available; "" otherwise, and Check says how to look first.
+	Delete string `json:"delete"`
+	Check  string `json:"check,omitempty"`
 }
 
 // AttachResult is what Attach did (or, dry-run, would do).

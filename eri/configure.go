@@ -84,7 +84,7 @@ func Configure(ctx context.Context, macs []string, opt ConfigureOptions) ([]Link
 			eris = append(eris, l.Attrs().Name)
 		}
 	}
-	metric := netdev.PrimaryMetric(eris) + 100
+	metric := netdev.ERIMetric(eris)
 	var out []LinkResult
 	var firstErr error
 	for i, mac := range macs {

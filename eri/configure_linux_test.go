@@ -75,8 +75,8 @@ func TestConfigureErrorsInANamespace(t *testing.T) {
 
 	assert.Empty(t, res[3].Error)
 	assert.Equal(t, "10.0.7.11/24", res[3].Config.Address)
-	assert.Contains(t, res[3].Actions, "ip route add default via 10.0.7.253 dev eri3 metric 103",
-		"no primary route here: metric 100, one more per ERI")
+	assert.Contains(t, res[3].Actions, "ip route add default via 10.0.7.253 dev eri3 metric 203",
+		"no primary route here: metric 200 (the floor), one more per ERI")
 	l, err := netlink.LinkByName("eri3")
 	require.NoError(t, err)
 	assert.Zero(t, l.Attrs().Flags&net.FlagUp, "a dry run changed nothing")

@@ -183,9 +183,11 @@ func TestApplyMoveErrors(t *testing.T) {
 		c := failNth(t, f, "DescribeNetworkInterfaces", 3, forbidden)
 		res, err := c.Attach(ctx, target, fastAttach(2))
 		require.ErrorIs(t, err, eri.ErrForbidden)
-		require.NotEmpty(t, res.Unattached, "the detached ERI is named, with how to delete it")
+		require.NotEmpty(t, res.Unattached, "the detached ERI is named, with how to look at it")
 		assert.Equal(t, "eni-b", res.Unattached[0].ID)
-		assert.Contains(t, res.Unattached[0].Delete, "DeleteNetworkInterface")
+		// Its status was never read back: no one is told to delete it.
+		assert.Empty(t, res.Unattached[0].Delete)
+		assert.Contains(t, res.Unattached[0].Check, "DescribeNetworkInterfaces")
 	})
 	t.Run("the move completes", func(t *testing.T) {
 		f, c := sharedCard(t)
@@ -361,4 +363,30 @@ func TestOptionalNumbersPrint(t *testing.T) {
 	b, err := json.Marshal(e)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"network_card_index":1,"device_index":2`, "the JSON is unchanged")
+}
+
+// TestUnknownActionIsNotAParameter: an endpoint that does not know the
+// action (InvalidAction.NotFound) says so, not "refused a parameter".
+func TestUnknownActionIsNotAParameter(t *testing.T) {
+	f, c := fakeWith(t, 2, []int{0, 1}, 8, primaryENI())
+	f.Fail("DescribeInstanceTypes", ecsfake.Fault{Code: "InvalidAction.NotFound", Status: 404, Times: 1})
+	_, err := c.Plan(context.Background(), target, eri.AttachOptions{Count: 1})
+	require.ErrorIs(t, err, eri.ErrUnknownAction)
+	assert.NotErrorIs(t, err, eri.ErrInvalidParameter)
+	assert.Contains(t, err.Error(), "does not know this action")
+}
+
+// TestInUseENIIsNeverAdvisedDeleted: a server that ignores the Status
+// filter answers with the ERI this run attached (InUse); the failed run
+// names only what it read back Available, and no delete for an ENI in use.
+func TestInUseENIIsNeverAdvisedDeleted(t *testing.T) {
+	f, _ := fakeWith(t, 2, []int{0, 1}, 8, primaryENI())
+	f.IgnoreStatusFilter = true
+	c := failNth(t, f, "CreateNetworkInterface", 2, forbidden)
+	res, err := c.Attach(context.Background(), target, fastAttach(2))
+	require.ErrorIs(t, err, eri.ErrForbidden)
+	require.Len(t, res.ERIs, 1, "the first ERI is attached")
+	for _, u := range res.Unattached {
+		assert.NotEqual(t, res.ERIs[0].ID, u.ID, "an ERI in use is not called unattached: %+v", u)
+	}
 }

@@ -26,6 +26,10 @@ var (
 	ErrQuota = errors.New("quota exceeded: the instance type or the account allows no more ERIs/ENIs")
 	// ErrInvalidParameter: the API refused a parameter.
 	ErrInvalidParameter = errors.New("the ECS API refused a parameter")
+	// ErrUnknownAction: the endpoint does not know the action
+	// (InvalidAction, InvalidAction.NotFound): another endpoint (--endpoint)
+	// or API version, not a parameter, is what is wrong.
+	ErrUnknownAction = errors.New("the ECS endpoint does not know this action: check --endpoint (or $ALIBABA_CLOUD_ECS_ENDPOINT) names an ECS endpoint")
 	// ErrNotSupported: the instance type has no ERI (EriQuantity 0).
 	ErrNotSupported = errors.New("the instance type does not support eRDMA interfaces (EriQuantity 0): " +
 		"use an ERI-capable GPU type (ebmgn7ex, ebmgn8is, gn8is, ebmgn9g...)")
@@ -83,6 +87,8 @@ func classifyCode(code string, status int) error {
 		return ErrNeedsStopped
 	case strings.HasPrefix(c, "operationdenied"):
 		return ErrInvalidParameter
+	case strings.HasPrefix(c, "invalidaction") || strings.HasPrefix(c, "unsupportedoperation"):
+		return ErrUnknownAction
 	case strings.HasPrefix(c, "forbidden") || strings.HasPrefix(c, "nopermission") ||
 		strings.Contains(c, "unauthorized") || c == "invalidaccesskeyid.notfound" ||
 		c == "signaturedoesnotmatch" || status == 403:

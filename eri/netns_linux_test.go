@@ -121,8 +121,8 @@ func netnsChild(t *testing.T) {
 		dry, err := eri.Configure(ctx, macs, eri.ConfigureOptions{DryRun: true})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"ip link set eri0 mtu 8500", "ip addr add 10.0.1.11/24 dev eri0 noprefixroute", "ip link set eri0 up",
-			"ip route add 10.0.1.0/24 dev eri0 proto kernel scope link src 10.0.1.11 metric 100",
-			"ip route add default via 10.0.1.253 dev eri0 metric 100"}, dry[0].Actions)
+			"ip route add 10.0.1.0/24 dev eri0 proto kernel scope link src 10.0.1.11 metric 200",
+			"ip route add default via 10.0.1.253 dev eri0 metric 200"}, dry[0].Actions)
 		l0, _ := netlink.LinkByName("eri0")
 		assert.Equal(t, 1500, l0.Attrs().MTU, "dry run changed nothing")
 
@@ -146,10 +146,10 @@ func netnsChild(t *testing.T) {
 				}
 			}
 			require.NotNil(t, def, "default route on %s", l.Attrs().Name)
-			assert.Equal(t, 100+i, def.Priority, "metric above the primary's 0, one per ERI")
+			assert.Equal(t, 200+i, def.Priority, "metric at least 200 (the erdma-controller floor), above the primary, one per ERI")
 			for _, r := range routes {
 				if r.Gw == nil {
-					assert.Equal(t, 100+i, r.Priority, "the subnet route at the ERI's metric, none at 0: %s", r)
+					assert.Equal(t, 200+i, r.Priority, "the subnet route at the ERI's metric, none at 0: %s", r)
 				}
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/eri"
@@ -31,21 +32,31 @@ const KindAPI = "api"
 
 // Stage implements Cloud.
 func (e *ERICloud) Stage(ctx context.Context, dryRun bool) (*doctor.Plan, *bool, error) {
-	p := &doctor.Plan{Stage: doctor.StageCloud, Found: []string{}, Changes: []doctor.Change{}, Notes: []string{}}
+	p := doctor.NewPlan(doctor.StageCloud)
+	var jp *bool
 	st, err := e.Client.InstanceStatus(ctx, e.Target.InstanceID)
-	if err != nil {
+	switch {
+	case cloudSkips(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return p, nil, err
+	case err != nil:
+		// Jumbo frames unknown is a warning, not a failure: the ERIs are
+		// still attached, and the os stage's MTU rule says what it does
+		// without the fact (--jumbo-frames gives it).
+		p.Notes = append(p.Notes, "jumbo frames unknown (ecs:DescribeInstanceAttribute: "+err.Error()+"): the os stage keeps one MTU for all ERIs by its rule; --jumbo-frames yes|no gives the fact")
+		p.Found = append(p.Found, fmt.Sprintf("instance %s (%s), jumbo frames unknown", e.Target.InstanceID, e.Target.InstanceType))
+	default:
+		jumbo := st.JumboFrame
+		jp = &jumbo
+		p.Found = append(p.Found, fmt.Sprintf("instance %s (%s), %s, jumbo frames %s", e.Target.InstanceID, e.Target.InstanceType, st.Status, yesNo(jumbo)))
 	}
-	jumbo := st.JumboFrame
-	p.Found = append(p.Found, fmt.Sprintf("instance %s (%s), %s, jumbo frames %s", e.Target.InstanceID, e.Target.InstanceType, st.Status, yesNo(jumbo)))
 	plan, err := e.Client.Plan(ctx, e.Target, e.Attach)
 	if err != nil {
-		return p, &jumbo, err
+		return p, jp, err
 	}
 	p.Found = append(p.Found, fmt.Sprintf("%d ERI(s) attached on distinct network cards, %d wanted", plan.Have, plan.Want))
 	p.Notes = append(p.Notes, plan.Notes...)
 	if len(plan.Steps) == 0 {
-		return p, &jumbo, nil
+		return p, jp, nil
 	}
 	if dryRun {
 		for _, s := range plan.Steps {
@@ -54,26 +65,46 @@ func (e *ERICloud) Stage(ctx context.Context, dryRun bool) (*doctor.Plan, *bool,
 					Target: stepTarget(s), Command: c.String()})
 			}
 		}
-		return p, &jumbo, nil
+		return p, jp, nil
 	}
 	res, err := e.Client.Apply(ctx, plan, e.Attach)
 	if res != nil {
 		// Only the calls made, with their outcome.
+		var created []string
 		for _, m := range res.Made {
 			c := doctor.Change{Stage: doctor.StageCloud, Checks: []string{}, Kind: KindAPI, Target: m.Call.Action, Command: m.Call.String(), Done: m.Result == "ok"}
 			if !c.Done {
 				c.Error = m.Result
 			}
+			id := m.Call.Params["NetworkInterfaceId"]
+			switch {
+			case !c.Done || id == "":
+			case m.Call.Action == "CreateNetworkInterface":
+				created = append(created, id)
+				c.Revert = eri.DeleteCommand(e.Target.Region, id) + " (once detached)"
+			case m.Call.Action == "AttachNetworkInterface":
+				c.Revert = eri.DetachCommand(e.Target.Region, e.Target.InstanceID, id) + " (stop the instance first: an ERI is detached only from a stopped instance, the guide)"
+			}
 			p.Changes = append(p.Changes, c)
 		}
+		if err != nil && len(created) > 0 {
+			made := "this run created " + strings.Join(created, ", ") + " (tagged " + eri.TagInstance + "=" + e.Target.InstanceID + "): a rerun adopts them"
+			p.Notes = append(p.Notes, made)
+			// An interrupted run ends with its error alone: it names them too.
+			err = fmt.Errorf("%w; %s", err, made)
+		}
 		for _, u := range res.Unattached {
-			p.Notes = append(p.Notes, fmt.Sprintf("ENI %s (%s) was created but is not attached: a rerun attaches it; or delete it: %s", u.ID, u.Status, u.Delete))
+			if u.Delete != "" {
+				p.Notes = append(p.Notes, fmt.Sprintf("ENI %s (%s) was created but is not attached: a rerun attaches it; or delete it: %s", u.ID, u.Status, u.Delete))
+			} else {
+				p.Notes = append(p.Notes, fmt.Sprintf("ENI %s was created by this run; its status is %s: check it before anything else (%s); a rerun adopts it", u.ID, u.Status, u.Check))
+			}
 		}
 		if res.Complete {
 			p.Found = append(p.Found, fmt.Sprintf("%d ERI(s) attached now", len(res.ERIs)))
 		}
 	}
-	return p, &jumbo, err
+	return p, jp, err
 }
 
 func stepTarget(s eri.Step) string {

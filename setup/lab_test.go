@@ -23,7 +23,6 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/ecsfake"
-	"github.com/erdmakit/erdmakit/internal/hostconf"
 	"github.com/erdmakit/erdmakit/internal/lab/labtest"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/setup"
@@ -62,13 +61,12 @@ func TestLabSetupFromUnconfigured(t *testing.T) {
 	}
 	// The guest's / is the host's tree over 9p, read-only, and its kernel
 	// has no overlayfs module loaded: the files go to a tmpfs root
-	// (FixEnv.Files), netlink and the limits to the real kernel. The files
+	// (FixEnv.Root), netlink and the limits to the real kernel. The files
 	// themselves are validated per stack in TestNetnsSetupPerStack.
 	require.NoError(t, syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""))
 	base := t.TempDir()
 	require.NoError(t, syscall.Mount("tmpfs", base, "tmpfs", 0, "size=64m"))
 	t.Cleanup(func() { _ = syscall.Unmount(base, syscall.MNT_DETACH) })
-	hf := &hostconf.Files{Root: base}
 	etcUpper := filepath.Join(base, "etc")
 
 	dev, nd, ip := labtest.Device(), labtest.Netdev(), labtest.IP()
@@ -93,7 +91,7 @@ func TestLabSetupFromUnconfigured(t *testing.T) {
 	opt := setup.Options{Skip: []string{doctor.StageCloud, doctor.StageDriver},
 		Doctor: doctor.Options{Metadata: &erdma.MetadataClient{BaseURL: srv.URL, Timeout: 20 * time.Second}, InstanceType: "", SkipTools: true,
 			Verbs: verbsprobe.Live{}, Checks: rxeStandIn(dev)},
-		Fix:           doctor.FixEnv{Files: hf, Metadata: &erdma.MetadataClient{BaseURL: srv.URL, Timeout: 20 * time.Second}, Netdevs: []string{nd}, NetworkStack: doctor.StackNetworkd},
+		Fix:           doctor.FixEnv{Root: base, Metadata: &erdma.MetadataClient{BaseURL: srv.URL, Timeout: 20 * time.Second}, Netdevs: []string{nd}, NetworkStack: doctor.StackNetworkd},
 		VerifyOptions: setup.VerifyOptions{Devices: []string{dev}, Config: perf.Config{Size: 65536, QPs: 1, Iterations: 200}},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -124,7 +122,7 @@ func TestLabSetupFromUnconfigured(t *testing.T) {
 	require.Len(t, addrs, 1)
 	assert.Equal(t, ip+"/24", addrs[0].IPNet.String())
 	files := tree(t, etcUpper)
-	assert.Contains(t, files["systemd/network/60-erdmakit-"+nd+".network"], "Address="+ip+"/24")
+	assert.Contains(t, files["systemd/network/05-erdmakit-"+nd+".network"], "Address="+ip+"/24")
 	assert.Contains(t, files["erdmakit/nccl.env"], "export NCCL_")
 
 	again, err := setup.Run(ctx, opt)

@@ -43,7 +43,7 @@ const (
 // route, an unconfigured ERI netdev eri0 in eth0's subnet, and the ECS
 // metadata fake at 100.100.100.200. The dry run changes no file and no
 // netlink state; the run brings eri0 up with its address, its subnet route
-// at metric 100 (no prefix route at metric 0 competing with eth0's), MTU
+// at metric 200 (no prefix route at metric 0 competing with eth0's), MTU
 // 8500 (jumbo frames) and the files, which the stack's own tool accepts where
 // Debian ships one; the rerun changes nothing.
 func TestNetnsSetupPerStack(t *testing.T) {
@@ -181,9 +181,16 @@ func stackChild(t *testing.T, stack string) {
 	assert.Equal(t, setup.StatusPlanned, osStage.Status, "%+v", osStage)
 	cmds := commands(osStage)
 	assert.Contains(t, cmds, "ip link set eri0 mtu 8500")
-	assert.Contains(t, cmds, "ip addr add 10.0.1.11/24 dev eri0 noprefixroute")
-	assert.Contains(t, cmds, "ip route add 10.0.1.0/24 dev eri0 proto kernel scope link src 10.0.1.11 metric 100")
-	assert.Contains(t, cmds, "ip route add default via 10.0.1.253 dev eri0 metric 100")
+	// netplan and ifcfg cannot say noprefixroute: the address is /32 live
+	// as in the file, so that the state at boot is the state now.
+	if stack == doctor.StackNetplan || stack == doctor.StackIfcfg {
+		assert.Contains(t, cmds, "ip addr add 10.0.1.11/32 dev eri0 noprefixroute")
+	} else {
+		assert.Contains(t, cmds, "ip addr add 10.0.1.11/24 dev eri0 noprefixroute")
+	}
+	// At least 200 (the erdma-controller's floor), above eth0's metric 0.
+	assert.Contains(t, cmds, "ip route add 10.0.1.0/24 dev eri0 proto kernel scope link src 10.0.1.11 metric 200")
+	assert.Contains(t, cmds, "ip route add default via 10.0.1.253 dev eri0 metric 200")
 	assert.Equal(t, setup.VerdictPlanned, plan.Verdict)
 
 	// The run.
@@ -209,8 +216,8 @@ func stackChild(t *testing.T, stack string) {
 			subnet = append(subnet, r.Priority)
 		}
 	}
-	assert.Equal(t, []int{100}, subnet, "the subnet route above eth0's metric, no prefix route at metric 0")
-	assert.Equal(t, []int{100}, def)
+	assert.Equal(t, []int{200}, subnet, "the subnet route above eth0's metric, no prefix route at metric 0")
+	assert.Equal(t, []int{200}, def)
 
 	files := tree(t, etcUpper)
 	for p, c := range files {
@@ -296,25 +303,26 @@ func validateStack(t *testing.T, stack string, files map[string]string) {
 			all += v
 		}
 		assert.Contains(t, all, "MTUBytes=8500")
-		assert.Contains(t, all, "Address=10.0.1.11/24")
-		assert.Contains(t, all, "Metric=100")
+		assert.Contains(t, all, "Address=10.0.1.11/32")
+		assert.Contains(t, all, "Destination=10.0.1.0/24")
+		assert.Contains(t, all, "Metric=200")
 	case doctor.StackNetworkManager:
 		c := files["NetworkManager/system-connections/erdmakit-eri0.nmconnection"]
 		require.NotEmpty(t, c)
-		assert.Contains(t, c, "route-metric=100")
+		assert.Contains(t, c, "route-metric=200")
 		validateKeyfile(t, c)
 	case doctor.StackIfcfg:
-		assert.Contains(t, files["sysconfig/network-scripts/ifcfg-eri0"], "IPADDR=10.0.1.11\nPREFIX=24\nMTU=8500\nIPV4_ROUTE_METRIC=100\n")
-		assert.Contains(t, files["sysconfig/network-scripts/route-eri0"], "default via 10.0.1.253 dev eri0 metric 100\n10.0.1.0/24 dev eri0 scope link src 10.0.1.11 metric 100\n")
+		assert.Contains(t, files["sysconfig/network-scripts/ifcfg-eri0"], "IPADDR=10.0.1.11\nPREFIX=32\nMTU=8500\nIPV4_ROUTE_METRIC=200\n")
+		assert.Contains(t, files["sysconfig/network-scripts/route-eri0"], "10.0.1.0/24 dev eri0 scope link src 10.0.1.11 metric 200\ndefault via 10.0.1.253 dev eri0 metric 200 onlink\n")
 		// ifcfg is shell: it must parse as one.
 		out, err := exec.Command("sh", "-n", "/etc/sysconfig/network-scripts/ifcfg-eri0").CombinedOutput()
 		require.NoError(t, err, "%s", out)
 	case doctor.StackNetworkd:
-		c := files["systemd/network/60-erdmakit-eri0.network"]
+		c := files["systemd/network/05-erdmakit-eri0.network"]
 		require.NotEmpty(t, c)
 		assert.Contains(t, c, "AddPrefixRoute=no")
 		if _, err := exec.LookPath("systemd-analyze"); err == nil {
-			out, err := exec.Command("systemd-analyze", "cat-config", "systemd/network/60-erdmakit-eri0.network").CombinedOutput()
+			out, err := exec.Command("systemd-analyze", "cat-config", "systemd/network/05-erdmakit-eri0.network").CombinedOutput()
 			require.NoError(t, err, "%s", out)
 			assert.Contains(t, string(out), "[Address]\nAddress=10.0.1.11/24\nAddPrefixRoute=no")
 		}

@@ -21,7 +21,7 @@ import (
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
-	"github.com/erdmakit/erdmakit/internal/hostconf"
+	"github.com/erdmakit/erdmakit/internal/shq"
 	"github.com/erdmakit/erdmakit/perf"
 )
 
@@ -124,6 +124,10 @@ type Result struct {
 	Doctor *erdma.Report `json:"doctor,omitempty"`
 	// Bandwidth is the verify stage's bw report (absent when not measured).
 	Bandwidth *perf.Report `json:"bandwidth,omitempty"`
+	// ApplyWith, in a dry run, says how to make the plan's changes on this
+	// root: as root on the live host; files only on a directory root;
+	// nothing on an archive (it cannot be changed).
+	ApplyWith string `json:"apply_with,omitempty"`
 }
 
 // Selected reports the stages a run with only/skip makes, in order, or an
@@ -167,11 +171,11 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if !opt.DryRun && h.Source() != h.Root() {
 		return nil, fmt.Errorf("%w: %s is an archive: there is nothing to apply changes to (plan with a dry run, or use a directory root)", ErrOptions, h.Source())
 	}
-	if opt.Fix.Files == nil {
-		opt.Fix.Files = &hostconf.Files{Root: h.Root()}
+	if opt.Fix.Root == "" {
+		opt.Fix.Root = h.Root()
 	}
-	if opt.Fix.Files.Stamp == "" {
-		opt.Fix.Files.Stamp = now().UTC().Format("20060102T150405Z")
+	if opt.Fix.Stamp == "" {
+		opt.Fix.Stamp = now().UTC().Format("20060102T150405Z")
 	}
 	quick := opt.Doctor
 	quick.Interval = 0
@@ -181,6 +185,10 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{DryRun: opt.DryRun, Stages: []StageResult{}, Reverts: []Revert{}, Left: []Left{}, Status: health.OK}
+	if opt.DryRun {
+		res.ApplyWith = applyWith(h, opt.FailingOnly)
+	}
+	r := &runner{opt: &opt, h: h, quick: quick, rep: rep, res: res}
 	stopped := false
 	for _, name := range doctor.Stages() {
 		sr := StageResult{Name: name, Found: []string{}, Changes: []doctor.Change{}, Notes: []string{}}
@@ -188,118 +196,234 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		case stopped:
 			sr.Status = StatusNotReached
 		case !slices.Contains(stages, name):
-			sr.Status = StatusSkipped
-			sr.Notes = append(sr.Notes, "not selected (--only/--skip)")
+			sr.Status, sr.Notes = StatusSkipped, append(sr.Notes, "not selected (--only/--skip)")
 		default:
-			var p *doctor.Plan
-			var perr error
-			switch name {
-			case doctor.StageCloud:
-				if opt.Cloud == nil || opt.FailingOnly {
-					sr.Status = StatusSkipped
-					why := opt.CloudSkipped
-					if why == "" {
-						why = "no cloud stage (no credentials or RAM role, or --no-cloud)"
-					}
-					sr.Notes = append(sr.Notes, why+": the ERIs are taken as attached")
-					break
-				}
-				var jumbo *bool
-				p, jumbo, perr = opt.Cloud.Stage(ctx, opt.DryRun)
-				if cloudSkips(perr) {
-					sr.Status = StatusSkipped
-					sr.Notes = append(sr.Notes, perr.Error()+": the cloud stage is skipped, the ERIs are taken as attached")
-					perr, p = nil, nil
-					break
-				}
-				if jumbo != nil && opt.Doctor.JumboFrames == nil {
-					// The os stage and the mtu check judge by the cloud's answer.
-					opt.Doctor.JumboFrames = jumbo
-					quick.JumboFrames = jumbo
-					if rep, err = doctor.Run(ctx, h, quick); err != nil {
-						return nil, err
-					}
-				}
-			case doctor.StageVerify:
-				if !opt.DryRun {
-					full := opt.Doctor
-					full.Progress = nil
-					if rep, err = doctor.Run(ctx, h, full); err != nil {
-						return nil, err
-					}
-				}
-				p = verifyPlan(rep, opt.DryRun)
-				if p.Blocked == "" {
-					perr = verifyMeasure(ctx, h, rep, &opt, p, res)
-					if perr == nil && !opt.DryRun {
-						perr = doctor.Apply(ctx, p)
-					}
-				}
-			default:
-				if opt.FailingOnly && !failing(rep, name) {
-					sr.Status = StatusSkipped
-					sr.Notes = append(sr.Notes, "its checks pass")
-					break
-				}
-				p, perr = doctor.PlanStage(ctx, h, rep, opt.Doctor, name, &opt.Fix)
-			}
-			if sr.Status == StatusSkipped {
-				break
-			}
-			if perr == nil && p != nil && !opt.DryRun && p.Blocked == "" && name != doctor.StageVerify && name != doctor.StageCloud {
-				perr = doctor.Apply(ctx, p)
-			}
-			if p != nil && !opt.DryRun && slices.ContainsFunc(p.Changes, func(c doctor.Change) bool { return c.Done }) && name != doctor.StageVerify {
-				// Later stages plan from the host as it is now.
-				if rep, err = doctor.Run(ctx, h, quick); err != nil {
-					return nil, err
-				}
-			}
-			if p != nil {
-				sr.Found, sr.Notes, sr.Blocked, sr.Next = nonNil(p.Found), nonNil(p.Notes), p.Blocked, p.Next
-				sr.Changes = p.Changes
-			}
-			switch {
-			case errors.Is(perr, context.Canceled) || errors.Is(perr, context.DeadlineExceeded):
-				return nil, perr
-			case perr != nil:
-				sr.Status, sr.Error = StatusFailed, perr.Error()
-				stopped = !opt.DryRun
-			case p.Blocked != "":
-				sr.Status = StatusBlocked
-				// A dry run plans every stage; a run stops here.
-				stopped = name != doctor.StageVerify && !opt.DryRun
-			case len(p.Changes) == 0 && !(opt.DryRun && name == doctor.StageVerify):
-				sr.Status = StatusUnchanged
-			case opt.DryRun:
-				sr.Status = StatusPlanned
-			default:
-				sr.Status = StatusChanged
-			}
-			for _, c := range sr.Changes {
-				if c.Done || opt.DryRun {
-					res.Changed++
-				}
-				if c.Done && c.Revert != "" {
-					rv := Revert{Stage: name, Change: c.Command, Command: c.Revert}
-					if c.File != nil {
-						rv.Backup = c.File.Backup
-					}
-					res.Reverts = append(res.Reverts, rv)
-				}
+			if stopped, err = r.stage(ctx, name, &sr); err != nil {
+				return nil, err
 			}
 		}
 		res.Stages = append(res.Stages, sr)
 	}
 	slices.Reverse(res.Reverts)
-	res.Doctor = rep
-	for _, f := range rep.Findings {
-		if f.Severity == health.Warn || f.Severity == health.Fail {
-			res.Left = append(res.Left, Left{Check: f.ID, Severity: f.Severity, Summary: f.Summary, Next: f.Remediation})
+	res.Doctor = r.rep
+	res.Left = left(res, r.rep)
+	res.Status, res.Verdict = verdict(res, r.rep)
+	return res, nil
+}
+
+// applyWith says how a dry run's plan can be applied on h.
+func applyWith(h erdma.Host, failingOnly bool) string {
+	cmd := "erdmakit setup"
+	if failingOnly {
+		cmd = "erdmakit doctor --fix"
+	}
+	switch {
+	case h.Live():
+		return "run `" + cmd + "` as root to apply"
+	case h.Source() != h.Root():
+		return h.Source() + " is an archive: nothing can be applied to it (unpack it and give the directory as --root to write the files there)"
+	}
+	return "run `" + cmd + " --root " + shq.Quote(h.Root()) + "` to write the files under that root (no live command is run there)"
+}
+
+// runner is one Run: the host, the doctor's latest report of it, and the
+// result so far. Each stage plans from the report as it is now; a stage
+// that changed something has the host read again for the next.
+type runner struct {
+	opt          *Options
+	h            erdma.Host
+	quick        doctor.Options
+	rep          *erdma.Report
+	res          *Result
+	cloudPending int // ERIs the cloud stage plans to attach (dry run)
+}
+
+// stage plans, applies and judges one selected stage into sr; stop says
+// that the run ends here. The error is for what stops the run before any
+// judgment (the doctor failing to read the host, a cancelled context).
+func (r *runner) stage(ctx context.Context, name string, sr *StageResult) (stop bool, err error) {
+	var p *doctor.Plan
+	var perr error
+	skip := ""
+	switch name {
+	case doctor.StageCloud:
+		p, skip, perr, err = r.cloud(ctx)
+	case doctor.StageVerify:
+		p, perr, err = r.verify(ctx)
+	default:
+		p, skip, perr = r.host(ctx, name)
+	}
+	if err != nil {
+		return false, err
+	}
+	if skip != "" {
+		sr.Status, sr.Notes = StatusSkipped, append(sr.Notes, skip)
+		return false, nil
+	}
+	// The host stages are applied here; the cloud and verify stages apply
+	// their own (the cloud's calls are its plan's apply).
+	host := name != doctor.StageVerify && name != doctor.StageCloud
+	if perr == nil && p != nil && !r.opt.DryRun && p.Blocked == "" && host {
+		perr = doctor.Apply(ctx, p)
+	}
+	if errors.Is(perr, context.Canceled) || errors.Is(perr, context.DeadlineExceeded) {
+		return false, perr // what the stage says of what it did (the ENIs it created) comes with it
+	}
+	if p != nil && !r.opt.DryRun && name != doctor.StageVerify && slices.ContainsFunc(p.Changes, func(c doctor.Change) bool { return c.Done }) {
+		// Later stages plan from the host as it is now.
+		if r.rep, err = doctor.Run(ctx, r.h, r.quick); err != nil {
+			return false, err
 		}
 	}
-	res.Status, res.Verdict = verdict(res, rep)
-	return res, nil
+	if p != nil {
+		sr.Found, sr.Notes, sr.Blocked, sr.Next = nonNil(p.Found), nonNil(p.Notes), p.Blocked, p.Next
+		sr.Changes = p.Changes
+	}
+	pending := r.opt.DryRun && (name == doctor.StageVerify || name == doctor.StageOS && r.cloudPending > 0)
+	switch {
+	case errors.Is(perr, doctor.ErrInvalidValue):
+		// A value from outside that cannot be configured: nothing is
+		// planned around it (exit 3, naming it).
+		return false, perr
+	case perr != nil:
+		sr.Status, sr.Error = StatusFailed, perr.Error()
+		stop = !r.opt.DryRun
+	case p.Blocked != "":
+		sr.Status = StatusBlocked
+		// A dry run plans every stage; a run stops here.
+		stop = name != doctor.StageVerify && !r.opt.DryRun
+	case len(p.Changes) == 0 && !pending:
+		sr.Status = StatusUnchanged
+	case r.opt.DryRun:
+		sr.Status = StatusPlanned
+	default:
+		sr.Status = StatusChanged
+	}
+	r.count(name, sr)
+	return stop, nil
+}
+
+// count adds a stage's changes to the result, and the reverts of those made.
+func (r *runner) count(name string, sr *StageResult) {
+	for _, c := range sr.Changes {
+		if c.Done || r.opt.DryRun {
+			r.res.Changed++
+		}
+		if c.Done && c.Revert != "" {
+			rv := Revert{Stage: name, Change: c.Command, Command: c.Revert}
+			if c.File != nil {
+				rv.Backup = c.File.Backup
+			}
+			r.res.Reverts = append(r.res.Reverts, rv)
+		}
+	}
+}
+
+// cloud plans (and, unless a dry run, makes) the cloud stage; skip is the
+// note when there is none. The cloud's jumbo-frame answer becomes the
+// doctor's and the os stage's fact.
+func (r *runner) cloud(ctx context.Context) (p *doctor.Plan, skip string, perr, err error) {
+	opt := r.opt
+	if opt.Cloud == nil || opt.FailingOnly {
+		why := opt.CloudSkipped
+		if why == "" {
+			why = "no cloud stage (no credentials or RAM role, or --no-cloud)"
+		}
+		return nil, why + ": the ERIs are taken as attached", nil, nil
+	}
+	p, jumbo, perr := opt.Cloud.Stage(ctx, opt.DryRun)
+	if p != nil && opt.DryRun {
+		for _, c := range p.Changes {
+			if strings.HasPrefix(c.Command, "AttachNetworkInterface") {
+				r.cloudPending++
+			}
+		}
+	}
+	if cloudSkips(perr) {
+		return nil, perr.Error() + ": the cloud stage is skipped, the ERIs are taken as attached", nil, nil
+	}
+	if ctx.Err() != nil {
+		return p, "", perr, nil
+	}
+	if jumbo != nil && opt.Doctor.JumboFrames == nil {
+		// The os stage and the mtu check judge by the cloud's answer.
+		opt.Doctor.JumboFrames = jumbo
+		r.quick.JumboFrames = jumbo
+		if r.rep, err = doctor.Run(ctx, r.h, r.quick); err != nil {
+			return nil, "", nil, err
+		}
+	}
+	return p, "", perr, nil
+}
+
+// verify is the verify stage: the whole doctor again, then (not for
+// doctor --fix) the measurements and the NCCL environment.
+func (r *runner) verify(ctx context.Context) (p *doctor.Plan, perr, err error) {
+	opt := r.opt
+	if !opt.DryRun {
+		full := opt.Doctor
+		full.Progress = nil
+		if r.rep, err = doctor.Run(ctx, r.h, full); err != nil {
+			return nil, nil, err
+		}
+	}
+	p = verifyPlan(r.rep, opt.DryRun)
+	if opt.FailingOnly {
+		// doctor --fix: the doctor again, nothing else (no NCCL
+		// environment, no bandwidth).
+		if opt.DryRun {
+			p.Notes = []string{"after the fixes: erdmakit doctor again"}
+		}
+		return p, nil, nil
+	}
+	if p.Blocked == "" {
+		perr = verifyMeasure(ctx, r.h, r.rep, opt, p, r.res)
+		if perr == nil && !opt.DryRun {
+			perr = doctor.Apply(ctx, p)
+		}
+	}
+	return p, perr, nil
+}
+
+// host plans one of the doctor's host stages (driver, os, gpu, limits).
+func (r *runner) host(ctx context.Context, name string) (p *doctor.Plan, skip string, perr error) {
+	if r.opt.FailingOnly && !failing(r.rep, name) {
+		return nil, "its checks pass", nil
+	}
+	if name == doctor.StageOS && r.opt.DryRun && r.cloudPending > 0 {
+		// The ERIs do not exist yet: the metadata service has nothing for
+		// them. Plan what they will get.
+		return pendingOS(r.opt, r.cloudPending), "", nil
+	}
+	p, perr = doctor.PlanStage(ctx, r.h, r.rep, r.opt.Doctor, name, &r.opt.Fix)
+	return p, "", perr
+}
+
+// left is every check not ok at the end, with its next step. A check this
+// run's changes served is left with what that change needs after it (log
+// in again, the next boot), not the check's advice to make the change.
+func left(res *Result, rep *erdma.Report) []Left {
+	fixed := map[string]string{}
+	for _, s := range res.Stages {
+		for _, c := range s.Changes {
+			if c.Done && s.Name != doctor.StageVerify {
+				for _, id := range c.Checks {
+					fixed[id] = strings.Join(append([]string{"changed by this run (" + s.Name + " stage)"}, s.Notes...), "; ")
+				}
+			}
+		}
+	}
+	out := []Left{}
+	for _, f := range rep.Findings {
+		if f.Severity == health.Warn || f.Severity == health.Fail {
+			next := f.Remediation
+			if n, ok := fixed[f.ID]; ok {
+				next = n
+			}
+			out = append(out, Left{Check: f.ID, Severity: f.Severity, Summary: f.Summary, Next: next})
+		}
+	}
+	return out
 }
 
 func verdict(res *Result, rep *erdma.Report) (health.Severity, string) {
@@ -330,7 +454,7 @@ func verdict(res *Result, rep *erdma.Report) (health.Severity, string) {
 
 // verifyPlan is the verify stage's judgement of the doctor's report.
 func verifyPlan(rep *erdma.Report, dryRun bool) *doctor.Plan {
-	p := &doctor.Plan{Stage: doctor.StageVerify, Found: []string{}, Changes: []doctor.Change{}, Notes: []string{}}
+	p := doctor.NewPlan(doctor.StageVerify)
 	if dryRun {
 		p.Notes = append(p.Notes, "after the other stages: erdmakit doctor (with the verbs probe), then the measurements")
 		return p
@@ -349,6 +473,32 @@ func verifyPlan(rep *erdma.Report, dryRun bool) *doctor.Plan {
 		p.Blocked = "doctor: " + first.ID + ": " + first.Summary
 		p.Next = first.Remediation
 	}
+	return p
+}
+
+// pendingOS is the os stage's plan before the cloud stage has attached
+// the ERIs (a dry run): what each will get, and where it is persisted.
+func pendingOS(opt *Options, n int) *doctor.Plan {
+	p := doctor.NewPlan(doctor.StageOS)
+	p.Found = append(p.Found, fmt.Sprintf("%d ERI(s) not attached yet: the cloud stage attaches them first", n))
+	stack, why := opt.Fix.NetworkStack, "asked for"
+	if stack == "" {
+		var err error
+		if stack, why, err = doctor.DetectNetworkStack(opt.Fix.Root); err != nil {
+			p.Blocked = err.Error()
+			p.Next = "name how this host persists its network: --network-stack networkmanager, netplan, ifcfg or networkd"
+			return p
+		}
+	}
+	p.Found = append(p.Found, "network configuration: "+stack+" ("+why+")")
+	mtu := "8500 with jumbo frames, else 1400 (the cloud stage reads EnableJumboFrame)"
+	if j := opt.Doctor.JumboFrames; j != nil {
+		mtu = map[bool]string{true: "8500 (jumbo frames)", false: "1400 (no jumbo frames)"}[*j]
+	}
+	file := map[string]string{doctor.StackNetplan: "/etc/netplan/60-erdmakit-DEV.yaml", doctor.StackNetworkManager: "/etc/NetworkManager/system-connections/erdmakit-DEV.nmconnection",
+		doctor.StackIfcfg: "/etc/sysconfig/network-scripts/ifcfg-DEV and route-DEV", doctor.StackNetworkd: doctor.NetworkdFile("DEV")}[stack]
+	p.Notes = append(p.Notes, fmt.Sprintf("after the cloud stage: each new ERI's netdev (DEV) gets its address, prefix and gateway from the metadata service, "+
+		"its subnet and default routes at metric 200 or more (above the primary ENI's), MTU %s, persisted in %s; a rerun of erdmakit setup --dry-run then lists each change", mtu, file))
 	return p
 }
 

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/shq"
 	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/erdmakit/erdmakit/perf"
 )
@@ -147,21 +146,10 @@ func planNCCLEnv(ctx context.Context, h erdma.Host, rep *erdma.Report, opt *Opti
 		if _, err := a.Graph.WriteTo(&b); err != nil {
 			return err
 		}
-		abs := filepath.Join(opt.Fix.Files.Root, graphFile)
-		if old, err := os.ReadFile(abs); err != nil || !bytes.Equal(old, b.Bytes()) {
-			g := a.Graph
-			p.AddChange(doctor.Change{Checks: []string{}, Kind: doctor.KindFile, Target: graphFile,
-				Command: "erdmakit nccl env --graph-file " + graphFile, Revert: "rm " + graphFile},
-				func(context.Context) error {
-					if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-						return err
-					}
-					return g.WriteFile(abs)
-				})
-		} else {
-			p.Found = append(p.Found, graphFile+": as wanted")
+		if err := p.AddGenerated(&opt.Fix, []string{}, graphFile, b.Bytes(), "erdmakit nccl env --graph-file "+shq.Quote(graphFile)); err != nil {
+			return err
 		}
 	}
 	body := "# The NCCL environment for this host (erdmakit nccl env): `. " + envFile + "` in a job, or mpirun -x each\n" + a.Shell()
-	return p.AddFile(opt.Fix.Files, []string{}, envFile, body, "nccl", true, 0o644)
+	return p.AddFile(&opt.Fix, []string{}, envFile, body, "nccl", true, 0o644)
 }

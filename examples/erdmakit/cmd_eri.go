@@ -73,7 +73,7 @@ func eriExit(err error) error {
 		err = fmt.Errorf("%w; pass --instance-id, --region and --instance-type", err)
 	}
 	for _, cannot := range []error{eri.ErrNoCredentials, eri.ErrNotOnECS, eri.ErrForbidden, eri.ErrUnavailable,
-		eri.ErrThrottled} {
+		eri.ErrThrottled, eri.ErrUnknownAction} {
 		if errors.Is(err, cannot) {
 			return couldNotRun(err)
 		}

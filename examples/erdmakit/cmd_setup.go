@@ -272,7 +272,7 @@ func writeSetup(w io.Writer, res *setup.Result) error {
 	case res.DryRun && res.Changed == 0:
 		fmt.Fprintf(&b, "\nverdict: planned: nothing to change\n")
 	case res.DryRun:
-		fmt.Fprintf(&b, "\nverdict: planned: %d change(s); run `erdmakit setup` as root to apply\n", res.Changed)
+		fmt.Fprintf(&b, "\nverdict: planned: %d change(s); %s\n", res.Changed, res.ApplyWith)
 	case res.Changed == 0:
 		fmt.Fprintf(&b, "\nverdict: %s (nothing changed)\n", res.Verdict)
 	default:

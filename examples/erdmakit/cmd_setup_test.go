@@ -109,6 +109,10 @@ func TestSetupRefusesBadInput(t *testing.T) {
 		{[]string{"setup", "--dry-run", "--jumbo-frames", "maybe"}, `--jumbo-frames "maybe"`},
 		{[]string{"setup", "--yes", "--root", "../../testdata/hosts/memlock-64k.tar.gz"}, "is an archive"},
 		{[]string{"doctor", "--dry-run"}, "use it with --fix"},
+		// Values from outside: refused before anything is planned.
+		{[]string{"setup", "--dry-run", "--root", "../../testdata/hosts/ebmgn8is-healthy.tar.gz", "--only", "os", "--network-stack", "netplan", "--netdev", "../x"}, `netdev name "../x"`},
+		{[]string{"setup", "--dry-run", "--root", "../../testdata/hosts/ebmgn8is-healthy.tar.gz", "--only", "os", "--network-stack", "ifcfg", "--netdev", "0123456789abcdefg"}, "longer than 15 bytes"},
+		{[]string{"doctor", "--fix", "--dry-run", "--root", "../../testdata/hosts/mtu-mismatch.tar.gz", "--netdev", "a b"}, `netdev name "a b"`},
 	} {
 		code, _, stderr := runCLI(tc.args...)
 		assert.Equal(t, ExitUnknown, code, "%v", tc.args)

@@ -81,6 +81,9 @@ type Server struct {
 	// ApplyThenFail makes the next injected fault of an action answer
 	// after the action took effect (a 503 whose attach happened anyway).
 	ApplyThenFail bool
+	// IgnoreStatusFilter answers DescribeNetworkInterfaces as if its
+	// Status parameter were absent (a server the client must not trust).
+	IgnoreStatusFilter bool
 
 	mu       sync.Mutex
 	enis     []*ENI
@@ -332,7 +335,7 @@ func (s *Server) describeENIs(q url.Values) (any, int) {
 		if iid := q.Get("InstanceId"); iid != "" && e.InstanceID != iid {
 			continue
 		}
-		if st := q.Get("Status"); st != "" && e.Status != st {
+		if st := q.Get("Status"); st != "" && e.Status != st && !s.IgnoreStatusFilter {
 			continue
 		}
 		if len(ids) > 0 && !contains(ids, e.ID) {

@@ -4,22 +4,29 @@
 // version kept, and a file it did not create never rewritten, only given a
 // clearly marked block.
 //
+// Every read and write goes through an os.Root opened at the root: no path
+// component, symlink or "..", may lead outside it (a root whose etc is a
+// symlink to /elsewhere/etc is refused, never written through).
+//
 // A file erdmakit creates starts with Header; a file without it belongs to
 // someone else and gets a block between BlockBegin and BlockEnd lines,
 // which a later run replaces in place.
 package hostconf
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/erdmakit/erdmakit/internal/atomicfile"
+	"github.com/erdmakit/erdmakit/internal/shq"
 )
 
 // Header is the first line of every file erdmakit creates: a file that
@@ -77,15 +84,70 @@ type FileChange struct {
 	old    *string
 }
 
-func (f *Files) abs(p string) (string, error) {
+// rel is p relative to the root, checked: a clean absolute path.
+func rel(p string) (string, error) {
 	if !path.IsAbs(p) || path.Clean(p) != p || strings.Contains(p, "\x00") {
 		return "", fmt.Errorf("%w: %q", ErrPath, p)
 	}
+	if p == "/" {
+		return ".", nil
+	}
+	return p[1:], nil
+}
+
+// open opens the root; every path below is resolved inside it.
+func (f *Files) open() (*os.Root, error) {
 	root := f.Root
 	if root == "" {
 		root = "/"
 	}
-	return filepath.Join(root, filepath.FromSlash(p)), nil
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("host root: %w", err)
+	}
+	return r, nil
+}
+
+// Exists reports whether p is there (a link is not followed).
+func (f *Files) Exists(p string) bool {
+	rp, err := rel(p)
+	if err != nil {
+		return false
+	}
+	r, err := f.open()
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	_, err = r.Lstat(rp)
+	return err == nil
+}
+
+// List returns the names in directory p, sorted; none when it is absent.
+func (f *Files) List(p string) ([]string, error) {
+	rp, err := rel(p)
+	if err != nil {
+		return nil, err
+	}
+	r, err := f.open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	d, err := r.Open(rp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(4096)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 // Owned reports whether content is a file erdmakit created.
@@ -93,16 +155,25 @@ func Owned(content string) bool { return strings.HasPrefix(content, Header+"\n")
 
 // Read returns the file's content, ok false when it is absent.
 func (f *Files) Read(p string) (content string, ok bool, err error) {
-	a, err := f.abs(p)
+	rp, err := rel(p)
 	if err != nil {
 		return "", false, err
 	}
-	fi, err := os.Lstat(a)
+	r, err := f.open()
+	if err != nil {
+		return "", false, err
+	}
+	defer r.Close()
+	return read(r, p, rp)
+}
+
+func read(r *os.Root, p, rp string) (string, bool, error) {
+	fi, err := r.Lstat(rp)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
 	}
 	if err != nil {
-		return "", false, err
+		return "", false, fmt.Errorf("%s: %w", p, err)
 	}
 	if !fi.Mode().IsRegular() {
 		return "", false, fmt.Errorf("%s: %w", p, atomicfile.ErrNotRegular)
@@ -110,8 +181,16 @@ func (f *Files) Read(p string) (content string, ok bool, err error) {
 	if fi.Size() > 1<<20 {
 		return "", false, fmt.Errorf("%s: %d bytes: larger than any configuration file erdmakit edits", p, fi.Size())
 	}
-	b, err := os.ReadFile(a)
-	return string(b), err == nil, err
+	fh, err := r.OpenFile(rp, os.O_RDONLY|oNoFollow, 0)
+	if err != nil {
+		return "", false, fmt.Errorf("%s: %w", p, err)
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, 1<<20+1))
+	if err != nil {
+		return "", false, fmt.Errorf("%s: %w", p, err)
+	}
+	return string(b), true, nil
 }
 
 // PlanFile compares p with the wanted body (without Header) and says what
@@ -184,22 +263,24 @@ func (f *Files) Apply(c *FileChange) error {
 	if c.Action == Unchanged {
 		return nil
 	}
-	a, err := f.abs(c.Path)
+	rp, err := rel(c.Path)
 	if err != nil {
 		return err
 	}
-	now, ok, err := f.Read(c.Path)
+	r, err := f.open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	now, ok, err := read(r, c.Path, rp)
 	if err != nil {
 		return err
 	}
 	if ok != (c.old != nil) || (ok && now != *c.old) {
 		return fmt.Errorf("%s changed since it was planned: plan again", c.Path)
 	}
-	if err := os.MkdirAll(filepath.Dir(a), 0o755); err != nil {
-		return err
-	}
 	if ok {
-		fi, err := os.Stat(a)
+		fi, err := r.Lstat(rp)
 		if err != nil {
 			return err
 		}
@@ -212,26 +293,100 @@ func (f *Files) Apply(c *FileChange) error {
 			stamp = "previous"
 		}
 		bk := path.Join("/", bdir, stamp, c.Path)
-		ba, err := f.abs(bk)
+		brp, err := rel(bk)
 		if err != nil {
 			return err
 		}
-		if err := os.MkdirAll(filepath.Dir(ba), 0o700); err != nil {
-			return err
-		}
-		if err := atomicfile.Write(ba, fi.Mode().Perm(), func(w io.Writer) error {
-			_, err := io.WriteString(w, now)
-			return err
-		}); err != nil {
+		if err := write(r, brp, []byte(now), fi.Mode().Perm(), 0o700); err != nil {
 			return fmt.Errorf("keeping the previous %s: %w", c.Path, err)
 		}
 		c.Backup = bk
-		c.Revert = fmt.Sprintf("cp -p %s %s", bk, c.Path)
+		c.Revert = shq.Join("cp", "-p", bk, c.Path)
 	} else {
-		c.Revert = "rm " + c.Path
+		c.Revert = shq.Join("rm", c.Path)
 	}
-	return atomicfile.Write(a, c.Mode, func(w io.Writer) error {
-		_, err := io.WriteString(w, c.Content)
+	if err := write(r, rp, []byte(c.Content), c.Mode, 0o755); err != nil {
+		return fmt.Errorf("writing %s: %w", c.Path, err)
+	}
+	return nil
+}
+
+// Put writes p whole (no Header, no backup: a file erdmakit generates, such
+// as an NCCL graph), atomically and inside the root.
+func (f *Files) Put(p string, data []byte, perm fs.FileMode) error {
+	rp, err := rel(p)
+	if err != nil {
 		return err
-	})
+	}
+	r, err := f.open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := write(r, rp, data, perm, 0o755); err != nil {
+		return fmt.Errorf("writing %s: %w", p, err)
+	}
+	return nil
+}
+
+// write replaces rp inside r atomically: a temporary file in the same
+// directory, synced, renamed over it. The target is absent or a regular
+// file (atomicfile's rule); an existing file keeps its mode, a new one gets
+// perm less the umask. Missing directories are made with dirPerm.
+func write(r *os.Root, rp string, data []byte, perm, dirPerm fs.FileMode) error {
+	dir, base := path.Split(rp)
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" {
+		dir = "."
+	}
+	if err := r.MkdirAll(dir, dirPerm); err != nil {
+		return err
+	}
+	keep := fs.FileMode(0)
+	fi, err := r.Lstat(rp)
+	switch {
+	case err == nil && !fi.Mode().IsRegular():
+		return fmt.Errorf("%w: refusing to replace it", atomicfile.ErrNotRegular)
+	case err == nil:
+		keep = fi.Mode().Perm()
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := path.Join(dir, "."+base+".tmp-erdmakit-"+hex.EncodeToString(rnd[:]))
+	fh, err := r.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|oNoFollow, perm)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			fh.Close()
+			_ = r.Remove(tmp)
+		}
+	}()
+	if keep != 0 {
+		if err := fh.Chmod(keep); err != nil {
+			return err
+		}
+	}
+	if _, err := fh.Write(data); err != nil {
+		return err
+	}
+	if err := fh.Sync(); err != nil {
+		return err
+	}
+	if err := fh.Close(); err != nil {
+		return err
+	}
+	if err := r.Rename(tmp, rp); err != nil {
+		return err
+	}
+	done = true
+	if d, err := r.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
 }

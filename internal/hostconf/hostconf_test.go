@@ -99,3 +99,52 @@ func TestBadPathsAndTargetsAreRefused(t *testing.T) {
 	_, err := f.PlanFile("/etc/link", "v", "t", true, 0o644)
 	assert.ErrorContains(t, err, "not a regular file")
 }
+
+// TestWritesStayInsideTheRoot: a root whose etc (or a directory below it)
+// is a symlink leading out of it, absolute or by "..", is refused at every
+// read, plan and write; nothing lands outside, and no backup is made there.
+func TestWritesStayInsideTheRoot(t *testing.T) {
+	for name, target := range map[string]func(elsewhere string) string{
+		"absolute": func(e string) string { return filepath.Join(e, "etc") },
+		"dotdot":   func(e string) string { return "../elsewhere/etc" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			base := t.TempDir()
+			root, elsewhere := filepath.Join(base, "root"), filepath.Join(base, "elsewhere")
+			require.NoError(t, os.MkdirAll(filepath.Join(elsewhere, "etc/netplan"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(elsewhere, "etc/netplan/50-cloud-init.yaml"), []byte("network: {}\n"), 0o600))
+			require.NoError(t, os.MkdirAll(root, 0o755))
+			require.NoError(t, os.Symlink(target(elsewhere), filepath.Join(root, "etc")))
+			f := &hostconf.Files{Root: root, Stamp: "s"}
+
+			_, _, err := f.Read("/etc/netplan/50-cloud-init.yaml")
+			require.Error(t, err, "a read through the link")
+			assert.False(t, f.Exists("/etc/netplan/50-cloud-init.yaml"))
+			names, _ := f.List("/etc/netplan")
+			assert.Empty(t, names)
+			_, err = f.PlanFile("/etc/security/limits.d/90-erdmakit-memlock.conf", "x", "memlock", true, 0o644)
+			require.Error(t, err)
+			c := hostconf.FileChange{Path: "/etc/netplan/60-erdmakit-eth1.yaml", Action: hostconf.Create, Content: "x\n", Mode: 0o600}
+			require.Error(t, f.Apply(&c))
+			require.Error(t, f.Put("/etc/erdmakit/nccl-graph.xml", []byte("x"), 0o644))
+
+			var found []string
+			require.NoError(t, filepath.WalkDir(elsewhere, func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					found = append(found, p)
+				}
+				return err
+			}))
+			assert.Equal(t, []string{filepath.Join(elsewhere, "etc/netplan/50-cloud-init.yaml")}, found, "nothing written outside the root")
+		})
+	}
+}
+
+func TestRevertLinesAreShellQuoted(t *testing.T) {
+	root := t.TempDir()
+	f := &hostconf.Files{Root: root, Stamp: "s"}
+	c, err := f.PlanFile("/etc/x/a b;$(touch z)", "k=v", "t", true, 0o644)
+	require.NoError(t, err)
+	require.NoError(t, f.Apply(&c))
+	assert.Equal(t, `rm '/etc/x/a b;$(touch z)'`, c.Revert)
+}

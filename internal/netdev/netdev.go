@@ -10,11 +10,15 @@ package netdev
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/shq"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -26,22 +30,142 @@ type Config struct {
 	Gateway net.IP     // nil: no default route
 	MTU     int
 	Metric  int // of the subnet and default routes
+	// HostPrefix configures the address as /32, the subnet route given
+	// explicitly: what a configuration system without noprefixroute
+	// (netplan, ifcfg) persists, so that the live state and the state at
+	// boot are the same.
+	HostPrefix bool
+}
+
+// Local is the address as configured on the netdev: Addr, or Addr/32 with
+// HostPrefix.
+func (c Config) Local() *net.IPNet {
+	if c.HostPrefix {
+		return &net.IPNet{IP: c.Addr.IP, Mask: net.CIDRMask(32, 32)}
+	}
+	return c.Addr
+}
+
+// ErrInvalid is what a value that cannot be a netdev name, a MAC, an IPv4
+// address, prefix or gateway wraps: from the host, the metadata service or
+// a flag, it is refused before anything is planned, never quoted around.
+var ErrInvalid = errors.New("invalid value")
+
+// ValidName checks a netdev name by the kernel's rules (dev_valid_name):
+// 1 to 15 bytes, not "." or "..", no '/', ':' or white space; and, since
+// the name goes into file names and configuration files, no control byte
+// and nothing but UTF-8.
+func ValidName(name string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("netdev name %q: %s: %w", name, why, ErrInvalid)
+	}
+	switch {
+	case name == "":
+		return bad("empty")
+	case len(name) > 15:
+		return bad("longer than 15 bytes (IFNAMSIZ)")
+	case name == "." || name == "..":
+		return bad("not a name")
+	case !utf8.ValidString(name):
+		// YAML, keyfiles and networkd's files are UTF-8 text.
+		return bad("not UTF-8")
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '/' || c == ':':
+			return bad(fmt.Sprintf("%q is not allowed", c))
+		case c <= ' ' || c == 0x7f || c == 0xa0:
+			return bad("white space or a control byte")
+		}
+	}
+	return nil
+}
+
+// ValidMAC checks an Ethernet MAC ("00:16:3e:aa:00:01", any case) and
+// returns it in lower case.
+func ValidMAC(mac string) (string, error) {
+	m := strings.ToLower(mac)
+	ok := len(m) == 17
+	for i := 0; ok && i < len(m); i++ {
+		c := m[i]
+		if i%3 == 2 {
+			ok = c == ':'
+		} else {
+			ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')
+		}
+	}
+	if !ok {
+		return "", fmt.Errorf("MAC %q: want six hex bytes (00:16:3e:aa:00:01): %w", mac, ErrInvalid)
+	}
+	return m, nil
+}
+
+// ParseIPv4 reads a dotted-quad IPv4 address, and nothing else (no IPv6,
+// no IPv4-mapped IPv6, no leading zeros).
+func ParseIPv4(what, s string) (net.IP, error) {
+	ip := net.ParseIP(s)
+	if ip == nil || ip.To4() == nil || strings.Contains(s, ":") {
+		return nil, fmt.Errorf("%s %q: want an IPv4 address: %w", what, s, ErrInvalid)
+	}
+	return ip.To4(), nil
+}
+
+// ParseCIDR4 reads an IPv4 address with its prefix ("10.0.1.5/24"), the
+// prefix 1 to 32, and nothing else.
+func ParseCIDR4(what, s string) (*net.IPNet, error) {
+	ip, n, err := net.ParseCIDR(s)
+	if err != nil || ip.To4() == nil || len(n.Mask) != net.IPv4len || strings.Contains(s, ":") {
+		return nil, fmt.Errorf("%s %q: want IPv4 with a prefix (10.0.1.5/24): %w", what, s, ErrInvalid)
+	}
+	if ones, _ := n.Mask.Size(); ones == 0 {
+		return nil, fmt.Errorf("%s %q: prefix /0: %w", what, s, ErrInvalid)
+	}
+	return &net.IPNet{IP: ip.To4(), Mask: n.Mask}, nil
+}
+
+// Check validates a Config: the name by the kernel's rules, an IPv4
+// address with a prefix of 1 to 32, a gateway (when set) that is IPv4,
+// inside the subnet and not the address itself, an MTU of 68 to 65535 and
+// a metric that is not negative.
+func (c Config) Check() error {
+	if err := ValidName(c.Name); err != nil {
+		return err
+	}
+	if c.Addr == nil || c.Addr.IP.To4() == nil || len(c.Addr.Mask) != net.IPv4len {
+		return fmt.Errorf("%s: address %v: want IPv4 with a prefix: %w", c.Name, c.Addr, ErrInvalid)
+	}
+	if ones, bits := c.Addr.Mask.Size(); bits != 32 || ones == 0 {
+		return fmt.Errorf("%s: address %v: bad prefix: %w", c.Name, c.Addr, ErrInvalid)
+	}
+	if c.Gateway != nil {
+		gw := c.Gateway.To4()
+		if gw == nil || !c.Subnet().Contains(gw) || gw.Equal(c.Addr.IP) {
+			return fmt.Errorf("%s: gateway %v: want an IPv4 address inside %s other than the address: %w", c.Name, c.Gateway, c.Subnet(), ErrInvalid)
+		}
+	}
+	if c.MTU < 68 || c.MTU > 65535 {
+		return fmt.Errorf("%s: MTU %d: %w", c.Name, c.MTU, ErrInvalid)
+	}
+	if c.Metric < 0 {
+		return fmt.Errorf("%s: metric %d: %w", c.Name, c.Metric, ErrInvalid)
+	}
+	return nil
 }
 
 // Parse is the Config of an IPv4 address in CIDR form ("10.0.1.5/24") and a
-// gateway ("" for none).
+// gateway ("" for none), validated (Check).
 func Parse(name, address, gateway string, mtu, metric int) (Config, error) {
-	ip, n, err := net.ParseCIDR(address)
-	if err != nil || ip.To4() == nil {
-		return Config{}, fmt.Errorf("%s: address %q: want IPv4 CIDR", name, address)
+	a, err := ParseCIDR4(name+": address", address)
+	if err != nil {
+		return Config{}, err
 	}
-	c := Config{Name: name, Addr: &net.IPNet{IP: ip.To4(), Mask: n.Mask}, MTU: mtu, Metric: metric}
+	c := Config{Name: name, Addr: a, MTU: mtu, Metric: metric}
 	if gateway != "" {
-		if c.Gateway = net.ParseIP(gateway).To4(); c.Gateway == nil {
-			return Config{}, fmt.Errorf("%s: gateway %q: want IPv4", name, gateway)
+		if c.Gateway, err = ParseIPv4(name+": gateway", gateway); err != nil {
+			return Config{}, err
 		}
 	}
-	return c, nil
+	return c, c.Check()
 }
 
 // Subnet is the network of the address.
@@ -66,59 +190,76 @@ func Plan(c Config) (steps []Step, found []string, err error) {
 	if c.Addr == nil {
 		return nil, nil, fmt.Errorf("%s: no address to configure", c.Name)
 	}
+	if err := c.Check(); err != nil {
+		return nil, nil, err
+	}
+	dev := shq.Quote(c.Name)
 	l, err := netlink.LinkByName(c.Name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", c.Name, err)
+		return nil, nil, fmt.Errorf("%s: %w", dev, err)
 	}
 	a := l.Attrs()
 	both := []string{erdma.FindingNetdevIP}
 	if a.MTU != c.MTU {
 		steps = append(steps, Step{Checks: []string{erdma.FindingMTU}, Target: c.Name,
-			Command: fmt.Sprintf("ip link set %s mtu %d", c.Name, c.MTU), Revert: fmt.Sprintf("ip link set %s mtu %d", c.Name, a.MTU),
+			Command: fmt.Sprintf("ip link set %s mtu %d", dev, c.MTU), Revert: fmt.Sprintf("ip link set %s mtu %d", dev, a.MTU),
 			Apply: func(context.Context) error { return netlink.LinkSetMTU(l, c.MTU) }})
 	} else {
-		found = append(found, fmt.Sprintf("%s: MTU %d", c.Name, a.MTU))
+		found = append(found, fmt.Sprintf("%s: MTU %d", dev, a.MTU))
 	}
 	addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: addresses: %w", c.Name, err)
+		return nil, nil, fmt.Errorf("%s: addresses: %w", dev, err)
 	}
-	if !slices.ContainsFunc(addrs, func(ad netlink.Addr) bool { return ad.IPNet.String() == c.Addr.String() }) {
-		addr := &netlink.Addr{IPNet: c.Addr, Flags: unix.IFA_F_NOPREFIXROUTE}
+	local := c.Local()
+	if !slices.ContainsFunc(addrs, func(ad netlink.Addr) bool { return ad.IPNet.String() == local.String() }) {
+		addr := &netlink.Addr{IPNet: local, Flags: unix.IFA_F_NOPREFIXROUTE}
 		steps = append(steps, Step{Checks: both, Target: c.Name,
-			Command: fmt.Sprintf("ip addr add %s dev %s noprefixroute", c.Addr, c.Name), Revert: fmt.Sprintf("ip addr del %s dev %s", c.Addr, c.Name),
+			Command: fmt.Sprintf("ip addr add %s dev %s noprefixroute", local, dev), Revert: fmt.Sprintf("ip addr del %s dev %s", local, dev),
 			Apply: func(context.Context) error { return netlink.AddrAdd(l, addr) }})
 	} else {
-		found = append(found, fmt.Sprintf("%s: address %s", c.Name, c.Addr))
+		found = append(found, fmt.Sprintf("%s: address %s", dev, local))
+	}
+	dropped := false // an address whose prefix route goes with it
+	for _, ad := range addrs {
+		if ad.IP.Equal(c.Addr.IP) && ad.IPNet.String() != local.String() {
+			dropped = dropped || ad.IPNet.String() == c.Addr.String()
+			// The same address with another prefix (an earlier
+			// configuration): its prefix route would come back with it.
+			old := ad
+			steps = append(steps, Step{Checks: both, Target: c.Name,
+				Command: fmt.Sprintf("ip addr del %s dev %s", old.IPNet, dev), Revert: fmt.Sprintf("ip addr add %s dev %s", old.IPNet, dev),
+				Apply: func(context.Context) error { return netlink.AddrDel(l, &old) }})
+		}
 	}
 	if a.Flags&net.FlagUp == 0 {
-		steps = append(steps, Step{Checks: both, Target: c.Name, Command: fmt.Sprintf("ip link set %s up", c.Name),
-			Revert: fmt.Sprintf("ip link set %s down", c.Name),
+		steps = append(steps, Step{Checks: both, Target: c.Name, Command: fmt.Sprintf("ip link set %s up", dev),
+			Revert: fmt.Sprintf("ip link set %s down", dev),
 			Apply:  func(context.Context) error { return netlink.LinkSetUp(l) }})
 	} else {
 		found = append(found, c.Name+": up")
 	}
 	routes, err := netlink.RouteList(l, netlink.FAMILY_V4)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: routes: %w", c.Name, err)
+		return nil, nil, fmt.Errorf("%s: routes: %w", dev, err)
 	}
 	sub := c.Subnet()
 	isSub := func(r netlink.Route) bool { return r.Dst != nil && r.Dst.String() == sub.String() && r.Gw == nil }
 	if !slices.ContainsFunc(routes, func(r netlink.Route) bool { return isSub(r) && r.Priority == c.Metric }) {
 		rt := &netlink.Route{LinkIndex: a.Index, Dst: sub, Src: c.Addr.IP, Scope: netlink.SCOPE_LINK, Priority: c.Metric, Protocol: unix.RTPROT_KERNEL}
 		steps = append(steps, Step{Checks: both, Target: c.Name,
-			Command: fmt.Sprintf("ip route add %s dev %s proto kernel scope link src %s metric %d", sub, c.Name, c.Addr.IP, c.Metric),
-			Revert:  fmt.Sprintf("ip route del %s dev %s metric %d", sub, c.Name, c.Metric),
+			Command: fmt.Sprintf("ip route add %s dev %s proto kernel scope link src %s metric %d", sub, dev, c.Addr.IP, c.Metric),
+			Revert:  fmt.Sprintf("ip route del %s dev %s metric %d", sub, dev, c.Metric),
 			Apply:   func(context.Context) error { return netlink.RouteReplace(rt) }})
 	}
 	for _, r := range routes {
-		if isSub(r) && r.Priority == 0 {
+		if isSub(r) && r.Priority == 0 && !dropped {
 			// The kernel's prefix route: at metric 0 it competes with the
 			// primary ENI's route to the same vSwitch.
 			rt := r
 			steps = append(steps, Step{Checks: both, Target: c.Name,
-				Command: fmt.Sprintf("ip route del %s dev %s metric 0", sub, c.Name),
-				Revert:  fmt.Sprintf("ip route add %s dev %s scope link src %s", sub, c.Name, c.Addr.IP),
+				Command: fmt.Sprintf("ip route del %s dev %s metric 0", sub, dev),
+				Revert:  fmt.Sprintf("ip route add %s dev %s scope link src %s", sub, dev, c.Addr.IP),
 				Apply:   func(context.Context) error { return netlink.RouteDel(&rt) }})
 		}
 	}
@@ -128,17 +269,23 @@ func Plan(c Config) (steps []Step, found []string, err error) {
 		rt := &netlink.Route{LinkIndex: a.Index, Gw: c.Gateway, Priority: c.Metric,
 			Dst: &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}}
 		steps = append(steps, Step{Checks: both, Target: c.Name,
-			Command: fmt.Sprintf("ip route add default via %s dev %s metric %d", c.Gateway, c.Name, c.Metric),
-			Revert:  fmt.Sprintf("ip route del default via %s dev %s metric %d", c.Gateway, c.Name, c.Metric),
+			Command: fmt.Sprintf("ip route add default via %s dev %s metric %d", c.Gateway, dev, c.Metric),
+			Revert:  fmt.Sprintf("ip route del default via %s dev %s metric %d", c.Gateway, dev, c.Metric),
 			Apply:   func(context.Context) error { return netlink.RouteReplace(rt) }})
 	}
 	return steps, found, nil
 }
 
-// PrimaryMetric is the lowest metric of the default routes that do not go
-// through one of the netdevs named (the ERIs): the primary ENI's, 0 when
-// there is none. The ERIs' routes go above it.
-func PrimaryMetric(names []string) int {
+// MinMetric is the lowest metric an ERI's routes get, whatever the primary
+// ENI has at the time: Alibaba's erdma-controller never goes below it, and
+// it stays above a DHCP primary's 100 even before that lease is up.
+const MinMetric = 200
+
+// ERIMetric is the metric of the first ERI's routes (one more per further
+// ERI): 100 above the highest metric of the default routes that do not go
+// through one of the netdevs named (the primary ENI's), and at least
+// MinMetric.
+func ERIMetric(names []string) int {
 	eris := map[int]bool{}
 	for _, n := range names {
 		if l, err := netlink.LinkByName(n); err == nil {
@@ -147,15 +294,15 @@ func PrimaryMetric(names []string) int {
 	}
 	rs, err := netlink.RouteList(nil, netlink.FAMILY_V4)
 	if err != nil {
-		return 0
+		return MinMetric
 	}
-	best := -1
+	m := MinMetric
 	for _, r := range rs {
-		if (r.Dst == nil || r.Dst.IP.IsUnspecified()) && !eris[r.LinkIndex] && (best < 0 || r.Priority < best) {
-			best = r.Priority
+		if (r.Dst == nil || r.Dst.IP.IsUnspecified()) && !eris[r.LinkIndex] {
+			m = max(m, r.Priority+100)
 		}
 	}
-	return max(best, 0)
+	return m
 }
 
 // Apply makes steps in order and stops at the first that fails (the error

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package hostconf
+
+const oNoFollow = 0
