@@ -11,9 +11,11 @@
 // (erdma.HostCheck) and HostChecks adapts them, so that it need not import
 // the doctor.
 //
-// The package builds on Linux only: its fixes plan the host's network
-// configuration through netlink. A recorded host's verdict is the same in
-// every Linux build, cgo or not (the recording's NVML replays without cgo).
+// The package builds on any OS with CGO_ENABLED=0: a recorded host's verdict
+// is the same in every build, cgo or not, Linux or not (the recording's NVML
+// replays without cgo). Reading and changing the live host (netlink,
+// RLIMIT_MEMLOCK, modules) is Linux's: elsewhere those answer
+// erdma.ErrNotLinux.
 package doctor
 
 import (

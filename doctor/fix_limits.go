@@ -3,10 +3,6 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"golang.org/x/sys/unix"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
 )
@@ -60,33 +56,18 @@ func planProcessMemlock(p *Plan, l *erdma.Limit, checks []string) {
 	if l.SoftUnlimited() {
 		return
 	}
-	target := unix.Rlimit{Cur: inf, Max: inf}
+	cur, hard := inf, inf
 	if l.Hard != inf && !hasCapSysResource() {
 		if l.Soft >= l.Hard {
 			p.Found = append(p.Found, "this process cannot raise its memlock limit (no CAP_SYS_RESOURCE): run setup from a root login shell or a service with LimitMEMLOCK=infinity")
 			return
 		}
-		target = unix.Rlimit{Cur: l.Hard, Max: l.Hard}
+		cur, hard = l.Hard, l.Hard
 	}
 	cmd := "ulimit -l unlimited (erdmakit's own limit, for the verify stage)"
-	if target.Cur != inf {
-		cmd = fmt.Sprintf("ulimit -S -l %d (erdmakit's own soft limit up to the hard one, for the verify stage)", target.Cur>>10)
+	if cur != inf {
+		cmd = fmt.Sprintf("ulimit -S -l %d (erdmakit's own soft limit up to the hard one, for the verify stage)", cur>>10)
 	}
 	p.add(Change{Checks: checks, Kind: KindProcess, Target: "erdmakit's own RLIMIT_MEMLOCK", Command: cmd,
-		apply: func(context.Context) error { return unix.Setrlimit(unix.RLIMIT_MEMLOCK, &target) }})
-}
-
-// hasCapSysResource reports whether this process may raise hard limits.
-func hasCapSysResource() bool {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return false
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "CapEff:"); ok {
-			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			return err == nil && caps&(1<<unix.CAP_SYS_RESOURCE) != 0
-		}
-	}
-	return false
+		apply: func(context.Context) error { return setMemlock(cur, hard) }})
 }

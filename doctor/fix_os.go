@@ -14,7 +14,6 @@ import (
 	"github.com/erdmakit/erdmakit/internal/hostconf"
 	"github.com/erdmakit/erdmakit/internal/netdev"
 	"github.com/erdmakit/erdmakit/internal/shq"
-	"github.com/vishvananda/netlink"
 )
 
 // How a host persists its network configuration; the os stage writes
@@ -299,15 +298,7 @@ func addressOf(ctx context.Context, e *eri, nd *erdma.Netdev, env *FixEnv, live 
 		}
 	}
 	if e.addr != nil && live {
-		if l, err := netlink.LinkByName(e.name); err == nil {
-			if rs, err := netlink.RouteList(l, netlink.FAMILY_V4); err == nil {
-				for _, r := range rs {
-					if r.Gw != nil && (r.Dst == nil || r.Dst.IP.IsUnspecified()) && e.subnet().Contains(r.Gw) {
-						e.gateway = r.Gw.To4()
-					}
-				}
-			}
-		}
+		e.gateway = netdev.Gateway(e.name, e.subnet())
 	}
 	if e.addr == nil || (live && e.gateway == nil) {
 		if mdErr == nil {

@@ -10,6 +10,6 @@
 // through the metadata service). A View, the cloud's answer, carries no
 // credential and can be stored with a recorded host.
 //
-// The package builds on Linux only: configuring the ERIs' netdevs plans
-// through netlink.
+// The cloud side builds and works on any OS; Configure, which configures
+// the ERIs' netdevs through netlink, answers erdma.ErrNotLinux outside Linux.
 package eri

@@ -328,12 +328,12 @@ var portable = []string{"./connect", "./gid", "./health", "./nccl/ncclog", "./nv
 var nocgo = []string{"./nvml", "./ibverbs"}
 
 // offline are the domain packages a laptop uses on results and recordings
-// (library-3 item 4): they build, and their tests compile (go vet), with
-// CGO_ENABLED=0 on linux, darwin and windows. Their live reads (netlink,
+// (library-3 item 4): they build with CGO_ENABLED=0 on linux, darwin and
+// windows (report's tests compile there too: vetted). Their live reads (netlink,
 // getrlimit, mpirun) answer erdma.ErrNotLinux, or fail as a missing tool
 // does, outside Linux; the rendering of JSON results into a page
 // (report) and the replay of recorded hosts work everywhere.
-var offline = []string{"./report", "./erdma", "./perf", "./fleet", "./nccl", "./monitor"}
+var offline = []string{"./report", "./erdma", "./doctor", "./doctor/verbsprobe", "./setup", "./eri", "./perf", "./fleet", "./nccl", "./monitor"}
 
 // vetted are the packages whose tests must compile on every GOOS: the
 // portable ones, nvml, and report.

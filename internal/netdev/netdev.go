@@ -13,14 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/erdmakit/erdmakit/erdma"
-	"github.com/erdmakit/erdmakit/internal/shq"
-	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // Config is one ERI netdev's wanted live configuration.
@@ -184,126 +178,10 @@ type Step struct {
 	Apply   func(ctx context.Context) error
 }
 
-// Plan compares the live netdev c.Name with c: the changes to make, in
-// order, and what is already as wanted (in words). It changes nothing.
-func Plan(c Config) (steps []Step, found []string, err error) {
-	if c.Addr == nil {
-		return nil, nil, fmt.Errorf("%s: no address to configure", c.Name)
-	}
-	if err := c.Check(); err != nil {
-		return nil, nil, err
-	}
-	dev := shq.Quote(c.Name)
-	l, err := netlink.LinkByName(c.Name)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", dev, err)
-	}
-	a := l.Attrs()
-	both := []string{erdma.FindingNetdevIP}
-	if a.MTU != c.MTU {
-		steps = append(steps, Step{Checks: []string{erdma.FindingMTU}, Target: c.Name,
-			Command: fmt.Sprintf("ip link set %s mtu %d", dev, c.MTU), Revert: fmt.Sprintf("ip link set %s mtu %d", dev, a.MTU),
-			Apply: func(context.Context) error { return netlink.LinkSetMTU(l, c.MTU) }})
-	} else {
-		found = append(found, fmt.Sprintf("%s: MTU %d", dev, a.MTU))
-	}
-	addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: addresses: %w", dev, err)
-	}
-	local := c.Local()
-	if !slices.ContainsFunc(addrs, func(ad netlink.Addr) bool { return ad.IPNet.String() == local.String() }) {
-		addr := &netlink.Addr{IPNet: local, Flags: unix.IFA_F_NOPREFIXROUTE}
-		steps = append(steps, Step{Checks: both, Target: c.Name,
-			Command: fmt.Sprintf("ip addr add %s dev %s noprefixroute", local, dev), Revert: fmt.Sprintf("ip addr del %s dev %s", local, dev),
-			Apply: func(context.Context) error { return netlink.AddrAdd(l, addr) }})
-	} else {
-		found = append(found, fmt.Sprintf("%s: address %s", dev, local))
-	}
-	dropped := false // an address whose prefix route goes with it
-	for _, ad := range addrs {
-		if ad.IP.Equal(c.Addr.IP) && ad.IPNet.String() != local.String() {
-			dropped = dropped || ad.IPNet.String() == c.Addr.String()
-			// The same address with another prefix (an earlier
-			// configuration): its prefix route would come back with it.
-			old := ad
-			steps = append(steps, Step{Checks: both, Target: c.Name,
-				Command: fmt.Sprintf("ip addr del %s dev %s", old.IPNet, dev), Revert: fmt.Sprintf("ip addr add %s dev %s", old.IPNet, dev),
-				Apply: func(context.Context) error { return netlink.AddrDel(l, &old) }})
-		}
-	}
-	if a.Flags&net.FlagUp == 0 {
-		steps = append(steps, Step{Checks: both, Target: c.Name, Command: fmt.Sprintf("ip link set %s up", dev),
-			Revert: fmt.Sprintf("ip link set %s down", dev),
-			Apply:  func(context.Context) error { return netlink.LinkSetUp(l) }})
-	} else {
-		found = append(found, c.Name+": up")
-	}
-	routes, err := netlink.RouteList(l, netlink.FAMILY_V4)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: routes: %w", dev, err)
-	}
-	sub := c.Subnet()
-	isSub := func(r netlink.Route) bool { return r.Dst != nil && r.Dst.String() == sub.String() && r.Gw == nil }
-	if !slices.ContainsFunc(routes, func(r netlink.Route) bool { return isSub(r) && r.Priority == c.Metric }) {
-		rt := &netlink.Route{LinkIndex: a.Index, Dst: sub, Src: c.Addr.IP, Scope: netlink.SCOPE_LINK, Priority: c.Metric, Protocol: unix.RTPROT_KERNEL}
-		steps = append(steps, Step{Checks: both, Target: c.Name,
-			Command: fmt.Sprintf("ip route add %s dev %s proto kernel scope link src %s metric %d", sub, dev, c.Addr.IP, c.Metric),
-			Revert:  fmt.Sprintf("ip route del %s dev %s metric %d", sub, dev, c.Metric),
-			Apply:   func(context.Context) error { return netlink.RouteReplace(rt) }})
-	}
-	for _, r := range routes {
-		if isSub(r) && r.Priority == 0 && !dropped {
-			// The kernel's prefix route: at metric 0 it competes with the
-			// primary ENI's route to the same vSwitch.
-			rt := r
-			steps = append(steps, Step{Checks: both, Target: c.Name,
-				Command: fmt.Sprintf("ip route del %s dev %s metric 0", sub, dev),
-				Revert:  fmt.Sprintf("ip route add %s dev %s scope link src %s", sub, dev, c.Addr.IP),
-				Apply:   func(context.Context) error { return netlink.RouteDel(&rt) }})
-		}
-	}
-	if c.Gateway != nil && !slices.ContainsFunc(routes, func(r netlink.Route) bool {
-		return r.Gw != nil && r.Gw.Equal(c.Gateway) && (r.Dst == nil || r.Dst.IP.IsUnspecified())
-	}) {
-		rt := &netlink.Route{LinkIndex: a.Index, Gw: c.Gateway, Priority: c.Metric,
-			Dst: &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}}
-		steps = append(steps, Step{Checks: both, Target: c.Name,
-			Command: fmt.Sprintf("ip route add default via %s dev %s metric %d", c.Gateway, dev, c.Metric),
-			Revert:  fmt.Sprintf("ip route del default via %s dev %s metric %d", c.Gateway, dev, c.Metric),
-			Apply:   func(context.Context) error { return netlink.RouteReplace(rt) }})
-	}
-	return steps, found, nil
-}
-
 // MinMetric is the lowest metric an ERI's routes get, whatever the primary
 // ENI has at the time: Alibaba's erdma-controller never goes below it, and
 // it stays above a DHCP primary's 100 even before that lease is up.
 const MinMetric = 200
-
-// ERIMetric is the metric of the first ERI's routes (one more per further
-// ERI): 100 above the highest metric of the default routes that do not go
-// through one of the netdevs named (the primary ENI's), and at least
-// MinMetric.
-func ERIMetric(names []string) int {
-	eris := map[int]bool{}
-	for _, n := range names {
-		if l, err := netlink.LinkByName(n); err == nil {
-			eris[l.Attrs().Index] = true
-		}
-	}
-	rs, err := netlink.RouteList(nil, netlink.FAMILY_V4)
-	if err != nil {
-		return MinMetric
-	}
-	m := MinMetric
-	for _, r := range rs {
-		if (r.Dst == nil || r.Dst.IP.IsUnspecified()) && !eris[r.LinkIndex] {
-			m = max(m, r.Priority+100)
-		}
-	}
-	return m
-}
 
 // Apply makes steps in order and stops at the first that fails (the error
 // names its command; a rerun plans again from what is there).
