@@ -76,7 +76,30 @@ type PairResult struct {
 	Gbps    float64        `json:"gbps"` // over all devices of the pair
 	Devices []DeviceResult `json:"devices,omitempty"`
 	Error   string         `json:"error,omitempty"`
-	Seconds float64        `json:"seconds"`
+	// Fault is the end an error is known to come from: FaultServer (it did
+	// not serve: its port in use, no answer when asked to serve) or
+	// FaultClient (its connection to rank 0 broke); empty when either end
+	// may be at fault. The judge counts a fault against that end only.
+	Fault   string  `json:"fault,omitempty"`
+	Seconds float64 `json:"seconds"`
+}
+
+// PairResult.Fault values.
+const (
+	FaultServer = "server"
+	FaultClient = "client"
+)
+
+// blamed returns the hosts a result counts against: both ends, or only
+// the one a failed test's Fault names.
+func (r PairResult) blamed() []int {
+	switch {
+	case r.Error != "" && r.Fault == FaultServer:
+		return []int{r.Server}
+	case r.Error != "" && r.Fault == FaultClient:
+		return []int{r.Client}
+	}
+	return []int{r.Server, r.Client}
 }
 
 // DeviceResult is one device index's share of a pair test (device i of one
@@ -128,8 +151,12 @@ type MeshReport struct {
 	Hosts  []string        `json:"hosts"` // mesh positions: Matrix and pairs index this
 	// Ranks maps a mesh position to the launcher rank (ranks that never
 	// joined have no position); nil when positions are ranks.
-	Ranks      []int   `json:"ranks,omitempty"`
-	Rounds     int     `json:"rounds"`
+	Ranks  []int `json:"ranks,omitempty"`
+	Rounds int   `json:"rounds"`
+	// RoundsDone are the rounds run to their end: Rounds unless
+	// interrupted (then Results holds every pair measured, those of the
+	// round cut short included).
+	RoundsDone int     `json:"rounds_done"`
 	MedianGbps float64 `json:"median_gbps"`
 	ExpectGbps float64 `json:"expect_gbps,omitempty"`
 	// Matrix[i][j] is the Gbit/s measured between hosts i and j (the same
@@ -179,10 +206,14 @@ func RunMesh(ctx context.Context, hosts []string, t PairTester, opt MeshOptions)
 		res := runBatch(ctx, t, round, 1, r+1, opt.PairTimeout)
 		if ctx.Err() != nil {
 			// Interrupted during the round: a test that failed was cut
-			// short, not reached; it says nothing about the hosts.
+			// short, not reached; it says nothing about the hosts. The
+			// round is not done: no progress line says so.
 			res = slices.DeleteFunc(res, func(r PairResult) bool { return r.Error != "" })
+			rep.Results = append(rep.Results, res...)
+			break
 		}
 		rep.Results = append(rep.Results, res...)
+		rep.RoundsDone = r + 1
 		if opt.Progress != nil {
 			opt.Progress(r+1, len(rounds), res)
 		}
@@ -209,7 +240,13 @@ func runBatch(ctx context.Context, t PairTester, pairs []Pair, pass, round int, 
 			select {
 			case r = <-done:
 			case <-pctx.Done():
-				r = PairResult{Error: fmt.Sprintf("no result within %v (host dead or hung)", timeout)}
+				// A tester that respects ctx answers at once with what it
+				// knows (and has released its ends); wait a little for it.
+				select {
+				case r = <-done:
+				case <-time.After(min(timeout, stopGrace)):
+					r = PairResult{Error: fmt.Sprintf("no result within %v (host dead or hung)", timeout)}
+				}
 			}
 			r.Pair, r.Pass, r.Round = p, pass, round
 			if r.Seconds == 0 {
@@ -299,7 +336,9 @@ func analyze(ctx context.Context, rep *MeshReport, t PairTester, opt MeshOptions
 	suspect := make([]bool, n)
 	var outliers []PairResult
 	for _, r := range rep.Results {
-		for _, h := range []int{r.Server, r.Client} {
+		// A test that failed through one end's known fault says nothing
+		// about the other end.
+		for _, h := range r.blamed() {
 			tests[h]++
 			if r.Error != "" {
 				failed[h]++
@@ -337,8 +376,9 @@ func analyze(ctx context.Context, rep *MeshReport, t PairTester, opt MeshOptions
 			continue
 		}
 		live = append(live, r)
-		outl[r.Server]++
-		outl[r.Client]++
+		for _, h := range r.blamed() {
+			outl[h]++
+		}
 	}
 	prime := make([]bool, n)
 	for h := 0; h < n; h++ {
@@ -349,6 +389,10 @@ func analyze(ctx context.Context, rep *MeshReport, t PairTester, opt MeshOptions
 	var pending []PairResult // outliers no prime suspect explains
 	for _, r := range live {
 		if prime[r.Server] || prime[r.Client] {
+			continue
+		}
+		if b := r.blamed(); len(b) == 1 {
+			suspect[b[0]] = true // its own fault: no link to test
 			continue
 		}
 		suspect[r.Server], suspect[r.Client] = true, true
