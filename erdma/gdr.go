@@ -86,7 +86,7 @@ func DecideGDRLevel(g *GPUInfo) GDRLevel {
 		}
 	}
 	if worst == "" {
-		return GDRLevel{Measured: true, Reason: "every GPU's nearest eRDMA device is within "+smitopo.NCCLDefaultGDRText}
+		return GDRLevel{Measured: true, Reason: "every GPU's nearest eRDMA device is within " + smitopo.NCCLDefaultGDRText}
 	}
 	list := far
 	if len(list) > 4 {
