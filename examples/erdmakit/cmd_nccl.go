@@ -214,6 +214,9 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 	if g.verbose {
 		opts.OnLine = func(l string) { fmt.Fprintln(g.stderr, l) }
 	}
+	for _, w := range c.EnvConflicts(os.Environ()) {
+		fmt.Fprintln(g.stderr, "erdmakit: warning:", w)
+	}
 	run, err := nccl.Run(ctx, c, opts)
 	if rawLog != nil {
 		if cerr := rawLog.Commit(); cerr != nil {
