@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/eri"
 	"github.com/erdmakit/erdmakit/fleet"
 	"github.com/erdmakit/erdmakit/internal/atomicfile"
 	"github.com/erdmakit/erdmakit/internal/render"
@@ -85,6 +86,7 @@ func newFleetProveCmd(g *globals) *cobra.Command {
 	var ff fleetFlags
 	var nf proveNCCLFlags
 	var reportFile string
+	var cloud eri.CloudOptions
 	c := &cobra.Command{
 		Use:   "prove [flags] [-- nccl-tests flags]",
 		Short: "One verdict for the cluster: doctor on every host, bw mesh over every pair and ERI, NCCL all_reduce; proven/degraded/broken",
@@ -102,7 +104,7 @@ Exit: 0 proven, 1 degraded, 2 broken, 3 could not run or interrupted (what was r
   srun -N 16 --ntasks-per-node=1 erdmakit fleet prove --json > proof.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bf.progress = false
-			return runFleetProve(cmd.Context(), g, bf, &ff, &nf, args, reportFile)
+			return runFleetProve(cmd.Context(), g, bf, &ff, &nf, &cloud, args, reportFile)
 		},
 	}
 	bf.add(c, true)
@@ -115,12 +117,17 @@ Exit: 0 proven, 1 degraded, 2 broken, 3 could not run or interrupted (what was r
 	ff.add(c)
 	nf.add(c)
 	c.Flags().StringVar(&reportFile, "report", "", "also write the proof as one self-contained HTML page (erdmakit report's) to FILE.html")
+	addFleetCloudFlags(c, &cloud)
 	return c
 }
 
-func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags, nf *proveNCCLFlags, args []string, reportFile string) error {
+func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags, nf *proveNCCLFlags, cloud *eri.CloudOptions, args []string, reportFile string) error {
 	if bf.plot != "" || bf.all || bf.sizes != "" {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("fleet prove tests one size (-s); --plot, --all and --sizes are bw's")}
+	}
+	cl, err := fleetCloud(cloud)
+	if err != nil {
+		return &exitError{code: ExitUnknown, err: err}
 	}
 	cfg, _, err := bf.config(g)
 	if err != nil {
@@ -132,7 +139,7 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 	}
 	pc := fleet.ProveConfig{Options: opt, Port: bf.port,
 		Doctor: func(ctx context.Context) (*erdma.Report, error) {
-			return runDoctorOn(ctx, g.root, defaultDoctorFlags().options(), nil)
+			return runDoctorOn(ctx, g.root, defaultDoctorFlags().options(), cl)
 		},
 	}
 	// A host without an RDMA device still reports its doctor; the mesh

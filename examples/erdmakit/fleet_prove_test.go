@@ -14,8 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/erdmakit/erdmakit/eri"
 	"github.com/erdmakit/erdmakit/fleet"
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/ecsfake"
 	"github.com/erdmakit/erdmakit/internal/slurmtest"
 )
 
@@ -218,4 +220,51 @@ func testFleetProveInterrupted(t *testing.T, bin string) {
 	assert.Empty(t, p.Culprits)
 	assert.Contains(t, errb.String(), "interrupted")
 	t.Logf("SIGINT to exit: %v", took)
+}
+
+// TestFleetProveCloud: issue 54 item 3. fleet prove takes fleet doctor's
+// --cloud: each rank's doctor checks its ERIs against the ECS API. The host
+// is a recording made with record --cloud against a fake ECS endpoint whose
+// two ERIs share NetworkCardIndex 1 (a replay reads the recorded answer,
+// asking nothing); with --cloud on the proof names the host and the
+// doctor's fix, without --cloud (off, fleet doctor's default) the cloud
+// checks do not run. A bad --cloud is refused (exit 3).
+func TestFleetProveCloud(t *testing.T) {
+	f, flags := eriEnv(t)
+	for i, mac := range []string{"00:16:3e:2f:37:75", "00:16:3e:2f:37:76"} {
+		f.AddENI(ecsfake.ENI{ID: fmt.Sprintf("eni-eri%d", i), MAC: mac, Type: "Secondary", Mode: "HighPerformance",
+			Status: "InUse", InstanceID: "i-cli", CardIndex: 1, DeviceIndex: i + 1})
+	}
+	rec := filepath.Join(t.TempDir(), "h.tar.gz")
+	code, _, stderr := runCLI(append([]string{"record", "--cloud", "--out", rec}, flags...)...)
+	require.Equal(t, ExitOK, code, stderr)
+	t.Setenv(eri.EndpointEnv, "http://127.0.0.1:1") // a replay asks nothing
+	prove := func(cloud ...string) (fleet.Proof, string) {
+		t.Helper()
+		args := []string{"fleet", "prove", "--rank", "0", "--ranks", "1", "--rendezvous", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+			"--root", rec, "--no-nccl", "--json"}
+		_, out, stderr := runCLI(append(args, cloud...)...)
+		var p fleet.Proof
+		require.NoError(t, json.Unmarshal([]byte(out), &p), "%s\n%s", out, stderr)
+		return p, out
+	}
+	p, out := prove("--cloud", "on")
+	assert.Contains(t, out, "eni-eri0 and eni-eri1 on NetworkCardIndex 1")
+	found := false
+	for _, c := range p.Culprits {
+		if c.FixFrom == "network-card-channel" {
+			found = true
+			assert.Equal(t, []int{0}, c.Ranks)
+			assert.Contains(t, c.Fix, "erdmakit eri attach")
+		}
+	}
+	assert.True(t, found, "%+v", p.Culprits)
+	assert.Equal(t, fleet.Broken, p.Verdict)
+
+	_, out = prove()
+	assert.NotContains(t, out, "on NetworkCardIndex 1", "without --cloud the cloud checks do not run")
+
+	code, _, stderr = runCLI("fleet", "prove", "--rank", "0", "--ranks", "1", "--cloud", "sometimes")
+	assert.Equal(t, ExitUnknown, code)
+	assert.Contains(t, stderr, `--cloud "sometimes": want auto, on or off`)
 }
