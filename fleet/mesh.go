@@ -130,6 +130,15 @@ type MeshOptions struct {
 	PairTimeout time.Duration
 	// Progress, when set, is called after each round.
 	Progress func(round, rounds int, results []PairResult)
+	// FullMesh tests every pair (n-1 rounds); false: the screen
+	// (ScreenSchedule: a ring and ScreenMatchings random perfect matchings,
+	// a constant number of rounds), unless the full mesh is as short.
+	FullMesh bool
+	// ScreenMatchings is the screen's number of random perfect matchings
+	// (DefaultScreenMatchings when 0).
+	ScreenMatchings int
+	// Seed draws the screen's matchings (the same seed, the same pairs).
+	Seed int64
 }
 
 func (o MeshOptions) withDefaults() MeshOptions {
@@ -151,8 +160,13 @@ type MeshReport struct {
 	Hosts  []string        `json:"hosts"` // mesh positions: Matrix and pairs index this
 	// Ranks maps a mesh position to the launcher rank (ranks that never
 	// joined have no position); nil when positions are ranks.
-	Ranks  []int `json:"ranks,omitempty"`
-	Rounds int   `json:"rounds"`
+	Ranks []int `json:"ranks,omitempty"`
+	// Schedule is ScheduleScreen or ScheduleFull; Rounds are its rounds.
+	Schedule string `json:"schedule"`
+	Rounds   int    `json:"rounds"`
+	// SecondPassRounds are the rounds of the second pass (disjoint pairs
+	// in parallel): the whole mesh took Rounds + SecondPassRounds rounds.
+	SecondPassRounds int `json:"second_pass_rounds"`
 	// RoundsDone are the rounds run to their end: Rounds unless
 	// interrupted (then Results holds every pair measured, those of the
 	// round cut short included).
@@ -190,14 +204,16 @@ type Culprit struct {
 	Evidence []string `json:"evidence"`
 }
 
-// RunMesh tests every pair of hosts once, in rounds of disjoint pairs run in
-// parallel, then gives the outliers a second pass against known-good hosts to
-// tell a bad host from a bad link.
+// RunMesh tests pairs of hosts in rounds of disjoint pairs run in parallel
+// (the screen, or every pair once with opt.FullMesh), then gives the
+// outliers a second pass against known-good hosts to tell a bad host from a
+// bad link.
 func RunMesh(ctx context.Context, hosts []string, t PairTester, opt MeshOptions) *MeshReport {
 	opt = opt.withDefaults()
 	n := len(hosts)
 	rep := &MeshReport{Hosts: hosts, ExpectGbps: opt.ExpectGbps, Status: health.OK}
-	rounds := Schedule(n)
+	var rounds [][]Pair
+	rep.Schedule, rounds = meshSchedule(n, opt)
 	rep.Rounds = len(rounds)
 	for r, round := range rounds {
 		if ctx.Err() != nil {
@@ -406,16 +422,18 @@ func analyze(ctx context.Context, rep *MeshReport, t PairTester, opt MeshOptions
 			refs = append(refs, h)
 		}
 	}
-	hostMedian := func(h int) float64 {
-		var v []float64
-		for _, r := range rep.Results {
-			if (r.Server == h || r.Client == h) && r.Error == "" {
-				v = append(v, r.Gbps)
-			}
+	byHost := make([][]float64, n)
+	for _, r := range rep.Results {
+		if r.Error == "" {
+			byHost[r.Server] = append(byHost[r.Server], r.Gbps)
+			byHost[r.Client] = append(byHost[r.Client], r.Gbps)
 		}
-		return median(v)
 	}
-	sort.SliceStable(refs, func(i, j int) bool { return hostMedian(refs[i]) > hostMedian(refs[j]) })
+	hostMedian := make([]float64, n)
+	for h := range hostMedian {
+		hostMedian[h] = median(byHost[h])
+	}
+	sort.SliceStable(refs, func(i, j int) bool { return hostMedian[refs[i]] > hostMedian[refs[j]] })
 
 	// Second pass, step 1: each suspect host against a reference.
 	hostOK := make(map[int]*PairResult)
@@ -425,7 +443,7 @@ func analyze(ctx context.Context, rep *MeshReport, t PairTester, opt MeshOptions
 			hostTests = append(hostTests, Pair{Server: refs[(len(hostTests))%len(refs)], Client: h})
 		}
 	}
-	for _, r := range runDisjoint(ctx, t, hostTests, opt.PairTimeout) {
+	for _, r := range rep.runDisjoint(ctx, t, hostTests, opt.PairTimeout) {
 		rep.SecondPass = append(rep.SecondPass, r)
 		rr := r
 		hostOK[r.Client] = &rr
@@ -442,7 +460,7 @@ func analyze(ctx context.Context, rep *MeshReport, t PairTester, opt MeshOptions
 				Hosts: []string{rep.Hosts[h]}, Ranks: []int{h},
 				Reason: "slow against a known-good host too",
 				Evidence: append([]string{fmt.Sprintf("second pass with %s: %s", rep.Hosts[r.Server], why)},
-					outlierEvidence(rep, outliers, h)...),
+					outlierEvidence(rep, outliers, h, tests[h])...),
 			})
 		}
 	}
@@ -459,7 +477,7 @@ func analyze(ctx context.Context, rep *MeshReport, t PairTester, opt MeshOptions
 		}
 		linkTests = append(linkTests, r.Pair)
 	}
-	for _, r := range runDisjoint(ctx, t, linkTests, opt.PairTimeout) {
+	for _, r := range rep.runDisjoint(ctx, t, linkTests, opt.PairTimeout) {
 		rep.SecondPass = append(rep.SecondPass, r)
 		first := findResult(outliers, r.Pair)
 		if bad, why := rep.low(r, opt); bad {
@@ -484,7 +502,7 @@ func analyze(ctx context.Context, rep *MeshReport, t PairTester, opt MeshOptions
 
 // runDisjoint runs pairs in as few batches of host-disjoint pairs as a greedy
 // pass finds, each batch in parallel.
-func runDisjoint(ctx context.Context, t PairTester, pairs []Pair, timeout time.Duration) []PairResult {
+func (rep *MeshReport) runDisjoint(ctx context.Context, t PairTester, pairs []Pair, timeout time.Duration) []PairResult {
 	var out []PairResult
 	left := pairs
 	for len(left) > 0 && ctx.Err() == nil {
@@ -499,6 +517,7 @@ func runDisjoint(ctx context.Context, t PairTester, pairs []Pair, timeout time.D
 			batch = append(batch, p)
 		}
 		out = append(out, runBatch(ctx, t, batch, 2, 0, timeout)...)
+		rep.SecondPassRounds++
 		left = rest
 	}
 	return out
@@ -523,7 +542,7 @@ func firstError(rs []PairResult, h int) string {
 }
 
 // outlierEvidence lists up to three first-pass outliers involving h.
-func outlierEvidence(rep *MeshReport, outliers []PairResult, h int) []string {
+func outlierEvidence(rep *MeshReport, outliers []PairResult, h, tests int) []string {
 	var ev []string
 	count := 0
 	for _, r := range outliers {
@@ -540,7 +559,7 @@ func outlierEvidence(rep *MeshReport, outliers []PairResult, h int) []string {
 		}
 	}
 	if count > len(ev) {
-		ev = append(ev, fmt.Sprintf("... %d of its %d mesh tests were outliers", count, len(rep.Hosts)-1))
+		ev = append(ev, fmt.Sprintf("... %d of its %d mesh tests were outliers", count, tests))
 	}
 	return ev
 }

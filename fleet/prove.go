@@ -211,7 +211,12 @@ func proveRank0(ctx context.Context, me Rank, addr string, cfg ProveConfig, opt 
 			}
 			progress(ProveProgress{Stage: StageMesh, Done: round, Total: rounds, Message: fmt.Sprintf("round %d/%d done (%d pairs)", round, rounds, len(res))})
 		}
-		progress(ProveProgress{Stage: StageMesh, Total: len(Schedule(len(ranks))), Message: fmt.Sprintf("%d hosts, %d pairs", len(ranks), len(ranks)*(len(ranks)-1)/2)})
+		sched, rounds := meshSchedule(len(ranks), mopt)
+		pairs := 0
+		for _, r := range rounds {
+			pairs += len(r)
+		}
+		progress(ProveProgress{Stage: StageMesh, Total: len(rounds), Message: fmt.Sprintf("%d hosts, %d pairs in %d rounds (%s)", len(ranks), pairs, len(rounds), sched)})
 		rep := RunMesh(ctx, hosts, nt, mopt)
 		for _, list := range [][]Culprit{rep.BadHosts, rep.BadLinks, rep.DeadHosts} {
 			for i := range list {
