@@ -162,7 +162,9 @@ type MeshReport struct {
 	// joined have no position); nil when positions are ranks.
 	Ranks []int `json:"ranks,omitempty"`
 	// Schedule is ScheduleScreen or ScheduleFull; Rounds are its rounds.
+	// Seed drew the screen's matchings (MeshOptions.Seed repeats them).
 	Schedule string `json:"schedule"`
+	Seed     int64  `json:"seed"`
 	Rounds   int    `json:"rounds"`
 	// SecondPassRounds are the rounds of the second pass (disjoint pairs
 	// in parallel): the whole mesh took Rounds + SecondPassRounds rounds.
@@ -214,6 +216,7 @@ func RunMesh(ctx context.Context, hosts []string, t PairTester, opt MeshOptions)
 	rep := &MeshReport{Hosts: hosts, ExpectGbps: opt.ExpectGbps, Status: health.OK}
 	var rounds [][]Pair
 	rep.Schedule, rounds = meshSchedule(n, opt)
+	rep.Seed = opt.Seed
 	rep.Rounds = len(rounds)
 	for r, round := range rounds {
 		if ctx.Err() != nil {

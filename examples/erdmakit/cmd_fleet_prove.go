@@ -87,6 +87,7 @@ func newFleetProveCmd(g *globals) *cobra.Command {
 	var nf proveNCCLFlags
 	var reportFile string
 	var cloud eri.CloudOptions
+	var sf meshScheduleFlags
 	c := &cobra.Command{
 		Use:   "prove [flags] [-- nccl-tests flags]",
 		Short: "One verdict for the cluster: doctor on every host, bw mesh over every pair and ERI, NCCL all_reduce; proven/degraded/broken",
@@ -104,7 +105,7 @@ Exit: 0 proven, 1 degraded, 2 broken, 3 could not run or interrupted (what was r
   srun -N 16 --ntasks-per-node=1 erdmakit fleet prove --json > proof.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bf.progress = false
-			return runFleetProve(cmd.Context(), g, bf, &ff, &nf, &cloud, args, reportFile)
+			return runFleetProve(cmd.Context(), g, bf, &ff, &nf, &cloud, &sf, args, reportFile)
 		},
 	}
 	bf.add(c, true)
@@ -118,10 +119,11 @@ Exit: 0 proven, 1 degraded, 2 broken, 3 could not run or interrupted (what was r
 	nf.add(c)
 	c.Flags().StringVar(&reportFile, "report", "", "also write the proof as one self-contained HTML page (erdmakit report's) to FILE.html")
 	addFleetCloudFlags(c, &cloud)
+	sf.add(c)
 	return c
 }
 
-func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags, nf *proveNCCLFlags, cloud *eri.CloudOptions, args []string, reportFile string) error {
+func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags, nf *proveNCCLFlags, cloud *eri.CloudOptions, sf *meshScheduleFlags, args []string, reportFile string) error {
 	if bf.plot != "" || bf.all || bf.sizes != "" {
 		return &exitError{code: ExitUnknown, err: fmt.Errorf("fleet prove tests one size (-s); --plot, --all and --sizes are bw's")}
 	}
@@ -160,6 +162,7 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 
 	progress := func(format string, a ...any) { fmt.Fprintf(g.stderr, "fleet prove: "+format+"\n", a...) }
 	pc.Mesh = fleet.MeshOptions{ExpectGbps: bf.expect}
+	sf.apply(&pc.Mesh)
 	if links != nil {
 		pc.Mesh.ExpectGbps = bf.expectation(ctx, g, "fleet prove: mesh", links, false)
 	}
