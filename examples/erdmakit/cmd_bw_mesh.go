@@ -81,17 +81,19 @@ type meshScheduleFlags struct {
 	full      bool
 	matchings int
 	seed      int64
+	timeout   time.Duration
 }
 
 func (f *meshScheduleFlags) add(c *cobra.Command) {
 	fl := c.Flags()
 	fl.BoolVar(&f.full, "full-mesh", false, "test every pair of hosts (n-1 rounds) instead of the screen (a ring and --screen-matchings random matchings, a constant number of rounds, then the suspects against known-good hosts)")
 	fl.IntVar(&f.matchings, "screen-matchings", fleet.DefaultScreenMatchings, "the screen's random perfect matchings: each host meets this many partners plus its two ring neighbours")
+	fl.DurationVar(&f.timeout, "pair-timeout", 2*time.Minute, "how long a pair test may take before its hosts are judged dead or hung")
 	fl.Int64Var(&f.seed, "mesh-seed", -1, "seed of the screen's matchings (the report's \"seed\" repeats a run's pairs; -1: a new one each run)")
 }
 
 func (f *meshScheduleFlags) apply(o *fleet.MeshOptions) {
-	o.FullMesh, o.ScreenMatchings, o.Seed = f.full, f.matchings, f.seed
+	o.FullMesh, o.ScreenMatchings, o.Seed, o.PairTimeout = f.full, f.matchings, f.seed, f.timeout
 	if f.seed < 0 {
 		o.Seed = time.Now().UnixNano() & math.MaxInt32
 	}
