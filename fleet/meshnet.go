@@ -118,11 +118,10 @@ func work(ctx context.Context, conn *peerConn, w Worker, idle time.Duration) err
 				_ = send(res)
 			}()
 		case "stop":
+			// Stopped, it stays listed until it has ended: the next serve
+			// task waits for its port.
 			if s, ok := serving[t.ID]; ok {
 				s.stop()
-				delete(serving, t.ID)
-				wg.Add(1)
-				go func() { defer wg.Done(); <-s.done }()
 			}
 		case "client":
 			cctx, cancelClient := ctx, context.CancelFunc(func() {})
@@ -296,8 +295,9 @@ func (nt *netTester) runClient(ctx context.Context, pos int, serverIP string, po
 		return PairResult{Error: "client " + m.Host + ": " + err.Error(), Fault: FaultClient}
 	}
 	r, err := await(ctx, m, id, func(r TaskResult) bool { return r.Done })
+	var ne net.Error
 	switch {
-	case err != nil && ctx.Err() == nil:
+	case err != nil && ctx.Err() == nil && !(errors.As(err, &ne) && ne.Timeout()):
 		// Not a timeout: the member's connection broke (its process ended).
 		return PairResult{Error: "client " + m.Host + ": " + err.Error(), Fault: FaultClient}
 	case err != nil:
@@ -347,15 +347,7 @@ func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, o
 	}
 	uniqueNames(hosts, ranks)
 	rep := RunMesh(ctx, hosts, nt, mopt)
-	// Culprits name mesh positions; report launcher ranks.
-	for _, list := range [][]Culprit{rep.BadHosts, rep.BadLinks, rep.DeadHosts} {
-		for i := range list {
-			for j, idx := range list[i].Ranks {
-				list[i].Ranks[j] = ranks[idx]
-			}
-		}
-	}
-	rep.Ranks = ranks
+	rep.toRanks(ranks)
 	rep.Authenticated = opt.Authenticated
 	for _, m := range g.Members {
 		_ = m.Conn.Send(ctx, msgBye, struct{}{})

@@ -218,14 +218,8 @@ func proveRank0(ctx context.Context, me Rank, addr string, cfg ProveConfig, opt 
 		}
 		progress(ProveProgress{Stage: StageMesh, Total: len(rounds), Message: fmt.Sprintf("%d hosts, %d pairs in %d rounds (%s)", len(ranks), pairs, len(rounds), sched)})
 		rep := RunMesh(ctx, hosts, nt, mopt)
-		for _, list := range [][]Culprit{rep.BadHosts, rep.BadLinks, rep.DeadHosts} {
-			for i := range list {
-				for k, idx := range list[i].Ranks {
-					list[i].Ranks[k] = ranks[idx]
-				}
-			}
-		}
-		rep.Ranks, rep.Authenticated = ranks, opt.Authenticated
+		rep.toRanks(ranks)
+		rep.Authenticated = opt.Authenticated
 		if rep.Results == nil {
 			rep.Results = []PairResult{}
 		}
