@@ -60,20 +60,9 @@ func (c *peerConn) recvAny(ctx context.Context, timeout time.Duration) (wireFram
 // port is free, so a port in use is never left behind by rank 0's timeouts.
 func work(ctx context.Context, conn *peerConn, w Worker, idle time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	m := &memberTasks{w: w, conn: conn, ctx: ctx, serving: map[int]serveTask{}}
+	defer m.wg.Wait()
 	defer cancel() // before the wait: it ends the serve tasks still running
-	type serveTask struct {
-		stop context.CancelFunc
-		done chan struct{}
-	}
-	serving := map[int]serveTask{}
-	var mu sync.Mutex // serializes sends from the serve goroutines and the loop
-	send := func(r TaskResult) error {
-		mu.Lock()
-		defer mu.Unlock()
-		return conn.Send(ctx, msgResult, r)
-	}
 	for {
 		f, err := conn.recvAny(ctx, idle)
 		if err != nil {
@@ -96,48 +85,83 @@ func work(ctx context.Context, conn *peerConn, w Worker, idle time.Duration) err
 		if err := json.Unmarshal(f.Payload, &t); err != nil {
 			return fmt.Errorf("fleet: undecodable task: %w", err)
 		}
-		switch t.Kind {
-		case "serve":
-			for id, s := range serving {
-				s.stop()
-				<-s.done
-				delete(serving, id)
-			}
-			sctx, stop := context.WithCancel(ctx)
-			s := serveTask{stop: stop, done: make(chan struct{})}
-			serving[t.ID] = s
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				err := w.Serve(sctx, t.Port, func() { _ = send(TaskResult{ID: t.ID, Ready: true}) })
-				close(s.done) // the port is free
-				res := TaskResult{ID: t.ID, Done: true}
-				if err != nil {
-					res.Error = err.Error()
-				}
-				_ = send(res)
-			}()
-		case "stop":
-			// Stopped, it stays listed until it has ended: the next serve
-			// task waits for its port.
-			if s, ok := serving[t.ID]; ok {
-				s.stop()
-			}
-		case "client":
-			cctx, cancelClient := ctx, context.CancelFunc(func() {})
-			if t.TimeoutMS > 0 {
-				// The test ends when rank 0 stops waiting for it.
-				cctx, cancelClient = context.WithTimeout(ctx, time.Duration(t.TimeoutMS)*time.Millisecond)
-			}
-			r := w.Client(cctx, t.Host, t.Port)
-			cancelClient()
-			if err := send(TaskResult{ID: t.ID, Done: true, Result: &r}); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("fleet: unknown task kind %q", t.Kind)
+		if err := m.run(t); err != nil {
+			return err
 		}
 	}
+}
+
+// serveTask is a serve task running on a member.
+type serveTask struct {
+	stop context.CancelFunc
+	done chan struct{} // closed when its Serve has returned: the port is free
+}
+
+// memberTasks runs a member's tasks.
+type memberTasks struct {
+	w       Worker
+	conn    *peerConn
+	ctx     context.Context
+	wg      sync.WaitGroup
+	mu      sync.Mutex // serializes sends from the serve goroutines and the loop
+	serving map[int]serveTask
+}
+
+func (m *memberTasks) send(r TaskResult) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.conn.Send(m.ctx, msgResult, r)
+}
+
+// run runs one task: a serve task in the background, a client task to its
+// end (bounded by the task's timeout).
+func (m *memberTasks) run(t Task) error {
+	switch t.Kind {
+	case "serve":
+		m.serve(t)
+	case "stop":
+		// Stopped, it stays listed until it has ended: the next serve
+		// task waits for its port.
+		if s, ok := m.serving[t.ID]; ok {
+			s.stop()
+		}
+	case "client":
+		cctx, cancel := m.ctx, context.CancelFunc(func() {})
+		if t.TimeoutMS > 0 {
+			// The test ends when rank 0 stops waiting for it.
+			cctx, cancel = context.WithTimeout(m.ctx, time.Duration(t.TimeoutMS)*time.Millisecond)
+		}
+		r := m.w.Client(cctx, t.Host, t.Port)
+		cancel()
+		return m.send(TaskResult{ID: t.ID, Done: true, Result: &r})
+	default:
+		return fmt.Errorf("fleet: unknown task kind %q", t.Kind)
+	}
+	return nil
+}
+
+// serve starts a serve task once every earlier one has ended (whose stop
+// was lost to a timed-out test): its port is then free.
+func (m *memberTasks) serve(t Task) {
+	for id, s := range m.serving {
+		s.stop()
+		<-s.done
+		delete(m.serving, id)
+	}
+	sctx, stop := context.WithCancel(m.ctx)
+	s := serveTask{stop: stop, done: make(chan struct{})}
+	m.serving[t.ID] = s
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		err := m.w.Serve(sctx, t.Port, func() { _ = m.send(TaskResult{ID: t.ID, Ready: true}) })
+		close(s.done)
+		res := TaskResult{ID: t.ID, Done: true}
+		if err != nil {
+			res.Error = err.Error()
+		}
+		_ = m.send(res)
+	}()
 }
 
 // netTester runs pair tests over the rendezvous connections; rank 0 takes
