@@ -68,6 +68,10 @@ type Var struct {
 // change the fields that differ. Argv turns it into the launcher's argv.
 type Command struct {
 	Launcher Launcher
+	// GraphOrder is the net dev order the graph file it passes was written
+	// for (EnvAdvice.GraphOrder, set by ApplyAdvice): the run's diagnosis
+	// checks it against the NCCL version that ran. "" when none.
+	GraphOrder string
 	// Program is the launcher's path; "" means Launcher's name on PATH.
 	Program string
 	// Hosts (the -H list) or Hostfile; exactly one of them for mpirun, and
@@ -231,6 +235,7 @@ func (c *Command) ApplyAdvice(a *EnvAdvice) error {
 			return fmt.Errorf("%w: the graph file %s puts %d GPUs in each channel but the command runs %d ranks per host: "+
 				"run %d ranks per host or leave the graph out", ErrBadCommand, path, n, c.RanksPerHost, n)
 		}
+		c.GraphOrder = a.GraphOrder
 	}
 	for _, v := range a.Vars {
 		if c.hasEnv(v.Name) {

@@ -42,6 +42,23 @@ type EnvAdvice struct {
 	Graph *Graphs `json:"graph,omitempty"`
 	// Notes are advice that needs a choice from the user (not a problem).
 	Notes []string `json:"notes,omitempty"`
+	// GraphOrder is the net dev order Graph's ids follow: OrderPCI or
+	// OrderList (see NetDevOrder); "" without a graph.
+	GraphOrder string `json:"graph_order,omitempty"`
+}
+
+// Net dev orders (EnvAdvice.GraphOrder).
+const (
+	OrderPCI  = "pci"  // by PCI bus id: NCCL >= 2.29.7
+	OrderList = "list" // libibverbs' device list: older NCCL
+)
+
+// OrderOf is the net dev order of NCCL version (PCIOrder).
+func OrderOf(version string) string {
+	if PCIOrder(version) {
+		return OrderPCI
+	}
+	return OrderList
 }
 
 // GDRMode says whether NCCL_NET_GDR_LEVEL should be advised.
@@ -130,7 +147,7 @@ func (a *EnvAdvice) graph(inv *erdma.Inventory, path, version string) {
 		}
 		return
 	}
-	a.Graph = g
+	a.Graph, a.GraphOrder = g, OrderOf(version)
 	what := fmt.Sprintf("%d eRDMA NICs (%s) at equal distance: NCCL puts every GPU on the first", len(p.NICs), strings.Join(p.NICs, ", "))
 	if path == "" {
 		a.Notes = append(a.Notes, what+"; --graph-file PATH writes a graph giving each NIC a channel with all "+

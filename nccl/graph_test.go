@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/nccl/ncclog"
 )
 
 // runbookGraph is the erdma-controller runbook's published graph
@@ -416,4 +418,32 @@ func TestIBHCAIsAnExactMatch(t *testing.T) {
 	assert.Contains(t, hca, "erdma_1:1,")
 	assert.Contains(t, hca, "erdma_10:1")
 	assert.Equal(t, []string{"erdma_0", "erdma_1"}, HCANames("^=erdma_0:1,erdma_1"))
+}
+
+// TestRunDiagnosesAGraphForTheOtherOrder: issue 54 item 4, the version the
+// run's log shows. A graph written for NCCL >= 2.29.7's PCI order
+// (src/transport/net_ib/init.cc line 484 at 5067397) run under NCCL 2.27.3,
+// which numbers its devices in libibverbs' order, is a warning with the
+// fix; under 2.30.7 nothing is said.
+func TestRunDiagnosesAGraphForTheOtherOrder(t *testing.T) {
+	inv := host()
+	inv.GPU.Count = 8
+	inv.Devices[0].UVerbs, inv.Devices[0].PCIAddress = "uverbs0", "0000:b1:00.0"
+	inv.Devices[1].UVerbs, inv.Devices[1].PCIAddress = "uverbs1", "0000:3b:00.0"
+	a := AdviseEnv(inv, EnvOptions{GraphFile: "/etc/g.xml", NCCL: []NCCLInstall{{Version: "2.29.7"}}})
+	require.Equal(t, OrderPCI, a.GraphOrder)
+	c := DefaultCommand()
+	require.NoError(t, c.ApplyAdvice(a))
+	assert.Equal(t, OrderPCI, c.GraphOrder)
+	run := func(v string) map[string]health.Finding {
+		res := &TestResult{NCCL: &ncclog.Summary{NCCLVersion: v}, Rows: []Row{{Size: 1 << 20}}}
+		return byFindingID(DiagnoseRun(&RunResult{Result: res, GraphOrder: c.GraphOrder, Env: c.Vars()}, Expectation{}))
+	}
+	f, ok := run("2.27.3")["nccl-graph-order"]
+	require.True(t, ok)
+	assert.Equal(t, health.Warn, f.Severity)
+	assert.Contains(t, f.Summary, "NCCL 2.27.3 numbers its IB devices in NCCL 2.27.3's order: libibverbs' device list")
+	assert.Contains(t, f.Remediation, "erdmakit nccl env --nccl-version 2.27.3 --graph-file PATH")
+	_, ok = run("2.30.7")["nccl-graph-order"]
+	assert.False(t, ok)
 }

@@ -68,6 +68,9 @@ type RunResult struct {
 	// Warnings are NCCL variables the launcher's caller set to another
 	// value than Env's (Command.EnvConflicts): the ranks got Env's.
 	Warnings []string `json:"warnings,omitempty"`
+	// GraphOrder is Command.GraphOrder: the net dev order of the graph
+	// file the run passed ("" when none).
+	GraphOrder string `json:"graph_order,omitempty"`
 }
 
 // Run builds c's argv and runs it (see RunArgv).
@@ -91,6 +94,7 @@ func Run(ctx context.Context, c Command, opts RunOptions) (*RunResult, error) {
 			environ = os.Environ()
 		}
 		res.Warnings = c.EnvConflicts(environ)
+		res.GraphOrder = c.GraphOrder
 	}
 	return res, err
 }
