@@ -116,4 +116,5 @@ func TestSrunGivesErdmakitsValuesOverTheCallersEnv(t *testing.T) {
 	assert.Contains(t, w[0], "=erdma_0:1")
 	assert.Contains(t, w[1], "NCCL_DEBUG=WARN")
 	assert.Equal(t, w, res.Warnings)
+	assert.Equal(t, w, NewRunReport(res, Expectation{}).EnvWarnings, "nccl run --json and fleet prove's NCCL stage carry them")
 }
