@@ -201,6 +201,22 @@ func differences(byCheck map[string]map[string]checkCell, order []string, report
 	return out
 }
 
+// localReport is this rank's HostReport: its doctor's report, or why there
+// is none.
+func localReport(ctx context.Context, rank int, host string, doctor DoctorFunc) HostReport {
+	hr := HostReport{Rank: rank, Host: host}
+	if doctor == nil {
+		hr.Error = "no doctor given"
+		return hr
+	}
+	rep, err := doctor(ctx)
+	if err != nil {
+		hr.Error = err.Error()
+	}
+	hr.Report = rep
+	return hr
+}
+
 // DoctorFunc runs the doctor on the local host.
 type DoctorFunc func(ctx context.Context) (*erdma.Report, error)
 
@@ -239,15 +255,7 @@ func (o Options) withDefaults() Options {
 // theirs. addr is the rendezvous address; rank 0 listens on its port.
 func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt Options) (*FleetReport, error) {
 	opt = opt.withDefaults()
-	local := func() HostReport {
-		hr := HostReport{Rank: me.Rank, Host: opt.Hostname}
-		rep, err := doctor(ctx)
-		if err != nil {
-			hr.Error = err.Error()
-		}
-		hr.Report = rep
-		return hr
-	}
+	local := func() HostReport { return localReport(ctx, me.Rank, opt.Hostname, doctor) }
 	if me.Rank != 0 {
 		conn, err := joinJob(ctx, me, addr, opt)
 		if err != nil {

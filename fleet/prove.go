@@ -69,16 +69,7 @@ type ProveConfig struct {
 func Prove(ctx context.Context, me Rank, addr string, cfg ProveConfig) (*Proof, error) {
 	opt := cfg.Options.withDefaults()
 	local := func() HostReport {
-		hr := HostReport{Rank: me.Rank, Host: opt.Hostname}
-		if cfg.Doctor != nil {
-			rep, err := cfg.Doctor(ctx)
-			if err != nil {
-				hr.Error = err.Error()
-			}
-			hr.Report = rep
-		} else {
-			hr.Error = "no doctor given"
-		}
+		hr := localReport(ctx, me.Rank, opt.Hostname, cfg.Doctor)
 		if cfg.Worker == nil {
 			hr.NoMesh = noWorkerText(cfg.NoWorker)
 		}
