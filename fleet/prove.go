@@ -323,6 +323,10 @@ func doctorSummary(fr *FleetReport) string {
 
 func meshSummary(m *MeshReport) string {
 	s := fmt.Sprintf("%d pairs of %d hosts in %d rounds, median %.1f Gbit/s", len(m.Results), len(m.Hosts), m.Rounds, m.MedianGbps)
+	if m.Schedule == ScheduleScreen {
+		s = fmt.Sprintf("%d pairs of %d hosts in %d rounds (screen: %d partners each), median %.1f Gbit/s",
+			len(m.Results), len(m.Hosts), m.Rounds, 2*len(m.Results)/max(1, len(m.Hosts)), m.MedianGbps)
+	}
 	if m.ExpectGbps > 0 {
 		s += fmt.Sprintf(" (expected %.1f)", m.ExpectGbps)
 	}
