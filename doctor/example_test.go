@@ -144,7 +144,7 @@ func ExampleNCCLEnv() {
 		fmt.Printf("%s=%s\n", name, v)
 	}
 	// Output:
-	// NCCL_IB_HCA=erdma_0,erdma_1
+	// NCCL_IB_HCA==erdma_0:1,erdma_1:1
 	// NCCL_NET_GDR_LEVEL=PHB
 }
 

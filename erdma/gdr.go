@@ -13,8 +13,9 @@ import (
 // take it from DecideGDRLevel.
 type GDRLevel struct {
 	// Level is the value to export, one of NCCL's path types ("PHB" or
-	// "SYS", smitopo.NCCLPathTypes()); "" when NCCL's default level (PXB)
-	// already covers every GPU.
+	// "SYS", smitopo.NCCLPathTypes()); "" when NCCL's default level
+	// (smitopo.DefaultGDRLevel: PXB, or P2C from NCCL 2.29.2, which take
+	// the same links on a PCIe host) already covers every GPU.
 	Level string `json:"level,omitempty"`
 	// Measured is true when Level comes from the GPU<->eRDMA distances;
 	// false when they are unknown and Level is the SYS fallback.
@@ -28,7 +29,10 @@ type GDRLevel struct {
 	Reason string `json:"reason"`
 }
 
-// ncclDefaultGDRLevel is NCCL's default NCCL_NET_GDR_LEVEL.
+// ncclDefaultGDRLevel is the farthest PCIe path NCCL's default
+// NCCL_NET_GDR_LEVEL takes on an eRDMA host, whichever the version:
+// PXB before 2.29.2; from 2.29.2 P2C (smitopo.DefaultGDRLevel), which adds
+// only PHB paths to a CPU over C2C, absent from PCIe hosts.
 const ncclDefaultGDRLevel = "PXB"
 
 // ncclRank orders NCCL's path types for a GPU<->NIC path, nearest first
@@ -82,7 +86,7 @@ func DecideGDRLevel(g *GPUInfo) GDRLevel {
 		}
 	}
 	if worst == "" {
-		return GDRLevel{Measured: true, Reason: "every GPU's nearest eRDMA device is within NCCL's default GDR level (PXB)"}
+		return GDRLevel{Measured: true, Reason: "every GPU's nearest eRDMA device is within " + smitopo.NCCLDefaultGDRText}
 	}
 	list := far
 	if len(list) > 4 {
@@ -93,7 +97,7 @@ func DecideGDRLevel(g *GPUInfo) GDRLevel {
 		dist = fmt.Sprintf("%s in nvidia-smi's words, %s in NCCL's", worstSMI, worst)
 	}
 	return GDRLevel{Level: worst, Measured: true, Distance: worstSMI, Far: far,
-		Reason: fmt.Sprintf("the GPU<->eRDMA distance is up to %s (%s), beyond NCCL's default GDR level (PXB): "+
+		Reason: fmt.Sprintf("the GPU<->eRDMA distance is up to %s (%s), beyond "+smitopo.NCCLDefaultGDRText+": "+
 			"NCCL uses GPUDirect RDMA there only with NCCL_NET_GDR_LEVEL=%s", dist, strings.Join(list, ", "), worst)}
 }
 

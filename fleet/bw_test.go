@@ -2,13 +2,13 @@ package fleet
 
 import (
 	"context"
-	"github.com/erdmakit/erdmakit/internal/fixture"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/erdmakit/erdmakit/internal/fixture"
 	"github.com/erdmakit/erdmakit/perf"
 )
 

@@ -113,11 +113,7 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 	for i := range reports {
 		reports[i].Host = names[i]
 	}
-	type cell struct {
-		sev     health.Severity
-		summary string
-	}
-	byCheck := map[string]map[string]cell{} // id -> host -> result
+	byCheck := map[string]map[string]checkCell{} // id -> host -> result
 	var order []string
 	for _, r := range reports {
 		hs := HostSummary{Rank: r.Rank, Host: r.Host, Problems: []string{}}
@@ -133,10 +129,10 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 			fr.Status = health.Worst(fr.Status, r.Report.Status)
 			for _, f := range r.Report.Findings {
 				if byCheck[f.ID] == nil {
-					byCheck[f.ID] = map[string]cell{}
+					byCheck[f.ID] = map[string]checkCell{}
 					order = append(order, f.ID)
 				}
-				byCheck[f.ID][r.Host] = cell{f.Severity, f.Summary}
+				byCheck[f.ID][r.Host] = checkCell{f.Severity, f.Summary}
 				if f.Severity == health.Warn || f.Severity == health.Fail {
 					hs.Problems = append(hs.Problems, f.ID)
 				}
@@ -159,6 +155,21 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 			reporting++
 		}
 	}
+	fr.Differences = append(fr.Differences, differences(byCheck, order, reporting)...)
+	return fr
+}
+
+// checkCell is one host's result of one check.
+type checkCell struct {
+	sev     health.Severity
+	summary string
+}
+
+// differences are the checks (in order) whose result is not the same on
+// every one of the reporting hosts, hosts grouped by result, smallest
+// group first.
+func differences(byCheck map[string]map[string]checkCell, order []string, reporting int) []Difference {
+	var out []Difference
 	for _, id := range order {
 		hosts := byCheck[id]
 		groups := map[health.Severity]*SeverityGroup{}
@@ -185,9 +196,25 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 			}
 			return d.Groups[i].Severity < d.Groups[j].Severity
 		})
-		fr.Differences = append(fr.Differences, d)
+		out = append(out, d)
 	}
-	return fr
+	return out
+}
+
+// localReport is this rank's HostReport: its doctor's report, or why there
+// is none.
+func localReport(ctx context.Context, rank int, host string, doctor DoctorFunc) HostReport {
+	hr := HostReport{Rank: rank, Host: host}
+	if doctor == nil {
+		hr.Error = "no doctor given"
+		return hr
+	}
+	rep, err := doctor(ctx)
+	if err != nil {
+		hr.Error = err.Error()
+	}
+	hr.Report = rep
+	return hr
 }
 
 // DoctorFunc runs the doctor on the local host.
@@ -228,15 +255,7 @@ func (o Options) withDefaults() Options {
 // theirs. addr is the rendezvous address; rank 0 listens on its port.
 func RunDoctor(ctx context.Context, me Rank, addr string, doctor DoctorFunc, opt Options) (*FleetReport, error) {
 	opt = opt.withDefaults()
-	local := func() HostReport {
-		hr := HostReport{Rank: me.Rank, Host: opt.Hostname}
-		rep, err := doctor(ctx)
-		if err != nil {
-			hr.Error = err.Error()
-		}
-		hr.Report = rep
-		return hr
-	}
+	local := func() HostReport { return localReport(ctx, me.Rank, opt.Hostname, doctor) }
 	if me.Rank != 0 {
 		conn, err := joinJob(ctx, me, addr, opt)
 		if err != nil {

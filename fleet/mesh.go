@@ -76,7 +76,30 @@ type PairResult struct {
 	Gbps    float64        `json:"gbps"` // over all devices of the pair
 	Devices []DeviceResult `json:"devices,omitempty"`
 	Error   string         `json:"error,omitempty"`
-	Seconds float64        `json:"seconds"`
+	// Fault is the end an error is known to come from: FaultServer (it did
+	// not serve: its port in use, no answer when asked to serve) or
+	// FaultClient (its connection to rank 0 broke); empty when either end
+	// may be at fault. The judge counts a fault against that end only.
+	Fault   string  `json:"fault,omitempty"`
+	Seconds float64 `json:"seconds"`
+}
+
+// PairResult.Fault values.
+const (
+	FaultServer = "server"
+	FaultClient = "client"
+)
+
+// blamed returns the hosts a result counts against: both ends, or only
+// the one a failed test's Fault names.
+func (r PairResult) blamed() []int {
+	switch {
+	case r.Error != "" && r.Fault == FaultServer:
+		return []int{r.Server}
+	case r.Error != "" && r.Fault == FaultClient:
+		return []int{r.Client}
+	}
+	return []int{r.Server, r.Client}
 }
 
 // DeviceResult is one device index's share of a pair test (device i of one
@@ -107,6 +130,15 @@ type MeshOptions struct {
 	PairTimeout time.Duration
 	// Progress, when set, is called after each round.
 	Progress func(round, rounds int, results []PairResult)
+	// FullMesh tests every pair (n-1 rounds); false: the screen
+	// (ScreenSchedule: a ring and ScreenMatchings random perfect matchings,
+	// a constant number of rounds), unless the full mesh is as short.
+	FullMesh bool
+	// ScreenMatchings is the screen's number of random perfect matchings
+	// (DefaultScreenMatchings when 0).
+	ScreenMatchings int
+	// Seed draws the screen's matchings (the same seed, the same pairs).
+	Seed int64
 }
 
 func (o MeshOptions) withDefaults() MeshOptions {
@@ -128,8 +160,19 @@ type MeshReport struct {
 	Hosts  []string        `json:"hosts"` // mesh positions: Matrix and pairs index this
 	// Ranks maps a mesh position to the launcher rank (ranks that never
 	// joined have no position); nil when positions are ranks.
-	Ranks      []int   `json:"ranks,omitempty"`
-	Rounds     int     `json:"rounds"`
+	Ranks []int `json:"ranks,omitempty"`
+	// Schedule is ScheduleScreen or ScheduleFull; Rounds are its rounds.
+	// Seed drew the screen's matchings (MeshOptions.Seed repeats them).
+	Schedule string `json:"schedule"`
+	Seed     int64  `json:"seed"`
+	Rounds   int    `json:"rounds"`
+	// SecondPassRounds are the rounds of the second pass (disjoint pairs
+	// in parallel): the whole mesh took Rounds + SecondPassRounds rounds.
+	SecondPassRounds int `json:"second_pass_rounds"`
+	// RoundsDone are the rounds run to their end: Rounds unless
+	// interrupted (then Results holds every pair measured, those of the
+	// round cut short included).
+	RoundsDone int     `json:"rounds_done"`
 	MedianGbps float64 `json:"median_gbps"`
 	ExpectGbps float64 `json:"expect_gbps,omitempty"`
 	// Matrix[i][j] is the Gbit/s measured between hosts i and j (the same
@@ -157,20 +200,25 @@ type MeshReport struct {
 
 // Culprit is a host or link the mesh blames, with why.
 type Culprit struct {
-	Hosts    []string `json:"hosts"` // one host, or the two ends of a link
-	Ranks    []int    `json:"ranks"` // launcher ranks
+	Hosts []string `json:"hosts"` // one host, or the two ends of a link
+	// Ranks are launcher ranks in a job's report (RunMeshJob, Prove);
+	// RunMesh alone, which knows no launcher, gives mesh positions.
+	Ranks    []int    `json:"ranks"`
 	Reason   string   `json:"reason"`
 	Evidence []string `json:"evidence"`
 }
 
-// RunMesh tests every pair of hosts once, in rounds of disjoint pairs run in
-// parallel, then gives the outliers a second pass against known-good hosts to
-// tell a bad host from a bad link.
+// RunMesh tests pairs of hosts in rounds of disjoint pairs run in parallel
+// (the screen, or every pair once with opt.FullMesh), then gives the
+// outliers a second pass against known-good hosts to tell a bad host from a
+// bad link.
 func RunMesh(ctx context.Context, hosts []string, t PairTester, opt MeshOptions) *MeshReport {
 	opt = opt.withDefaults()
 	n := len(hosts)
 	rep := &MeshReport{Hosts: hosts, ExpectGbps: opt.ExpectGbps, Status: health.OK}
-	rounds := Schedule(n)
+	var rounds [][]Pair
+	rep.Schedule, rounds = meshSchedule(n, opt)
+	rep.Seed = opt.Seed
 	rep.Rounds = len(rounds)
 	for r, round := range rounds {
 		if ctx.Err() != nil {
@@ -179,10 +227,14 @@ func RunMesh(ctx context.Context, hosts []string, t PairTester, opt MeshOptions)
 		res := runBatch(ctx, t, round, 1, r+1, opt.PairTimeout)
 		if ctx.Err() != nil {
 			// Interrupted during the round: a test that failed was cut
-			// short, not reached; it says nothing about the hosts.
+			// short, not reached; it says nothing about the hosts. The
+			// round is not done: no progress line says so.
 			res = slices.DeleteFunc(res, func(r PairResult) bool { return r.Error != "" })
+			rep.Results = append(rep.Results, res...)
+			break
 		}
 		rep.Results = append(rep.Results, res...)
+		rep.RoundsDone = r + 1
 		if opt.Progress != nil {
 			opt.Progress(r+1, len(rounds), res)
 		}
@@ -209,7 +261,13 @@ func runBatch(ctx context.Context, t PairTester, pairs []Pair, pass, round int, 
 			select {
 			case r = <-done:
 			case <-pctx.Done():
-				r = PairResult{Error: fmt.Sprintf("no result within %v (host dead or hung)", timeout)}
+				// A tester that respects ctx answers at once with what it
+				// knows (and has released its ends); wait a little for it.
+				select {
+				case r = <-done:
+				case <-time.After(min(timeout, stopGrace)):
+					r = PairResult{Error: fmt.Sprintf("no result within %v (host dead or hung)", timeout)}
+				}
 			}
 			r.Pair, r.Pass, r.Round = p, pass, round
 			if r.Seconds == 0 {
@@ -284,163 +342,205 @@ func (rep *MeshReport) low(r PairResult, opt MeshOptions) (bool, string) {
 	return false, ""
 }
 
+// meshJudge is the judging of one mesh's results: the first pass's
+// counts, then the second pass's tests, each step its own method.
+type meshJudge struct {
+	rep      *MeshReport
+	opt      MeshOptions
+	n        int
+	tests    []int // tests per host (those a known fault lays elsewhere left out)
+	failed   []int // tests that errored per host
+	outliers []PairResult
+	dead     []bool
+	suspect  []bool
+	pending  []PairResult // outliers no prime suspect explains: link candidates
+	hostOK   map[int]*PairResult
+	badHost  []bool
+}
+
 func analyze(ctx context.Context, rep *MeshReport, t PairTester, opt MeshOptions) {
 	n := len(rep.Hosts)
+	j := &meshJudge{rep: rep, opt: opt, n: n, tests: make([]int, n), failed: make([]int, n),
+		dead: make([]bool, n), suspect: make([]bool, n), badHost: make([]bool, n), hostOK: map[int]*PairResult{}}
+	j.firstPass()
+	if len(j.outliers) == 0 {
+		return
+	}
+	j.deadHosts()
+	j.suspects()
+	j.retestHosts(ctx, t, j.references())
+	j.retestLinks(ctx, t)
+	switch {
+	case len(rep.BadHosts) > 0 || len(rep.BadLinks) > 0 || len(rep.DeadHosts) > 0:
+		rep.Status = health.Fail
+	case len(j.outliers) > 0:
+		rep.Status = health.Warn
+	}
+}
+
+// firstPass sets the median and counts each host's tests, failures and
+// outliers.
+func (j *meshJudge) firstPass() {
 	var good []float64
-	for _, r := range rep.Results {
+	for _, r := range j.rep.Results {
 		if r.Error == "" {
 			good = append(good, r.Gbps)
 		}
 	}
-	rep.MedianGbps = median(good)
-
-	tests := make([]int, n)  // tests per host
-	failed := make([]int, n) // tests that errored per host
-	suspect := make([]bool, n)
-	var outliers []PairResult
-	for _, r := range rep.Results {
-		for _, h := range []int{r.Server, r.Client} {
-			tests[h]++
+	j.rep.MedianGbps = median(good)
+	for _, r := range j.rep.Results {
+		// A test that failed through one end's known fault says nothing
+		// about the other end.
+		for _, h := range r.blamed() {
+			j.tests[h]++
 			if r.Error != "" {
-				failed[h]++
+				j.failed[h]++
 			}
 		}
-		if bad, _ := rep.low(r, opt); bad {
-			outliers = append(outliers, r)
+		if bad, _ := j.rep.low(r, j.opt); bad {
+			j.outliers = append(j.outliers, r)
 		}
 	}
-	rep.Outliers = outliers
-	if len(outliers) == 0 {
-		return
-	}
+	j.rep.Outliers = j.outliers
+}
 
-	// A host every one of whose tests failed outright is dead: its partners'
-	// failures are its fault, not theirs.
-	dead := make([]bool, n)
-	for h := 0; h < n; h++ {
-		if tests[h] > 0 && failed[h] == tests[h] && tests[h] > 1 {
-			dead[h] = true
-			rep.DeadHosts = append(rep.DeadHosts, Culprit{
-				Hosts: []string{rep.Hosts[h]}, Ranks: []int{h},
+// deadHosts: a host every one of whose tests failed outright is dead: its
+// partners' failures are its fault, not theirs.
+func (j *meshJudge) deadHosts() {
+	for h := 0; h < j.n; h++ {
+		if j.tests[h] > 1 && j.failed[h] == j.tests[h] {
+			j.dead[h] = true
+			j.rep.DeadHosts = append(j.rep.DeadHosts, Culprit{
+				Hosts: []string{j.rep.Hosts[h]}, Ranks: []int{h},
 				Reason:   "every test with this host failed",
-				Evidence: []string{fmt.Sprintf("%d of %d tests failed, e.g. %s", failed[h], tests[h], firstError(rep.Results, h))},
+				Evidence: []string{fmt.Sprintf("%d of %d tests failed, e.g. %s", j.failed[h], j.tests[h], firstError(j.rep.Results, h))},
 			})
 		}
 	}
-	// A host in outliers with most of its partners is a prime suspect: the
-	// slowness follows it. Other outliers leave both ends suspect (either host,
-	// or the link between them).
-	outl := make([]int, n)
+}
+
+// suspects: a host in outliers with most of its partners is a prime
+// suspect (the slowness follows it). Other outliers leave both ends suspect
+// (either host, or the link between them), or the one end a known fault
+// names.
+func (j *meshJudge) suspects() {
+	outl := make([]int, j.n)
 	var live []PairResult
-	for _, r := range outliers {
-		if dead[r.Server] || dead[r.Client] {
+	for _, r := range j.outliers {
+		if j.dead[r.Server] || j.dead[r.Client] {
 			continue
 		}
 		live = append(live, r)
-		outl[r.Server]++
-		outl[r.Client]++
+		for _, h := range r.blamed() {
+			outl[h]++
+		}
 	}
-	prime := make([]bool, n)
-	for h := 0; h < n; h++ {
-		valid := tests[h] - failed[h]
+	prime := make([]bool, j.n)
+	for h := 0; h < j.n; h++ {
+		valid := j.tests[h] - j.failed[h]
 		prime[h] = outl[h] >= 2 && 2*outl[h] >= valid
-		suspect[h] = prime[h]
+		j.suspect[h] = prime[h]
 	}
-	var pending []PairResult // outliers no prime suspect explains
 	for _, r := range live {
 		if prime[r.Server] || prime[r.Client] {
 			continue
 		}
-		suspect[r.Server], suspect[r.Client] = true, true
-		pending = append(pending, r)
+		if b := r.blamed(); len(b) == 1 {
+			j.suspect[b[0]] = true // its own fault: no link to test
+			continue
+		}
+		j.suspect[r.Server], j.suspect[r.Client] = true, true
+		j.pending = append(j.pending, r)
 	}
+}
 
-	// References: hosts in no outlier, fastest first.
+// references are the hosts in no outlier, fastest first.
+func (j *meshJudge) references() []int {
 	var refs []int
-	for h := 0; h < n; h++ {
-		if !suspect[h] && !dead[h] {
+	for h := 0; h < j.n; h++ {
+		if !j.suspect[h] && !j.dead[h] {
 			refs = append(refs, h)
 		}
 	}
-	hostMedian := func(h int) float64 {
-		var v []float64
-		for _, r := range rep.Results {
-			if (r.Server == h || r.Client == h) && r.Error == "" {
-				v = append(v, r.Gbps)
-			}
+	byHost := make([][]float64, j.n)
+	for _, r := range j.rep.Results {
+		if r.Error == "" {
+			byHost[r.Server] = append(byHost[r.Server], r.Gbps)
+			byHost[r.Client] = append(byHost[r.Client], r.Gbps)
 		}
-		return median(v)
 	}
-	sort.SliceStable(refs, func(i, j int) bool { return hostMedian(refs[i]) > hostMedian(refs[j]) })
+	hostMedian := make([]float64, j.n)
+	for h := range hostMedian {
+		hostMedian[h] = median(byHost[h])
+	}
+	sort.SliceStable(refs, func(a, b int) bool { return hostMedian[refs[a]] > hostMedian[refs[b]] })
+	return refs
+}
 
-	// Second pass, step 1: each suspect host against a reference.
-	hostOK := make(map[int]*PairResult)
+// retestHosts is the second pass's step 1: each suspect host against a
+// reference; still slow, it is a bad host.
+func (j *meshJudge) retestHosts(ctx context.Context, t PairTester, refs []int) {
 	var hostTests []Pair
-	for h := 0; h < n; h++ {
-		if suspect[h] && len(refs) > 0 {
-			hostTests = append(hostTests, Pair{Server: refs[(len(hostTests))%len(refs)], Client: h})
+	for h := 0; h < j.n; h++ {
+		if j.suspect[h] && len(refs) > 0 {
+			hostTests = append(hostTests, Pair{Server: refs[len(hostTests)%len(refs)], Client: h})
 		}
 	}
-	for _, r := range runDisjoint(ctx, t, hostTests, opt.PairTimeout) {
-		rep.SecondPass = append(rep.SecondPass, r)
-		rr := r
-		hostOK[r.Client] = &rr
+	for _, r := range j.rep.runDisjoint(ctx, t, hostTests, j.opt.PairTimeout) {
+		j.rep.SecondPass = append(j.rep.SecondPass, r)
+		j.hostOK[r.Client] = &r
 	}
-	badHost := make([]bool, n)
-	for h := 0; h < n; h++ {
-		r, ok := hostOK[h]
+	for h := 0; h < j.n; h++ {
+		r, ok := j.hostOK[h]
 		if !ok {
 			continue
 		}
-		if bad, why := rep.low(*r, opt); bad {
-			badHost[h] = true
-			rep.BadHosts = append(rep.BadHosts, Culprit{
-				Hosts: []string{rep.Hosts[h]}, Ranks: []int{h},
+		if bad, why := j.rep.low(*r, j.opt); bad {
+			j.badHost[h] = true
+			j.rep.BadHosts = append(j.rep.BadHosts, Culprit{
+				Hosts: []string{j.rep.Hosts[h]}, Ranks: []int{h},
 				Reason: "slow against a known-good host too",
-				Evidence: append([]string{fmt.Sprintf("second pass with %s: %s", rep.Hosts[r.Server], why)},
-					outlierEvidence(rep, outliers, h)...),
+				Evidence: append([]string{fmt.Sprintf("second pass with %s: %s", j.rep.Hosts[r.Server], why)},
+					outlierEvidence(j.rep, j.outliers, h, j.tests[h])...),
 			})
 		}
 	}
+}
 
-	// Step 2: outlier pairs whose both ends were fine with references are
-	// tested again: still slow -> the link; fine now -> transient.
+// retestLinks is step 2: outlier pairs whose both ends were fine with
+// references are tested again: still slow, the link; fine now, transient.
+func (j *meshJudge) retestLinks(ctx context.Context, t PairTester) {
+	rep := j.rep
 	var linkTests []Pair
-	for _, r := range pending {
+	for _, r := range j.pending {
 		a, b := r.Server, r.Client
-		_, testedA := hostOK[a]
-		_, testedB := hostOK[b]
-		if badHost[a] || badHost[b] || !testedA || !testedB {
+		_, testedA := j.hostOK[a]
+		_, testedB := j.hostOK[b]
+		if j.badHost[a] || j.badHost[b] || !testedA || !testedB {
 			continue
 		}
 		linkTests = append(linkTests, r.Pair)
 	}
-	for _, r := range runDisjoint(ctx, t, linkTests, opt.PairTimeout) {
+	for _, r := range rep.runDisjoint(ctx, t, linkTests, j.opt.PairTimeout) {
 		rep.SecondPass = append(rep.SecondPass, r)
-		first := findResult(outliers, r.Pair)
-		if bad, why := rep.low(r, opt); bad {
-			_, firstWhy := rep.low(first, opt)
-			rep.BadLinks = append(rep.BadLinks, Culprit{
-				Hosts: []string{rep.Hosts[r.Server], rep.Hosts[r.Client]}, Ranks: []int{r.Server, r.Client},
-				Reason: "slow between these two hosts only; each is fine with others",
-				Evidence: []string{"mesh: " + firstWhy, "again: " + why,
-					fmt.Sprintf("%s alone: %.1f Gbit/s, %s alone: %.1f Gbit/s", rep.Hosts[r.Server], hostOK[r.Server].Gbps, rep.Hosts[r.Client], hostOK[r.Client].Gbps)},
-			})
-		} else {
+		bad, why := rep.low(r, j.opt)
+		if !bad {
 			rep.Transient = append(rep.Transient, r.Pair)
+			continue
 		}
-	}
-	switch {
-	case len(rep.BadHosts) > 0 || len(rep.BadLinks) > 0 || len(rep.DeadHosts) > 0:
-		rep.Status = health.Fail
-	case len(outliers) > 0:
-		rep.Status = health.Warn
+		_, firstWhy := rep.low(findResult(j.outliers, r.Pair), j.opt)
+		rep.BadLinks = append(rep.BadLinks, Culprit{
+			Hosts: []string{rep.Hosts[r.Server], rep.Hosts[r.Client]}, Ranks: []int{r.Server, r.Client},
+			Reason: "slow between these two hosts only; each is fine with others",
+			Evidence: []string{"mesh: " + firstWhy, "again: " + why,
+				fmt.Sprintf("%s alone: %.1f Gbit/s, %s alone: %.1f Gbit/s", rep.Hosts[r.Server], j.hostOK[r.Server].Gbps, rep.Hosts[r.Client], j.hostOK[r.Client].Gbps)},
+		})
 	}
 }
 
 // runDisjoint runs pairs in as few batches of host-disjoint pairs as a greedy
 // pass finds, each batch in parallel.
-func runDisjoint(ctx context.Context, t PairTester, pairs []Pair, timeout time.Duration) []PairResult {
+func (rep *MeshReport) runDisjoint(ctx context.Context, t PairTester, pairs []Pair, timeout time.Duration) []PairResult {
 	var out []PairResult
 	left := pairs
 	for len(left) > 0 && ctx.Err() == nil {
@@ -455,6 +555,7 @@ func runDisjoint(ctx context.Context, t PairTester, pairs []Pair, timeout time.D
 			batch = append(batch, p)
 		}
 		out = append(out, runBatch(ctx, t, batch, 2, 0, timeout)...)
+		rep.SecondPassRounds++
 		left = rest
 	}
 	return out
@@ -479,7 +580,7 @@ func firstError(rs []PairResult, h int) string {
 }
 
 // outlierEvidence lists up to three first-pass outliers involving h.
-func outlierEvidence(rep *MeshReport, outliers []PairResult, h int) []string {
+func outlierEvidence(rep *MeshReport, outliers []PairResult, h, tests int) []string {
 	var ev []string
 	count := 0
 	for _, r := range outliers {
@@ -496,7 +597,7 @@ func outlierEvidence(rep *MeshReport, outliers []PairResult, h int) []string {
 		}
 	}
 	if count > len(ev) {
-		ev = append(ev, fmt.Sprintf("... %d of its %d mesh tests were outliers", count, len(rep.Hosts)-1))
+		ev = append(ev, fmt.Sprintf("... %d of its %d mesh tests were outliers", count, tests))
 	}
 	return ev
 }
@@ -514,4 +615,17 @@ func Round(v *float64) float64 {
 		return math.NaN()
 	}
 	return math.Round(*v*100) / 100
+}
+
+// toRanks turns the culprits' mesh positions into launcher ranks, once:
+// ranks[i] is the launcher rank at position i (Ranks in the report).
+func (rep *MeshReport) toRanks(ranks []int) {
+	for _, list := range [][]Culprit{rep.BadHosts, rep.BadLinks, rep.DeadHosts} {
+		for i := range list {
+			for k, pos := range list[i].Ranks {
+				list[i].Ranks[k] = ranks[pos]
+			}
+		}
+	}
+	rep.Ranks = ranks
 }

@@ -103,7 +103,7 @@ func TestMeshSimulatedFleetNamesTheCulprits(t *testing.T) {
 			sim.slowLink[key(3, 17)] = 0.5 // a bad link between two good hosts
 			sim.rate[42] = 60              // a slow host
 			sim.dead[n-1] = true           // a dead host
-			rep := RunMesh(context.Background(), hostNames(n), sim, MeshOptions{ExpectGbps: 180, PairTimeout: 10 * time.Second})
+			rep := RunMesh(context.Background(), hostNames(n), sim, MeshOptions{ExpectGbps: 180, PairTimeout: 10 * time.Second, FullMesh: true})
 
 			assert.Equal(t, n-1, rep.Rounds)
 			first := map[[2]int]int{}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sort"
 	"strings"
@@ -31,6 +32,9 @@ type Task struct {
 	Kind string `json:"kind"` // "serve", "client", or "stop" (ends serve task ID)
 	Host string `json:"host,omitempty"`
 	Port int    `json:"port"`
+	// TimeoutMS bounds a client task: rank 0 stops waiting for its result
+	// then, so the member ends the test too (0: no bound).
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 }
 
 // TaskResult is a member's answer to a Task. A serve task answers twice:
@@ -51,22 +55,24 @@ func (c *peerConn) recvAny(ctx context.Context, timeout time.Duration) (wireFram
 // work is a member's loop in a mesh: it runs the tasks rank 0 sends until
 // rank 0 says bye, goes away, or stays silent longer than idle. A serve task
 // runs in the background until rank 0 stops it, so the loop keeps reading.
+// A member serves one test at a time: a new serve task first ends any
+// earlier one (whose stop was lost to a timed-out test) and waits until its
+// port is free, so a port in use is never left behind by rank 0's timeouts.
 func work(ctx context.Context, conn *peerConn, w Worker, idle time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	serving := map[int]context.CancelFunc{}
-	var mu sync.Mutex // serializes sends from the serve goroutines and the loop
-	send := func(r TaskResult) error {
-		mu.Lock()
-		defer mu.Unlock()
-		return conn.Send(ctx, msgResult, r)
-	}
+	m := &memberTasks{w: w, conn: conn, ctx: ctx, serving: map[int]serveTask{}}
+	defer m.wg.Wait()
+	defer cancel() // before the wait: it ends the serve tasks still running
 	for {
 		f, err := conn.recvAny(ctx, idle)
 		if err != nil {
-			return fmt.Errorf("fleet: waiting for a task from rank 0: %w", err)
+			if ctx.Err() != nil {
+				return fmt.Errorf("fleet: mesh member interrupted while waiting for rank 0's next task: %w", context.Cause(ctx))
+			}
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("fleet: rank 0 closed the mesh session before saying it was done (interrupted, or it ended): %w", err)
+			}
+			return fmt.Errorf("fleet: waiting for a task from rank 0 (silent for %v): %w", idle, err)
 		}
 		switch f.Type {
 		case msgBye:
@@ -79,34 +85,83 @@ func work(ctx context.Context, conn *peerConn, w Worker, idle time.Duration) err
 		if err := json.Unmarshal(f.Payload, &t); err != nil {
 			return fmt.Errorf("fleet: undecodable task: %w", err)
 		}
-		switch t.Kind {
-		case "serve":
-			sctx, stop := context.WithCancel(ctx)
-			serving[t.ID] = stop
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				err := w.Serve(sctx, t.Port, func() { _ = send(TaskResult{ID: t.ID, Ready: true}) })
-				res := TaskResult{ID: t.ID, Done: true}
-				if err != nil {
-					res.Error = err.Error()
-				}
-				_ = send(res)
-			}()
-		case "stop":
-			if stop, ok := serving[t.ID]; ok {
-				stop()
-				delete(serving, t.ID)
-			}
-		case "client":
-			r := w.Client(ctx, t.Host, t.Port)
-			if err := send(TaskResult{ID: t.ID, Done: true, Result: &r}); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("fleet: unknown task kind %q", t.Kind)
+		if err := m.run(t); err != nil {
+			return err
 		}
 	}
+}
+
+// serveTask is a serve task running on a member.
+type serveTask struct {
+	stop context.CancelFunc
+	done chan struct{} // closed when its Serve has returned: the port is free
+}
+
+// memberTasks runs a member's tasks.
+type memberTasks struct {
+	w       Worker
+	conn    *peerConn
+	ctx     context.Context
+	wg      sync.WaitGroup
+	mu      sync.Mutex // serializes sends from the serve goroutines and the loop
+	serving map[int]serveTask
+}
+
+func (m *memberTasks) send(r TaskResult) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.conn.Send(m.ctx, msgResult, r)
+}
+
+// run runs one task: a serve task in the background, a client task to its
+// end (bounded by the task's timeout).
+func (m *memberTasks) run(t Task) error {
+	switch t.Kind {
+	case "serve":
+		m.serve(t)
+	case "stop":
+		// Stopped, it stays listed until it has ended: the next serve
+		// task waits for its port.
+		if s, ok := m.serving[t.ID]; ok {
+			s.stop()
+		}
+	case "client":
+		cctx, cancel := m.ctx, context.CancelFunc(func() {})
+		if t.TimeoutMS > 0 {
+			// The test ends when rank 0 stops waiting for it.
+			cctx, cancel = context.WithTimeout(m.ctx, time.Duration(t.TimeoutMS)*time.Millisecond)
+		}
+		r := m.w.Client(cctx, t.Host, t.Port)
+		cancel()
+		return m.send(TaskResult{ID: t.ID, Done: true, Result: &r})
+	default:
+		return fmt.Errorf("fleet: unknown task kind %q", t.Kind)
+	}
+	return nil
+}
+
+// serve starts a serve task once every earlier one has ended (whose stop
+// was lost to a timed-out test): its port is then free.
+func (m *memberTasks) serve(t Task) {
+	for id, s := range m.serving {
+		s.stop()
+		<-s.done
+		delete(m.serving, id)
+	}
+	sctx, stop := context.WithCancel(m.ctx)
+	s := serveTask{stop: stop, done: make(chan struct{})}
+	m.serving[t.ID] = s
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		err := m.w.Serve(sctx, t.Port, func() { _ = m.send(TaskResult{ID: t.ID, Ready: true}) })
+		close(s.done)
+		res := TaskResult{ID: t.ID, Done: true}
+		if err != nil {
+			res.Error = err.Error()
+		}
+		_ = m.send(res)
+	}()
 }
 
 // netTester runs pair tests over the rendezvous connections; rank 0 takes
@@ -146,74 +201,136 @@ func await(ctx context.Context, m *member, id int, want func(TaskResult) bool) (
 	}
 }
 
+// TestPair implements PairTester over the members' connections. Whatever
+// ends the test (a result, an error, ctx's deadline), the server is stopped
+// before it returns, so a timed-out test never leaves its server holding its
+// port. An error is laid on the end it is known to come from (Fault): the
+// server's port in use or its silence is the server's, never its partner's.
 func (nt *netTester) TestPair(ctx context.Context, p Pair) PairResult {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	serverIP := nt.selfIP
 	// Each server index has its own port, so that ranks sharing one host
 	// (a test on one machine, several ranks per node) do not collide.
 	port := nt.port + p.Server
-	served := make(chan error, 1)
-	ready := make(chan struct{})
-	var stopServer func()
-	if nt.isSelf(p.Server) {
-		sctx, stop := context.WithCancel(ctx)
-		stopServer = stop
-		go func() { served <- nt.self.Serve(sctx, port, func() { close(ready) }) }()
-	} else {
-		m := nt.members[p.Server]
-		serverIP = nt.ips[p.Server]
-		id := nt.id()
-		if err := m.Conn.Send(ctx, msgTask, Task{ID: id, Kind: "serve", Port: port}); err != nil {
-			return PairResult{Error: "server: " + err.Error()}
-		}
-		r, err := await(ctx, m, id, func(r TaskResult) bool { return r.Ready || r.Done })
-		if err != nil {
-			return PairResult{Error: "server " + m.Host + ": " + err.Error()}
-		}
-		if !r.Ready {
-			return PairResult{Error: "server " + m.Host + ": " + r.Error}
-		}
-		close(ready)
-		stopServer = func() { _ = m.Conn.Send(ctx, msgTask, Task{ID: id, Kind: "stop"}) }
-		go func() {
-			r, err := await(ctx, m, id, func(r TaskResult) bool { return r.Done })
-			if err == nil && r.Error != "" {
-				err = errors.New(r.Error)
-			}
-			served <- err
-		}()
+	srv, fail := nt.startServer(ctx, p.Server, port)
+	if fail != nil {
+		return *fail
 	}
-	select {
-	case <-ready:
-	case err := <-served:
-		return PairResult{Error: fmt.Sprintf("server: %v", err)}
-	case <-ctx.Done():
-		return PairResult{Error: "server did not get ready: " + ctx.Err().Error()}
-	}
-	var res PairResult
-	if nt.isSelf(p.Client) {
-		res = nt.self.Client(ctx, serverIP, port)
-	} else {
-		m := nt.members[p.Client]
-		id := nt.id()
-		if err := m.Conn.Send(ctx, msgTask, Task{ID: id, Kind: "client", Host: serverIP, Port: port}); err != nil {
-			return PairResult{Error: "client: " + err.Error()}
-		}
-		r, err := await(ctx, m, id, func(r TaskResult) bool { return r.Done })
-		switch {
-		case err != nil:
-			return PairResult{Error: "client " + m.Host + ": " + err.Error()}
-		case r.Result == nil:
-			return PairResult{Error: "client " + m.Host + ": no result"}
-		}
-		res = *r.Result
-	}
-	stopServer()
-	if err := <-served; err != nil && res.Error == "" {
-		res.Error = "server: " + err.Error()
+	res := nt.runClient(ctx, p.Client, srv.ip, port)
+	if err := srv.stop(ctx); err != nil && res.Error == "" {
+		res.Error, res.Fault = "server: "+err.Error(), FaultServer
 	}
 	return res
+}
+
+// pairServer is the serving end of one pair test.
+type pairServer struct {
+	ip string
+	// stop ends the serve task and returns its error, when it is known
+	// before ctx ends; it releases the server whatever ctx's state.
+	stop func(ctx context.Context) error
+}
+
+// stopGrace bounds what stopping a server may take once its test is over
+// (a stop message to a member, the end of rank 0's own server).
+const stopGrace = 5 * time.Second
+
+// startServer starts mesh position pos serving on port and waits until it
+// listens. On failure it returns the pair's result, laid on the server.
+func (nt *netTester) startServer(ctx context.Context, pos, port int) (pairServer, *PairResult) {
+	serverFail := func(format string, a ...any) *PairResult {
+		return &PairResult{Error: fmt.Sprintf(format, a...), Fault: FaultServer}
+	}
+	served := make(chan error, 1)
+	ready := make(chan struct{})
+	if nt.isSelf(pos) {
+		sctx, end := context.WithCancel(context.WithoutCancel(ctx))
+		go func() { served <- nt.self.Serve(sctx, port, func() { close(ready) }) }()
+		stop := func(context.Context) error {
+			end()
+			select { // the port is free once Serve returns
+			case err := <-served:
+				return err
+			case <-time.After(stopGrace):
+				return fmt.Errorf("still serving %v after it was stopped", stopGrace)
+			}
+		}
+		select {
+		case <-ready:
+			return pairServer{ip: nt.selfIP, stop: stop}, nil
+		case err := <-served:
+			end()
+			return pairServer{}, serverFail("server: %v", err)
+		case <-ctx.Done():
+			_ = stop(ctx)
+			return pairServer{}, serverFail("server did not get ready: %v", ctx.Err())
+		}
+	}
+	m := nt.members[pos]
+	id := nt.id()
+	stop := func(ctx context.Context) error {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopGrace)
+		defer cancel()
+		_ = m.Conn.Send(sctx, msgTask, Task{ID: id, Kind: "stop"})
+		if ctx.Err() != nil {
+			return nil // the test is over; the member frees the port itself
+		}
+		select {
+		case err := <-served:
+			return err
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	if err := m.Conn.Send(ctx, msgTask, Task{ID: id, Kind: "serve", Port: port}); err != nil {
+		return pairServer{}, serverFail("server %s: %v", m.Host, err)
+	}
+	r, err := await(ctx, m, id, func(r TaskResult) bool { return r.Ready || r.Done })
+	switch {
+	case err != nil:
+		_ = stop(ctx)
+		return pairServer{}, serverFail("server %s did not get ready: %v", m.Host, err)
+	case !r.Ready:
+		return pairServer{}, serverFail("server %s: %s", m.Host, r.Error)
+	}
+	close(ready)
+	go func() {
+		r, err := await(ctx, m, id, func(r TaskResult) bool { return r.Done })
+		if err == nil && r.Error != "" {
+			err = errors.New(r.Error)
+		}
+		served <- err
+	}()
+	return pairServer{ip: nt.ips[pos], stop: stop}, nil
+}
+
+// runClient runs the client end of a pair test at mesh position pos.
+func (nt *netTester) runClient(ctx context.Context, pos int, serverIP string, port int) PairResult {
+	if nt.isSelf(pos) {
+		return nt.self.Client(ctx, serverIP, port)
+	}
+	m := nt.members[pos]
+	id := nt.id()
+	t := Task{ID: id, Kind: "client", Host: serverIP, Port: port}
+	if dl, ok := ctx.Deadline(); ok {
+		t.TimeoutMS = max(1, time.Until(dl).Milliseconds())
+	}
+	if err := m.Conn.Send(ctx, msgTask, t); err != nil {
+		return PairResult{Error: "client " + m.Host + ": " + err.Error(), Fault: FaultClient}
+	}
+	r, err := await(ctx, m, id, func(r TaskResult) bool { return r.Done })
+	var ne net.Error
+	switch {
+	case err != nil && ctx.Err() == nil && !(errors.As(err, &ne) && ne.Timeout()):
+		// Not a timeout: the member's connection broke (its process ended).
+		return PairResult{Error: "client " + m.Host + ": " + err.Error(), Fault: FaultClient}
+	case err != nil:
+		// No answer in time: the client hung, or the server it writes to.
+		return PairResult{Error: "client " + m.Host + ": no result: " + err.Error()}
+	case r.Result == nil:
+		return PairResult{Error: "client " + m.Host + ": no result", Fault: FaultClient}
+	}
+	return *r.Result
 }
 
 // RunMeshJob runs `bw mesh` as one rank of a launcher job: rank 0 gathers the
@@ -254,15 +371,7 @@ func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, o
 	}
 	uniqueNames(hosts, ranks)
 	rep := RunMesh(ctx, hosts, nt, mopt)
-	// Culprits name mesh positions; report launcher ranks.
-	for _, list := range [][]Culprit{rep.BadHosts, rep.BadLinks, rep.DeadHosts} {
-		for i := range list {
-			for j, idx := range list[i].Ranks {
-				list[i].Ranks[j] = ranks[idx]
-			}
-		}
-	}
-	rep.Ranks = ranks
+	rep.toRanks(ranks)
 	rep.Authenticated = opt.Authenticated
 	for _, m := range g.Members {
 		_ = m.Conn.Send(ctx, msgBye, struct{}{})

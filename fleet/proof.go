@@ -162,190 +162,242 @@ func Judge(j Judgement) *Proof {
 		Authenticated: j.Authenticated, Interrupted: j.Interrupted, Seconds: j.Seconds}
 	p.Errors = append(p.Errors, j.Errors...)
 	p.Stages = completeStages(j.Stages, j.Interrupted)
+	jd := newJudging(j)
+	jd.doctor()
+	jd.noMesh()
+	jd.mesh()
+	jd.nccl()
+	jd.finish(p)
+	return p
+}
 
-	reports := map[int]*HostReport{}
+// judging is Judge's state: the hosts by launcher rank and the culprits,
+// filled by one method per source (doctor, mesh, NCCL).
+type judging struct {
+	j        Judgement
+	reports  map[int]*HostReport
+	hosts    map[int]*ProofHost
+	order    []int
+	culprits []*ProofCulprit
+	byHost   map[int]*ProofCulprit
+}
+
+func newJudging(j Judgement) *judging {
+	jd := &judging{j: j, reports: map[int]*HostReport{}, hosts: map[int]*ProofHost{}, byHost: map[int]*ProofCulprit{}}
 	for i := range j.Reports {
-		reports[j.Reports[i].Rank] = &j.Reports[i]
+		jd.reports[j.Reports[i].Rank] = &j.Reports[i]
 	}
-	hosts := map[int]*ProofHost{}
-	var order []int
 	if j.Doctor != nil {
 		for _, h := range j.Doctor.Hosts {
-			ph := &ProofHost{Rank: h.Rank, Host: h.Host, Status: h.Status, Doctor: h.Status, Mesh: "not tested", Findings: problemFindings(reports[h.Rank])}
+			ph := &ProofHost{Rank: h.Rank, Host: h.Host, Status: h.Status, Doctor: h.Status, Mesh: "not tested", Findings: problemFindings(jd.reports[h.Rank])}
 			if why, ok := j.NoMesh[h.Rank]; ok {
 				ph.Mesh, ph.MeshNote = "no rdma device", why
 			}
-			hosts[h.Rank] = ph
-			order = append(order, h.Rank)
+			jd.hosts[h.Rank] = ph
+			jd.order = append(jd.order, h.Rank)
 		}
 	}
+	return jd
+}
+
+// newCulprit is the one constructor of a culprit: its lists never nil.
+func newCulprit(kind string, sev health.Severity, hosts []string, ranks []int, stage, reason string) *ProofCulprit {
+	if hosts == nil {
+		hosts = []string{}
+	}
+	if ranks == nil {
+		ranks = []int{}
+	}
+	return &ProofCulprit{Kind: kind, Severity: sev, Hosts: hosts, Ranks: ranks, Stages: []string{stage}, Reason: reason,
+		Evidence: []string{}, Devices: []string{}}
+}
+
+// add records c, as the culprit of host rank when rank >= 0.
+func (jd *judging) add(c *ProofCulprit, rank int) {
+	if rank >= 0 {
+		jd.byHost[rank] = c
+	}
+	jd.culprits = append(jd.culprits, c)
+}
+
+// doctor: every host not ok is a culprit, its first failing finding the
+// first thing to fix.
+func (jd *judging) doctor() {
+	if jd.j.Doctor == nil {
+		return
+	}
+	for _, h := range jd.j.Doctor.Hosts {
+		if h.Status == health.OK || h.Status == NotReached {
+			continue
+		}
+		c := newCulprit(CulpritHost, hostSeverity(h.Status), []string{h.Host}, []int{h.Rank}, StageDoctor, "")
+		if f, ok := firstFix(jd.reports[h.Rank]); ok {
+			c.Reason = fmt.Sprintf("doctor: %s: %s", f.ID, f.Summary)
+			c.Evidence = append(c.Evidence, boundedEvidence(f.Evidence, 3)...)
+			if others := len(jd.hosts[h.Rank].Findings) - 1; others > 0 {
+				c.Evidence = append(c.Evidence, fmt.Sprintf("and %d more problem(s): %s", others, strings.Join(h.Problems[min(1, len(h.Problems)):], ", ")))
+			}
+			c.Fix, c.FixFrom = f.Remediation, f.ID
+		} else {
+			c.Reason = fmt.Sprintf("doctor: %s: %s", h.Status, h.Error)
+			c.Fix, c.FixFrom = hostErrorFix(h), StageDoctor
+		}
+		if c.Fix == "" {
+			c.Fix, c.FixFrom = "see the finding's evidence: "+strings.Join(h.Problems, ", "), StageDoctor
+		}
+		jd.add(c, h.Rank)
+	}
+}
+
+// noMesh: a host that could not take part in the mesh (no RDMA device) is
+// not proven: a culprit, with its doctor's fix when the doctor saw why.
+func (jd *judging) noMesh() {
+	var ranks []int
+	for r := range jd.j.NoMesh {
+		ranks = append(ranks, r)
+	}
+	sort.Ints(ranks)
+	for _, r := range ranks {
+		why := "mesh: could not take part: " + jd.j.NoMesh[r]
+		if c := jd.byHost[r]; c != nil {
+			c.Severity = health.Fail
+			c.Stages = append(c.Stages, StageMesh)
+			c.Evidence = append(c.Evidence, why)
+			continue
+		}
+		h := jd.hosts[r]
+		if h == nil {
+			continue
+		}
+		h.Status = health.Worst(h.Status, health.Fail)
+		c := newCulprit(CulpritHost, health.Fail, []string{h.Host}, []int{r}, StageMesh, why)
+		c.FixFrom = StageMesh
+		c.Fix = "the host has no RDMA device erdmakit could open while its doctor passed: run `erdmakit devices` and `erdmakit doctor -v` on it " +
+			"(driver loaded, ERIs attached: `erdmakit eri status`), and check -d names a device it has"
+		jd.add(c, r)
+	}
+}
+
+// mesh: dead and bad hosts join the doctor's culprit for the host, whose
+// remediation comes first; bad links and transient pairs are culprits of
+// their own.
+func (jd *judging) mesh() {
+	m := jd.j.Mesh
+	if m == nil {
+		return
+	}
+	devices := meshDevices(m)
+	pos := meshPositions(m)
+	for _, h := range jd.hosts {
+		if _, in := pos[h.Rank]; in && h.Mesh == "not tested" {
+			h.Mesh = "ok"
+		}
+	}
+	for _, cu := range m.DeadHosts {
+		jd.meshHost(cu, "dead", devices, pos)
+	}
+	for _, cu := range m.BadHosts {
+		jd.meshHost(cu, "bad host", devices, pos)
+	}
+	for _, cu := range m.BadLinks {
+		for _, r := range cu.Ranks {
+			if h := jd.hosts[r]; h != nil && h.Mesh == "ok" {
+				h.Mesh = "bad link"
+			}
+		}
+		c := newCulprit(CulpritLink, health.Fail, append([]string(nil), cu.Hosts...), append([]int(nil), cu.Ranks...), StageMesh, "mesh: "+cu.Reason)
+		c.Evidence, c.Devices, c.FixFrom = boundedEvidence(cu.Evidence, 4), devices.link(cu.Ranks, pos), StageMesh
+		c.Fix = "each host is fine with others: the path between them is at fault (placement, vSwitch, security group); " +
+			"confirm with `erdmakit bw run` between the two, device by device, and open a ticket with Alibaba Cloud support naming both instances"
+		jd.add(c, -1)
+	}
+	for _, pr := range m.Transient {
+		a, b := meshHost(m, pr.Server), meshHost(m, pr.Client)
+		c := newCulprit(CulpritLink, health.Warn, []string{a.host, b.host}, []int{a.rank, b.rank}, StageMesh,
+			"mesh: slow once, fine when tested again (transient)")
+		c.Evidence, c.FixFrom = transientEvidence(m, pr), StageMesh
+		c.Fix = "run `erdmakit bw mesh` (or fleet prove) again; a pair slow again is a bad link, other traffic on these hosts during the test explains a one-off"
+		jd.add(c, -1)
+	}
+}
+
+// meshHost adds the mesh's dead or bad host cu (label) to its host's
+// culprit, or makes one.
+func (jd *judging) meshHost(cu Culprit, label string, devices eriStats, pos map[int]int) {
+	if len(cu.Ranks) == 0 {
+		return
+	}
+	rank := cu.Ranks[0]
+	if h := jd.hosts[rank]; h != nil {
+		h.Mesh = label
+		h.Status = health.Worst(h.Status, health.Fail)
+		if h.Doctor == Missing || h.Doctor == Errored {
+			h.Status = h.Doctor
+		}
+	}
+	ev := append([]string{cu.Reason}, boundedEvidence(cu.Evidence, 3)...)
+	devs := devices.host(pos[rank])
+	if c := jd.byHost[rank]; c != nil {
+		c.Severity = health.Fail
+		c.Stages = append(c.Stages, StageMesh)
+		c.Evidence = append(c.Evidence, prefixAll("mesh: ", ev)...)
+		c.Devices = devs
+		if c.FixFrom == StageDoctor && c.Fix == "" {
+			c.Fix, c.FixFrom = meshHostFix(label), StageMesh
+		}
+		return
+	}
+	c := newCulprit(CulpritHost, health.Fail, append([]string(nil), cu.Hosts...), []int{rank}, StageMesh, "mesh: "+cu.Reason)
+	c.Evidence, c.Devices = boundedEvidence(cu.Evidence, 4), devs
+	c.Fix, c.FixFrom = meshHostFix(label), StageMesh
+	jd.add(c, rank)
+}
+
+// nccl: one culprit for the run, its first failing finding's fix.
+func (jd *judging) nccl() {
+	n := jd.j.NCCL
+	if n == nil || (n.Status != health.Fail && n.Status != health.Warn) {
+		return
+	}
+	c := newCulprit(CulpritNCCL, hostSeverity(n.Status), nil, nil, StageNCCL, "")
+	c.FixFrom = StageNCCL
+	for _, sev := range []health.Severity{health.Fail, health.Warn} {
+		for _, f := range n.Findings {
+			if f.Severity != sev || c.Reason != "" {
+				continue
+			}
+			c.Reason = fmt.Sprintf("nccl: %s: %s", f.ID, f.Summary)
+			c.Evidence = boundedEvidence(f.Evidence, 4)
+			if f.Remediation != "" {
+				c.Fix, c.FixFrom = f.Remediation, f.ID
+			}
+		}
+	}
+	// The hosts a failed NCCL rank ran on, when the launcher named them,
+	// with their launcher ranks in this job (-1: not a host of the job by
+	// that name).
+	for _, lf := range n.LaunchFailures {
+		if lf.Host != "" && !contains(c.Hosts, lf.Host) {
+			c.Hosts = append(c.Hosts, lf.Host)
+			c.Ranks = append(c.Ranks, rankOf(jd.hosts, lf.Host))
+		}
+	}
+	if c.Fix == "" {
+		c.Fix = "read the NCCL run's findings and log (erdmakit nccl run -v)"
+	}
+	jd.add(c, -1)
+}
+
+// finish orders the culprits (worst first, then by stage and rank) and
+// the hosts, and gives the status and verdict.
+func (jd *judging) finish(p *Proof) {
 	status := health.OK
 	for _, s := range p.Stages {
 		if s.Status.Valid() {
 			status = health.Worst(status, s.Status)
 		}
 	}
-
-	var culprits []*ProofCulprit
-	byHost := map[int]*ProofCulprit{}
-	// The doctor: every host not ok is a culprit, its first failing
-	// finding the first thing to fix.
-	if j.Doctor != nil {
-		for _, h := range j.Doctor.Hosts {
-			if h.Status == health.OK || h.Status == NotReached {
-				continue
-			}
-			c := &ProofCulprit{Kind: CulpritHost, Severity: hostSeverity(h.Status), Hosts: []string{h.Host}, Ranks: []int{h.Rank},
-				Stages: []string{StageDoctor}, Evidence: []string{}, Devices: []string{}}
-			if f, ok := firstFix(reports[h.Rank]); ok {
-				c.Reason = fmt.Sprintf("doctor: %s: %s", f.ID, f.Summary)
-				c.Evidence = append(c.Evidence, boundedEvidence(f.Evidence, 3)...)
-				if others := len(hosts[h.Rank].Findings) - 1; others > 0 {
-					c.Evidence = append(c.Evidence, fmt.Sprintf("and %d more problem(s): %s", others, strings.Join(h.Problems[min(1, len(h.Problems)):], ", ")))
-				}
-				c.Fix, c.FixFrom = f.Remediation, f.ID
-			} else {
-				c.Reason = fmt.Sprintf("doctor: %s: %s", h.Status, h.Error)
-				c.Fix, c.FixFrom = hostErrorFix(h), StageDoctor
-			}
-			if c.Fix == "" {
-				c.Fix, c.FixFrom = "see the finding's evidence: "+strings.Join(h.Problems, ", "), StageDoctor
-			}
-			byHost[h.Rank] = c
-			culprits = append(culprits, c)
-		}
-	}
-
-	// A host that could not take part in the mesh (no RDMA device) is not
-	// proven: a culprit, with its doctor's fix when the doctor saw why.
-	var noMesh []int
-	for r := range j.NoMesh {
-		noMesh = append(noMesh, r)
-	}
-	sort.Ints(noMesh)
-	for _, r := range noMesh {
-		why := "mesh: could not take part: " + j.NoMesh[r]
-		if c := byHost[r]; c != nil {
-			c.Severity = health.Fail
-			c.Stages = append(c.Stages, StageMesh)
-			c.Evidence = append(c.Evidence, why)
-			continue
-		}
-		h := hosts[r]
-		if h == nil {
-			continue
-		}
-		h.Status = health.Worst(h.Status, health.Fail)
-		c := &ProofCulprit{Kind: CulpritHost, Severity: health.Fail, Hosts: []string{h.Host}, Ranks: []int{r},
-			Stages: []string{StageMesh}, Reason: why, Evidence: []string{}, Devices: []string{}, FixFrom: StageMesh,
-			Fix: "the host has no RDMA device erdmakit could open while its doctor passed: run `erdmakit devices` and `erdmakit doctor -v` on it " +
-				"(driver loaded, ERIs attached: `erdmakit eri status`), and check -d names a device it has"}
-		byHost[r] = c
-		culprits = append(culprits, c)
-	}
-
-	// The mesh: dead and bad hosts join the doctor's culprit for the host,
-	// whose remediation comes first; bad links are culprits of their own.
-	if m := j.Mesh; m != nil {
-		devices := meshDevices(m)
-		pos := meshPositions(m)
-		for _, h := range hosts {
-			if h.Mesh == "not tested" {
-				if _, in := pos[h.Rank]; in {
-					h.Mesh = "ok"
-				}
-			}
-		}
-		addHost := func(cu Culprit, label string) {
-			if len(cu.Ranks) == 0 {
-				return
-			}
-			rank := cu.Ranks[0]
-			if h := hosts[rank]; h != nil {
-				h.Mesh = label
-				h.Status = health.Worst(h.Status, health.Fail)
-				if h.Doctor == Missing || h.Doctor == Errored {
-					h.Status = h.Doctor
-				}
-			}
-			ev := append([]string{cu.Reason}, boundedEvidence(cu.Evidence, 3)...)
-			devs := devices.host(pos[rank])
-			if c := byHost[rank]; c != nil {
-				c.Severity = health.Fail
-				c.Stages = append(c.Stages, StageMesh)
-				c.Evidence = append(c.Evidence, prefixAll("mesh: ", ev)...)
-				c.Devices = devs
-				if c.FixFrom == StageDoctor && c.Fix == "" {
-					c.Fix, c.FixFrom = meshHostFix(label), StageMesh
-				}
-				return
-			}
-			c := &ProofCulprit{Kind: CulpritHost, Severity: health.Fail, Hosts: append([]string(nil), cu.Hosts...), Ranks: []int{rank},
-				Stages: []string{StageMesh}, Reason: "mesh: " + cu.Reason, Evidence: boundedEvidence(cu.Evidence, 4), Devices: devs}
-			c.Fix, c.FixFrom = meshHostFix(label), StageMesh
-			byHost[rank] = c
-			culprits = append(culprits, c)
-		}
-		for _, cu := range m.DeadHosts {
-			addHost(cu, "dead")
-		}
-		for _, cu := range m.BadHosts {
-			addHost(cu, "bad host")
-		}
-		for _, cu := range m.BadLinks {
-			for _, r := range cu.Ranks {
-				if h := hosts[r]; h != nil && h.Mesh == "ok" {
-					h.Mesh = "bad link"
-				}
-			}
-			c := &ProofCulprit{Kind: CulpritLink, Severity: health.Fail, Hosts: append([]string(nil), cu.Hosts...), Ranks: append([]int(nil), cu.Ranks...),
-				Stages: []string{StageMesh}, Reason: "mesh: " + cu.Reason, Evidence: boundedEvidence(cu.Evidence, 4), Devices: devices.link(cu.Ranks, pos),
-				FixFrom: StageMesh,
-				Fix: "each host is fine with others: the path between them is at fault (placement, vSwitch, security group); " +
-					"confirm with `erdmakit bw run` between the two, device by device, and open a ticket with Alibaba Cloud support naming both instances"}
-			culprits = append(culprits, c)
-		}
-		for _, pr := range m.Transient {
-			a, b := meshHost(m, pr.Server), meshHost(m, pr.Client)
-			c := &ProofCulprit{Kind: CulpritLink, Severity: health.Warn, Hosts: []string{a.host, b.host}, Ranks: []int{a.rank, b.rank},
-				Stages: []string{StageMesh}, Reason: "mesh: slow once, fine when tested again (transient)",
-				Evidence: transientEvidence(m, pr), Devices: []string{}, FixFrom: StageMesh,
-				Fix: "run `erdmakit bw mesh` (or fleet prove) again; a pair slow again is a bad link, other traffic on these hosts during the test explains a one-off"}
-			culprits = append(culprits, c)
-		}
-	}
-
-	// NCCL: one culprit for the run, its first failing finding's fix.
-	if n := j.NCCL; n != nil && (n.Status == health.Fail || n.Status == health.Warn) {
-		c := &ProofCulprit{Kind: CulpritNCCL, Severity: hostSeverity(n.Status), Hosts: []string{}, Ranks: []int{},
-			Stages: []string{StageNCCL}, Evidence: []string{}, Devices: []string{}, FixFrom: StageNCCL}
-		for _, sev := range []health.Severity{health.Fail, health.Warn} {
-			for _, f := range n.Findings {
-				if f.Severity != sev || c.Reason != "" {
-					continue
-				}
-				c.Reason = fmt.Sprintf("nccl: %s: %s", f.ID, f.Summary)
-				c.Evidence = boundedEvidence(f.Evidence, 4)
-				if f.Remediation != "" {
-					c.Fix, c.FixFrom = f.Remediation, f.ID
-				}
-			}
-		}
-		// The hosts a failed NCCL rank ran on, when the launcher named
-		// them, with their launcher ranks in this job (-1: not a host of
-		// the job by that name).
-		for _, lf := range n.LaunchFailures {
-			if lf.Host != "" && !contains(c.Hosts, lf.Host) {
-				c.Hosts = append(c.Hosts, lf.Host)
-				c.Ranks = append(c.Ranks, rankOf(hosts, lf.Host))
-			}
-		}
-		if c.Fix == "" {
-			c.Fix = "read the NCCL run's findings and log (erdmakit nccl run -v)"
-		}
-		culprits = append(culprits, c)
-	}
-
+	culprits := jd.culprits
 	sort.SliceStable(culprits, func(a, b int) bool {
 		ca, cb := culprits[a], culprits[b]
 		if ca.Severity.Rank() != cb.Severity.Rank() {
@@ -360,9 +412,9 @@ func Judge(j Judgement) *Proof {
 		p.Culprits = append(p.Culprits, *c)
 		status = health.Worst(status, c.Severity)
 	}
-	sort.Ints(order)
-	for _, r := range order {
-		p.Hosts = append(p.Hosts, *hosts[r])
+	sort.Ints(jd.order)
+	for _, r := range jd.order {
+		p.Hosts = append(p.Hosts, *jd.hosts[r])
 	}
 	p.Status = status
 	switch {
@@ -370,12 +422,11 @@ func Judge(j Judgement) *Proof {
 		p.Verdict = Broken
 	case status == health.Warn:
 		p.Verdict = Degraded
-	case j.Interrupted:
+	case jd.j.Interrupted:
 		p.Verdict = Incomplete
 	default:
 		p.Verdict = Proven
 	}
-	return p
 }
 
 // completeStages returns the three stages in order: those that ran as

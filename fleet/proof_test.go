@@ -65,7 +65,7 @@ func simulatedProof(t *testing.T, n int, run *nccl.RunReport) *Proof {
 	sim := eriSim{simFleet: newSim(n, 190), slowERI: map[int]int{42: 1}}
 	sim.slowLink[key(3, 17)] = 0.5
 	sim.dead[n-1] = true
-	mesh := RunMesh(context.Background(), names, sim, MeshOptions{ExpectGbps: 180, PairTimeout: 10 * time.Second})
+	mesh := RunMesh(context.Background(), names, sim, MeshOptions{ExpectGbps: 180, PairTimeout: 10 * time.Second, FullMesh: true})
 	stages := []Stage{{Name: StageDoctor, Status: doc.Status}, {Name: StageMesh, Status: mesh.Status}}
 	if run != nil {
 		stages = append(stages, Stage{Name: StageNCCL, Status: run.Status})

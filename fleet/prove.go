@@ -69,16 +69,7 @@ type ProveConfig struct {
 func Prove(ctx context.Context, me Rank, addr string, cfg ProveConfig) (*Proof, error) {
 	opt := cfg.Options.withDefaults()
 	local := func() HostReport {
-		hr := HostReport{Rank: me.Rank, Host: opt.Hostname}
-		if cfg.Doctor != nil {
-			rep, err := cfg.Doctor(ctx)
-			if err != nil {
-				hr.Error = err.Error()
-			}
-			hr.Report = rep
-		} else {
-			hr.Error = "no doctor given"
-		}
+		hr := localReport(ctx, me.Rank, opt.Hostname, cfg.Doctor)
 		if cfg.Worker == nil {
 			hr.NoMesh = noWorkerText(cfg.NoWorker)
 		}
@@ -167,23 +158,53 @@ func proveRank0(ctx context.Context, me Rank, addr string, cfg ProveConfig, opt 
 	}
 
 	// Stage 2: the mesh over the hosts that can take part.
+	r0 := &rank0{cfg: cfg, opt: opt, g: g, addr: addr, j: &j, reports: reports, progress: progress}
+	st := r0.meshStage(ctx, fr, working)
+	j.Stages = append(j.Stages, st)
+	progress(ProveProgress{Stage: StageMesh, Message: st.Summary})
+	if ctx.Err() != nil {
+		return finish(), nil
+	}
+
+	// Stage 3: NCCL across every host that joined.
+	st = r0.ncclStage(ctx)
+	j.Stages = append(j.Stages, st)
+	progress(ProveProgress{Stage: StageNCCL, Message: st.Summary})
+	return finish(), nil
+}
+
+// rank0 is what rank 0's later stages work with.
+type rank0 struct {
+	cfg      ProveConfig
+	opt      Options
+	g        *gathering
+	addr     string
+	j        *Judgement
+	reports  []HostReport
+	progress func(ProveProgress)
+}
+
+// meshStage runs the mesh over the hosts that can take part (an RDMA
+// device, a working connection) and says how it went.
+func (r0 *rank0) meshStage(ctx context.Context, fr *FleetReport, working map[int]bool) Stage {
+	j := r0.j
 	names := map[int]string{}
 	for _, h := range fr.Hosts {
 		names[h.Rank] = h.Host
 	}
 	var ranks []int
-	for _, hr := range reports {
+	for _, hr := range r0.reports {
 		switch {
 		case hr.NoMesh != "":
 			j.NoMesh[hr.Rank] = hr.NoMesh
-		case hr.Rank == 0 && cfg.Worker == nil:
-			j.NoMesh[0] = noWorkerText(cfg.NoWorker)
+		case hr.Rank == 0 && r0.cfg.Worker == nil:
+			j.NoMesh[0] = noWorkerText(r0.cfg.NoWorker)
 		case hr.Rank == 0 || working[hr.Rank]:
 			ranks = append(ranks, hr.Rank)
 		}
 	}
 	sort.Ints(ranks)
-	meshStart := time.Now()
+	start := time.Now()
 	st := Stage{Name: StageMesh}
 	if len(ranks) < 2 {
 		st.Status = health.Skip
@@ -192,41 +213,7 @@ func proveRank0(ctx context.Context, me Rank, addr string, cfg ProveConfig, opt 
 			st.Summary += "; " + noMeshSummary(j.NoMesh, names)
 		}
 	} else {
-		host, _, _ := net.SplitHostPort(addr)
-		nt := &netTester{self: cfg.Worker, selfIP: host, members: map[int]*member{}, ips: map[int]string{}, port: cfg.Port, nextID: make(chan int, 1)}
-		nt.nextID <- 1
-		hosts := make([]string, len(ranks))
-		for i, r := range ranks {
-			hosts[i] = names[r]
-			if r != 0 {
-				nt.members[i] = g.Members[r]
-				nt.ips[i] = remoteIP(g.Members[r].Conn)
-			}
-		}
-		mopt := cfg.Mesh
-		user := mopt.Progress
-		mopt.Progress = func(round, rounds int, res []PairResult) {
-			if user != nil {
-				user(round, rounds, res)
-			}
-			progress(ProveProgress{Stage: StageMesh, Done: round, Total: rounds, Message: fmt.Sprintf("round %d/%d done (%d pairs)", round, rounds, len(res))})
-		}
-		progress(ProveProgress{Stage: StageMesh, Total: len(Schedule(len(ranks))), Message: fmt.Sprintf("%d hosts, %d pairs", len(ranks), len(ranks)*(len(ranks)-1)/2)})
-		rep := RunMesh(ctx, hosts, nt, mopt)
-		for _, list := range [][]Culprit{rep.BadHosts, rep.BadLinks, rep.DeadHosts} {
-			for i := range list {
-				for k, idx := range list[i].Ranks {
-					list[i].Ranks[k] = ranks[idx]
-				}
-			}
-		}
-		rep.Ranks, rep.Authenticated = ranks, opt.Authenticated
-		if rep.Results == nil {
-			rep.Results = []PairResult{}
-		}
-		if ctx.Err() != nil {
-			rep.Interrupted = true
-		}
+		rep := r0.mesh(ctx, ranks, names)
 		j.Mesh = rep
 		st.Status = rep.Status
 		st.Summary = meshSummary(rep)
@@ -234,56 +221,94 @@ func proveRank0(ctx context.Context, me Rank, addr string, cfg ProveConfig, opt 
 			st.Summary += "; without " + noMeshSummary(j.NoMesh, names)
 		}
 	}
-	st.Seconds = time.Since(meshStart).Seconds()
+	st.Seconds = time.Since(start).Seconds()
 	if ctx.Err() != nil {
 		st.Status, st.Summary = StageNotReached, "interrupted: "+st.Summary
 	}
-	j.Stages = append(j.Stages, st)
-	progress(ProveProgress{Stage: StageMesh, Message: st.Summary})
-	if ctx.Err() != nil {
-		return finish(), nil
-	}
+	return st
+}
 
-	// Stage 3: NCCL across every host that joined.
-	ncclStart := time.Now()
-	st = Stage{Name: StageNCCL}
-	if cfg.NCCL == nil {
-		st.Status, st.Summary = health.Skip, "no NCCL run configured"
-	} else {
-		jh := []JobHost{{Rank: 0, Host: opt.Hostname}}
-		for r, m := range g.Members {
-			jh = append(jh, JobHost{Rank: r, Host: m.Host, Addr: remoteIP(m.Conn)})
+// mesh runs the mesh over ranks (launcher ranks, rank 0 first) and returns
+// its report in launcher ranks.
+func (r0 *rank0) mesh(ctx context.Context, ranks []int, names map[int]string) *MeshReport {
+	host, _, _ := net.SplitHostPort(r0.addr)
+	nt := &netTester{self: r0.cfg.Worker, selfIP: host, members: map[int]*member{}, ips: map[int]string{}, port: r0.cfg.Port, nextID: make(chan int, 1)}
+	nt.nextID <- 1
+	hosts := make([]string, len(ranks))
+	for i, r := range ranks {
+		hosts[i] = names[r]
+		if r != 0 {
+			nt.members[i] = r0.g.Members[r]
+			nt.ips[i] = remoteIP(r0.g.Members[r].Conn)
 		}
-		sort.Slice(jh, func(a, b int) bool { return jh[a].Rank < jh[b].Rank })
-		for i := range jh {
-			for _, hr := range reports {
-				if hr.Rank == jh[i].Rank && hr.Report != nil && hr.Report.Host != nil && hr.Report.Host.GPU != nil {
-					jh[i].GPUs = hr.Report.Host.GPU.Count
-				}
+	}
+	mopt := r0.cfg.Mesh
+	user := mopt.Progress
+	mopt.Progress = func(round, rounds int, res []PairResult) {
+		if user != nil {
+			user(round, rounds, res)
+		}
+		r0.progress(ProveProgress{Stage: StageMesh, Done: round, Total: rounds, Message: fmt.Sprintf("round %d/%d done (%d pairs)", round, rounds, len(res))})
+	}
+	sched, rounds := meshSchedule(len(ranks), mopt)
+	pairs := 0
+	for _, r := range rounds {
+		pairs += len(r)
+	}
+	r0.progress(ProveProgress{Stage: StageMesh, Total: len(rounds), Message: fmt.Sprintf("%d hosts, %d pairs in %d rounds (%s)", len(ranks), pairs, len(rounds), sched)})
+	rep := RunMesh(ctx, hosts, nt, mopt)
+	rep.toRanks(ranks)
+	rep.Authenticated = r0.opt.Authenticated
+	if rep.Results == nil {
+		rep.Results = []PairResult{}
+	}
+	if ctx.Err() != nil {
+		rep.Interrupted = true
+	}
+	return rep
+}
+
+// ncclStage runs NCCL across every host that joined and says how it went.
+func (r0 *rank0) ncclStage(ctx context.Context) Stage {
+	j := r0.j
+	start := time.Now()
+	st := Stage{Name: StageNCCL}
+	if r0.cfg.NCCL == nil {
+		st.Status, st.Summary = health.Skip, "no NCCL run configured"
+		st.Seconds = time.Since(start).Seconds()
+		return st
+	}
+	jh := []JobHost{{Rank: 0, Host: r0.opt.Hostname}}
+	for r, m := range r0.g.Members {
+		jh = append(jh, JobHost{Rank: r, Host: m.Host, Addr: remoteIP(m.Conn)})
+	}
+	sort.Slice(jh, func(a, b int) bool { return jh[a].Rank < jh[b].Rank })
+	for i := range jh {
+		for _, hr := range r0.reports {
+			if hr.Rank == jh[i].Rank && hr.Report != nil && hr.Report.Host != nil && hr.Report.Host.GPU != nil {
+				jh[i].GPUs = hr.Report.Host.GPU.Count
 			}
 		}
-		progress(ProveProgress{Stage: StageNCCL, Message: fmt.Sprintf("over %d host(s)", len(jh))})
-		rep, err := cfg.NCCL(ctx, jh)
-		switch {
-		case errors.Is(err, ErrSkipped):
-			st.Status, st.Summary = health.Skip, strings.TrimSuffix(err.Error(), ": "+ErrSkipped.Error())
-		case ctx.Err() != nil:
-			st.Status, st.Summary = StageNotReached, "interrupted during the NCCL run"
-			j.NCCL = rep
-		case err != nil:
-			st.Status, st.Summary = health.Fail, "could not run: "+err.Error()
-			j.Errors = append(j.Errors, "nccl: "+err.Error())
-		case rep == nil:
-			st.Status, st.Summary = health.Fail, "the NCCL run gave no report"
-		default:
-			j.NCCL = rep
-			st.Status, st.Summary = rep.Status, ncclSummary(rep)
-		}
 	}
-	st.Seconds = time.Since(ncclStart).Seconds()
-	j.Stages = append(j.Stages, st)
-	progress(ProveProgress{Stage: StageNCCL, Message: st.Summary})
-	return finish(), nil
+	r0.progress(ProveProgress{Stage: StageNCCL, Message: fmt.Sprintf("over %d host(s)", len(jh))})
+	rep, err := r0.cfg.NCCL(ctx, jh)
+	switch {
+	case errors.Is(err, ErrSkipped):
+		st.Status, st.Summary = health.Skip, strings.TrimSuffix(err.Error(), ": "+ErrSkipped.Error())
+	case ctx.Err() != nil:
+		st.Status, st.Summary = StageNotReached, "interrupted during the NCCL run"
+		j.NCCL = rep
+	case err != nil:
+		st.Status, st.Summary = health.Fail, "could not run: "+err.Error()
+		j.Errors = append(j.Errors, "nccl: "+err.Error())
+	case rep == nil:
+		st.Status, st.Summary = health.Fail, "the NCCL run gave no report"
+	default:
+		j.NCCL = rep
+		st.Status, st.Summary = rep.Status, ncclSummary(rep)
+	}
+	st.Seconds = time.Since(start).Seconds()
+	return st
 }
 
 func doctorSummary(fr *FleetReport) string {
@@ -298,6 +323,10 @@ func doctorSummary(fr *FleetReport) string {
 
 func meshSummary(m *MeshReport) string {
 	s := fmt.Sprintf("%d pairs of %d hosts in %d rounds, median %.1f Gbit/s", len(m.Results), len(m.Hosts), m.Rounds, m.MedianGbps)
+	if m.Schedule == ScheduleScreen {
+		s = fmt.Sprintf("%d pairs of %d hosts in %d rounds (screen: %d partners each), median %.1f Gbit/s",
+			len(m.Results), len(m.Hosts), m.Rounds, 2*len(m.Results)/max(1, len(m.Hosts)), m.MedianGbps)
+	}
 	if m.ExpectGbps > 0 {
 		s += fmt.Sprintf(" (expected %.1f)", m.ExpectGbps)
 	}

@@ -186,7 +186,11 @@ func TestProveSimulated256Hosts(t *testing.T) {
 	t.Logf("256 ranks: %v", time.Since(start))
 	assert.Equal(t, Broken, p.Verdict)
 	require.NotNil(t, p.Mesh)
-	assert.Len(t, p.Mesh.Results, n*(n-1)/2)
+	// The screen (issue 54 item 2): a ring and 4 random matchings, 6
+	// rounds of 128 pairs, not 255 rounds.
+	assert.Equal(t, ScheduleScreen, p.Mesh.Schedule)
+	assert.Equal(t, 6, p.Mesh.Rounds)
+	assert.Len(t, p.Mesh.Results, 6*n/2)
 	require.Len(t, p.Culprits, 1, "%+v", p.Culprits)
 	assert.Equal(t, []int{77}, p.Culprits[0].Ranks)
 	assert.Equal(t, health.Skip, p.Stages[2].Status)

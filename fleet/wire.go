@@ -224,7 +224,43 @@ func (c *peerConn) readRaw(ctx context.Context, timeout time.Duration, max uint3
 	}
 	stop := context.AfterFunc(ctx, func() { _ = c.c.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
-	return readFrame(c.c, max)
+	return readFrame(&wholeFrames{c: c.c}, max)
+}
+
+// frameGrace is how long a frame already begun may take to finish once
+// its read's deadline or context has ended.
+const frameGrace = 2 * time.Second
+
+// wholeFrames reads one frame from c and never leaves it half read: a
+// deadline (or a cancelled context) that strikes after the frame's first
+// byte is extended by frameGrace, so the stream stays aligned for the next
+// reader (a frame cut in two left the next read on "bad magic", and every
+// later frame of the session unreadable). Before the first byte it ends
+// the read as usual.
+type wholeFrames struct {
+	c     net.Conn
+	n     int
+	grace time.Time
+}
+
+func (w *wholeFrames) Read(p []byte) (int, error) {
+	for {
+		k, err := w.c.Read(p)
+		w.n += k
+		var ne net.Error
+		if k > 0 || err == nil || w.n == 0 || !errors.As(err, &ne) || !ne.Timeout() {
+			return k, err
+		}
+		if w.grace.IsZero() {
+			w.grace = time.Now().Add(frameGrace)
+		}
+		if time.Now().After(w.grace) {
+			return k, err
+		}
+		if serr := w.c.SetReadDeadline(w.grace); serr != nil {
+			return k, err
+		}
+	}
 }
 
 // verify checks f's tag as the next frame from the peer and strips it.

@@ -68,6 +68,10 @@ type Var struct {
 // change the fields that differ. Argv turns it into the launcher's argv.
 type Command struct {
 	Launcher Launcher
+	// GraphOrder is the net dev order the graph file it passes was written
+	// for (EnvAdvice.GraphOrder, set by ApplyAdvice): the run's diagnosis
+	// checks it against the NCCL version that ran. "" when none.
+	GraphOrder string
 	// Program is the launcher's path; "" means Launcher's name on PATH.
 	Program string
 	// Hosts (the -H list) or Hostfile; exactly one of them for mpirun, and
@@ -231,6 +235,7 @@ func (c *Command) ApplyAdvice(a *EnvAdvice) error {
 			return fmt.Errorf("%w: the graph file %s puts %d GPUs in each channel but the command runs %d ranks per host: "+
 				"run %d ranks per host or leave the graph out", ErrBadCommand, path, n, c.RanksPerHost, n)
 		}
+		c.GraphOrder = a.GraphOrder
 	}
 	for _, v := range a.Vars {
 		if c.hasEnv(v.Name) {
@@ -426,19 +431,44 @@ func (c Command) srunArgv() ([]string, error) {
 }
 
 // Environ returns the variables the launcher process itself must have, as
-// NAME=VALUE: for srun, those whose value holds a comma (--export cannot
-// carry them; --export=ALL passes them on). Nil for mpirun.
+// NAME=VALUE: for srun, every variable the command gives the ranks. With
+// --export=ALL,NAME=VAL a variable already in srun's own environment wins
+// over the NAME=VAL (srun(1), --export), so a stale NCCL_IB_HCA in the
+// caller's shell would silently replace erdmakit's: set in srun's
+// environment, erdmakit's values arrive (and a value holding a comma, which
+// --export cannot carry, too). Nil for mpirun, whose -x NAME=VALUE wins.
 func (c Command) Environ() []string {
 	if c.Launcher != LauncherSrun {
 		return nil
 	}
 	var env []string
 	for _, v := range c.vars() {
-		if strings.Contains(v.Value, ",") {
-			env = append(env, v.Name+"="+v.Value)
-		}
+		env = append(env, v.Name+"="+v.Value)
 	}
 	return env
+}
+
+// EnvConflicts warns about each NCCL variable the caller's environment
+// (environ, as os.Environ) sets to another value than the one c gives the
+// ranks: c's value is the one the ranks get, but the caller's shell says
+// otherwise, which is worth knowing (a stale NCCL_IB_HCA, a debug level).
+func (c Command) EnvConflicts(environ []string) []string {
+	have := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			have[k] = v
+		}
+	}
+	var out []string
+	for _, v := range c.vars() {
+		old, ok := have[v.Name]
+		if !ok || old == v.Value || !strings.HasPrefix(v.Name, "NCCL_") {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s=%s in the caller's environment: the ranks get %s=%s (erdmakit's); unset it "+
+			"or pass -x %s=VALUE to choose", v.Name, old, v.Name, v.Value, v.Name))
+	}
+	return out
 }
 
 // String is the argv joined with spaces, for display (quoting what a shell

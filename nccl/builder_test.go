@@ -58,7 +58,9 @@ func TestCommandArgv(t *testing.T) {
 			c.Launcher = LauncherSrun
 			c.Env = append(c.Env, Var{"NCCL_IB_HCA", "erdma_0,erdma_1"})
 		}, "srun --nodes 2 --ntasks-per-node 8 --mpi=pmix --nodelist host1,host2 --export=ALL,NCCL_SOCKET_IFNAME=eth0,NCCL_DEBUG=INFO ./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20",
-			[]string{"NCCL_IB_HCA=erdma_0,erdma_1"}},
+			// srun's own environment holds every variable: with
+			// --export=ALL,NAME=VAL the caller's NAME wins (srun(1)).
+			[]string{"NCCL_SOCKET_IFNAME=eth0", "NCCL_DEBUG=INFO", "NCCL_IB_HCA=erdma_0,erdma_1"}},
 		{"srun in an allocation with a hostfile and np", func(c *Command) {
 			c.Launcher = LauncherSrun
 			c.Program = "/usr/bin/srun"
@@ -66,7 +68,7 @@ func TestCommandArgv(t *testing.T) {
 			c.Hostfile = "nodes"
 			c.NP = 12
 			c.SrunMPI = "pmi2"
-		}, "/usr/bin/srun --ntasks-per-node 8 --ntasks 12 --mpi=pmi2 --nodelist ./nodes --export=ALL,NCCL_SOCKET_IFNAME=eth0,NCCL_DEBUG=INFO ./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20", nil},
+		}, "/usr/bin/srun --ntasks-per-node 8 --ntasks 12 --mpi=pmi2 --nodelist ./nodes --export=ALL,NCCL_SOCKET_IFNAME=eth0,NCCL_DEBUG=INFO ./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20", []string{"NCCL_SOCKET_IFNAME=eth0", "NCCL_DEBUG=INFO"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -123,7 +123,31 @@ func DiagnoseRun(run *RunResult, exp Expectation) []health.Finding {
 		}
 		return fs
 	}
-	return append(fs, Diagnose(withPassedEnv(run.Result, run.Env), exp)...)
+	fs = append(fs, Diagnose(withPassedEnv(run.Result, run.Env), exp)...)
+	if f, ok := graphOrderFinding(run); ok {
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+// graphOrderFinding: the run passed a graph file written for one net dev
+// order and the NCCL that ran (its log's version) numbers the devices the
+// other way (PCIOrder): channel i then goes out on another NIC than the
+// graph meant.
+func graphOrderFinding(run *RunResult) (health.Finding, bool) {
+	if run.GraphOrder == "" || run.Result == nil || run.Result.NCCL == nil || run.Result.NCCL.NCCLVersion == "" {
+		return health.Finding{}, false
+	}
+	v := run.Result.NCCL.NCCLVersion
+	if OrderOf(v) == run.GraphOrder {
+		return health.Finding{}, false
+	}
+	return health.Finding{ID: "nccl-graph-order", Severity: health.Warn,
+		Summary: fmt.Sprintf("the graph file's net dev ids follow the %s order, but NCCL %s numbers its IB devices in %s",
+			map[string]string{OrderPCI: "PCI bus id", OrderList: "libibverbs' device list"}[run.GraphOrder], v, NetDevOrderName(v)),
+		Evidence: []string{"NCCL version " + v, "graph written for order " + run.GraphOrder},
+		Remediation: "rewrite the graph for the NCCL that runs: erdmakit nccl env --nccl-version " + v +
+			" --graph-file PATH, and copy it to every host (or make both orders agree: NCCL_IB_DEVICE_PCI_ORDER=0 on NCCL >= " + PCIOrderMinNCCL + " keeps libibverbs' order)"}, true
 }
 
 // withPassedEnv returns res with the variables the run gave every rank

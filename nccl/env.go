@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,6 +42,23 @@ type EnvAdvice struct {
 	Graph *Graphs `json:"graph,omitempty"`
 	// Notes are advice that needs a choice from the user (not a problem).
 	Notes []string `json:"notes,omitempty"`
+	// GraphOrder is the net dev order Graph's ids follow: OrderPCI or
+	// OrderList (see NetDevOrder); "" without a graph.
+	GraphOrder string `json:"graph_order,omitempty"`
+}
+
+// Net dev orders (EnvAdvice.GraphOrder).
+const (
+	OrderPCI  = "pci"  // by PCI bus id: NCCL >= 2.29.7
+	OrderList = "list" // libibverbs' device list: older NCCL
+)
+
+// OrderOf is the net dev order of NCCL version (PCIOrder).
+func OrderOf(version string) string {
+	if PCIOrder(version) {
+		return OrderPCI
+	}
+	return OrderList
 }
 
 // GDRMode says whether NCCL_NET_GDR_LEVEL should be advised.
@@ -78,10 +96,11 @@ func AdviseEnv(inv *erdma.Inventory, opts EnvOptions) *EnvAdvice {
 		return a
 	}
 	a.socketIfname(inv, opts.SocketIfname)
-	devs := a.hca(inv)
+	ver := a.orderVersion(opts.NCCL, opts.GraphFile)
+	devs := a.hca(inv, ver)
 	a.gidIndex(inv, devs, opts.NCCL)
-	a.gdr(inv, devs, opts.GDR, opts.GraphFile != "" && a.graphPlanned(inv))
-	a.graph(inv, opts.GraphFile)
+	a.gdr(inv, devs, opts.GDR, opts.GraphFile != "" && a.graphPlanned(inv, ver))
+	a.graph(inv, opts.GraphFile, ver)
 	if inv.Memlock != nil && !inv.Memlock.Unlimited {
 		a.warn(fmt.Sprintf("locked-memory limit is %s (soft), not unlimited: NCCL's ibv_create_qp fails with ENOMEM "+
 			"('Unknown error -12'); run ulimit -l unlimited, LimitMEMLOCK=infinity for systemd/containerd services",
@@ -113,8 +132,8 @@ func (a *EnvAdvice) setValue(name, value, why string) {
 
 // graph advises the multi-NIC graph file: NCCL puts every GPU on the first
 // of two NICs at equal distance (the runbook's finding).
-func (a *EnvAdvice) graph(inv *erdma.Inventory, path string) {
-	p, err := a.planGraph(inv)
+func (a *EnvAdvice) graph(inv *erdma.Inventory, path, version string) {
+	p, err := a.planGraph(inv, version)
 	if err != nil {
 		if path != "" {
 			a.warn("NCCL_GRAPH_FILE not set: " + strings.TrimPrefix(err.Error(), ErrGraph.Error()+": "))
@@ -128,14 +147,14 @@ func (a *EnvAdvice) graph(inv *erdma.Inventory, path string) {
 		}
 		return
 	}
-	a.Graph = g
+	a.Graph, a.GraphOrder = g, OrderOf(version)
 	what := fmt.Sprintf("%d eRDMA NICs (%s) at equal distance: NCCL puts every GPU on the first", len(p.NICs), strings.Join(p.NICs, ", "))
 	if path == "" {
 		a.Notes = append(a.Notes, what+"; --graph-file PATH writes a graph giving each NIC a channel with all "+
 			strconv.Itoa(len(p.GPUs))+" GPUs (NCCL_GRAPH_FILE, runbook)")
 		return
 	}
-	a.set("NCCL_GRAPH_FILE", path, fmt.Sprintf("%s; this graph gives channel i to net dev i (%s, in libibverbs' device order), all %d GPUs in each "+
+	a.set("NCCL_GRAPH_FILE", path, fmt.Sprintf("%s; this graph gives channel i to net dev i (%s, in "+NetDevOrderName(version)+"), all %d GPUs in each "+
 		"(run %d ranks per host). Every communicator reads it: one with fewer GPUs per host (a split, a sub-communicator, "+
 		"a 1-GPU test) fails init with 'XML Import Channel : dev N not found', so unset it for those",
 		what, strings.Join(p.NICs, ", "), len(p.GPUs), len(p.GPUs)))
@@ -143,8 +162,8 @@ func (a *EnvAdvice) graph(inv *erdma.Inventory, path string) {
 
 // graphPlanned reports whether the host gets a graph file (PlanGraph and
 // MultiNICGraph succeed, and NCCL_IB_HCA names the plan's NICs).
-func (a *EnvAdvice) graphPlanned(inv *erdma.Inventory) bool {
-	p, err := a.planGraph(inv)
+func (a *EnvAdvice) graphPlanned(inv *erdma.Inventory, version string) bool {
+	p, err := a.planGraph(inv, version)
 	if err != nil {
 		return false
 	}
@@ -154,15 +173,43 @@ func (a *EnvAdvice) graphPlanned(inv *erdma.Inventory) bool {
 
 // planGraph is PlanGraph, refused when the advice's NCCL_IB_HCA leaves some
 // of the plan's NICs out (an NCCL too old for differing GID indexes).
-func (a *EnvAdvice) planGraph(inv *erdma.Inventory) (GraphPlan, error) {
-	p, err := PlanGraph(inv)
+func (a *EnvAdvice) planGraph(inv *erdma.Inventory, version string) (GraphPlan, error) {
+	p, err := PlanGraph(inv, version)
 	if err != nil {
 		return p, err
 	}
-	if hca, ok := a.Get("NCCL_IB_HCA"); ok && hca != strings.Join(p.NICs, ",") {
+	if hca, ok := a.Get("NCCL_IB_HCA"); ok && !slices.Equal(HCANames(hca), p.NICs) {
 		return p, fmt.Errorf("%w: NCCL_IB_HCA=%s does not name every eRDMA NIC (%s)", ErrGraph, hca, strings.Join(p.NICs, ", "))
 	}
 	return p, nil
+}
+
+// orderVersion is the NCCL version whose net dev order the advice follows:
+// the installed (or --nccl-version) one; "" when none is known (taken as
+// current, PCIOrder). Installed versions that number the devices
+// differently are warned about when a graph file is written (its net dev
+// ids fit one order), and the newest is followed.
+func (a *EnvAdvice) orderVersion(ns []NCCLInstall, graphFile string) string {
+	newest, pci, list := "", 0, 0
+	for _, n := range ns {
+		if n.Version == "" {
+			continue
+		}
+		if newest == "" || versionLess(newest, n.Version) {
+			newest = n.Version
+		}
+		if PCIOrder(n.Version) {
+			pci++
+		} else {
+			list++
+		}
+	}
+	if pci > 0 && list > 0 && graphFile != "" {
+		a.warn(fmt.Sprintf("NCCL versions before and after %s are installed: they number the eRDMA devices differently "+
+			"(libibverbs' order, PCI bus id order), so the graph file's net dev ids fit only one; the advice follows %s: "+
+			"give the NCCL that runs with --nccl-version", PCIOrderMinNCCL, newest))
+	}
+	return newest
 }
 
 // Get returns the advised value of name and whether it is set.
@@ -205,8 +252,9 @@ func (a *EnvAdvice) socketIfname(inv *erdma.Inventory, override string) {
 	a.set("NCCL_SOCKET_IFNAME", best.Name, fmt.Sprintf("%s (%s): NCCL's bootstrap and out-of-band traffic", why, strings.Join(best.IPv4, ", ")))
 }
 
-// hca picks the eRDMA devices NCCL should use and returns them.
-func (a *EnvAdvice) hca(inv *erdma.Inventory) []erdma.Device {
+// hca picks the eRDMA devices NCCL should use and returns them, in the
+// net dev order of NCCL version (see NetDevOrder).
+func (a *EnvAdvice) hca(inv *erdma.Inventory, version string) []erdma.Device {
 	var all, usable []erdma.Device
 	for _, d := range inv.Devices {
 		if !d.ERDMA {
@@ -234,40 +282,101 @@ func (a *EnvAdvice) hca(inv *erdma.Inventory) []erdma.Device {
 	}
 	// Listed in NCCL's net dev order (NetDevOrder), so net dev i is the
 	// i-th name; NCCL itself ignores the order of the names here.
-	NetDevOrder(usable)
-	names := make([]string, len(usable))
+	NetDevOrder(usable, version)
 	desc := make([]string, len(usable))
 	for i, d := range usable {
-		names[i] = d.Name
 		desc[i] = fmt.Sprintf("%s (netdev %s)", d.Name, orUnknown(d.Netdev))
 	}
-	a.set("NCCL_IB_HCA", strings.Join(names, ","), "the eRDMA devices with an ACTIVE port: "+strings.Join(desc, ", "))
+	a.set("NCCL_IB_HCA", IBHCA(usable), "the eRDMA devices with an ACTIVE port: "+strings.Join(desc, ", ")+
+		"; '=' makes NCCL match each name exactly (without it erdma_1 also matches erdma_10: src/transport/net_ib/init.cc "+
+		"searchExact), ':N' the port")
 	return usable
 }
 
+// IBHCA is NCCL_IB_HCA naming exactly devs, each at its ACTIVE port (or
+// port 1): "=erdma_0:1,erdma_1:1". Without the leading '=' NCCL matches
+// names by prefix (src/transport/net_ib/init.cc at 5067397, lines 322-323:
+// searchExact; matchIfList in src/misc/utils.cc), so erdma_1 would also
+// take erdma_10.
+func IBHCA(devs []erdma.Device) string {
+	parts := make([]string, len(devs))
+	for i, d := range devs {
+		port := 1
+		if p := activePort(d); p != nil && p.Number > 0 {
+			port = p.Number
+		}
+		parts[i] = fmt.Sprintf("%s:%d", d.Name, port)
+	}
+	return "=" + strings.Join(parts, ",")
+}
+
+// HCANames are the device names an NCCL_IB_HCA value lists, without its
+// '^' or '=' prefix and ':port' suffixes.
+func HCANames(v string) []string {
+	v = strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(v), "^"), "=")
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		name, _, _ := strings.Cut(strings.TrimSpace(f), ":")
+		if name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // usableDevices are the eRDMA devices NCCL can use (not in iWARP mode,
-// with an ACTIVE port) in NCCL's net dev order (NetDevOrder).
-func usableDevices(inv *erdma.Inventory) []erdma.Device {
+// with an ACTIVE port) in NCCL version's net dev order (NetDevOrder).
+func usableDevices(inv *erdma.Inventory, version string) []erdma.Device {
 	var out []erdma.Device
 	for _, d := range inv.Devices {
 		if d.ERDMA && d.Transport != erdma.TransportIWARP && activePort(d) != nil {
 			out = append(out, d)
 		}
 	}
-	NetDevOrder(out)
+	NetDevOrder(out, version)
 	return out
 }
 
-// NetDevOrder sorts devs into the order NCCL numbers its IB net devices.
-// NCCL walks ibv_get_device_list and keeps the devices NCCL_IB_HCA matches
-// (src/transport/net_ib/init.cc ncclIbInitDevices): the order of the names
-// in NCCL_IB_HCA does not matter. libibverbs lists the devices in the
-// kernel's registration order (rdma-core libibverbs/init.c
-// ibverbs_get_device_list, from the netlink dump by device index). What a
-// host root shows of that order is the uverbs char device number, given
-// at registration (uverbsN, lowest free); then the PCI address (the order
-// the driver probes at boot); then the name.
-func NetDevOrder(devs []erdma.Device) {
+// PCIOrderMinNCCL is the first NCCL that numbers its IB net devices by PCI
+// bus id: NCCL_PARAM(IbDevicePciOrder, "IB_DEVICE_PCI_ORDER", 1) and the
+// qsort by ncclIbCompareDevs (src/transport/net_ib/init.cc at 5067397,
+// lines 30, 44-58 and 484; added in 56a0c229, NCCL 2.29.7-1). Before, net
+// dev i was the i-th device of ibv_get_device_list.
+const PCIOrderMinNCCL = "2.29.7"
+
+// PCIOrder reports whether NCCL version numbers its IB net devices by PCI
+// bus id (NCCL >= 2.29.7 with NCCL_IB_DEVICE_PCI_ORDER unset or 1). An
+// unknown version ("") is taken as a current one: erdmakit recommends
+// 2.29.7 and later.
+func PCIOrder(version string) bool {
+	return version == "" || !versionLess(version, PCIOrderMinNCCL)
+}
+
+// NetDevOrderName says in words the net dev order of NCCL version.
+func NetDevOrderName(version string) string {
+	v := "NCCL " + version
+	if version == "" {
+		v = "NCCL (version unknown: taken as >= " + PCIOrderMinNCCL + ")"
+	}
+	if PCIOrder(version) {
+		return v + "'s order: by PCI bus id (NCCL >= " + PCIOrderMinNCCL + ", NCCL_IB_DEVICE_PCI_ORDER=1)"
+	}
+	return v + "'s order: libibverbs' device list (NCCL < " + PCIOrderMinNCCL + ")"
+}
+
+// NetDevOrder sorts devs into the order NCCL version numbers its IB net
+// devices, the devices NCCL_IB_HCA keeps (the order of the names in
+// NCCL_IB_HCA does not matter; src/transport/net_ib/init.cc
+// ncclIbInitDevices):
+//   - NCCL >= 2.29.7 (PCIOrder; also an unknown version): by PCI bus id,
+//     devices without a PCI path last (ncclIbCompareDevs).
+//   - older: ibv_get_device_list's order, the kernel's registration order
+//     (rdma-core libibverbs/init.c ibverbs_get_device_list, from the
+//     netlink dump by device index). What a host root shows of that order
+//     is the uverbs char device number, given at registration (uverbsN,
+//     lowest free); then the PCI address (the order the driver probes at
+//     boot); then the name.
+func NetDevOrder(devs []erdma.Device, version string) {
 	uverbs := func(d erdma.Device) int {
 		n, err := strconv.Atoi(strings.TrimPrefix(d.UVerbs, "uverbs"))
 		if err != nil || !strings.HasPrefix(d.UVerbs, "uverbs") {
@@ -275,8 +384,16 @@ func NetDevOrder(devs []erdma.Device) {
 		}
 		return n
 	}
+	pci := PCIOrder(version)
 	sort.SliceStable(devs, func(i, j int) bool {
 		a, b := devs[i], devs[j]
+		if pci {
+			pa, pb := strings.ToLower(a.PCIAddress), strings.ToLower(b.PCIAddress)
+			if (pa == "") != (pb == "") {
+				return pb == "" // no PCI path: last
+			}
+			return pa < pb
+		}
 		if ua, ub := uverbs(a), uverbs(b); ua != ub {
 			return ua < ub
 		}
@@ -303,6 +420,14 @@ func activePort(d erdma.Device) *erdma.Port {
 // number to ibv_query_gid and the QP's sgid_index as it is (v2.20.5-1:
 // NCCL_PARAM(IbGidIndex, "IB_GID_INDEX", 0)), so -1 there is no GID.
 const GIDAutoMinNCCL = "2.21.5"
+
+// ncclDefaultNote: NCCL_IB_GID_INDEX=-1, NCCL_IB_ADDR_FAMILY=AF_INET and
+// NCCL_IB_ROCE_VERSION_NUM=2 are NCCL's own defaults from 2.21.5 on
+// (src/transport/net_ib/connect.cc at 5067397, lines 12, 14 and 102;
+// src/transport/net_ib.cc of v2.21.5-1, lines 80, 81 and 108): they change
+// nothing there and are written to say what NCCL does; NCCL_IB_GID_INDEX=-1
+// only exists from 2.21.5 (older NCCL takes -1 as an index: no GID).
+const ncclDefaultNote = "NCCL's default since " + GIDAutoMinNCCL + " (harmless there; said for the reader)"
 
 // oldestNCCL is the oldest of the installed NCCL versions, "" when none
 // is known.
@@ -356,14 +481,16 @@ func (a *EnvAdvice) gidIndex(inv *erdma.Inventory, devs []erdma.Device, ncclVers
 		// first one's, name the others.
 		first := byDev[0]
 		var keep, drop []string
+		var kept []erdma.Device
 		for k, d := range devs {
 			if byDev[k] == first {
 				keep = append(keep, d.Name)
+				kept = append(kept, d)
 			} else {
 				drop = append(drop, d.Name)
 			}
 		}
-		a.setValue("NCCL_IB_HCA", strings.Join(keep, ","), fmt.Sprintf("; NCCL %s: only those at GID index %d", old, first))
+		a.setValue("NCCL_IB_HCA", IBHCA(kept), fmt.Sprintf("; NCCL %s: only those at GID index %d", old, first))
 		a.set("NCCL_IB_GID_INDEX", strconv.Itoa(first), fmt.Sprintf("NCCL %s predates %s, which takes one GID index for every device "+
 			"(no -1): the index of %s (%s)", old, GIDAutoMinNCCL, strings.Join(keep, ", "), strings.Join(who, ", ")))
 		a.warn(fmt.Sprintf("NCCL %s takes one NCCL_IB_GID_INDEX for every device and the eRDMA devices' IPv4 GIDs differ (%s): "+
@@ -377,9 +504,9 @@ func (a *EnvAdvice) gidIndex(inv *erdma.Inventory, devs []erdma.Device, ncclVers
 		a.Notes = append(a.Notes, "NCCL_IB_GID_INDEX=-1 needs NCCL >= "+GIDAutoMinNCCL+" (the NCCL version was not found: "+
 			"--nccl-version tells it); with an older NCCL use one device per job with its own index ("+strings.Join(who, ", ")+")")
 	}
-	a.set("NCCL_IB_GID_INDEX", "-1", reason)
-	a.set("NCCL_IB_ADDR_FAMILY", "AF_INET", "with NCCL_IB_GID_INDEX=-1: use the IPv4 GIDs")
-	a.set("NCCL_IB_ROCE_VERSION_NUM", "2", "with NCCL_IB_GID_INDEX=-1: use the RoCE v2 GIDs")
+	a.set("NCCL_IB_GID_INDEX", "-1", reason+"; "+ncclDefaultNote)
+	a.set("NCCL_IB_ADDR_FAMILY", "AF_INET", "with NCCL_IB_GID_INDEX=-1: use the IPv4 GIDs; "+ncclDefaultNote)
+	a.set("NCCL_IB_ROCE_VERSION_NUM", "2", "with NCCL_IB_GID_INDEX=-1: use the RoCE v2 GIDs; "+ncclDefaultNote)
 	prefix, err := coveringPrefix(inv, devs)
 	if err != nil {
 		a.warn("NCCL_IB_ADDR_RANGE not set: " + err.Error())

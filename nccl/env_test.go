@@ -43,7 +43,7 @@ func TestAdviseEnv(t *testing.T) {
 		warnings []string          // substrings, one warning each
 	}{
 		{"two NICs agreeing on the GID index", nil, EnvOptions{},
-			map[string]string{"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_HCA": "erdma_0,erdma_1", "NCCL_IB_GID_INDEX": "1",
+			map[string]string{"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_HCA": "=erdma_0:1,erdma_1:1", "NCCL_IB_GID_INDEX": "1",
 				"NCCL_NET_GDR_LEVEL": "SYS", "NCCL_IB_ADDR_RANGE": ""}, nil},
 		{"two NICs with different GID indexes", func(i *erdma.Inventory) { i.Devices[0].Ports[0].RecommendedGIDIndex = 2 }, EnvOptions{},
 			map[string]string{"NCCL_IB_GID_INDEX": "-1", "NCCL_IB_ADDR_FAMILY": "AF_INET", "NCCL_IB_ROCE_VERSION_NUM": "2",
@@ -53,21 +53,21 @@ func TestAdviseEnv(t *testing.T) {
 		// to ibv_query_gid as it is).
 		{"different indexes, NCCL 2.21.5", func(i *erdma.Inventory) { i.Devices[0].Ports[0].RecommendedGIDIndex = 2 },
 			EnvOptions{NCCL: []NCCLInstall{{Version: "2.21.5", Path: "usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5"}}},
-			map[string]string{"NCCL_IB_HCA": "erdma_0,erdma_1", "NCCL_IB_GID_INDEX": "-1", "NCCL_IB_ADDR_FAMILY": "AF_INET"}, nil},
+			map[string]string{"NCCL_IB_HCA": "=erdma_0:1,erdma_1:1", "NCCL_IB_GID_INDEX": "-1", "NCCL_IB_ADDR_FAMILY": "AF_INET"}, nil},
 		{"different indexes, NCCL 2.20.5: one index, the devices that share it", func(i *erdma.Inventory) { i.Devices[0].Ports[0].RecommendedGIDIndex = 2 },
 			EnvOptions{NCCL: []NCCLInstall{{Version: "2.20.5", Path: "usr/lib/x86_64-linux-gnu/libnccl.so.2.20.5"}}},
-			map[string]string{"NCCL_IB_HCA": "erdma_0", "NCCL_IB_GID_INDEX": "2", "NCCL_IB_ADDR_FAMILY": "", "NCCL_IB_ADDR_RANGE": ""},
+			map[string]string{"NCCL_IB_HCA": "=erdma_0:1", "NCCL_IB_GID_INDEX": "2", "NCCL_IB_ADDR_FAMILY": "", "NCCL_IB_ADDR_RANGE": ""},
 			[]string{"NCCL 2.20.5 takes one NCCL_IB_GID_INDEX for every device and the eRDMA devices' IPv4 GIDs differ (erdma_0: 2, erdma_1: 1): NCCL_IB_HCA leaves out erdma_1; use NCCL >= 2.21.5"}},
 		{"same index, old NCCL: nothing to say", nil,
 			EnvOptions{NCCL: []NCCLInstall{{Version: "2.18.3", Path: "usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3"}}},
-			map[string]string{"NCCL_IB_HCA": "erdma_0,erdma_1", "NCCL_IB_GID_INDEX": "1"}, nil},
+			map[string]string{"NCCL_IB_HCA": "=erdma_0:1,erdma_1:1", "NCCL_IB_GID_INDEX": "1"}, nil},
 		{"different indexes, same subnet", func(i *erdma.Inventory) {
 			i.Devices[0].Ports[0].RecommendedGIDIndex = 2
 			i.Netdevs[2].IPv4 = []string{"192.168.7.5/24"}
 			i.Netdevs[3].IPv4 = []string{"192.168.7.6/24"}
 		}, EnvOptions{}, map[string]string{"NCCL_IB_ADDR_RANGE": "192.168.7.0/24"}, nil},
 		{"one NIC, no GPU facts", func(i *erdma.Inventory) { i.Devices = i.Devices[:1]; i.GPU = nil }, EnvOptions{},
-			map[string]string{"NCCL_IB_HCA": "erdma_0", "NCCL_IB_GID_INDEX": "1", "NCCL_NET_GDR_LEVEL": ""}, []string{"NCCL_NET_GDR_LEVEL not decided"}},
+			map[string]string{"NCCL_IB_HCA": "=erdma_0:1", "NCCL_IB_GID_INDEX": "1", "NCCL_NET_GDR_LEVEL": ""}, []string{"NCCL_NET_GDR_LEVEL not decided"}},
 		{"no GPU facts, peermem module loaded", func(i *erdma.Inventory) {
 			i.GPU = &erdma.GPUInfo{Reason: "libnvidia-ml not found"}
 			i.Modules = []erdma.Module{{Name: "nvidia_peermem", Loaded: true}}
@@ -80,14 +80,14 @@ func TestAdviseEnv(t *testing.T) {
 		{"ncclog.GDR forced without peermem", func(i *erdma.Inventory) { i.GPU = nil }, EnvOptions{GDR: GDROn},
 			map[string]string{"NCCL_NET_GDR_LEVEL": "SYS"}, []string{"without a GPUDirect RDMA path"}},
 		{"inactive port dropped", func(i *erdma.Inventory) { i.Devices[1].Ports[0].State = "DOWN"; i.Devices[1].Ports[0].StateCode = 1 }, EnvOptions{},
-			map[string]string{"NCCL_IB_HCA": "erdma_0", "NCCL_IB_GID_INDEX": "1"}, []string{"erdma_1 has no ACTIVE port"}},
+			map[string]string{"NCCL_IB_HCA": "=erdma_0:1", "NCCL_IB_GID_INDEX": "1"}, []string{"erdma_1 has no ACTIVE port"}},
 		{"iWARP device dropped", func(i *erdma.Inventory) {
 			i.Devices[0].Transport = erdma.TransportIWARP
 			i.Devices[0].NodeType = "4: RNIC"
 		}, EnvOptions{},
-			map[string]string{"NCCL_IB_HCA": "erdma_1"}, []string{"compat_mode=1"}},
+			map[string]string{"NCCL_IB_HCA": "=erdma_1:1"}, []string{"compat_mode=1"}},
 		{"no GID for the IPv4", func(i *erdma.Inventory) { i.Devices = i.Devices[:1]; i.Devices[0].Ports[0].RecommendedGIDIndex = -1 }, EnvOptions{},
-			map[string]string{"NCCL_IB_HCA": "erdma_0", "NCCL_IB_GID_INDEX": ""}, []string{"no RoCE v2 GID"}},
+			map[string]string{"NCCL_IB_HCA": "=erdma_0:1", "NCCL_IB_GID_INDEX": ""}, []string{"no RoCE v2 GID"}},
 		{"no eRDMA at all", func(i *erdma.Inventory) { i.Devices = i.Devices[2:] }, EnvOptions{},
 			map[string]string{"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_HCA": "", "NCCL_IB_GID_INDEX": "", "NCCL_NET_GDR_LEVEL": ""},
 			[]string{"fall back to sockets"}},
@@ -96,7 +96,7 @@ func TestAdviseEnv(t *testing.T) {
 		{"interface override", nil, EnvOptions{SocketIfname: "bond0"}, map[string]string{"NCCL_SOCKET_IFNAME": "bond0"}, nil},
 		{"crashing NCCL and low memlock", func(i *erdma.Inventory) { i.Memlock = &erdma.Limit{Soft: 64 << 10, Hard: 64 << 10} },
 			EnvOptions{NCCL: []NCCLInstall{{Version: "2.28.9", Path: "usr/lib/x86_64-linux-gnu/libnccl.so.2.28.9"}, {Version: "2.21.5", Path: "x"}}},
-			map[string]string{"NCCL_IB_HCA": "erdma_0,erdma_1"}, []string{"64 KiB", "NCCL 2.28.9"}},
+			map[string]string{"NCCL_IB_HCA": "=erdma_0:1,erdma_1:1"}, []string{"64 KiB", "NCCL 2.28.9"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,7 +147,7 @@ func TestAdviseEnvGIDAutoNeedsNCCL2215(t *testing.T) {
 	a = AdviseEnv(inv, EnvOptions{NCCL: []NCCLInstall{{Version: "2.20.5"}}, GraphFile: "/root/g.xml"})
 	_, ok := a.Get("NCCL_GRAPH_FILE")
 	assert.False(t, ok)
-	assert.Contains(t, strings.Join(a.Warnings, "\n"), "NCCL_GRAPH_FILE not set: NCCL_IB_HCA=erdma_0 does not name every eRDMA NIC")
+	assert.Contains(t, strings.Join(a.Warnings, "\n"), "NCCL_GRAPH_FILE not set: NCCL_IB_HCA==erdma_0:1 does not name every eRDMA NIC")
 }
 
 func TestAdviseEnvGDRThroughDMABUF(t *testing.T) {

@@ -39,5 +39,5 @@ func ExampleCommand_Argv_srun() {
 	fmt.Println(c.Environ())
 	// Output:
 	// srun --nodes 2 --ntasks-per-node 8 --mpi=pmix --nodelist host1,host2 --export=ALL,NCCL_SOCKET_IFNAME=eth0,NCCL_DEBUG=INFO ./build/all_reduce_perf -b 4M -e 4M -f 2 -g 1 -t 1 -n 20
-	// [NCCL_IB_HCA=erdma_0,erdma_1]
+	// [NCCL_SOCKET_IFNAME=eth0 NCCL_DEBUG=INFO NCCL_IB_HCA=erdma_0,erdma_1]
 }

@@ -31,7 +31,7 @@ func ExampleAdviseEnv() {
 	}
 	// Output:
 	// NCCL_SOCKET_IFNAME=eth0
-	// NCCL_IB_HCA=erdma_0,erdma_1
+	// NCCL_IB_HCA==erdma_0:1,erdma_1:1
 	// NCCL_IB_GID_INDEX=-1
 	// NCCL_IB_ADDR_FAMILY=AF_INET
 	// NCCL_IB_ROCE_VERSION_NUM=2

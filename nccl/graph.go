@@ -95,10 +95,15 @@ type GraphPlan struct {
 	// ("XML Import Channel : dev N not found"), so this must be the GPUs
 	// the ranks on one host use.
 	GPUs []int `json:"gpus"`
-	// NICs are the eRDMA devices in NCCL's net dev order (NetDevOrder:
-	// libibverbs' device order filtered by NCCL_IB_HCA, not the order of
-	// the names in NCCL_IB_HCA): channel i enters and leaves by NICs[i].
+	// NICs are the eRDMA devices in the net dev order of the NCCL that
+	// runs (NetDevOrder: by PCI bus id from NCCL 2.29.7, libibverbs'
+	// device order before; never the order of the names in NCCL_IB_HCA):
+	// channel i enters and leaves by NICs[i].
 	NICs []string `json:"nics"`
+	// NCCLVersion is the NCCL whose order NICs follow ("": unknown, taken
+	// as >= 2.29.7); Order says that order in words.
+	NCCLVersion string `json:"nccl_version,omitempty"`
+	Order       string `json:"order,omitempty"`
 	// NVLink: NVML reports NVLink between the GPUs, so the channels'
 	// intra-node type is NVL; otherwise SYS (PCIe through the CPUs).
 	NVLink bool `json:"nvlink,omitempty"`
@@ -151,16 +156,16 @@ func MultiNICGraph(p GraphPlan) (*Graphs, error) {
 }
 
 // PlanGraph decides whether a host gets a graph file and from what: two or
-// more eRDMA devices with an ACTIVE port (in NCCL's net dev order,
-// NetDevOrder, as AdviseEnv picks them), the GPU count NVML saw, and
+// more eRDMA devices with an ACTIVE port (in the net dev order of
+// ncclVersion, NetDevOrder, as AdviseEnv picks them), the GPU count NVML saw, and
 // whether NVML reports NVLink. It returns why not when the host does not
 // qualify or the facts are missing.
-func PlanGraph(inv *erdma.Inventory) (GraphPlan, error) {
+func PlanGraph(inv *erdma.Inventory, ncclVersion string) (GraphPlan, error) {
 	if inv == nil {
 		return GraphPlan{}, fmt.Errorf("%w: no inventory", ErrGraph)
 	}
-	var p GraphPlan
-	for _, d := range usableDevices(inv) {
+	p := GraphPlan{NCCLVersion: ncclVersion, Order: NetDevOrderName(ncclVersion)}
+	for _, d := range usableDevices(inv, ncclVersion) {
 		p.NICs = append(p.NICs, d.Name)
 	}
 	if len(p.NICs) < 2 {

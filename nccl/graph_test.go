@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/nccl/ncclog"
 )
 
 // runbookGraph is the erdma-controller runbook's published graph
@@ -62,11 +64,11 @@ func TestMultiNICGraphIsTheRunbooksGraph(t *testing.T) {
 	}
 	inv := host()
 	inv.GPU.NVLink = "yes"
-	p, err := PlanGraph(inv)
+	p, err := PlanGraph(inv, "")
 	require.NoError(t, err)
 	assert.True(t, p.NVLink)
 	inv.GPU.NVLink = "unknown"
-	p, err = PlanGraph(inv)
+	p, err = PlanGraph(inv, "")
 	require.NoError(t, err)
 	assert.False(t, p.NVLink, "NVL only where NVML reports NVLink")
 }
@@ -141,17 +143,17 @@ func TestPlanGraph(t *testing.T) {
 		{"second NIC down", func(i *erdma.Inventory) { i.Devices[1].Ports[0].State, i.Devices[1].Ports[0].StateCode = "DOWN", 1 }, 0, nil, "1 eRDMA device"},
 		{"second NIC in iWARP mode", func(i *erdma.Inventory) { i.Devices[1].Transport = erdma.TransportIWARP }, 0, nil, "1 eRDMA device"},
 		{"no GPU facts", func(i *erdma.Inventory) { i.GPU = &erdma.GPUInfo{Reason: "libnvidia-ml not found"} }, 0, nil, "libnvidia-ml not found"},
-		// NCCL numbers net devs in ibv_get_device_list order filtered by
-		// NCCL_IB_HCA (src/transport/net_ib/init.cc ncclIbInitDevices),
-		// which is the kernel's registration order: the uverbs number,
-		// then the PCI address; never the inventory's or a name's order.
-		{"net dev order is libibverbs' (uverbs number)", func(i *erdma.Inventory) {
+		// NCCL before 2.29.7 numbers net devs in ibv_get_device_list order
+		// filtered by NCCL_IB_HCA (src/transport/net_ib/init.cc
+		// ncclIbInitDevices), the kernel's registration order: the uverbs
+		// number, then the PCI address; never the inventory's or a name's.
+		{"NCCL 2.29.3: libibverbs' order (uverbs number)", func(i *erdma.Inventory) {
 			i.Devices[0].UVerbs, i.Devices[1].UVerbs = "uverbs1", "uverbs0"
 		}, 2, []string{"erdma_1", "erdma_0"}, ""},
-		{"then the PCI address", func(i *erdma.Inventory) {
+		{"NCCL 2.29.3: then the PCI address", func(i *erdma.Inventory) {
 			i.Devices[0].PCIAddress, i.Devices[1].PCIAddress = "0000:80:05.0", "0000:00:05.0"
 		}, 2, []string{"erdma_1", "erdma_0"}, ""},
-		{"the inventory's order does not matter", func(i *erdma.Inventory) {
+		{"NCCL 2.29.3: the inventory's order does not matter", func(i *erdma.Inventory) {
 			i.Devices[0], i.Devices[1] = i.Devices[1], i.Devices[0]
 		}, 2, []string{"erdma_0", "erdma_1"}, ""},
 	}
@@ -161,7 +163,7 @@ func TestPlanGraph(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(inv)
 			}
-			p, err := PlanGraph(inv)
+			p, err := PlanGraph(inv, "2.29.3")
 			if tt.err != "" {
 				assert.ErrorIs(t, err, ErrGraph)
 				assert.ErrorContains(t, err, tt.err)
@@ -172,8 +174,8 @@ func TestPlanGraph(t *testing.T) {
 			assert.Equal(t, tt.wantNICs, p.NICs)
 			// NCCL_IB_HCA lists them in the same order (for the reader:
 			// NCCL ignores the order of its names): net dev i is NICs[i].
-			hca, _ := AdviseEnv(inv, EnvOptions{}).Get("NCCL_IB_HCA")
-			assert.Equal(t, strings.Join(tt.wantNICs, ","), hca)
+			hca, _ := AdviseEnv(inv, EnvOptions{NCCL: []NCCLInstall{{Version: "2.29.3"}}}).Get("NCCL_IB_HCA")
+			assert.Equal(t, tt.wantNICs, HCANames(hca))
 		})
 	}
 }
@@ -312,7 +314,7 @@ func TestCommandApplyAdvice(t *testing.T) {
 		got[v.Name] = v.Value
 	}
 	assert.Equal(t, "3", got["NCCL_IB_GID_INDEX"], "a variable set by hand wins")
-	assert.Equal(t, "erdma_0,erdma_1", got["NCCL_IB_HCA"])
+	assert.Equal(t, "=erdma_0:1,erdma_1:1", got["NCCL_IB_HCA"])
 	assert.Equal(t, "/root/g.xml", got["NCCL_GRAPH_FILE"])
 	assert.Equal(t, "bond0", got["NCCL_SOCKET_IFNAME"])
 	argv, err := c.Argv()
@@ -334,4 +336,114 @@ func TestMultiNICGraphJSONHasNoNullList(t *testing.T) {
 	b, err := json.Marshal(g)
 	require.NoError(t, err)
 	require.NotContains(t, string(b), "null")
+}
+
+// TestNetDevOrderFollowsTheNCCLThatRuns: issue 54 item 4. From NCCL 2.29.7
+// (56a0c229) NCCL sorts its IB devices by PCI bus id:
+// NCCL_PARAM(IbDevicePciOrder, "IB_DEVICE_PCI_ORDER", 1) and
+// qsort(ncclIbDevs, ..., ncclIbCompareDevs) at src/transport/net_ib/init.cc
+// lines 30 and 484 (NVIDIA/nccl 5067397, 2.30.7), comparing the last
+// component of each device's PCI path (lines 44-58). Before, net dev i was
+// the i-th of ibv_get_device_list. On a host whose two orders differ
+// (erdma_0 registered first, erdma_1 on the lower PCI bus) the graph's net
+// ids, NCCL_IB_HCA's order and the text follow the NCCL that runs; an
+// unknown version is taken as current.
+func TestNetDevOrderFollowsTheNCCLThatRuns(t *testing.T) {
+	differ := func() *erdma.Inventory {
+		inv := host()
+		inv.GPU.Count = 8
+		inv.Devices[0].UVerbs, inv.Devices[0].PCIAddress = "uverbs0", "0000:b1:00.0"
+		inv.Devices[1].UVerbs, inv.Devices[1].PCIAddress = "uverbs1", "0000:3b:00.0"
+		return inv
+	}
+	tests := []struct {
+		version string
+		want    []string
+		order   string
+	}{
+		{"2.29.3", []string{"erdma_0", "erdma_1"}, "libibverbs' device list (NCCL < 2.29.7)"},
+		{"2.29.7", []string{"erdma_1", "erdma_0"}, "by PCI bus id (NCCL >= 2.29.7"},
+		{"2.30.7", []string{"erdma_1", "erdma_0"}, "by PCI bus id"},
+		{"", []string{"erdma_1", "erdma_0"}, "version unknown: taken as >= 2.29.7"},
+	}
+	for _, tt := range tests {
+		t.Run("NCCL "+tt.version, func(t *testing.T) {
+			p, err := PlanGraph(differ(), tt.version)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, p.NICs)
+			assert.Contains(t, p.Order, tt.order)
+			var opts EnvOptions
+			if tt.version != "" {
+				opts.NCCL = []NCCLInstall{{Version: tt.version}}
+			}
+			opts.GraphFile = "/etc/nccl-graph.xml"
+			a := AdviseEnv(differ(), opts)
+			hca, _ := a.Get("NCCL_IB_HCA")
+			assert.Equal(t, tt.want, HCANames(hca))
+			require.NotNil(t, a.Graph)
+			var gf string
+			for _, v := range a.Vars {
+				if v.Name == "NCCL_GRAPH_FILE" {
+					gf = v.Reason
+				}
+			}
+			assert.Contains(t, gf, strings.Join(tt.want, ", ")+", in ")
+			assert.Contains(t, gf, tt.order)
+		})
+	}
+	t.Run("installed NCCLs that disagree are warned about", func(t *testing.T) {
+		a := AdviseEnv(differ(), EnvOptions{NCCL: []NCCLInstall{{Version: "2.27.3"}, {Version: "2.29.7"}}, GraphFile: "/etc/g.xml"})
+		hca, _ := a.Get("NCCL_IB_HCA")
+		assert.Equal(t, []string{"erdma_1", "erdma_0"}, HCANames(hca), "the newest is followed")
+		assert.Contains(t, strings.Join(a.Warnings, "\n"), "number the eRDMA devices differently")
+	})
+}
+
+// TestIBHCAIsAnExactMatch: issue 54 item 6. NCCL matches NCCL_IB_HCA's
+// names by prefix unless the value starts with '=' (searchExact,
+// src/transport/net_ib/init.cc lines 322-323 at 5067397; matchIfList in
+// src/misc/utils.cc): erdma_1 would also take erdma_10. The advice uses the
+// exact form with each device's port.
+func TestIBHCAIsAnExactMatch(t *testing.T) {
+	inv := host()
+	hca, ok := AdviseEnv(inv, EnvOptions{}).Get("NCCL_IB_HCA")
+	require.True(t, ok)
+	assert.Equal(t, "=erdma_0:1,erdma_1:1", hca)
+	for i := 2; i <= 10; i++ { // erdma_1 and erdma_10 on one host
+		d := erdmaDev(fmt.Sprintf("erdma_%d", i), fmt.Sprintf("eth%d", i+1), 1)
+		inv.Devices = append(inv.Devices, d)
+	}
+	hca, _ = AdviseEnv(inv, EnvOptions{}).Get("NCCL_IB_HCA")
+	assert.True(t, strings.HasPrefix(hca, "="), hca)
+	assert.Contains(t, hca, "erdma_1:1,")
+	assert.Contains(t, hca, "erdma_10:1")
+	assert.Equal(t, []string{"erdma_0", "erdma_1"}, HCANames("^=erdma_0:1,erdma_1"))
+}
+
+// TestRunDiagnosesAGraphForTheOtherOrder: issue 54 item 4, the version the
+// run's log shows. A graph written for NCCL >= 2.29.7's PCI order
+// (src/transport/net_ib/init.cc line 484 at 5067397) run under NCCL 2.27.3,
+// which numbers its devices in libibverbs' order, is a warning with the
+// fix; under 2.30.7 nothing is said.
+func TestRunDiagnosesAGraphForTheOtherOrder(t *testing.T) {
+	inv := host()
+	inv.GPU.Count = 8
+	inv.Devices[0].UVerbs, inv.Devices[0].PCIAddress = "uverbs0", "0000:b1:00.0"
+	inv.Devices[1].UVerbs, inv.Devices[1].PCIAddress = "uverbs1", "0000:3b:00.0"
+	a := AdviseEnv(inv, EnvOptions{GraphFile: "/etc/g.xml", NCCL: []NCCLInstall{{Version: "2.29.7"}}})
+	require.Equal(t, OrderPCI, a.GraphOrder)
+	c := DefaultCommand()
+	require.NoError(t, c.ApplyAdvice(a))
+	assert.Equal(t, OrderPCI, c.GraphOrder)
+	run := func(v string) map[string]health.Finding {
+		res := &TestResult{NCCL: &ncclog.Summary{NCCLVersion: v}, Rows: []Row{{Size: 1 << 20}}}
+		return byFindingID(DiagnoseRun(&RunResult{Result: res, GraphOrder: c.GraphOrder, Env: c.Vars()}, Expectation{}))
+	}
+	f, ok := run("2.27.3")["nccl-graph-order"]
+	require.True(t, ok)
+	assert.Equal(t, health.Warn, f.Severity)
+	assert.Contains(t, f.Summary, "NCCL 2.27.3 numbers its IB devices in NCCL 2.27.3's order: libibverbs' device list")
+	assert.Contains(t, f.Remediation, "erdmakit nccl env --nccl-version 2.27.3 --graph-file PATH")
+	_, ok = run("2.30.7")["nccl-graph-order"]
+	assert.False(t, ok)
 }

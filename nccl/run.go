@@ -65,6 +65,12 @@ type RunResult struct {
 	// Env is what the command gave every rank with a value (-x NAME=VALUE,
 	// --export), for the diagnosis; set by Run, nil from RunArgv.
 	Env []Var `json:"env,omitempty"`
+	// Warnings are NCCL variables the launcher's caller set to another
+	// value than Env's (Command.EnvConflicts): the ranks got Env's.
+	Warnings []string `json:"warnings,omitempty"`
+	// GraphOrder is Command.GraphOrder: the net dev order of the graph
+	// file the run passed ("" when none).
+	GraphOrder string `json:"graph_order,omitempty"`
 }
 
 // Run builds c's argv and runs it (see RunArgv).
@@ -83,6 +89,12 @@ func Run(ctx context.Context, c Command, opts RunOptions) (*RunResult, error) {
 	res, err := RunArgv(ctx, argv, opts)
 	if res != nil {
 		res.Env = c.Vars()
+		environ := opts.Environ
+		if environ == nil {
+			environ = os.Environ()
+		}
+		res.Warnings = c.EnvConflicts(environ)
+		res.GraphOrder = c.GraphOrder
 	}
 	return res, err
 }

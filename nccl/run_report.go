@@ -15,6 +15,9 @@ type RunReport struct {
 	// Env is every variable given to the ranks with its value (the advice
 	// of --host-env among them): what the diagnosis took as passed.
 	Env []Var `json:"env"`
+	// EnvWarnings are NCCL variables the launcher's caller had set to
+	// another value (RunResult.Warnings): the ranks got Env's.
+	EnvWarnings []string `json:"env_warnings,omitempty"`
 	// LauncherExitCode is mpirun's or srun's exit status (-1: killed or
 	// not started).
 	LauncherExitCode int             `json:"launcher_exit_code"`
@@ -37,6 +40,7 @@ func NewRunReport(run *RunResult, exp Expectation) *RunReport {
 		if run.Env != nil {
 			rep.Env = run.Env
 		}
+		rep.EnvWarnings = run.Warnings
 		rep.LauncherExitCode = run.ExitCode
 		rep.DurationS = run.Duration.Seconds()
 		rep.Cancelled = run.Cancelled

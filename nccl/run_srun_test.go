@@ -3,6 +3,8 @@ package nccl
 import (
 	"cmp"
 	"context"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,4 +77,44 @@ func TestRunWithSrunDefaultPMIxOnDebianSlurm(t *testing.T) {
 			assert.NotEqual(t, "launch-srun-mpi-type", f.ID, mpi)
 		}
 	}
+}
+
+// TestSrunGivesErdmakitsValuesOverTheCallersEnv: issue 54 item 5. With
+// --export=ALL,NAME=VAL a variable already set in srun's own environment
+// wins (srun(1), --export): a stale NCCL_IB_HCA in the user's shell
+// silently replaced erdmakit's. The values are now also put in srun's own
+// environment, so they arrive; the caller's conflicting value is warned
+// about. A real slurmctld/slurmd with munge.
+func TestSrunGivesErdmakitsValuesOverTheCallersEnv(t *testing.T) {
+	slurmtest.Start(t)
+	t.Setenv("NCCL_IB_HCA", "mlx5_stale")
+	t.Setenv("NCCL_DEBUG", "WARN")
+	bin := fakeNCCLTests(t)
+	c := Command{
+		Launcher:     LauncherSrun,
+		SrunMPI:      "none",
+		Hosts:        []Host{{Name: "localhost"}},
+		RanksPerHost: 1,
+		Binary:       bin,
+		TestArgs:     []string{"-b", "4M", "-e", "4M", "-f", "2", "-g", "1"},
+		Env: []Var{{Name: "FAKE_NCCL_SAMPLE", Value: sample(t, "B09_nccl_tests_alltoall_single_gpu_step_bytes_inplace_wrong_NA_avg_busbw_0.txt")},
+			{Name: "NCCL_IB_HCA", Value: "=erdma_0:1"}, {Name: "NCCL_DEBUG", Value: "INFO"}},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var lines []string
+	res, err := Run(ctx, c, RunOptions{OnLine: func(l string) { lines = append(lines, l) }})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, "%s", strings.Join(lines, "\n"))
+	out := strings.Join(lines, "\n")
+	assert.Contains(t, out, "env NCCL_IB_HCA==erdma_0:1", "erdmakit's value arrives")
+	assert.NotContains(t, out, "mlx5_stale")
+	assert.Contains(t, out, "env NCCL_DEBUG=INFO")
+	w := c.EnvConflicts(os.Environ())
+	require.Len(t, w, 2, "%q", w)
+	assert.Contains(t, w[0], "NCCL_IB_HCA=mlx5_stale")
+	assert.Contains(t, w[0], "=erdma_0:1")
+	assert.Contains(t, w[1], "NCCL_DEBUG=WARN")
+	assert.Equal(t, w, res.Warnings)
+	assert.Equal(t, w, NewRunReport(res, Expectation{}).EnvWarnings, "nccl run --json and fleet prove's NCCL stage carry them")
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
+	"time"
 
 	"github.com/erdmakit/erdmakit/fleet"
 	"github.com/erdmakit/erdmakit/plot"
@@ -13,6 +15,7 @@ import (
 func newBwMeshCmd(g *globals) *cobra.Command {
 	f := &bwFlags{}
 	var ff fleetFlags
+	var sf meshScheduleFlags
 	c := &cobra.Command{
 		Use:   "mesh",
 		Short: "Pairwise write bandwidth between every pair of hosts of an mpirun/srun job; names a bad host or link",
@@ -50,6 +53,7 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 			mopt := fleet.MeshOptions{ExpectGbps: expect, Progress: func(round, rounds int, res []fleet.PairResult) {
 				fmt.Fprintf(g.stderr, "bw mesh: round %d/%d done (%d pairs)\n", round, rounds, len(res))
 			}}
+			sf.apply(&mopt)
 			rep, err := fleet.RunMeshJob(cmd.Context(), me, addr, w, f.port, opt, mopt)
 			if err != nil {
 				return couldNotRun(err)
@@ -68,5 +72,29 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 	f.add(c, true)
 	c.Flags().Lookup("plot").Usage = "draw the pairwise Gbit/s matrix as an SVG heat map into this file"
 	ff.add(c)
+	sf.add(c)
 	return c
+}
+
+// meshScheduleFlags choose the mesh's schedule (bw mesh, fleet prove).
+type meshScheduleFlags struct {
+	full      bool
+	matchings int
+	seed      int64
+	timeout   time.Duration
+}
+
+func (f *meshScheduleFlags) add(c *cobra.Command) {
+	fl := c.Flags()
+	fl.BoolVar(&f.full, "full-mesh", false, "test every pair of hosts (n-1 rounds) instead of the screen (a ring and --screen-matchings random matchings, a constant number of rounds, then the suspects against known-good hosts)")
+	fl.IntVar(&f.matchings, "screen-matchings", fleet.DefaultScreenMatchings, "the screen's random perfect matchings: each host meets this many partners plus its two ring neighbours")
+	fl.DurationVar(&f.timeout, "pair-timeout", 2*time.Minute, "how long a pair test may take before its hosts are judged dead or hung")
+	fl.Int64Var(&f.seed, "mesh-seed", -1, "seed of the screen's matchings (the report's \"seed\" repeats a run's pairs; -1: a new one each run)")
+}
+
+func (f *meshScheduleFlags) apply(o *fleet.MeshOptions) {
+	o.FullMesh, o.ScreenMatchings, o.Seed, o.PairTimeout = f.full, f.matchings, f.seed, f.timeout
+	if f.seed < 0 {
+		o.Seed = time.Now().UnixNano() & math.MaxInt32
+	}
 }

@@ -73,13 +73,9 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return couldNotRun(err)
 			}
-			var cl *eri.CloudOptions
-			switch cloud.Mode {
-			case eri.CloudOff:
-			case eri.CloudAuto, eri.CloudOn:
-				cl = &cloud // each rank asks the API once for its own host
-			default:
-				return couldNotRun(fmt.Errorf("--cloud %q: want auto, on or off", cloud.Mode))
+			cl, err := fleetCloud(&cloud)
+			if err != nil {
+				return couldNotRun(err)
 			}
 			rep, err := fleet.RunDoctor(cmd.Context(), me, addr, func(ctx context.Context) (*erdma.Report, error) {
 				return runDoctorOn(ctx, g.root, defaultDoctorFlags().options(), cl)
@@ -94,8 +90,26 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
 		},
 	}
 	ff.add(c)
+	addFleetCloudFlags(c, &cloud)
+	return c
+}
+
+// addFleetCloudFlags adds --cloud and --endpoint, the doctor's cloud checks
+// on every rank (fleet doctor, fleet prove).
+func addFleetCloudFlags(c *cobra.Command, cloud *eri.CloudOptions) {
 	c.Flags().StringVar(&cloud.Mode, "cloud", eri.CloudOff, "the doctor's cloud checks on every rank (network-card-channel from the ECS API, eri-mode): off, auto or on; one API lookup per host per run")
 	c.Flags().StringVar(&cloud.Endpoint, "endpoint", "", "with --cloud: ECS endpoint (default: $"+eri.EndpointEnv+", else the region's)")
 	completeValues(c, "cloud", eri.CloudOff, eri.CloudAuto, eri.CloudOn)
-	return c
+}
+
+// fleetCloud is the doctor's cloud options of a fleet rank: nil for off;
+// each rank asks the API once for its own host.
+func fleetCloud(cloud *eri.CloudOptions) (*eri.CloudOptions, error) {
+	switch cloud.Mode {
+	case eri.CloudOff:
+		return nil, nil
+	case eri.CloudAuto, eri.CloudOn:
+		return cloud, nil
+	}
+	return nil, fmt.Errorf("--cloud %q: want auto, on or off", cloud.Mode)
 }

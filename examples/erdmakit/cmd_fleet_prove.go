@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/eri"
 	"github.com/erdmakit/erdmakit/fleet"
 	"github.com/erdmakit/erdmakit/internal/atomicfile"
 	"github.com/erdmakit/erdmakit/internal/render"
@@ -87,6 +88,8 @@ func newFleetProveCmd(g *globals) *cobra.Command {
 	var ff fleetFlags
 	var nf proveNCCLFlags
 	var reportFile string
+	var cloud eri.CloudOptions
+	var sf meshScheduleFlags
 	c := &cobra.Command{
 		Use:   "prove [flags] [-- nccl-tests flags]",
 		Short: "One verdict for the cluster: doctor on every host, bw mesh over every pair and ERI, NCCL all_reduce; proven/degraded/broken",
@@ -104,7 +107,7 @@ Exit: 0 proven, 1 degraded, 2 broken, 3 could not run or interrupted (what was r
   srun -N 16 --ntasks-per-node=1 erdmakit fleet prove --json > proof.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bf.progress = false
-			return runFleetProve(cmd.Context(), g, bf, &ff, &nf, args, reportFile)
+			return runFleetProve(cmd.Context(), g, bf, &ff, &nf, &cloud, &sf, args, reportFile)
 		},
 	}
 	bf.add(c, true)
@@ -117,12 +120,18 @@ Exit: 0 proven, 1 degraded, 2 broken, 3 could not run or interrupted (what was r
 	ff.add(c)
 	nf.add(c)
 	c.Flags().StringVar(&reportFile, "report", "", "also write the proof as one self-contained HTML page (erdmakit report's) to FILE.html")
+	addFleetCloudFlags(c, &cloud)
+	sf.add(c)
 	return c
 }
 
-func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags, nf *proveNCCLFlags, args []string, reportFile string) error {
+func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags, nf *proveNCCLFlags, cloud *eri.CloudOptions, sf *meshScheduleFlags, args []string, reportFile string) error {
 	if bf.plot != "" || bf.all || bf.sizes != "" {
 		return couldNotRun(fmt.Errorf("fleet prove tests one size (-s); --plot, --all and --sizes are bw's"))
+	}
+	cl, err := fleetCloud(cloud)
+	if err != nil {
+		return couldNotRun(err)
 	}
 	cfg, _, err := bf.config(g)
 	if err != nil {
@@ -134,7 +143,7 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 	}
 	pc := fleet.ProveConfig{Options: opt, Port: bf.port,
 		Doctor: func(ctx context.Context) (*erdma.Report, error) {
-			return runDoctorOn(ctx, g.root, defaultDoctorFlags().options(), nil)
+			return runDoctorOn(ctx, g.root, defaultDoctorFlags().options(), cl)
 		},
 	}
 	// A host without an RDMA device still reports its doctor; the mesh
@@ -155,6 +164,7 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 
 	progress := func(format string, a ...any) { fmt.Fprintf(g.stderr, "fleet prove: "+format+"\n", a...) }
 	pc.Mesh = fleet.MeshOptions{ExpectGbps: bf.expect}
+	sf.apply(&pc.Mesh)
 	if links != nil {
 		pc.Mesh.ExpectGbps = bf.expectation(ctx, g, "fleet prove: mesh", links, false)
 	}

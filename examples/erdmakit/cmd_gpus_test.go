@@ -97,7 +97,7 @@ func TestTopoTable(t *testing.T) {
 	assert.Contains(t, out, "GPU0  X     PIX   NODE  NODE  SYS   SYS   SYS   SYS   NODE  SYS   0-31,64-95    0")
 	assert.Contains(t, out, "  NIC1: erdma_1")
 	assert.Contains(t, out, "4    0000:9d:00.0  erdma_1      0000:80:05.0  NODE      no")
-	assert.Contains(t, out, "NODE (NCCL's PHB) is beyond NCCL's default GDR level (PXB): GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=PHB")
+	assert.Contains(t, out, "NODE (NCCL's PHB) is beyond NCCL's default GDR level (PXB; P2C from NCCL 2.29.2 with NCCL_NET_GDR_C2C=1, the same on a PCIe host): GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=PHB")
 	assert.Contains(t, out, "ok      gpu-nic-distance  nearest eRDMA device is up to NODE away")
 	assert.Contains(t, out, "\nstatus: ok\n")
 }

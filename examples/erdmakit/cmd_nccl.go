@@ -178,6 +178,9 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		rawLog, opts.Log = lf, lf
 	}
 	live := showNCCLRows(g, c, &opts)
+	for _, w := range c.EnvConflicts(os.Environ()) {
+		fmt.Fprintln(g.stderr, "erdmakit: warning:", w)
+	}
 	run, err := nccl.Run(ctx, c, opts)
 	if rawLog != nil {
 		if cerr := rawLog.Commit(); cerr != nil {

@@ -17,7 +17,7 @@ import (
 func TestNCCLEnvFromRecordedHost(t *testing.T) {
 	code, out, stderr := runCLI("nccl", "env", "--root", hostDir("ebmgn8is-healthy"))
 	require.Equal(t, ExitOK, code, stderr)
-	assert.Contains(t, out, "export NCCL_IB_HCA=erdma_0,erdma_1\n")
+	assert.Contains(t, out, "export NCCL_IB_HCA==erdma_0:1,erdma_1:1\n")
 	assert.Contains(t, out, "export NCCL_IB_GID_INDEX=-1\n", "the two devices' GID indexes differ (1 and 2)")
 	assert.Contains(t, out, "export NCCL_IB_ADDR_FAMILY=AF_INET\n")
 	assert.Contains(t, out, "export NCCL_SOCKET_IFNAME=eth0\n")
@@ -68,7 +68,7 @@ func TestNCCLRunHostEnv(t *testing.T) {
 		"--hosts", "a:8,b:8", "-x", "NCCL_IB_ADDR_RANGE=10.0.0.0/8", "--dry-run")
 	require.Equal(t, ExitOK, code, stderr)
 	assert.Contains(t, out, "-mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 -x NCCL_DEBUG=INFO "+
-		"-x NCCL_IB_ADDR_RANGE=10.0.0.0/8 -x NCCL_IB_HCA=erdma_0,erdma_1 -x NCCL_IB_GID_INDEX=-1 -x NCCL_IB_ADDR_FAMILY=AF_INET "+
+		"-x NCCL_IB_ADDR_RANGE=10.0.0.0/8 -x NCCL_IB_HCA==erdma_0:1,erdma_1:1 -x NCCL_IB_GID_INDEX=-1 -x NCCL_IB_ADDR_FAMILY=AF_INET "+
 		"-x NCCL_IB_ROCE_VERSION_NUM=2 -x NCCL_NET_GDR_LEVEL=SYS -x NCCL_GRAPH_FILE="+p+" -x LD_LIBRARY_PATH")
 	assert.FileExists(t, p)
 

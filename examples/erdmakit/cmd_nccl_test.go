@@ -171,13 +171,13 @@ func TestNCCLEnvFromInventoryFile(t *testing.T) {
 	code, out, errs := runCLI("--root", root, "nccl", "env", "--inventory", p)
 	require.Equal(t, ExitOK, code, errs)
 	assert.Contains(t, out, "export NCCL_SOCKET_IFNAME=eth0\n")
-	assert.Contains(t, out, "export NCCL_IB_HCA=erdma_0\n")
+	assert.Contains(t, out, "export NCCL_IB_HCA==erdma_0:1\n")
 	assert.Contains(t, out, "export NCCL_IB_GID_INDEX=1\n")
 	assert.Contains(t, out, "export NCCL_NET_GDR_LEVEL=SYS\n")
 
 	code, out, _ = runCLI("--root", root, "nccl", "env", "--inventory", p, "--format", "mpirun", "--gdr", "off")
 	require.Equal(t, ExitOK, code)
-	assert.Equal(t, "-x NCCL_SOCKET_IFNAME=eth0 -x NCCL_IB_HCA=erdma_0 -x NCCL_IB_GID_INDEX=1\n", out)
+	assert.Equal(t, "-x NCCL_SOCKET_IFNAME=eth0 -x NCCL_IB_HCA==erdma_0:1 -x NCCL_IB_GID_INDEX=1\n", out)
 
 	code, out, _ = runCLI("--root", root, "nccl", "env", "--inventory", p, "--json", "--nccl-version", "2.28.7")
 	require.Equal(t, ExitWarn, code)

@@ -2,13 +2,14 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/erdmakit/erdmakit/internal/fixture"
-	"github.com/erdmakit/erdmakit/perf/perftest"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/internal/fixture"
+	"github.com/erdmakit/erdmakit/perf/perftest"
 )
 
 // The stand-in ib_write_bw of package perftest's tests prints recorded logs.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/erdmakit/erdmakit/internal/fixture"
 	"io"
 	"net/http"
 	"os"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/internal/fixture"
 )
 
 // requireTool returns a program's path; under CI its absence is a failure.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/erdmakit/erdmakit/internal/fixture"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/fleet"
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/fixture"
 )
 
 // requireMPIRun returns mpirun's path; under CI its absence is a failure.

@@ -7,7 +7,6 @@ package slurmtest
 import (
 	"context"
 	"fmt"
-	"github.com/erdmakit/erdmakit/internal/fixture"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/internal/fixture"
 )
 
 // needOrFail skips the test, or fails it under CI=true, where CI must have

@@ -23,8 +23,8 @@ func ExampleParse() {
 		fmt.Printf("GPU%d -> %s %s: %s\n", n.GPU, n.NIC, n.Distance, n.NCCL)
 	}
 	// Output:
-	// GPU0 -> erdma_0 SYS: SYS is beyond NCCL's default GDR level (PXB): GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=SYS (or a farther level)
-	// GPU1 -> erdma_0 PIX: PIX is within NCCL's default GDR level (PXB): NCCL uses GPUDirect RDMA when it is ready
+	// GPU0 -> erdma_0 SYS: SYS is beyond NCCL's default GDR level (PXB; P2C from NCCL 2.29.2 with NCCL_NET_GDR_C2C=1, the same on a PCIe host): GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=SYS (or a farther level)
+	// GPU1 -> erdma_0 PIX: PIX is within NCCL's default GDR level (PXB; P2C from NCCL 2.29.2 with NCCL_NET_GDR_C2C=1, the same on a PCIe host): NCCL uses GPUDirect RDMA when it is ready
 }
 
 // nvidia-smi's words are not NCCL's: what NCCL_NET_GDR_LEVEL takes is the

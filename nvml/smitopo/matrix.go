@@ -70,15 +70,62 @@ func (l Link) NVLinks() int {
 	return n
 }
 
-// NCCLDefaultGDRLevel is NCCL's default NCCL_NET_GDR_LEVEL: GPUDirect RDMA
-// is used when the GPU<->NIC link is PXB or nearer.
+// NCCLDefaultGDRLevel is the farthest link in nvidia-smi's words at which
+// NCCL uses GPUDirect RDMA by default: PXB. NCCL's own default level is PXB
+// before 2.29.2 and P2C from 2.29.2 while NCCL_NET_GDR_C2C=1 (its default
+// since 2.27.3); see DefaultGDRLevel. P2C is a PHB path through a CPU
+// reached over C2C (Grace): nvidia-smi has no word for it, and on a PCIe
+// host (every eRDMA GPU instance) both defaults take PIX and PXB and leave
+// PHB (NODE) and SYS out.
 const NCCLDefaultGDRLevel = LinkPXB
+
+// GDRC2CMinNCCL is the first NCCL whose default GDR level is P2C (while
+// NCCL_NET_GDR_C2C=1): netGdrLevel = ncclParamNetGdrC2c() ? PATH_P2C :
+// PATH_PXB in ncclTopoCheckGdr (src/graph/paths.cc at NVIDIA/nccl 5067397,
+// line 511; NCCL v2.29.2-1, ebd1e929). Before, the default was PATH_PXB.
+const GDRC2CMinNCCL = "2.29.2"
+
+// NCCLDefaultGDRText names NCCL's default GDR level for every version, for
+// sentences: the advice does not depend on which, on eRDMA hosts.
+const NCCLDefaultGDRText = "NCCL's default GDR level (PXB; P2C from NCCL " + GDRC2CMinNCCL + " with NCCL_NET_GDR_C2C=1, the same on a PCIe host)"
+
+// DefaultGDRLevel is NCCL version's default NCCL_NET_GDR_LEVEL in NCCL's
+// words: "P2C" from 2.29.2 unless NCCL_NET_GDR_C2C=0 (c2c false), "PXB"
+// before (NCCL_PARAM(NetGdrC2c, "NET_GDR_C2C", 1), src/graph/paths.cc line
+// 465; 0 before 2.27.3, when it only widened PHB paths over C2C). An
+// unknown version ("") is taken as current.
+func DefaultGDRLevel(version string, c2c bool) string {
+	if c2c && (version == "" || !versionLess(version, GDRC2CMinNCCL)) {
+		return "P2C"
+	}
+	return "PXB"
+}
+
+// versionLess compares dotted versions ("2.21.5" < "2.29.2"); a "+cuda"
+// suffix is ignored.
+func versionLess(a, b string) bool {
+	a, _, _ = strings.Cut(a, "+")
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := range max(len(as), len(bs)) {
+		x, y := 0, 0
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}
 
 // NCCLPathTypes are the words NCCL accepts in NCCL_NET_GDR_LEVEL (and
 // NCCL_P2P_LEVEL), nearest first: src/graph/topo.cc topoPathTypeStr up to
 // PATH_SYS (src/include/graph.h), matched by ncclGetLevel in
 // src/graph/paths.cc. Any other word (nvidia-smi's NODE among them) is
-// ignored there and NCCL keeps its default level, PXB. The slice is the
+// ignored there and NCCL keeps its default level (DefaultGDRLevel). The slice is the
 // caller's.
 func NCCLPathTypes() []string {
 	return []string{"LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS"}
@@ -116,13 +163,13 @@ func (l Link) GDRByDefault() bool {
 func (l Link) NCCLMeaning() string {
 	switch {
 	case l.GDRByDefault():
-		return fmt.Sprintf("%s is within NCCL's default GDR level (PXB): NCCL uses GPUDirect RDMA when it is ready", l)
+		return fmt.Sprintf("%s is within "+NCCLDefaultGDRText+": NCCL uses GPUDirect RDMA when it is ready", l)
 	case l == LinkPHB, l == LinkNODE, l == LinkSYS, l == "SOC":
 		name := string(l)
 		if p := l.NCCLPath(); p != name {
 			name = fmt.Sprintf("%s (NCCL's %s)", l, p)
 		}
-		return fmt.Sprintf("%s is beyond NCCL's default GDR level (PXB): GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=%s (or a farther level)", name, l.NCCLPath())
+		return fmt.Sprintf("%s is beyond "+NCCLDefaultGDRText+": GPUDirect RDMA is off unless NCCL_NET_GDR_LEVEL=%s (or a farther level)", name, l.NCCLPath())
 	}
 	return fmt.Sprintf("%q: no NCCL meaning known", string(l))
 }
