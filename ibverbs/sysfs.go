@@ -2,12 +2,12 @@ package ibverbs
 
 import (
 	"fmt"
-	"github.com/erdmakit/erdmakit/gid"
 	"os"
 	"path"
 	"strconv"
 	"strings"
 
+	"github.com/erdmakit/erdmakit/gid"
 	"github.com/erdmakit/erdmakit/internal/hostfs"
 )
 

@@ -2,13 +2,14 @@ package perf
 
 import (
 	"context"
-	"github.com/erdmakit/erdmakit/health"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/erdmakit/erdmakit/health"
 )
 
 func TestLoopbackMeasuresTheEmulatedRate(t *testing.T) {

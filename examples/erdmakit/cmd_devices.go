@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/erdmakit/erdmakit/report"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/report"
 	"github.com/spf13/cobra"
 )
 

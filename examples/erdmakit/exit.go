@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/erdmakit/erdmakit/internal/safetext"
 
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/internal/safetext"
 	"github.com/spf13/cobra"
 )
 

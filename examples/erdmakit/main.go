@@ -9,8 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/erdmakit/erdmakit/internal/safetext"
-	"github.com/erdmakit/erdmakit/report"
 	"io"
 	"log/slog"
 	"os"
@@ -21,7 +19,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/internal/safetext"
 	"github.com/erdmakit/erdmakit/perf"
+	"github.com/erdmakit/erdmakit/report"
 )
 
 // globals are the flags every subcommand shares.

@@ -4,10 +4,11 @@
 package table
 
 import (
-	"github.com/erdmakit/erdmakit/internal/safetext"
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/erdmakit/erdmakit/internal/safetext"
 )
 
 // Table is a header row and data rows, printed with columns aligned.
