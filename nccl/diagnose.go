@@ -2,11 +2,11 @@ package nccl
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/ncclver"
 	"github.com/erdmakit/erdmakit/internal/units"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
 )
@@ -213,7 +213,7 @@ func blackwellFinding(res *TestResult) (health.Finding, bool) {
 		}
 	}
 	blackwell, invalid := gpuEv != "", errEv != ""
-	old := version != "" && versionLess(version, BlackwellMinNCCL)
+	old := version != "" && ncclver.Less(version, BlackwellMinNCCL)
 	if !(old && (blackwell || invalid)) && !(version == "" && blackwell && invalid) {
 		return health.Finding{}, false
 	}
@@ -246,7 +246,7 @@ func gidAutoFinding(res *TestResult) (health.Finding, bool) {
 		return health.Finding{}, false
 	}
 	v, version := res.NCCL.Env["NCCL_IB_GID_INDEX"], res.NCCL.NCCLVersion
-	if strings.TrimSpace(v) != "-1" || version == "" || !versionLess(version, GIDAutoMinNCCL) {
+	if strings.TrimSpace(v) != "-1" || version == "" || !ncclver.Less(version, GIDAutoMinNCCL) {
 		return health.Finding{}, false
 	}
 	return health.Finding{ID: "nccl-gid-index", Severity: health.Fail,
@@ -254,25 +254,6 @@ func gidAutoFinding(res *TestResult) (health.Finding, bool) {
 		Evidence: []string{"NCCL version " + version, "NCCL_IB_GID_INDEX set to -1"},
 		Remediation: "use NCCL >= " + GIDAutoMinNCCL + ", or give the RoCE v2 IPv4 GID index (erdmakit nccl env --nccl-version " + version +
 			" says which, and which devices share it)"}, true
-}
-
-// versionLess compares dotted versions ("2.21.5" < "2.27").
-func versionLess(a, b string) bool {
-	a, _, _ = strings.Cut(a, "+")
-	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	for i := range max(len(as), len(bs)) {
-		x, y := 0, 0
-		if i < len(as) {
-			x, _ = strconv.Atoi(as[i])
-		}
-		if i < len(bs) {
-			y, _ = strconv.Atoi(bs[i])
-		}
-		if x != y {
-			return x < y
-		}
-	}
-	return false
 }
 
 func diagnoseRows(res *TestResult) []health.Finding {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/ncclver"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,9 +73,9 @@ func TestDiagnoseBlackwellOldNCCL(t *testing.T) {
 			}
 		})
 	}
-	assert.True(t, versionLess("2.21.5", "2.27"))
-	assert.False(t, versionLess("2.27.0", "2.27"))
-	assert.False(t, versionLess("2.30.7+cuda13.0", "2.27"))
+	assert.True(t, ncclver.Less("2.21.5", "2.27"))
+	assert.False(t, ncclver.Less("2.27.0", "2.27"))
+	assert.False(t, ncclver.Less("2.30.7+cuda13.0", "2.27"))
 }
 
 func TestDiagnoseBusBWWithoutNVLink(t *testing.T) {

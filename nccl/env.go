@@ -15,6 +15,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/hostfs"
+	"github.com/erdmakit/erdmakit/internal/ncclver"
 	"github.com/erdmakit/erdmakit/internal/units"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
 )
@@ -195,7 +196,7 @@ func (a *EnvAdvice) orderVersion(ns []NCCLInstall, graphFile string) string {
 		if n.Version == "" {
 			continue
 		}
-		if newest == "" || versionLess(newest, n.Version) {
+		if newest == "" || ncclver.Less(newest, n.Version) {
 			newest = n.Version
 		}
 		if PCIOrder(n.Version) {
@@ -349,7 +350,7 @@ const PCIOrderMinNCCL = "2.29.7"
 // unknown version ("") is taken as a current one: erdmakit recommends
 // 2.29.7 and later.
 func PCIOrder(version string) bool {
-	return version == "" || !versionLess(version, PCIOrderMinNCCL)
+	return version == "" || !ncclver.Less(version, PCIOrderMinNCCL)
 }
 
 // NetDevOrderName says in words the net dev order of NCCL version.
@@ -434,7 +435,7 @@ const ncclDefaultNote = "NCCL's default since " + GIDAutoMinNCCL + " (harmless t
 func oldestNCCL(ns []NCCLInstall) string {
 	oldest := ""
 	for _, n := range ns {
-		if n.Version != "" && (oldest == "" || versionLess(n.Version, oldest)) {
+		if n.Version != "" && (oldest == "" || ncclver.Less(n.Version, oldest)) {
 			oldest = n.Version
 		}
 	}
@@ -476,7 +477,7 @@ func (a *EnvAdvice) gidIndex(inv *erdma.Inventory, devs []erdma.Device, ncclVers
 		who = append(who, w...)
 	}
 	sort.Strings(who)
-	if old := oldestNCCL(ncclVersions); old != "" && versionLess(old, GIDAutoMinNCCL) && byDev[0] >= 0 {
+	if old := oldestNCCL(ncclVersions); old != "" && ncclver.Less(old, GIDAutoMinNCCL) && byDev[0] >= 0 {
 		// One index for every device: keep the devices that share the
 		// first one's, name the others.
 		first := byDev[0]

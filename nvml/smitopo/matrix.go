@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/erdmakit/erdmakit/internal/ncclver"
 	"github.com/erdmakit/erdmakit/internal/render/table"
 )
 
@@ -95,30 +96,10 @@ const NCCLDefaultGDRText = "NCCL's default GDR level (PXB; P2C from NCCL " + GDR
 // 465; 0 before 2.27.3, when it only widened PHB paths over C2C). An
 // unknown version ("") is taken as current.
 func DefaultGDRLevel(version string, c2c bool) string {
-	if c2c && (version == "" || !versionLess(version, GDRC2CMinNCCL)) {
+	if c2c && (version == "" || !ncclver.Less(version, GDRC2CMinNCCL)) {
 		return "P2C"
 	}
 	return "PXB"
-}
-
-// versionLess compares dotted versions ("2.21.5" < "2.29.2"); a "+cuda"
-// suffix is ignored.
-func versionLess(a, b string) bool {
-	a, _, _ = strings.Cut(a, "+")
-	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	for i := range max(len(as), len(bs)) {
-		x, y := 0, 0
-		if i < len(as) {
-			x, _ = strconv.Atoi(as[i])
-		}
-		if i < len(bs) {
-			y, _ = strconv.Atoi(bs[i])
-		}
-		if x != y {
-			return x < y
-		}
-	}
-	return false
 }
 
 // NCCLPathTypes are the words NCCL accepts in NCCL_NET_GDR_LEVEL (and
