@@ -176,7 +176,8 @@ type MeshReport struct {
 	MedianGbps float64 `json:"median_gbps"`
 	ExpectGbps float64 `json:"expect_gbps,omitempty"`
 	// Matrix[i][j] is the Gbit/s measured between hosts i and j (the same
-	// figure both ways; null where the test failed or i == j).
+	// figure both ways; null where the test failed, where the pair was not
+	// tested (the screen: see Tested) or i == j).
 	Matrix     Matrix       `json:"matrix"`
 	Results    []PairResult `json:"results"`
 	Outliers   []PairResult `json:"outliers,omitempty"`
@@ -299,6 +300,25 @@ func (m Matrix) String() string {
 		rows[i] = "[" + strings.Join(cells, " ") + "]"
 	}
 	return strings.Join(rows, " ")
+}
+
+// Tested says which pairs the mesh tested, whatever the outcome:
+// Tested()[i][j] for hosts i and j (positions, as Matrix). A null in Matrix
+// is a failed test where Tested is true, and a pair the screen never asked
+// for where it is false (--full-mesh tests every pair). Results past the
+// hosts are ignored.
+func (r *MeshReport) Tested() [][]bool {
+	n := len(r.Hosts)
+	t := make([][]bool, n)
+	for i := range t {
+		t[i] = make([]bool, n)
+	}
+	for _, p := range r.Results {
+		if p.Server >= 0 && p.Server < n && p.Client >= 0 && p.Client < n {
+			t[p.Server][p.Client], t[p.Client][p.Server] = true, true
+		}
+	}
+	return t
 }
 
 func matrix(n int, results []PairResult) [][]*float64 {

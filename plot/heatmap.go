@@ -27,6 +27,10 @@ type Mesh struct {
 	// as expected, drawn in the one colour of a healthy mesh (default 0.9
 	// of ExpectGbps, 0.8 of the median: bw mesh's own outlier thresholds).
 	Alike float64
+	// Tested[i][j] says whether the pair was tested at all: a pair not
+	// tested (a screen, not the full mesh) is drawn as such, not as a
+	// failure. Nil means every pair was tested.
+	Tested [][]bool
 }
 
 // rasterAbove is the host count past which Heatmap draws its cells as an
@@ -38,10 +42,11 @@ const rasterAbove = 32
 // the common colour-vision deficiencies), grey for a pair without a
 // figure, white for a host with itself.
 var (
-	alikeColour = color.RGBA{69, 117, 180, 255}
-	noneColour  = color.RGBA{200, 200, 200, 255}
-	selfColour  = color.RGBA{255, 255, 255, 255}
-	slowRamp    = [5][3]uint8{{254, 224, 144}, {253, 174, 97}, {244, 109, 67}, {215, 48, 39}, {165, 0, 38}}
+	alikeColour    = color.RGBA{69, 117, 180, 255}
+	noneColour     = color.RGBA{200, 200, 200, 255}
+	untestedColour = color.RGBA{238, 238, 238, 255}
+	selfColour     = color.RGBA{255, 255, 255, 255}
+	slowRamp       = [5][3]uint8{{254, 224, 144}, {253, 174, 97}, {244, 109, 67}, {215, 48, 39}, {165, 0, 38}}
 )
 
 // slowest is the fraction of the reference at and below which a pair is
@@ -112,6 +117,11 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// tested is whether the pair i, j was tested: always without Tested.
+func (m Mesh) tested(i, j int) bool {
+	return m.Tested == nil || (i < len(m.Tested) && j < len(m.Tested[i]) && m.Tested[i][j])
+}
+
 func hex(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
 
 // Heatmap writes a bw mesh's Gbit/s matrix as an SVG heat map, host 0 at
@@ -119,7 +129,8 @@ func hex(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.
 // pair at or above Alike of it is one blue, so a healthy mesh is one
 // colour whatever its small spread; slower pairs run from yellow to red
 // (red at 30% of the reference and below), so a bad host is a red cross
-// and a bad link a red pair of cells; a pair without a figure is grey.
+// and a bad link a red pair of cells; a failed pair is grey, one not
+// tested (Tested) a paler grey.
 // The legend says so in words. A mesh of fewer than two hosts (or a matrix
 // not n x n) is ErrNoData.
 func Heatmap(w io.Writer, m Mesh) error {
@@ -145,6 +156,9 @@ func Heatmap(w io.Writer, m Mesh) error {
 	cell := func(i, j int) (color.RGBA, string) {
 		if i == j {
 			return selfColour, "self"
+		}
+		if !m.tested(i, j) {
+			return untestedColour, "untested"
 		}
 		c, ok := sc.colour(m.Matrix[i][j])
 		switch {
@@ -213,6 +227,11 @@ func Heatmap(w io.Writer, m Mesh) error {
 	ch.rect(sx, ty, sw, sw, fmt.Sprintf(`fill="%s"`, hex(noneColour)))
 	ch.text(sx+sw+6, ty+sw-3, "no figure (failed)", "start", fontSize, 0, "")
 	ty += lineH
+	if m.Tested != nil {
+		ch.rect(sx, ty, sw, sw, fmt.Sprintf(`fill="%s"`, hex(untestedColour)))
+		ch.text(sx+sw+6, ty+sw-3, "not tested (screen)", "start", fontSize, 0, "")
+		ty += lineH
+	}
 	ch.rect(sx, ty, sw, sw, `fill="#ffffff" stroke="#bbbbbb"`)
 	ch.text(sx+sw+6, ty+sw-3, "the host itself", "start", fontSize, 0, "")
 	return ch.write(w)

@@ -52,5 +52,24 @@ func MeshOf(r *fleet.MeshReport) plot.Mesh {
 	if r == nil {
 		return plot.Mesh{}
 	}
-	return plot.Mesh{Hosts: r.Hosts, Matrix: r.Matrix, MedianGbps: r.MedianGbps, ExpectGbps: r.ExpectGbps}
+	return plot.Mesh{Hosts: r.Hosts, Matrix: r.Matrix, MedianGbps: r.MedianGbps, ExpectGbps: r.ExpectGbps, Tested: untestedPairs(r)}
+}
+
+// untestedPairs is r.Tested() when some pair of distinct hosts was not
+// tested, else nil. Only a screen or an interrupted mesh leaves pairs
+// untested: a full mesh that ran to its end tested every pair, so a null
+// there is a failure whatever the results list says.
+func untestedPairs(r *fleet.MeshReport) [][]bool {
+	if (r.Schedule != fleet.ScheduleScreen && !r.Interrupted) || len(r.Results) == 0 {
+		return nil
+	}
+	t := r.Tested()
+	for i, row := range t {
+		for j, ok := range row {
+			if i != j && !ok {
+				return t
+			}
+		}
+	}
+	return nil
 }

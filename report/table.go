@@ -323,12 +323,15 @@ func WriteMeshTable(w io.Writer, rep *fleet.MeshReport, o TableOptions) error {
 	fmt.Fprintln(&b)
 	if len(rep.Hosts) <= 16 {
 		t := texttable.New(append([]string{"GBPS"}, rep.Hosts...)...)
+		tested := untestedPairs(rep)
 		for i, row := range rep.Matrix {
 			cells := []string{hostAt(rep.Hosts, i)}
 			for j, v := range row {
 				switch {
 				case i == j:
 					cells = append(cells, "-")
+				case tested != nil && i < len(tested) && j < len(tested[i]) && !tested[i][j]:
+					cells = append(cells, ".")
 				case v == nil:
 					cells = append(cells, "fail")
 				default:
@@ -339,6 +342,9 @@ func WriteMeshTable(w io.Writer, rep *fleet.MeshReport, o TableOptions) error {
 		}
 		fmt.Fprintln(&b)
 		_ = t.Write(&b)
+		if tested != nil {
+			fmt.Fprintln(&b, "(.: not tested; the screen tests each host against a few partners, --full-mesh every pair)")
+		}
 	}
 	culprits := texttable.New("VERDICT", "HOSTS", "REASON", "EVIDENCE")
 	add := func(kind string, cs []fleet.Culprit) {
