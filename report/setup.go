@@ -22,7 +22,10 @@ type SetupResult struct {
 	Verdict string          `json:"verdict"`
 	Status  health.Severity `json:"status"`
 	Changed int             `json:"changed"`
-	Stages  []struct {
+	// ApplyWith, in a dry run, says how the plan's changes can be made on
+	// that host (an archive root: none can).
+	ApplyWith string `json:"apply_with,omitempty"`
+	Stages    []struct {
 		Name    string   `json:"name"`
 		Status  string   `json:"status"`
 		Found   []string `json:"found"`
@@ -70,6 +73,9 @@ func setupSection(s *section, name string, r *SetupResult) ([]finding, []hostRow
 	s.Status = r.Status
 	s.Facts = append(s.Facts, [2]string{"verdict", r.Verdict}, [2]string{"dry run", yesNo(r.DryRun)},
 		[2]string{"changes", fmt.Sprint(r.Changed)})
+	if r.ApplyWith != "" {
+		s.Facts = append(s.Facts, [2]string{"to apply", r.ApplyWith})
+	}
 	st := table{Caption: "stages", Head: []string{"stage", "status", "found", "changes", "blocked, next, error"}}
 	ch := table{Caption: "changes", Head: []string{"stage", "kind", "target", "command", "done", "error"}}
 	var fs []finding
