@@ -56,6 +56,12 @@ func TestUntestedPairIsNotAFailure(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(svg.String(), `class="cell none"`), "the failed 0-2 both ways")
 	assert.Contains(t, svg.String(), "not tested (screen)")
 
+	in, err := FromValue("screen.json", screenMesh())
+	require.NoError(t, err)
+	var page bytes.Buffer
+	require.NoError(t, Write(&page, Options{}, in))
+	assert.Contains(t, page.String(), "Pale grey: not tested")
+
 	full := screenMesh()
 	full.Results = append(full.Results, fleet.PairResult{Pair: fleet.Pair{Server: 1, Client: 2}, Pass: 1, Error: "timeout"})
 	assert.Nil(t, MeshOf(full).Tested, "every pair tested: no 'not tested' legend")
