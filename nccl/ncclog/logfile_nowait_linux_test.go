@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -38,9 +39,18 @@ func TestFileChunksReadCached(t *testing.T) {
 	require.NoError(t, f.Sync())
 	var st syscall.Statfs_t
 	require.NoError(t, syscall.Statfs(path, &st))
-	_, _, errno := syscall.Syscall6(syscall.SYS_FADVISE64, f.Fd(), 0, 0, 4 /* POSIX_FADV_DONTNEED */, 0, 0)
-	require.Zero(t, errno)
-	n := src.readCached(p, 4096)
+	// DONTNEED is advice: a page still in another CPU's LRU batch stays
+	// cached (seen once on a loaded 2-core machine), so it is asked again
+	// a few times before the raw read is judged.
+	n := len(p)
+	for try := 0; try < 20 && n == len(p); try++ {
+		_, _, errno := syscall.Syscall6(syscall.SYS_FADVISE64, f.Fd(), 0, 0, 4 /* POSIX_FADV_DONTNEED */, 0, 0)
+		require.Zero(t, errno)
+		n = src.readCached(p, 4096)
+		if n == len(p) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	t.Logf("after DONTNEED (file system 0x%x): readCached read %d of %d bytes", st.Type, n, len(p))
 	const tmpfs = 0x01021994
 	if st.Type != tmpfs { // tmpfs has no backing store to drop its pages to
