@@ -280,7 +280,7 @@ func TestOneMTUForAllERIs(t *testing.T) {
 // own; the driver stage names the one for the host's os-release.
 func TestInstallerPerOS(t *testing.T) {
 	assert.Equal(t, "wget http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh && bash env_setup.sh --egs", erdma.InstallerCommand("alinux", "3"))
-	assert.Equal(t, "rm -rf /lib/modules/`uname -r`/updates/dkms/erdma.ko && curl -O http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh && "+
+	assert.Equal(t, "rm -rf /lib/modules/$(uname -r)/updates/dkms/erdma.ko && curl -O http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh && "+
 		`bash env_setup.sh --url "http://mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.4.3.tar.gz"`, erdma.InstallerCommand("ubuntu", "24.04"))
 	ctx := context.Background()
 	dir := hostDir(t, "no-erdma-driver")

@@ -31,7 +31,7 @@ func InstallerCommand(osID, version string) string {
 
 const (
 	installerEgs        = "wget " + InstallerURL + " && bash env_setup.sh --egs"
-	installerUbuntu2404 = "rm -rf /lib/modules/`uname -r`/updates/dkms/erdma.ko && curl -O " + InstallerURL +
+	installerUbuntu2404 = "rm -rf /lib/modules/$(uname -r)/updates/dkms/erdma.ko && curl -O " + InstallerURL +
 		` && bash env_setup.sh --url "http://mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.4.3.tar.gz"`
 )
 
