@@ -45,14 +45,7 @@ func TestNetnsBootFromFiles(t *testing.T) {
 	labtest.RequireNamespaces(t)
 	for _, stack := range []string{doctor.StackNetplan, doctor.StackNetworkd, doctor.StackIfcfg, doctor.StackNetworkManager} {
 		t.Run(stack, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cmd := execx.Command(ctx, "unshare", "--mount", "--net", os.Args[0], "-test.run=^TestNetnsBootFromFiles$", "-test.count=1", "-test.v")
-			cmd.Env = append(os.Environ(), bootStackEnv+"="+stack)
-			out, err := cmd.CombinedOutput()
-			require.NoError(t, err, "child:\n%s", out)
-			assert.Contains(t, string(out), "--- PASS: TestNetnsBootFromFiles", "child:\n%s", out)
-			t.Logf("child:\n%s", out)
+			runStackChild(t, "TestNetnsBootFromFiles", bootStackEnv, stack, time.Minute)
 		})
 	}
 }

@@ -54,16 +54,23 @@ func TestNetnsSetupPerStack(t *testing.T) {
 	labtest.RequireNamespaces(t)
 	for _, stack := range []string{doctor.StackNetplan, doctor.StackNetworkManager, doctor.StackIfcfg, doctor.StackNetworkd} {
 		t.Run(stack, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			cmd := execx.Command(ctx, "unshare", "--mount", "--net", os.Args[0], "-test.run=^TestNetnsSetupPerStack$", "-test.count=1", "-test.v")
-			cmd.Env = append(os.Environ(), nsStackEnv+"="+stack)
-			out, err := cmd.CombinedOutput()
-			require.NoError(t, err, "child:\n%s", out)
-			assert.Contains(t, string(out), "--- PASS: TestNetnsSetupPerStack", "child:\n%s", out)
-			t.Logf("child:\n%s", out)
+			runStackChild(t, "TestNetnsSetupPerStack", nsStackEnv, stack, 2*time.Minute)
 		})
 	}
+}
+
+// runStackChild runs test again in this test binary, in private mount and
+// network namespaces (unshare), with env=stack telling the child which
+// network stack it plays; the child must pass.
+func runStackChild(t *testing.T, test, env, stack string, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := execx.Command(ctx, "unshare", "--mount", "--net", os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), env+"="+stack)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "child:\n%s", out)
+	assert.Contains(t, string(out), "--- PASS: "+test, "child:\n%s", out)
+	t.Logf("child:\n%s", out)
 }
 
 // overlay mounts an overlay over dir whose upper directory it returns.
