@@ -625,13 +625,13 @@ func meshSection(s *section, r *fleet.MeshReport) ([]finding, []hostRow) {
 	if r.ExpectGbps > 0 {
 		band = fmt.Sprintf("at least 90%% of the expected %.1f Gbit/s (%.1f)", r.ExpectGbps, 0.9*r.ExpectGbps)
 	}
-	untested := ""
-	if untestedPairs(r) != nil {
+	mesh, untested := MeshOf(r), ""
+	if mesh.Tested != nil {
 		untested = " Pale grey: not tested (the screen tests each host against a few partners; --full-mesh tests every pair)."
 	}
 	s.addChart("pairwise write bandwidth (Gbit/s). Blue: the pair is as expected, "+band+
 		"; a healthy mesh is all blue. Yellow to red: slower, the redder the slower. Grey: no figure (the test failed)."+untested+" White: a host with itself.",
-		func(w io.Writer) error { return plot.Heatmap(w, MeshOf(r)) })
+		func(w io.Writer) error { return plot.Heatmap(w, mesh) })
 	return fs, hs
 }
 
