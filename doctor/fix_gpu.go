@@ -2,10 +2,10 @@ package doctor
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/nvrules"
 	"github.com/erdmakit/erdmakit/nvml"
 )
 
@@ -33,7 +33,7 @@ func gpuFix() *Fix {
 				p.Found = append(p.Found, "no NVIDIA driver loaded")
 				if inv.Profile != nil {
 					p.Blocked = "no NVIDIA driver on a GPU instance type (" + inv.Profile.Family + ")"
-					p.Next = "install the NVIDIA GPU driver (>= 470) and CUDA, then `modprobe nvidia`; check with nvidia-smi; then rerun erdmakit setup"
+					p.Next = nvrules.InstallDriver() + "; then rerun erdmakit setup"
 				}
 				return p, nil
 			}
@@ -46,10 +46,11 @@ func gpuFix() *Fix {
 				p.Found = append(p.Found, "GPUDirect RDMA through DMA-BUF: nvidia_peermem not needed")
 				return p, nil
 			}
-			// nvml owns the driver-version rule (its parser, its minimum).
-			if major := (&nvml.GPUs{DriverVersion: version}).DriverMajor(); major > 0 && major < nvml.PeermemMinDriver {
-				p.Blocked = fmt.Sprintf("NVIDIA driver %s is older than 470: it has no nvidia_peermem", version)
-				p.Next = "install an NVIDIA driver >= 470 (it bundles nvidia_peermem), or load nv_peer_mem yourself; then rerun erdmakit setup"
+			// internal/nvrules owns the driver-version rule (its parser,
+			// its minimum), as for the gpu-driver check and nvml.
+			if bundles, known := nvrules.BundlesPeermem(version); known && !bundles {
+				p.Blocked = "NVIDIA " + nvrules.TooOld(version) + ": it has no nvidia_peermem"
+				p.Next = nvrules.Upgrade() + ", or load nv_peer_mem yourself; then rerun erdmakit setup"
 				return p, nil
 			}
 			files := env.files(in)
@@ -62,8 +63,7 @@ func gpuFix() *Fix {
 				// module is the only way (nvml.ReadGDR).
 				p.Notes = append(p.Notes, "DMA-BUF is no alternative here: the "+strings.Join(refused, ", ")+" provider registers no dma-buf")
 			} else {
-				p.Notes = append(p.Notes, "or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, "+
-					"the NVIDIA open GPU kernel module, rdma-core >= 34, an RDMA provider with reg_dmabuf_mr")
+				p.Notes = append(p.Notes, nvrules.DMABUFAlternative)
 			}
 			// The file first: it is the fix at boot, whether or not the
 			// module loads now.

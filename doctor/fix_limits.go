@@ -24,7 +24,7 @@ func limitsFix() *Fix {
 			checks := []string{erdma.FindingMemlock}
 			files := env.files(in)
 			if l := in.Inventory.Memlock; l != nil {
-				p.Found = append(p.Found, fmt.Sprintf("this process's RLIMIT_MEMLOCK: soft %s, hard %s", erdma.FormatLimit(l.Soft, l.Unlimited), erdma.FormatLimit(l.Hard, false)))
+				p.Found = append(p.Found, "this process's RLIMIT_MEMLOCK: "+l.String())
 			}
 			if err := p.addFile(files, checks, LimitsFile,
 				"# eRDMA: every queue pair and memory registration needs locked memory (erdmakit doctor: memlock)\n"+
@@ -52,12 +52,12 @@ func limitsFix() *Fix {
 // unlimited where the process may raise its hard limit (CAP_SYS_RESOURCE;
 // a container often lacks it), else the soft limit to the hard one.
 func planProcessMemlock(p *Plan, l *erdma.Limit, checks []string) {
-	const inf = ^uint64(0)
+	const inf = erdma.RLimInfinity
 	if l.SoftUnlimited() {
 		return
 	}
 	cur, hard := inf, inf
-	if l.Hard != inf && !hasCapSysResource() {
+	if !l.HardUnlimited() && !hasCapSysResource() {
 		if l.Soft >= l.Hard {
 			p.Found = append(p.Found, "this process cannot raise its memlock limit (no CAP_SYS_RESOURCE): run setup from a root login shell or a service with LimitMEMLOCK=infinity")
 			return

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/nvrules"
 	"github.com/erdmakit/erdmakit/internal/units"
 )
 
@@ -372,7 +373,7 @@ func (d *diag) gpu() gpuState {
 func (d *diag) gpuExpected() bool { return d.inv.Profile != nil }
 
 // checkGPUDriver: guide step 2, the GPU driver; nvidia_peermem ships with
-// drivers >= 470.
+// drivers >= nvrules.PeermemMin.
 func checkGPUDriver(_ context.Context, d *diag) health.Finding {
 	g := d.gpu()
 	if !g.present {
@@ -380,7 +381,7 @@ func checkGPUDriver(_ context.Context, d *diag) health.Finding {
 			return health.Finding{Severity: health.Fail,
 				Summary:     fmt.Sprintf("no NVIDIA driver loaded on a GPU instance type (%s)", d.inv.Profile.Family),
 				Evidence:    g.ev,
-				Remediation: "install the NVIDIA GPU driver (>= 470) and CUDA, then `modprobe nvidia`; check with nvidia-smi",
+				Remediation: nvrules.InstallDriver(),
 			}
 		}
 		sum := "no NVIDIA GPU driver on this host: GPU checks skipped"
@@ -391,7 +392,8 @@ func checkGPUDriver(_ context.Context, d *diag) health.Finding {
 	}
 	var findings []string
 	sev := health.OK
-	major, err := driverMajor(g.version)
+	_, err := nvrules.Major(g.version)
+	bundles, _ := nvrules.BundlesPeermem(g.version)
 	switch {
 	case g.version == "":
 		sev = health.Warn
@@ -399,11 +401,11 @@ func checkGPUDriver(_ context.Context, d *diag) health.Finding {
 	case err != nil:
 		sev = health.Warn
 		findings = append(findings, err.Error())
-	case major < 470:
+	case !bundles:
 		sev = health.Warn
-		findings = append(findings, fmt.Sprintf("driver %s is older than 470: no bundled nvidia_peermem (GPUDirect RDMA needs nv_peer_mem)", g.version))
+		findings = append(findings, nvrules.TooOld(g.version)+": no bundled nvidia_peermem (GPUDirect RDMA needs nv_peer_mem)")
 	default:
-		findings = append(findings, fmt.Sprintf("driver %s (>= 470: nvidia_peermem bundled)", g.version))
+		findings = append(findings, fmt.Sprintf("driver %s (%s: nvidia_peermem bundled)", g.version, nvrules.AtLeast()))
 	}
 	if p := d.inv.Profile; p != nil && p.GPUs > 0 && g.count > 0 && g.count != p.GPUs {
 		sev = health.Worst(sev, health.Warn)
@@ -413,23 +415,16 @@ func checkGPUDriver(_ context.Context, d *diag) health.Finding {
 	}
 	f := health.Finding{Severity: sev, Summary: strings.Join(findings, "; "), Evidence: g.ev}
 	if sev != health.OK {
-		f.Remediation = "install an NVIDIA driver >= 470 (it bundles nvidia_peermem); check with nvidia-smi"
+		f.Remediation = nvrules.Upgrade() + "; check with nvidia-smi"
 	}
 	return f
 }
 
-// driverMajor parses "535.161.08" -> 535.
-func driverMajor(v string) (int, error) {
-	head, _, _ := strings.Cut(strings.TrimSpace(v), ".")
-	n, err := strconv.Atoi(head)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("driver version %q not understood", v)
-	}
-	return n, nil
-}
+// peermemAtBoot is the step that makes nvidia_peermem load at every boot.
+const peermemAtBoot = "it must be loaded again after every reboot: echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf"
 
 // checkPeermem: guide step 2, GPUDirect RDMA needs nvidia_peermem (driver
-// >= 470) or nv_peer_mem, loaded again after every reboot, or DMA-BUF
+// >= nvrules.PeermemMin) or nv_peer_mem, loaded again after every reboot, or DMA-BUF
 // (inv.GPU.DMABUF, from nvml); it fails only when neither is available.
 func checkPeermem(_ context.Context, d *diag) health.Finding {
 	g := d.gpu()
@@ -458,11 +453,9 @@ func checkPeermem(_ context.Context, d *diag) health.Finding {
 	}
 	if path == "" {
 		f := health.Finding{Severity: health.Fail,
-			Summary:  "GPUDirect RDMA not ready: neither nvidia_peermem nor nv_peer_mem is loaded, and DMA-BUF is not supported",
-			Evidence: ev,
-			Remediation: "modprobe nvidia_peermem (bundled with NVIDIA driver >= 470; older drivers: install and load nv_peer_mem); " +
-				"it must be loaded again after every reboot: echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf; " +
-				"or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, the NVIDIA open GPU kernel module, rdma-core >= 34, an RDMA provider with reg_dmabuf_mr",
+			Summary:     "GPUDirect RDMA not ready: neither nvidia_peermem nor nv_peer_mem is loaded, and DMA-BUF is not supported",
+			Evidence:    ev,
+			Remediation: nvrules.LoadPeermem() + "; " + peermemAtBoot + "; " + nvrules.DMABUFAlternative,
 		}
 		switch gi := d.inv.GPU; {
 		case gi == nil || gi.DMABUF == "":
@@ -470,9 +463,7 @@ func checkPeermem(_ context.Context, d *diag) health.Finding {
 		case refused != "":
 			// No DMA-BUF way out: the provider refuses dma-bufs.
 			f.Summary = "GPUDirect RDMA not ready: neither nvidia_peermem nor nv_peer_mem is loaded, and DMA-BUF is not supported by the RDMA provider " + refused
-			f.Remediation = "modprobe nvidia_peermem (bundled with NVIDIA driver >= 470; older drivers: install and load nv_peer_mem); " +
-				"it must be loaded again after every reboot: echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf " +
-				"(DMA-BUF is no alternative here: the " + refused + " provider registers no dma-buf)"
+			f.Remediation = nvrules.LoadPeermem() + "; " + peermemAtBoot + " (DMA-BUF is no alternative here: the " + refused + " provider registers no dma-buf)"
 		case gi.DMABUF == "unknown":
 			// DMA-BUF may work: what decides it was not all seen.
 			f.Severity = health.Warn
@@ -793,8 +784,7 @@ func checkMemlock(_ context.Context, d *diag) health.Finding {
 	if l == nil {
 		return health.Finding{Severity: health.Skip, Summary: "RLIMIT_MEMLOCK not read"}
 	}
-	ev := []string{fmt.Sprintf("RLIMIT_MEMLOCK soft %s, hard %s (%s)", limitString(l.Soft, l.Unlimited), limitString(l.Hard, false),
-		d.source("getrlimit", "erdmakit/limits.json"))}
+	ev := []string{fmt.Sprintf("RLIMIT_MEMLOCK %s (%s)", l, d.source("getrlimit", "erdmakit/limits.json"))}
 	if l.SoftUnlimited() {
 		return health.Finding{Severity: health.OK, Summary: "memlock unlimited", Evidence: ev}
 	}
@@ -804,30 +794,46 @@ func checkMemlock(_ context.Context, d *diag) health.Finding {
 	const sixteenGiB = 16 << 30
 	if l.Soft >= sixteenGiB {
 		return health.Finding{Severity: health.Warn,
-			Summary:  fmt.Sprintf("memlock limited to %s: large registrations may fail; rdma-core and NCCL deployments use unlimited", limitString(l.Soft, false)),
+			Summary:  fmt.Sprintf("memlock limited to %s: large registrations may fail; rdma-core and NCCL deployments use unlimited", FormatLimit(l.Soft, false)),
 			Evidence: ev, Remediation: fix}
 	}
-	sum := fmt.Sprintf("memlock %s: every ibv_create_qp fails with ENOMEM (NCCL WARN Call to ibv_create_qp failed with error Unknown error -12)", limitString(l.Soft, false))
+	sum := fmt.Sprintf("memlock %s: every ibv_create_qp fails with ENOMEM (NCCL WARN Call to ibv_create_qp failed with error Unknown error -12)", FormatLimit(l.Soft, false))
 	if l.Soft > 64<<10 {
-		sum = fmt.Sprintf("memlock %s: queue pairs and memory registrations beyond it fail with ENOMEM; rdma-core and NCCL deployments use unlimited", limitString(l.Soft, false))
+		sum = fmt.Sprintf("memlock %s: queue pairs and memory registrations beyond it fail with ENOMEM; rdma-core and NCCL deployments use unlimited", FormatLimit(l.Soft, false))
 	}
 	return health.Finding{Severity: health.Fail, Summary: sum, Evidence: ev, Remediation: fix}
 }
 
-func limitString(v uint64, unlimited bool) string { return FormatLimit(v, unlimited) }
+// RLimInfinity is the rlimit value that means no limit (RLIM_INFINITY).
+const RLimInfinity = ^uint64(0)
+
+// NewLimit is a limit as getrlimit or a recording gives it: Unlimited
+// follows the soft value.
+func NewLimit(soft, hard uint64) *Limit {
+	return &Limit{Soft: soft, Hard: hard, Unlimited: soft == RLimInfinity}
+}
 
 // FormatLimit is an rlimit as the doctor and setup print it: "unlimited"
 // (RLIM_INFINITY, or unlimited set), else the size in binary units.
 func FormatLimit(v uint64, unlimited bool) string {
-	if unlimited || v == ^uint64(0) {
+	if unlimited || v == RLimInfinity {
 		return "unlimited"
 	}
 	return units.Format(int64(v), units.Text)
 }
 
+// String is the limit as the doctor and setup print it: "soft 64 KiB,
+// hard unlimited".
+func (l *Limit) String() string {
+	return "soft " + FormatLimit(l.Soft, l.Unlimited) + ", hard " + FormatLimit(l.Hard, false)
+}
+
 // SoftUnlimited reports whether the soft limit is unlimited: the memlock
 // rule's one test (the doctor's check and setup's limits stage).
-func (l *Limit) SoftUnlimited() bool { return l.Unlimited || l.Soft == ^uint64(0) }
+func (l *Limit) SoftUnlimited() bool { return l.Unlimited || l.Soft == RLimInfinity }
+
+// HardUnlimited reports whether the hard limit is unlimited.
+func (l *Limit) HardUnlimited() bool { return l.Hard == RLimInfinity }
 
 // IsLimitDrop reports whether a counter name is a rate-limit drop counter
 // (hw_bps_limit_drop_cnt, rx_pps_limit_drop_cnt, ...).

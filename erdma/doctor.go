@@ -8,6 +8,7 @@ import (
 
 	"github.com/erdmakit/erdmakit/gid"
 	"github.com/erdmakit/erdmakit/health"
+	"github.com/erdmakit/erdmakit/internal/nvrules"
 )
 
 // CounterSource reads one port's hw_counters now (name -> value, names as
@@ -106,7 +107,7 @@ func HostChecks() []HostCheck {
 		hostCheck(FindingERDMADriver, "guide step 2", "the erdma driver is loaded and bound", checkDriver),
 		hostCheck(FindingEadm, "guide step 2", "the eRDMA tools (eadm) are installed", checkEadm),
 		hostCheck(FindingUVerbs, "guide step 2", "ib_uverbs is loaded and every device has its /dev/infiniband/uverbsN", checkUVerbs),
-		hostCheck(FindingGPUDriver, "guide step 2", "the NVIDIA driver is loaded, version >= 470", checkGPUDriver),
+		hostCheck(FindingGPUDriver, "guide step 2", "the NVIDIA driver is loaded, version "+nvrules.AtLeast(), checkGPUDriver),
 		hostCheck(FindingGDRPeermem, "guide step 2", "nvidia_peermem (or nv_peer_mem) is loaded for GPUDirect RDMA", checkPeermem),
 		hostCheck(FindingNetdevIP, "guide step 3", "every ERI's netdev is up with an IPv4 address", checkNetdevIP),
 		hostCheck(FindingPortActive, "guide step 4", "every eRDMA port is ACTIVE", checkPortActive),

@@ -3,7 +3,6 @@ package erdma
 import (
 	"context"
 	"fmt"
-	"math"
 	"sort"
 )
 
@@ -50,8 +49,10 @@ func (h Host) Memlock(ctx context.Context) (*Limit, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	if rec.Memlock != nil && rec.Memlock.Soft == math.MaxUint64 {
-		rec.Memlock.Unlimited = true
+	if rec.Memlock == nil {
+		return nil, nil
 	}
-	return rec.Memlock, nil
+	l := NewLimit(rec.Memlock.Soft, rec.Memlock.Hard)
+	l.Unlimited = l.Unlimited || rec.Memlock.Unlimited
+	return l, nil
 }

@@ -61,5 +61,5 @@ func liveMemlock() (*Limit, error) {
 	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
 		return nil, fmt.Errorf("getrlimit(RLIMIT_MEMLOCK): %w", err)
 	}
-	return &Limit{Soft: rl.Cur, Hard: rl.Max, Unlimited: rl.Cur == unix.RLIM_INFINITY}, nil
+	return NewLimit(rl.Cur, rl.Max), nil
 }

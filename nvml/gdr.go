@@ -12,11 +12,13 @@ import (
 	"syscall"
 
 	"github.com/erdmakit/erdmakit/internal/hostfs"
+	"github.com/erdmakit/erdmakit/internal/nvrules"
 )
 
 // GDR paths: how GPUDirect RDMA reaches the RDMA stack.
 const (
-	// GDRPeermem is nvidia_peermem, bundled with NVIDIA driver >= 470.
+	// GDRPeermem is nvidia_peermem, bundled with NVIDIA driver >=
+	// PeermemMinDriver.
 	GDRPeermem = "nvidia_peermem"
 	// GDRNvPeerMem is the legacy out-of-tree nv_peer_mem (Mellanox).
 	GDRNvPeerMem = "nv_peer_mem"
@@ -27,8 +29,9 @@ const (
 )
 
 // PeermemMinDriver is the first driver major version that bundles
-// nvidia_peermem.
-const PeermemMinDriver = 470
+// nvidia_peermem (the rule's one owner is internal/nvrules, which the host
+// checks share).
+const PeermemMinDriver = nvrules.PeermemMin
 
 // GDR is GPUDirect RDMA readiness as NCCL checks it
 // (src/transport/net_ib/gdr.cc: memory_peers nv_mem and nv_mem_nc, and
@@ -94,8 +97,7 @@ func ReadGDR(ctx context.Context, root, driverVersion string, probes ...ProbeRes
 		g.Missing += "; DMA-BUF: " + strings.Join(g.DMABUF.Missing, "; ")
 	default:
 		g.Missing += "; DMA-BUF: " + strings.Join(g.DMABUF.Missing, "; ")
-		g.Remediation += "; or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, " +
-			"the NVIDIA open GPU kernel module, rdma-core >= 34, an RDMA provider with reg_dmabuf_mr"
+		g.Remediation += "; " + nvrules.DMABUFAlternative
 	}
 	return g
 }
@@ -186,20 +188,20 @@ func readPeermem(ctx context.Context, root, driverVersion string) (GDR, error) {
 		}
 		return g, cut
 	}
-	major := driverMajor(driverVersion)
+	major, _ := nvrules.Major(driverVersion)
 	switch {
 	case major >= PeermemMinDriver:
 		g.Missing = fmt.Sprintf("driver %d >= %d bundles nvidia_peermem but it is not loaded", major, PeermemMinDriver)
 		g.Remediation = "modprobe nvidia_peermem, and add it to /etc/modules-load.d/ so it survives a reboot: echo nvidia_peermem > /etc/modules-load.d/nvidia_peermem.conf"
 	case major > 0:
 		g.Missing = fmt.Sprintf("driver %d predates nvidia_peermem (>= %d) and nv_peer_mem is not loaded", major, PeermemMinDriver)
-		g.Remediation = "upgrade the NVIDIA driver to >= 470 and modprobe nvidia_peermem, or build and load nv_peer_mem (github.com/Mellanox/nv_peer_memory)"
+		g.Remediation = "upgrade the NVIDIA driver to " + nvrules.AtLeast() + " and modprobe nvidia_peermem, or build and load nv_peer_mem (github.com/Mellanox/nv_peer_memory)"
 	case !nvidia:
 		g.Missing = "no NVIDIA driver loaded (sys/module/nvidia absent), so no GPUDirect RDMA module either"
-		g.Remediation = "install and load the NVIDIA driver (>= 470), then modprobe nvidia_peermem"
+		g.Remediation = "install and load the NVIDIA driver (" + nvrules.AtLeast() + "), then modprobe nvidia_peermem"
 	default:
 		g.Missing = "nvidia_peermem is not loaded (driver version unknown: NVML unavailable)"
-		g.Remediation = "modprobe nvidia_peermem (driver >= 470), and add it to /etc/modules-load.d/ so it survives a reboot"
+		g.Remediation = "modprobe nvidia_peermem (driver " + nvrules.AtLeast() + "), and add it to /etc/modules-load.d/ so it survives a reboot"
 	}
 	return g, cut
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/erdmakit/erdmakit/internal/hostfs"
+	"github.com/erdmakit/erdmakit/internal/nvrules"
 )
 
 // GPU is one NVIDIA GPU as NVML and sysfs describe it.
@@ -43,15 +44,7 @@ type GPUs struct {
 // DriverMajor is the driver's major version (535 for "535.161.08"), 0 when
 // the version does not parse.
 func (g *GPUs) DriverMajor() int {
-	return driverMajor(g.DriverVersion)
-}
-
-func driverMajor(v string) int {
-	major, _, _ := strings.Cut(v, ".")
-	n, err := strconv.Atoi(strings.TrimSpace(major))
-	if err != nil || n < 0 {
-		return 0
-	}
+	n, _ := nvrules.Major(g.DriverVersion)
 	return n
 }
 
