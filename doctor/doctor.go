@@ -87,7 +87,10 @@ func DefaultOptions() Options {
 type Input struct {
 	Host      erdma.Host
 	Inventory *erdma.Inventory // Instance, Profile and GPU filled in
-	// GPUs is NVML's view; never nil (Available false says why not).
+	// GPUs is NVML's view while the checks run; never nil there
+	// (Available false says why not). A fix's Input (PlanFixes,
+	// PlanStage) has none: fixes read Inventory.GPU, what the doctor's
+	// report carries, and never probe the GPUs again.
 	GPUs *nvml.Report
 	// InstanceError says why Inventory.Instance is unknown.
 	InstanceError error

@@ -347,7 +347,7 @@ type StageFix struct {
 // report: `doctor --fix`. Each fix is planned once, even when several of its
 // checks fail.
 func PlanFixes(ctx context.Context, h erdma.Host, rep *erdma.Report, opt Options, env *FixEnv) ([]*Plan, error) {
-	in, err := inputFor(ctx, h, rep, opt)
+	in, err := inputFor(rep, h, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +374,7 @@ func PlanFixes(ctx context.Context, h erdma.Host, rep *erdma.Report, opt Options
 // PlanStage plans one stage's fix on a host as it is now (setup's stages
 // run whether or not their checks fail: persistence is part of them).
 func PlanStage(ctx context.Context, h erdma.Host, rep *erdma.Report, opt Options, stage string, env *FixEnv) (*Plan, error) {
-	in, err := inputFor(ctx, h, rep, opt)
+	in, err := inputFor(rep, h, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -386,14 +386,16 @@ func PlanStage(ctx context.Context, h erdma.Host, rep *erdma.Report, opt Options
 	return nil, fmt.Errorf("%w: no fix for stage %q", ErrOptions, stage)
 }
 
-// inputFor rebuilds a check's input from a report the pipeline made.
-func inputFor(ctx context.Context, h erdma.Host, rep *erdma.Report, opt Options) (*Input, error) {
+// inputFor rebuilds a fix's input from a report the pipeline made. The
+// report carries what the fixes need of the GPUs (rep.Host.GPU: the GDR
+// path, DMA-BUF's refusal, the peer-memory module and its persistence): the
+// GPUs are not read again (no second NVML session, no second DMA-BUF
+// probe), so in.GPUs stays nil.
+func inputFor(rep *erdma.Report, h erdma.Host, opt Options) (*Input, error) {
 	if rep == nil || rep.Host == nil {
 		return nil, fmt.Errorf("%w: no report", ErrOptions)
 	}
-	in := &Input{Host: h, Inventory: rep.Host, Findings: rep.Findings, verbs: opt.Verbs, jumbo: opt.JumboFrames}
-	in.GPUs = GPUs(ctx, h, rep.Host, opt)
-	return in, nil
+	return &Input{Host: h, Inventory: rep.Host, Findings: rep.Findings, verbs: opt.Verbs, jumbo: opt.JumboFrames}, nil
 }
 
 // remediation is the advice of a failing check that has a fix: the fix's

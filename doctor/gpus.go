@@ -18,7 +18,7 @@ import (
 // erdma.DecideGDRLevel and nccl.AdviseEnv read.
 func gpuInfo(r *nvml.Report) erdma.GPUInfo {
 	info := erdma.GPUInfo{Available: r.Available, Reason: r.Reason, GDRPath: r.GDR.Path, DMABUF: string(r.GDR.DMABUF.Supported),
-		DMABUFRefusedBy: r.GDR.DMABUF.RefusedBy()}
+		DMABUFRefusedBy: r.GDR.DMABUF.RefusedBy(), GDRPeermem: r.GDR.Peermem, GDRPersistent: r.GDR.Persistent}
 	if r.GPUs != nil {
 		info.Count = len(r.GPUs.GPUs)
 		info.DriverVersion = r.GPUs.DriverVersion

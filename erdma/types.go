@@ -185,6 +185,14 @@ type GPUInfo struct {
 	// ("erdma": rdma-core's providers/erdma has no reg_dmabuf_mr): there
 	// GPUDirect RDMA needs nvidia_peermem whatever else holds.
 	DMABUFRefusedBy []string `json:"dmabuf_refused_by,omitempty"`
+	// GDRPeermem is the peer-memory mechanism seen ("nvidia_peermem",
+	// "nv_peer_mem", "memory_peers"), "" when none, whatever GDRPath is;
+	// GDRPersistent reports whether that module is named in
+	// etc/modules-load.d/*.conf, etc/modules or an rc.local (loaded again
+	// after a reboot). The gpu stage plans from them without reading the
+	// GPUs again.
+	GDRPeermem    string `json:"gdr_peermem,omitempty"`
+	GDRPersistent bool   `json:"gdr_persistent,omitempty"`
 	// NVLink says whether the GPUs have NVLink between them: "yes", "no",
 	// "unknown" (NVML could not say), "" when not read. Without it
 	// intra-node collectives go over PCIe.
