@@ -125,9 +125,7 @@ type Check struct {
 // builtins are the checks the pipeline always runs, in the guide's order.
 func builtins() []Check {
 	var cs []Check
-	fx := fixes()
 	for _, c := range HostChecks(erdma.HostChecks()...) {
-		c.Fix = fx[c.ID]
 		cs = append(cs, c)
 		if c.ID == erdma.FindingUVerbs {
 			cs = append(cs, verbsCheck())
@@ -153,11 +151,18 @@ func builtins() []Check {
 //
 // Each Run gets the inventory and erdma.DoctorOptions with the pipeline's
 // InstanceError (and, on a live host, its counter source and interval).
+// A host check that names a stage (erdma.HostCheck.FixedBy) gets that
+// stage's fix; the checks of one call that name the same stage share it,
+// so that setup and doctor --fix run it once.
 func HostChecks(hcs ...erdma.HostCheck) []Check {
 	out := make([]Check, 0, len(hcs))
+	fixes := hostFixes()
 	for _, hc := range hcs {
 		run := hc.Run
 		c := Check{ID: hc.ID, Step: hc.Step, Title: hc.Title, After: hc.After}
+		if i := slices.IndexFunc(fixes, func(f *Fix) bool { return f.Stage == hc.FixedBy }); i >= 0 {
+			c.Fix = fixes[i]
+		}
 		if run != nil {
 			c.Run = func(ctx context.Context, in *Input) health.Finding { return run(ctx, in.Inventory, in.counters) }
 		}

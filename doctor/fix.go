@@ -18,12 +18,14 @@ import (
 
 // Setup stages, in the guide's order. A Fix belongs to one; the cloud and
 // verify stages have no doctor fix (package eri and package setup own them).
+// The host stages' names are erdma's, so that a host check names the stage
+// that fixes it (erdma.HostCheck.FixedBy).
 const (
 	StageCloud  = "cloud"
-	StageDriver = "driver"
-	StageOS     = "os"
-	StageGPU    = "gpu"
-	StageLimits = "limits"
+	StageDriver = erdma.StageDriver
+	StageOS     = erdma.StageOS
+	StageGPU    = erdma.StageGPU
+	StageLimits = erdma.StageLimits
 	StageVerify = "verify"
 )
 
@@ -300,40 +302,30 @@ func Apply(ctx context.Context, p *Plan) error {
 	return nil
 }
 
-// fixes attaches the built-in fixes to the built-in checks, by check id.
-func fixes() map[string]*Fix {
-	os := osFix()
-	drv := driverFix()
-	return map[string]*Fix{
-		erdma.FindingERDMADriver:   drv,
-		erdma.FindingEadm:          drv,
-		erdma.FindingTransportMode: drv,
-		erdma.FindingNetdevIP:      os,
-		erdma.FindingMTU:           os,
-		erdma.FindingGDRPeermem:    gpuFix(),
-		erdma.FindingMemlock:       limitsFix(),
-	}
+// hostFixes are the fixes of the host stages, one per stage, in stage
+// order. A host check takes the one of the stage it names
+// (erdma.HostCheck.FixedBy; see HostChecks).
+func hostFixes() []*Fix {
+	return []*Fix{driverFix(), osFix(), gpuFix(), limitsFix()}
 }
 
 // StageFixes returns the fixes of the built-in checks, one per stage, in
 // stage order, with the ids of the checks each serves.
 func StageFixes() []StageFix {
+	cs := builtins()
 	var out []StageFix
-	for _, c := range builtins() {
-		if c.Fix == nil {
-			continue
+	for _, stage := range Stages() {
+		var sf StageFix
+		for _, c := range cs {
+			if c.Fix != nil && c.Fix.Stage == stage {
+				sf.Fix = c.Fix
+				sf.Checks = append(sf.Checks, c.ID)
+			}
 		}
-		i := slices.IndexFunc(out, func(s StageFix) bool { return s.Fix == c.Fix })
-		if i < 0 {
-			out = append(out, StageFix{Fix: c.Fix})
-			i = len(out) - 1
+		if sf.Fix != nil {
+			out = append(out, sf)
 		}
-		out[i].Checks = append(out[i].Checks, c.ID)
 	}
-	order := Stages()
-	slices.SortStableFunc(out, func(a, b StageFix) int {
-		return slices.Index(order, a.Fix.Stage) - slices.Index(order, b.Fix.Stage)
-	})
 	return out
 }
 

@@ -69,16 +69,37 @@ const (
 	FindingRateLimitDrops     = "rate-limit-drops"
 )
 
+// Setup stages whose fix makes a host check pass (HostCheck.FixedBy), in
+// the guide's order. The doctor owns the fixes (doctor.Fix, one per stage)
+// and re-exports these names; they are here so that a check names its fix
+// where the check is declared, without importing the doctor.
+const (
+	StageDriver = "driver"
+	StageOS     = "os"
+	StageGPU    = "gpu"
+	StageLimits = "limits"
+)
+
 // HostCheck is a check decided from the inventory alone: a Check and the
 // function that decides it. HostChecks are this package's; a package below
 // the doctor contributes its own the same way (eri.DoctorChecks) without
 // importing it, and doctor.HostChecks makes doctor checks of them. After,
 // for a contributed check, names the check it goes right after ("": at the
 // end; a contributed check whose ID is a built-in's replaces it in place).
+// FixedBy names the setup stage whose fix makes the check pass (StageOS,
+// ...; "" when none): doctor.HostChecks gives the check that fix
+// (doctor.Check.Fix), so a check and its fix are declared together.
 type HostCheck struct {
 	Check
-	After string
-	Run   func(ctx context.Context, inv *Inventory, opt DoctorOptions) health.Finding
+	After   string
+	FixedBy string
+	Run     func(ctx context.Context, inv *Inventory, opt DoctorOptions) health.Finding
+}
+
+// fixedBy is hc with the stage whose fix makes it pass.
+func (hc HostCheck) fixedBy(stage string) HostCheck {
+	hc.FixedBy = stage
+	return hc
 }
 
 // hostCheck adapts a check on the shared lookups to HostCheck.
@@ -104,17 +125,17 @@ func HostChecks() []HostCheck {
 		hostCheck(FindingInstanceProfile, "guide step 1", "the instance type is a known eRDMA GPU type", checkInstanceProfile),
 		hostCheck(FindingERDMADevices, "guide steps 1, 4", "eRDMA devices present, as many as the instance type has", checkERDMADevices),
 		hostCheck(FindingNetworkCardChannel, "guide step 1", "two ERIs sit on different network-card channels", checkNetworkCardChannel),
-		hostCheck(FindingERDMADriver, "guide step 2", "the erdma driver is loaded and bound", checkDriver),
-		hostCheck(FindingEadm, "guide step 2", "the eRDMA tools (eadm) are installed", checkEadm),
+		hostCheck(FindingERDMADriver, "guide step 2", "the erdma driver is loaded and bound", checkDriver).fixedBy(StageDriver),
+		hostCheck(FindingEadm, "guide step 2", "the eRDMA tools (eadm) are installed", checkEadm).fixedBy(StageDriver),
 		hostCheck(FindingUVerbs, "guide step 2", "ib_uverbs is loaded and every device has its /dev/infiniband/uverbsN", checkUVerbs),
 		hostCheck(FindingGPUDriver, "guide step 2", "the NVIDIA driver is loaded, version "+nvrules.AtLeast(), checkGPUDriver),
-		hostCheck(FindingGDRPeermem, "guide step 2", "nvidia_peermem (or nv_peer_mem) is loaded for GPUDirect RDMA", checkPeermem),
-		hostCheck(FindingNetdevIP, "guide step 3", "every ERI's netdev is up with an IPv4 address", checkNetdevIP),
+		hostCheck(FindingGDRPeermem, "guide step 2", "nvidia_peermem (or nv_peer_mem) is loaded for GPUDirect RDMA", checkPeermem).fixedBy(StageGPU),
+		hostCheck(FindingNetdevIP, "guide step 3", "every ERI's netdev is up with an IPv4 address", checkNetdevIP).fixedBy(StageOS),
 		hostCheck(FindingPortActive, "guide step 4", "every eRDMA port is ACTIVE", checkPortActive),
-		hostCheck(FindingTransportMode, "domain section 3", "compat (RoCE v2) vs iWARP, the same on every device", checkTransport),
+		hostCheck(FindingTransportMode, "domain section 3", "compat (RoCE v2) vs iWARP, the same on every device", checkTransport).fixedBy(StageDriver),
 		hostCheck(FindingGIDIndex, "domain section 3", "a RoCE v2 GID ::ffff:<IPv4> exists; its index", checkGIDIndex),
-		hostCheck(FindingMTU, "guide, Enable Jumbo Frames", "ERI MTUs are 8500 (jumbo frames) or 1400 and agree", checkMTU),
-		hostCheck(FindingMemlock, "rdma-core, NCCL practice", "RLIMIT_MEMLOCK is unlimited", checkMemlock),
+		hostCheck(FindingMTU, "guide, Enable Jumbo Frames", "ERI MTUs are 8500 (jumbo frames) or 1400 and agree", checkMTU).fixedBy(StageOS),
+		hostCheck(FindingMemlock, "rdma-core, NCCL practice", "RLIMIT_MEMLOCK is unlimited", checkMemlock).fixedBy(StageLimits),
 		hostCheck(FindingRateLimitDrops, "domain section 4", "the *_limit_drop_cnt counters are not rising", checkRateLimitDrops),
 	}
 }
