@@ -183,6 +183,9 @@ type Plan struct {
 	// the exact step that unblocks it.
 	Blocked string `json:"blocked,omitempty"`
 	Next    string `json:"next,omitempty"`
+	// blockedFor are the checks Blocked and Next are about; nil: every
+	// check of the stage.
+	blockedFor []string
 }
 
 // NewPlan is an empty plan of a stage (every list empty, never null in
@@ -391,7 +394,10 @@ func inputFor(rep *erdma.Report, h erdma.Host, opt Options) (*Input, error) {
 }
 
 // remediation is the advice of a failing check that has a fix: the fix's
-// plan as commands, planned for description only.
+// plan as commands, planned for description only. The fix owns the advice
+// only where its plan is about this check (a change that serves it, or a
+// block on it); otherwise the check's own remediation stands (the driver
+// stage blocked on a missing eadm says nothing about compat mode).
 func remediation(ctx context.Context, c Check, in *Input, f health.Finding) string {
 	if c.Fix == nil || (f.Severity != health.Fail && f.Severity != health.Warn) {
 		return f.Remediation
@@ -407,7 +413,7 @@ func remediation(ctx context.Context, c Check, in *Input, f health.Finding) stri
 		}
 	}
 	if len(cmds) == 0 {
-		if p.Next != "" {
+		if p.Next != "" && (p.blockedFor == nil || slices.Contains(p.blockedFor, c.ID)) {
 			return p.Next
 		}
 		return f.Remediation

@@ -75,7 +75,7 @@ func driverFix() *Fix {
 					if !loaded {
 						what = "the eRDMA driver is not loaded"
 					}
-					p.Blocked = what
+					p.Blocked, p.blockedFor = what, []string{erdma.FindingERDMADriver, erdma.FindingEadm}
 					p.Next = "install it with the guide's installer (" + osID + "): " + installText + "; or rerun erdmakit setup --install-driver"
 					if !loaded {
 						p.Next = "modprobe erdma; if the module is not installed, the guide's installer (" + osID + "): " + installText + " (or rerun erdmakit setup --install-driver)"
