@@ -26,96 +26,112 @@ func InstallerCommand(osID, version string) []string {
 // driverFix: guide step 2, the eRDMA driver, rdma-core's erdma provider
 // and eadm; and, on a GPU instance, compat (RoCE v2) mode.
 func driverFix() *Fix {
-	return &Fix{Stage: StageDriver, Title: "eRDMA driver, rdma-core and eadm present; compat (RoCE) mode on GPU instances",
-		Plan: func(_ context.Context, in *Input, env *FixEnv) (*Plan, error) {
-			p := NewPlan(StageDriver)
-			inv := in.Inventory
-			osID, version := osRelease(env, in)
-			install := InstallerCommand(osID, version)
-			installText := erdma.InstallerCommand(osID, version)
-			if version != "" {
-				osID += " " + version
+	return &Fix{Stage: StageDriver, Title: "eRDMA driver, rdma-core and eadm present; compat (RoCE) mode on GPU instances", Plan: planDriver}
+}
+
+func planDriver(_ context.Context, in *Input, env *FixEnv) (*Plan, error) {
+	p := NewPlan(StageDriver)
+	inv := in.Inventory
+	var erdmaDevs []erdma.Device
+	for _, d := range inv.Devices {
+		if d.ERDMA {
+			erdmaDevs = append(erdmaDevs, d)
+		}
+	}
+	if !planDriverInstall(p, in, env, len(erdmaDevs)) {
+		return p, nil
+	}
+	var iwarp []string
+	for _, d := range erdmaDevs {
+		if d.CompatMode == "N" {
+			iwarp = append(iwarp, d.Name)
+		}
+	}
+	if len(iwarp) == 0 || inv.Profile == nil {
+		if len(erdmaDevs) > 0 {
+			p.Found = append(p.Found, "transport mode as a GPU instance needs it (or no compat_mode parameter)")
+		}
+		return p, nil
+	}
+	if err := planCompat(p, in, env, iwarp); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// planDriverInstall says what of the driver and eadm is there and plans
+// the guide's installer where they are missing and --install-driver allows
+// it; ok is false when the stage is blocked on them.
+func planDriverInstall(p *Plan, in *Input, env *FixEnv, devices int) (ok bool) {
+	inv := in.Inventory
+	osID, version := osRelease(env, in)
+	install := InstallerCommand(osID, version)
+	installText := erdma.InstallerCommand(osID, version)
+	if version != "" {
+		osID += " " + version
+	}
+	mod := moduleOf(inv, "erdma")
+	loaded := (mod != nil && mod.Loaded) || devices > 0
+	eadm, toolsLooked := toolOf(inv, "eadm")
+	if loaded {
+		p.Found = append(p.Found, fmt.Sprintf("erdma driver loaded, %d eRDMA device(s)", devices))
+	} else {
+		p.Found = append(p.Found, "erdma driver not loaded")
+	}
+	haveEadm := eadm != nil && eadm.Path != ""
+	switch {
+	case haveEadm:
+		p.Found = append(p.Found, "eadm "+orUnknownVersion(eadm.Version))
+	case toolsLooked:
+		p.Found = append(p.Found, "eadm not found on PATH")
+	}
+	switch {
+	case loaded && (haveEadm || !toolsLooked):
+		return true
+	case env.InstallDriver && env.commands(in):
+		p.add(Change{Checks: []string{erdma.FindingERDMADriver, erdma.FindingEadm}, Kind: KindCommand,
+			Target: "eRDMA driver (" + osID + ")", Command: installText,
+			apply: func(ctx context.Context) error { return env.run(ctx, install) }})
+		if !loaded {
+			p.add(Change{Checks: []string{erdma.FindingERDMADriver}, Kind: KindCommand, Target: "erdma", Command: "modprobe erdma",
+				apply: func(ctx context.Context) error { return env.run(ctx, []string{"modprobe", "erdma"}) }})
+		}
+		return true
+	case env.InstallDriver:
+		p.Notes = append(p.Notes, NoLiveChanges+": --install-driver is not run")
+	}
+	p.Blocked, p.blockedFor = "eadm (the eRDMA software package) is not installed", []string{erdma.FindingERDMADriver, erdma.FindingEadm}
+	p.Next = "install it with the guide's installer (" + osID + "): " + installText + "; or rerun erdmakit setup --install-driver"
+	if !loaded {
+		p.Blocked = "the eRDMA driver is not loaded"
+		p.Next = "modprobe erdma; if the module is not installed, the guide's installer (" + osID + "): " + installText + " (or rerun erdmakit setup --install-driver)"
+	}
+	return false
+}
+
+// planCompat plans compat (RoCE v2) mode for the iWARP devices of a GPU
+// instance: modprobe.d now, the module reloaded only with ReloadDriver.
+func planCompat(p *Plan, in *Input, env *FixEnv, iwarp []string) error {
+	checks := []string{erdma.FindingTransportMode}
+	p.Found = append(p.Found, strings.Join(iwarp, ", ")+": iWARP mode (compat_mode=N) on a GPU instance")
+	if err := p.addFile(env.files(in), checks, CompatFile,
+		"# GPU instances run eRDMA in compat (RoCE v2) mode: NCCL and perftest connect that way (erdmakit doctor: transport-mode)\noptions erdma compat_mode=Y\n",
+		"compat", true, 0o644); err != nil {
+		return err
+	}
+	if !env.ReloadDriver || !env.commands(in) {
+		p.Notes = append(p.Notes, "compat mode applies when the erdma module is next loaded: at the next boot, or now with "+
+			"erdmakit setup --reload-driver (modprobe -r erdma && modprobe erdma: the eRDMA devices go down for a moment)")
+		return nil
+	}
+	p.add(Change{Checks: checks, Kind: KindCommand, Target: "erdma", Command: "modprobe -r erdma && modprobe erdma",
+		apply: func(ctx context.Context) error {
+			if err := env.run(ctx, []string{"modprobe", "-r", "erdma"}); err != nil {
+				return err
 			}
-			var erdmaDevs []erdma.Device
-			for _, d := range inv.Devices {
-				if d.ERDMA {
-					erdmaDevs = append(erdmaDevs, d)
-				}
-			}
-			mod := moduleOf(inv, "erdma")
-			loaded := (mod != nil && mod.Loaded) || len(erdmaDevs) > 0
-			eadm, toolsLooked := toolOf(inv, "eadm")
-			switch {
-			case loaded:
-				p.Found = append(p.Found, fmt.Sprintf("erdma driver loaded, %d eRDMA device(s)", len(erdmaDevs)))
-			default:
-				p.Found = append(p.Found, "erdma driver not loaded")
-			}
-			switch {
-			case eadm != nil && eadm.Path != "":
-				p.Found = append(p.Found, "eadm "+orUnknownVersion(eadm.Version))
-			case toolsLooked:
-				p.Found = append(p.Found, "eadm not found on PATH")
-			}
-			missing := !loaded || (toolsLooked && (eadm == nil || eadm.Path == ""))
-			if missing {
-				if env.InstallDriver && !env.commands(in) {
-					p.Notes = append(p.Notes, NoLiveChanges+": --install-driver is not run")
-				}
-				if env.InstallDriver && env.commands(in) {
-					p.add(Change{Checks: []string{erdma.FindingERDMADriver, erdma.FindingEadm}, Kind: KindCommand,
-						Target: "eRDMA driver (" + osID + ")", Command: installText,
-						apply: func(ctx context.Context) error { return env.run(ctx, install) }})
-					if !loaded {
-						p.add(Change{Checks: []string{erdma.FindingERDMADriver}, Kind: KindCommand, Target: "erdma", Command: "modprobe erdma",
-							apply: func(ctx context.Context) error { return env.run(ctx, []string{"modprobe", "erdma"}) }})
-					}
-				} else {
-					what := "eadm (the eRDMA software package) is not installed"
-					if !loaded {
-						what = "the eRDMA driver is not loaded"
-					}
-					p.Blocked, p.blockedFor = what, []string{erdma.FindingERDMADriver, erdma.FindingEadm}
-					p.Next = "install it with the guide's installer (" + osID + "): " + installText + "; or rerun erdmakit setup --install-driver"
-					if !loaded {
-						p.Next = "modprobe erdma; if the module is not installed, the guide's installer (" + osID + "): " + installText + " (or rerun erdmakit setup --install-driver)"
-					}
-					return p, nil
-				}
-			}
-			var iwarp []string
-			for _, d := range erdmaDevs {
-				if d.CompatMode == "N" {
-					iwarp = append(iwarp, d.Name)
-				}
-			}
-			if len(iwarp) == 0 || inv.Profile == nil {
-				if len(erdmaDevs) > 0 {
-					p.Found = append(p.Found, "transport mode as a GPU instance needs it (or no compat_mode parameter)")
-				}
-				return p, nil
-			}
-			checks := []string{erdma.FindingTransportMode}
-			p.Found = append(p.Found, strings.Join(iwarp, ", ")+": iWARP mode (compat_mode=N) on a GPU instance")
-			if err := p.addFile(env.files(in), checks, CompatFile,
-				"# GPU instances run eRDMA in compat (RoCE v2) mode: NCCL and perftest connect that way (erdmakit doctor: transport-mode)\noptions erdma compat_mode=Y\n",
-				"compat", true, 0o644); err != nil {
-				return nil, err
-			}
-			if env.ReloadDriver && env.commands(in) {
-				p.add(Change{Checks: checks, Kind: KindCommand, Target: "erdma", Command: "modprobe -r erdma && modprobe erdma",
-					apply: func(ctx context.Context) error {
-						if err := env.run(ctx, []string{"modprobe", "-r", "erdma"}); err != nil {
-							return err
-						}
-						return env.run(ctx, []string{"modprobe", "erdma"})
-					}})
-			} else {
-				p.Notes = append(p.Notes, "compat mode applies when the erdma module is next loaded: at the next boot, or now with "+
-					"erdmakit setup --reload-driver (modprobe -r erdma && modprobe erdma: the eRDMA devices go down for a moment)")
-			}
-			return p, nil
-		}}
+			return env.run(ctx, []string{"modprobe", "erdma"})
+		}})
+	return nil
 }
 
 func toolOf(inv *erdma.Inventory, name string) (*erdma.Tool, bool) {
