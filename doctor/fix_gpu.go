@@ -10,8 +10,9 @@ import (
 	"github.com/erdmakit/erdmakit/nvml"
 )
 
-// PeermemFile is where the gpu stage persists nvidia_peermem.
-const PeermemFile = "/etc/modules-load.d/erdmakit-nvidia-peermem.conf"
+// PeermemFile is where the gpu stage persists nvidia_peermem (the file the
+// gdr-peermem check's own advice names).
+const PeermemFile = nvrules.PeermemFile
 
 // gpuFix: guide step 2, GPUDirect RDMA. When the doctor's rule (nvml's GDR
 // decision, the one the gdr-peermem check reports) says DMA-BUF is the

@@ -421,7 +421,7 @@ func checkGPUDriver(_ context.Context, d *diag) health.Finding {
 }
 
 // peermemAtBoot is the step that makes nvidia_peermem load at every boot.
-const peermemAtBoot = "it must be loaded again after every reboot: echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf"
+const peermemAtBoot = "it must be loaded again after every reboot: echo nvidia_peermem > " + nvrules.PeermemFile
 
 // checkPeermem: guide step 2, GPUDirect RDMA needs nvidia_peermem (driver
 // >= nvrules.PeermemMin) or nv_peer_mem, loaded again after every reboot, or DMA-BUF

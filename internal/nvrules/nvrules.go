@@ -62,6 +62,10 @@ func LoadPeermem() string {
 	return "modprobe nvidia_peermem (bundled with NVIDIA driver " + AtLeast() + "; older drivers: install and load nv_peer_mem)"
 }
 
+// PeermemFile is where nvidia_peermem is persisted: the file setup's gpu
+// stage writes and the gdr-peermem check's own advice names.
+const PeermemFile = "/etc/modules-load.d/erdmakit-nvidia-peermem.conf"
+
 // DMABUFAlternative is GPUDirect RDMA's other way, the one that needs no
 // module: what it takes.
 const DMABUFAlternative = "or GPUDirect RDMA through DMA-BUF (NVIDIA's recommendation, no module): kernel >= 5.12, " +
