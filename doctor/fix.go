@@ -50,7 +50,10 @@ var ErrInvalidValue = netdev.ErrInvalid
 // person would type; it changes nothing. Apply (doctor.Apply) makes the
 // planned changes; the check, run again, is the verify. The remediation the
 // doctor prints for a failing check with a Fix is its plan, so the advice
-// and the action cannot drift.
+// and the action cannot drift; the fix owns the advice only where its plan
+// is about that check (a change that serves it, or a block on it), else the
+// check's own remediation stands. A host check names its fix's stage where
+// it is declared (erdma.HostCheck.FixedBy).
 //
 // Several checks may share one Fix (netdev-ip and mtu: the os stage);
 // setup and doctor --fix run it once.
