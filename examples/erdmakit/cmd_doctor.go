@@ -17,6 +17,7 @@ import (
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/atomicfile"
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/kube"
 	"github.com/erdmakit/erdmakit/report"
 	"github.com/erdmakit/erdmakit/setup"
 	"github.com/spf13/cobra"
@@ -227,7 +228,13 @@ func runDoctorOn(ctx context.Context, root string, opt doctor.Options, cloud *er
 	if cloud != nil {
 		opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(ctx, h, *cloud)...)...)
 	}
-	return doctor.Run(ctx, h, opt)
+	rep, err := doctor.Run(ctx, h, opt)
+	if err == nil && kube.InPod(os.Getenv) {
+		// In a pod on Kubernetes, setting the node up is ack-erdma-controller's
+		// job: its checks name the controller's step first.
+		rep = kube.WithControllerSteps(rep, os.Getenv("NODE_NAME"))
+	}
+	return rep, err
 }
 
 // doctorHint names the flags that answer a finding (library findings never
