@@ -223,4 +223,3 @@ func filesLayer(files map[string]string, mtime time.Time) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
-
