@@ -211,10 +211,10 @@ func TestClusterCloseCleansUp(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, v, string(b), "sysctl %s", s)
 	}
-	mounts, err := mountPoints()
+	ms, err := mounts()
 	require.NoError(t, err)
-	for _, m := range mounts {
-		assert.False(t, strings.HasPrefix(m, dir+"/"), "mount %s left", m)
+	for _, m := range ms {
+		assert.False(t, strings.HasPrefix(m.point, dir+"/"), "mount %s left", m.point)
 	}
 	require.NoError(t, os.RemoveAll(dir), "the scratch directory can be removed")
 }

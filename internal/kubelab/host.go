@@ -29,6 +29,10 @@ var hostDirs = []string{"/var/log/containers", "/var/log/pods", "/var/lib/cni", 
 type hostState struct {
 	sysctls map[string]string
 	paths   map[string]bool
+	// cgroups are the kubepods directories of the cgroup hierarchies that
+	// did not exist before the lab (the kubelet's cgroupfs driver makes
+	// them): removed, with what is under them, on Close.
+	cgroups []string
 }
 
 func saveHostState() (*hostState, error) {
@@ -42,6 +46,17 @@ func saveHostState() (*hostState, error) {
 			return nil, fmt.Errorf("saving sysctl %s: %w", s, err)
 		}
 		h.sysctls[s] = strings.TrimSpace(string(b))
+	}
+	mounts, err := mounts()
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range mounts {
+		if m.fstype == "cgroup" || m.fstype == "cgroup2" {
+			if d := filepath.Join(m.point, "kubepods"); !exists(d) {
+				h.cgroups = append(h.cgroups, d)
+			}
+		}
 	}
 	for _, d := range hostDirs {
 		h.paths[d] = exists(d)
@@ -99,20 +114,52 @@ func (h *hostState) restore() error {
 			}
 		}
 	}
+	for _, d := range h.cgroups {
+		if err := removeCgroup(d); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// removeCgroup removes the cgroup directory d and those under it, deepest
+// first (rmdir only: a cgroup's files go with it), retrying while the
+// kernel still counts the ended processes (EBUSY).
+func removeCgroup(d string) error {
+	var dirs []string
+	_ = filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && e.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
+	for _, p := range dirs {
+		var err error
+		for try := 0; try < 50; try++ {
+			if err = syscall.Rmdir(p); err == nil || errors.Is(err, syscall.ENOENT) || !errors.Is(err, syscall.EBUSY) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil && !errors.Is(err, syscall.ENOENT) {
+			return fmt.Errorf("removing the cgroup %s, which the kubelet made: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // unmountUnder detaches every mount below dir that keep says to, deepest
 // first (lazily: MNT_DETACH).
 func unmountUnder(dir string, keep func(string) bool) error {
-	mounts, err := mountPoints()
+	mounts, err := mounts()
 	if err != nil {
 		return err
 	}
 	prefix := strings.TrimSuffix(dir, "/") + "/"
 	var errs []error
 	for i := len(mounts) - 1; i >= 0; i-- {
-		mp := mounts[i]
+		mp := mounts[i].point
 		if !strings.HasPrefix(mp, prefix) || (keep != nil && !keep(mp)) {
 			continue
 		}
@@ -123,14 +170,17 @@ func unmountUnder(dir string, keep func(string) bool) error {
 	return errors.Join(errs...)
 }
 
-// mountPoints are this mount namespace's mount points in mount order.
-func mountPoints() ([]string, error) {
+type mount struct{ point, fstype string }
+
+// mounts are this mount namespace's mounts in mount order
+// (/proc/self/mountinfo: the mount point is field 5, the type follows " - ").
+func mounts() ([]mount, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var out []string
+	var out []mount
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
@@ -138,7 +188,14 @@ func mountPoints() ([]string, error) {
 		if len(fields) < 5 {
 			continue
 		}
-		out = append(out, unescapeMount(fields[4]))
+		m := mount{point: unescapeMount(fields[4])}
+		for i, f := range fields {
+			if f == "-" && i+1 < len(fields) {
+				m.fstype = fields[i+1]
+				break
+			}
+		}
+		out = append(out, m)
 	}
 	return out, sc.Err()
 }

@@ -9,7 +9,7 @@
 # of what goes into it: the suite, the packages, the dpkg filters, the hook,
 # the mirror and mmdebstrap's version. A cached base is reused as is (what
 # the mirror served the day it was made); a new key builds a new one (about
-# a minute). Prints the tar's path. Root.
+# two minutes). Prints the tar's path. Root.
 #
 #   tools/release/base.sh        the cached base, built if missing
 #   tools/release/base.sh -f     build it again
@@ -33,11 +33,11 @@ if [ "${1:-}" != -f ] && [ -s "$out" ]; then
 fi
 mkdir -p "$cache"
 tmp=$cache/.$suite-$key.$$.tar # mmdebstrap takes its format from the name: .tar
+trap 'rm -f "$tmp"' EXIT
 start=$(date +%s)
 echo "base: mmdebstrap $suite ($include) from $mirror" >&2
 mmdebstrap "${opts[@]}" --quiet "$suite" "$tmp" "$mirror" >&2
 tar -tf "$tmp" | grep 'libibverbs/liberdma-rdmav.*\.so' >&2 || {
-	rm -f "$tmp"
 	echo "base: FAIL: the base lacks the erdma provider (liberdma)" >&2
 	exit 1
 }
