@@ -277,7 +277,7 @@ func (c *Cluster) startKwok() error {
 	if running {
 		return nil
 	}
-	args := []string{"--kubeconfig=" + c.Kubeconfig(), "--manage-all-nodes=false",
+	args := []string{"--kubeconfig=" + c.Kubeconfig(),
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		fmt.Sprintf("--server-address=127.0.0.1:%d", c.ports.kwok)}
 	stages, err := filepath.Glob(filepath.Join(c.stages, "*.yaml"))

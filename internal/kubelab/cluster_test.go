@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -194,6 +195,15 @@ func TestClusterCloseCleansUp(t *testing.T) {
 			before[s] = string(b)
 		}
 	}
+	chains := iptablesChains(t)
+	hostMounts, err := mounts()
+	require.NoError(t, err)
+	var newCgroups []string
+	for _, m := range hostMounts {
+		if (m.fstype == "cgroup" || m.fstype == "cgroup2") && !exists(filepath.Join(m.point, "kubepods")) {
+			newCgroups = append(newCgroups, filepath.Join(m.point, "kubepods"))
+		}
+	}
 	dir, err := os.MkdirTemp("", "kubelab")
 	require.NoError(t, err)
 	defer os.RemoveAll(dir)
@@ -216,7 +226,31 @@ func TestClusterCloseCleansUp(t *testing.T) {
 	for _, m := range ms {
 		assert.False(t, strings.HasPrefix(m.point, dir+"/"), "mount %s left", m.point)
 	}
+	assert.Equal(t, chains, iptablesChains(t), "the kubelet left iptables chains")
+	for _, cg := range newCgroups {
+		assert.NoDirExists(t, cg, "the kubelet's cgroup outlived Close")
+	}
 	require.NoError(t, os.RemoveAll(dir), "the scratch directory can be removed")
+}
+
+// iptablesChains lists the chains of iptables-save and ip6tables-save
+// ("" where the program is missing).
+func iptablesChains(t *testing.T) string {
+	var b strings.Builder
+	for _, prog := range []string{"iptables-save", "ip6tables-save"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			continue
+		}
+		out, err := exec.Command(prog).Output()
+		require.NoError(t, err, prog)
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(l, "*") || strings.HasPrefix(l, ":") {
+				name, _, _ := strings.Cut(l, " ")
+				b.WriteString(prog + " " + name + "\n")
+			}
+		}
+	}
+	return b.String()
 }
 
 type testWriter struct{ t *testing.T }

@@ -85,7 +85,10 @@ func (c *Cluster) containerdSock() string { return filepath.Join(c.dir, "contain
 
 // kubeletConfig: cgroupfs (no systemd here), cgroup v1 allowed, swap
 // allowed, pod logs under the scratch directory, webhook authentication
-// and authorization, loopback ports.
+// and authorization, loopback ports. makeIPTablesUtilChains false: else
+// the kubelet adds KUBE-FIREWALL (jumped to from INPUT and OUTPUT),
+// KUBE-IPTABLES-HINT and KUBE-KUBELET-CANARY to this machine's iptables and
+// ip6tables and keeps them there.
 func (c *Cluster) kubeletConfig() string {
 	p := c.pki
 	addr := "127.0.0.1"
@@ -128,6 +131,7 @@ syncFrequency: 5s
 fileCheckFrequency: 5s
 nodeStatusUpdateFrequency: 5s
 volumeStatsAggPeriod: 0s
+makeIPTablesUtilChains: false
 `, addr, c.ports.kubelet, c.ports.kubeletHealthz, p.path("kubelet-serving.crt"), p.path("kubelet-serving.key"),
 		p.path("ca.crt"), filepath.Join(c.dir, "pod-logs"), c.containerdSock(), c.containerdSock())
 }
