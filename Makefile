@@ -83,7 +83,7 @@ lab: deps
 # containerd + runc; then every test with the build tag `kubelab` in
 # KUBELAB_PKGS (they fail, not skip, under CI=true when the lab cannot run).
 # KUBELAB_FLAGS, e.g. KUBELAB_FLAGS='-run TestCluster -v'.
-KUBELAB_PKGS ?= ./internal/kubelab/...
+KUBELAB_PKGS ?= ./internal/kubelab/... ./kube
 KUBELAB_FLAGS ?=
 kube-lab: kube-lab-deps
 	$(GO) test -tags kubelab -count=1 -timeout 20m $(KUBELAB_FLAGS) $(KUBELAB_PKGS)
