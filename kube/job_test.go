@@ -138,6 +138,39 @@ func TestDecodersOnRealAnswers(t *testing.T) {
 	assert.Contains(t, e.Error(), `HTTP 403 Forbidden: nodes "cn-hangzhou.10.0.1.17" is forbidden`)
 }
 
+// The answers of a real API server (Kubernetes 1.37.2 in internal/kubelab,
+// recorded by TestKubeLab with KUBE_RECORD_TESTDATA).
+func TestDecodersOnRecordedAPIServer(t *testing.T) {
+	raw, err := os.ReadFile("testdata/real-node.json")
+	require.NoError(t, err)
+	n, err := DecodeNode(raw)
+	require.NoError(t, err)
+	assert.Equal(t, "kubelab", n.Name)
+	c, ok := n.Condition(ConditionType)
+	require.True(t, ok, "the node agent's condition as the server stored it")
+	assert.Equal(t, ConditionFalse, c.Status)
+	assert.False(t, c.LastHeartbeatTime.IsZero())
+	assert.Equal(t, "false", n.Labels[LabelReady])
+	_, ok = n.Condition("Ready")
+	assert.True(t, ok)
+
+	raw, err = os.ReadFile("testdata/real-job.json")
+	require.NoError(t, err)
+	j, err := DecodeJob(raw)
+	require.NoError(t, err)
+	assert.Equal(t, Job{Name: "erdmakit-prove", Namespace: "erdmakit", CompletionMode: "Indexed", Completions: 2, Parallelism: 2}, *j)
+
+	raw, err = os.ReadFile("testdata/real-pods.json")
+	require.NoError(t, err)
+	pods, err := DecodePodList(raw)
+	require.NoError(t, err)
+	require.NotEmpty(t, pods)
+	for _, p := range pods {
+		assert.NotEmpty(t, p.Node)
+		assert.False(t, p.Created.IsZero())
+	}
+}
+
 // seeds are the recorded answers under testdata (real apiserver JSON).
 func seeds(f *testing.F) {
 	files, _ := os.ReadDir("testdata")

@@ -5,7 +5,6 @@ package kube
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -89,8 +88,8 @@ func TestKubeLab(t *testing.T) {
 			}
 			return out
 		}
-		assert.ElementsMatch(t, []string{"nodes [] [get patch]", "nodes/status [] [patch]"}, extra("erdmakit-node-agent"))
-		assert.ElementsMatch(t, []string{"pods [] [get list]", "jobs.batch [erdmakit-prove] [get]"}, extra("erdmakit-prove"))
+		assert.ElementsMatch(t, []string{"nodes [] [] [get patch]", "nodes/status [] [] [patch]"}, extra("erdmakit-node-agent"))
+		assert.ElementsMatch(t, []string{"pods [] [] [get list]", "jobs.batch [] [erdmakit-prove] [get]"}, extra("erdmakit-prove"))
 		for _, tt := range []struct {
 			sa, verb, what, ns string
 			want               bool
@@ -142,6 +141,31 @@ func TestKubeLab(t *testing.T) {
 		assert.Equal(t, "fail", n.Labels[LabelStatus])
 		t.Logf("ERDMAReady: %s %s: %s", cond.Status, cond.Reason, cond.Message)
 	})
+	t.Run("node agent: the controller's step", func(t *testing.T) {
+		// A port down with no IP on its ERI: on Kubernetes that is
+		// ack-erdma-controller's agent's to fix, and the message says so.
+		ds := labNodeAgent(t, find(t, agent, "DaemonSet", "erdmakit-node-agent"), c, hosts, "port-down-no-ip.tar.gz")
+		_, err := c.KubectlWithInput(ctx, list(t, ds), "apply", "-f", "-")
+		require.NoError(t, err)
+		var cond Condition
+		require.NoError(t, c.WaitFor(ctx, "ERDMAReady names port-active", 2*time.Minute, func(ctx context.Context) (bool, error) {
+			cond = waitCondition(t, c, node, ConditionFalse, time.Minute)
+			return strings.Contains(cond.Message, "port-active"), nil
+		}))
+		assert.Contains(t, cond.Message, "ack-erdma-controller's agent")
+		t.Logf("ERDMAReady: %s %s: %s", cond.Status, cond.Reason, cond.Message)
+	})
+	if d := os.Getenv("KUBE_RECORD_TESTDATA"); d != "" {
+		// The API server's own answers, as the fuzz tests' seeds.
+		for file, path := range map[string]string{
+			"real-node.json": "/api/v1/nodes/" + node,
+			"real-pods.json": "/api/v1/namespaces/erdmakit/pods?labelSelector=app.kubernetes.io%2Fcomponent%3Dnode-agent",
+		} {
+			out, err := c.Kubectl(ctx, "get", "--raw", path)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(d, file), out, 0o644))
+		}
+	}
 	_, _ = c.Kubectl(ctx, "-n", "erdmakit", "delete", "ds", "erdmakit-node-agent", "--wait=false")
 
 	t.Run("prove job over simulated ranks", func(t *testing.T) {
@@ -180,20 +204,25 @@ func TestKubeLab(t *testing.T) {
 		assert.Equal(t, "proven", p.Verdict)
 		assert.Equal(t, 2, p.Size)
 		assert.Len(t, p.Hosts, 2)
+		if d := os.Getenv("KUBE_RECORD_TESTDATA"); d != "" {
+			out, err := c.Kubectl(ctx, "get", "--raw", "/apis/batch/v1/namespaces/erdmakit/jobs/erdmakit-prove")
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(d, "real-job.json"), out, 0o644))
+		}
 		page, err := os.ReadFile(filepath.Join(results, "proof.html"))
 		require.NoError(t, err)
 		assert.Contains(t, string(page), "proven")
 	})
 
 	t.Run("prove job scheduling: one rank per eRDMA node", func(t *testing.T) {
-		// The Job as shipped (anti-affinity, aliyun/erdma), 4 ranks for 3
-		// eRDMA nodes: 3 placed on distinct nodes, 1 left Pending; none on
-		// the node without eRDMA. Its pods only sleep: placement is the test.
-		j := find(t, prove, "Job", "erdmakit-prove")
-		j = deepCopy(t, j)
+		// The Job as shipped (eRDMA node affinity, anti-affinity,
+		// aliyun/erdma), 3 ranks over 3 eRDMA nodes (the real one and
+		// kwok's two) and a node without eRDMA: one rank on each eRDMA node.
+		// Its pods only sleep: placement is the test.
+		j := deepCopy(t, find(t, prove, "Job", "erdmakit-prove"))
 		j["metadata"].(map[string]any)["name"] = "erdmakit-prove-sched"
 		spec := j["spec"].(map[string]any)
-		spec["completions"], spec["parallelism"] = 4, 4
+		spec["completions"], spec["parallelism"] = 3, 3
 		pod := dig(j, "spec", "template", "spec").(map[string]any)
 		ct := dig(pod, "containers", "0").(map[string]any)
 		ct["image"], ct["imagePullPolicy"] = kubelab.ErdmakitImage, "Never"
@@ -202,16 +231,12 @@ func TestKubeLab(t *testing.T) {
 		_, err := c.KubectlWithInput(ctx, list(t, j), "apply", "-f", "-")
 		require.NoError(t, err)
 		var placed []string
-		require.NoError(t, c.WaitFor(ctx, "3 of 4 ranks placed", time.Minute, func(ctx context.Context) (bool, error) {
+		require.NoError(t, c.WaitFor(ctx, "3 ranks placed", time.Minute, func(ctx context.Context) (bool, error) {
 			out, err := c.Kubectl(ctx, "-n", "erdmakit", "get", "pods", "-l", "batch.kubernetes.io/job-name=erdmakit-prove-sched", "-o", "jsonpath={.items[*].spec.nodeName}")
 			placed = strings.Fields(string(out))
 			return len(placed) == 3, err
 		}))
 		assert.ElementsMatch(t, []string{node, "erdma-fake-1", "erdma-fake-2"}, placed)
-		time.Sleep(2 * time.Second)
-		out, err := c.Kubectl(ctx, "-n", "erdmakit", "get", "pods", "-l", "batch.kubernetes.io/job-name=erdmakit-prove-sched", "--field-selector=status.phase=Pending", "-o", "jsonpath={.items[*].status.conditions[*].reason}")
-		require.NoError(t, err)
-		assert.Contains(t, string(out), "Unschedulable")
 	})
 }
 
@@ -301,36 +326,16 @@ func labProveJob(t *testing.T, j map[string]any, c *kubelab.Cluster, hosts, resu
 }
 
 // canI is `kubectl auth can-i --list` as a service account of erdmakit, one
-// "RESOURCE [NAMES] [VERBS]" per rule.
+// rule per line with its columns (RESOURCES NON-RESOURCE-URLS
+// RESOURCE-NAMES VERBS) one space apart.
 func canI(t *testing.T, c *kubelab.Cluster, sa string) []string {
 	out, err := c.Kubectl(t.Context(), "auth", "can-i", "--list", "-n", "erdmakit", "--as=system:serviceaccount:erdmakit:"+sa)
 	require.NoError(t, err)
 	var rules []string
 	for i, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if i == 0 {
-			continue // the header
+		if i > 0 { // the header
+			rules = append(rules, strings.Join(strings.Fields(l), " "))
 		}
-		f := strings.Fields(l)
-		if len(f) < 3 {
-			continue
-		}
-		// RESOURCES  NON-RESOURCE-URLS  RESOURCE-NAMES  VERBS: names and
-		// verbs are the bracketed fields at the end.
-		var brackets []string
-		for _, x := range f[1:] {
-			if strings.HasPrefix(x, "[") || len(brackets) > 0 && !strings.HasSuffix(brackets[len(brackets)-1], "]") {
-				if len(brackets) > 0 && !strings.HasSuffix(brackets[len(brackets)-1], "]") {
-					brackets[len(brackets)-1] += " " + x
-				} else {
-					brackets = append(brackets, x)
-				}
-			}
-		}
-		if len(brackets) < 3 {
-			rules = append(rules, l)
-			continue
-		}
-		rules = append(rules, fmt.Sprintf("%s %s %s", f[0], brackets[len(brackets)-2], brackets[len(brackets)-1]))
 	}
 	return rules
 }
