@@ -61,9 +61,10 @@ api-accept:
 libsize:
 	$(GO) test -count=1 -run TestLibrarySizes ./internal/moduletest -args -update-readme
 
-# The API check, unit, fixture, namespace (as root) and mpirun tests, the
+# The API check, the Kubernetes lab's binaries and image (kubectl for kube's unit
+# tests of the manifests too), unit, fixture, namespace (as root) and mpirun tests, the
 # release binary's glibc floor, the Kubernetes lab, then the RDMA lab.
-test: deps vet api unit glibc-floor kube-lab lab
+test: deps vet api kube-lab-deps unit glibc-floor kube-lab lab
 
 unit:
 	$(GO) test $(GOFLAGS) -count=1 -timeout 25m ./...

@@ -16,14 +16,20 @@ import (
 
 	"github.com/erdmakit/erdmakit/internal/execx"
 	"github.com/erdmakit/erdmakit/internal/fixture"
+	"github.com/erdmakit/erdmakit/internal/kubelab"
 )
 
-// needKubectl is kubectl's path; without it the test skips, or fails under
-// CI=true (.ci/deps.sh installs it).
+// needKubectl is kubectl's path (PATH's, else the Kubernetes lab's);
+// without one the test skips, or fails under CI=true.
 func needKubectl(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("kubectl")
 	if err != nil {
+		// The Kubernetes lab builds one (tools/kubelab/build.sh).
+		lab := filepath.Join(kubelab.DefaultCache(), "bin", "kubectl")
+		if _, serr := os.Stat(lab); serr == nil {
+			return lab
+		}
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("kubectl not found (CI=true): %v", err)
 		}
