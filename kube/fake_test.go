@@ -40,12 +40,6 @@ func (f *fakeAPI) addNode(t *testing.T, raw []byte) {
 	f.nodes[n["metadata"].(map[string]any)["name"].(string)] = n
 }
 
-func (f *fakeAPI) node(name string) map[string]any {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.nodes[name]
-}
-
 func (f *fakeAPI) count(prefix string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
