@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -228,8 +229,14 @@ func runDoctorOn(ctx context.Context, root string, opt doctor.Options, cloud *er
 	if cloud != nil {
 		opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(ctx, h, *cloud)...)...)
 	}
+	inPod := kube.InPod(os.Getenv)
+	if inPod && filepath.Clean(root) == "/" {
+		// A container's PATH is its image's, not the host's: eadm and
+		// ofed_info are the host's and cannot be seen from here.
+		opt.SkipTools = true
+	}
 	rep, err := doctor.Run(ctx, h, opt)
-	if err == nil && kube.InPod(os.Getenv) {
+	if err == nil && inPod {
 		// In a pod on Kubernetes, setting the node up is ack-erdma-controller's
 		// job: its checks name the controller's step first.
 		rep = kube.WithControllerSteps(rep, os.Getenv("NODE_NAME"))

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,6 +83,10 @@ It runs in a pod with the service account of deploy/kubernetes (get, patch nodes
 			defer closer.Close()
 			opt := doctor.DefaultOptions()
 			opt.Metadata = exporterMetadata()
+			// The container's PATH is its image's: the host's eadm and
+			// ofed_info cannot be seen (the eadm check says skip; a
+			// recorded host keeps its tools.json).
+			opt.SkipTools = filepath.Clean(g.root) == "/"
 			if noMD {
 				opt.Metadata = nil
 			}
