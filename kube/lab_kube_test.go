@@ -5,6 +5,8 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,6 +129,23 @@ func TestKubeLab(t *testing.T) {
 		out, err := c.Kubectl(ctx, "-n", "erdmakit", "get", "pods", "-l", "app.kubernetes.io/component=node-agent", "-o", "jsonpath={.items[*].spec.nodeName}")
 		require.NoError(t, err)
 		assert.ElementsMatch(t, []string{node, "erdma-fake-1", "erdma-fake-2"}, strings.Fields(string(out)))
+		// The exporter, on the node's network (hostNetwork).
+		var body string
+		require.NoError(t, c.WaitFor(ctx, "the node agent's /metrics", time.Minute, func(ctx context.Context) (bool, error) {
+			req, err := http.NewRequestWithContext(ctx, "GET", "http://127.0.0.1:19810/metrics", nil)
+			if err != nil {
+				return false, err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return false, nil
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+			body = string(b)
+			return err == nil && resp.StatusCode == 200, nil
+		}))
+		assert.Contains(t, body, `erdmakit_doctor_check{`)
 	})
 
 	t.Run("node agent: no peermem", func(t *testing.T) {
