@@ -229,8 +229,10 @@ func runDoctorOn(ctx context.Context, root string, opt doctor.Options, cloud *er
 	if cloud != nil {
 		opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(ctx, h, *cloud)...)...)
 	}
-	inPod := kube.InPod(os.Getenv)
-	if inPod && filepath.Clean(root) == "/" {
+	// In a pod on Kubernetes, reading the node it runs on (a recorded host
+	// is no pod's node).
+	inPod := kube.InPod(os.Getenv) && filepath.Clean(root) == "/"
+	if inPod {
 		// A container's PATH is its image's, not the host's: eadm and
 		// ofed_info are the host's and cannot be seen from here.
 		opt.SkipTools = true
