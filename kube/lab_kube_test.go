@@ -185,7 +185,35 @@ func TestKubeLab(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(d, file), out, 0o644))
 		}
 	}
-	_, _ = c.Kubectl(ctx, "-n", "erdmakit", "delete", "ds", "erdmakit-node-agent", "--wait=false")
+	t.Run("removal", func(t *testing.T) {
+		// docs/kubernetes.md's removal: the agents stopped first, then
+		// erdmakit kube clear once per node with the agent's account.
+		_, err := c.Kubectl(ctx, "-n", "erdmakit", "delete", "ds", "erdmakit-node-agent", "--wait=true")
+		require.NoError(t, err)
+		require.NoError(t, c.WaitFor(ctx, "the node agents gone", time.Minute, func(ctx context.Context) (bool, error) {
+			out, err := c.Kubectl(ctx, "-n", "erdmakit", "get", "pods", "-l", "app.kubernetes.io/component=node-agent", "-o", "name")
+			return len(strings.TrimSpace(string(out))) == 0, err
+		}))
+		args := []string{"-n", "erdmakit", "run", "erdmakit-clear-" + node, "--restart=Never", "--image=" + kubelab.ErdmakitImage,
+			"--image-pull-policy=Never", "--env=NODE_NAME=" + node,
+			`--overrides={"spec":{"nodeName":"` + node + `","serviceAccountName":"erdmakit-node-agent","hostNetwork":true}}`}
+		for k, v := range c.APIServerEnv() { // the lab's (see labEnv)
+			args = append(args, "--env="+k+"="+v)
+		}
+		out, err := c.Kubectl(ctx, append(args, "--", "erdmakit", "kube", "clear")...)
+		require.NoError(t, err, "%s", out)
+		_, err = c.WaitForPodPhase(ctx, "erdmakit", "erdmakit-clear-"+node, time.Minute, "Succeeded")
+		logs, _ := c.PodLogs("erdmakit", "erdmakit-clear-"+node)
+		require.NoError(t, err, logs)
+		assert.Contains(t, logs, "ERDMAReady and the erdmakit.io labels removed")
+		n := getNode(t, c, node)
+		_, ok := n.Condition(ConditionType)
+		assert.False(t, ok)
+		assert.NotContains(t, n.Labels, LabelReady)
+		assert.NotContains(t, n.Labels, LabelStatus)
+		_, ok = n.Condition("Ready")
+		assert.True(t, ok, "the kubelet's conditions stay")
+	})
 
 	t.Run("prove job over simulated ranks", func(t *testing.T) {
 		results := t.TempDir()
