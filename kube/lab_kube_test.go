@@ -215,6 +215,38 @@ func TestKubeLab(t *testing.T) {
 		assert.True(t, ok, "the kubelet's conditions stay")
 	})
 
+	t.Run("node agent --once --json", func(t *testing.T) {
+		// docs/kubernetes.md's JSON, from one round in a pod with the
+		// agent's account (exit 0: the recording is healthy).
+		env := []any{map[string]any{"name": "NODE_NAME", "value": node}}
+		for k, v := range c.APIServerEnv() {
+			env = append(env, map[string]any{"name": k, "value": v})
+		}
+		pod := map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": "erdmakit-once", "namespace": "erdmakit"},
+			"spec": map[string]any{"nodeName": node, "serviceAccountName": "erdmakit-node-agent", "hostNetwork": true, "restartPolicy": "Never",
+				"containers": []any{map[string]any{"name": "once", "image": kubelab.ErdmakitImage, "imagePullPolicy": "Never", "env": env,
+					"command":      []any{"erdmakit", "kube", "node-agent", "--once", "--json", "--no-metadata", "--root=/recording/ebmgn8is-healthy.tar.gz"},
+					"volumeMounts": []any{map[string]any{"name": "recording", "mountPath": "/recording", "readOnly": true}}}},
+				"volumes": []any{map[string]any{"name": "recording", "hostPath": map[string]any{"path": hosts, "type": "Directory"}}}}}
+		_, err := c.KubectlWithInput(ctx, list(t, pod), "apply", "-f", "-")
+		require.NoError(t, err)
+		_, err = c.WaitForPodPhase(ctx, "erdmakit", "erdmakit-once", time.Minute, "Succeeded")
+		logs, _ := c.PodLogs("erdmakit", "erdmakit-once")
+		require.NoError(t, err, logs)
+		var s map[string]any
+		// The log has stderr's lines too: the JSON starts at a line "{"
+		// and ends at a line "}".
+		a, b := strings.Index("\n"+logs, "\n{\n"), strings.LastIndex(logs, "\n}")
+		require.True(t, a >= 0 && b > a, logs)
+		require.NoError(t, json.Unmarshal([]byte(logs[a:b+2]), &s), logs)
+		assert.Equal(t, map[string]any{"status": "ok", "ready": "True", "reason": ReasonPassed, "message": "erdmakit doctor: ok (18 ok, 1 skip)"}, s["verdict"])
+		assert.Equal(t, true, s["condition_patched"])
+		assert.Equal(t, true, s["labels_patched"])
+		assert.Equal(t, true, s["changed"])
+		assert.Equal(t, "true", getNode(t, c, node).Labels[LabelReady])
+	})
+
 	t.Run("prove job over simulated ranks", func(t *testing.T) {
 		results := t.TempDir()
 		require.NoError(t, os.Chmod(results, 0o777))
