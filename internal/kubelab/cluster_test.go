@@ -153,6 +153,11 @@ spec:
 	hostIP, err := c.jsonpath(ctx, "pod/doctor", ns, "{.status.podIP}")
 	require.NoError(t, err)
 	assert.Equal(t, c.NodeIP(), hostIP, "a hostNetwork pod's IP is the node's")
+	if c.NodeIP() != "" {
+		out, err := c.Kubectl(ctx, "logs", "-n", ns, "doctor", "-c", "doctor")
+		require.NoError(t, err, "kubectl logs through the kubelet on the node's address")
+		assert.Contains(t, string(out), "doctor-exit=0")
+	}
 
 	_, err = c.WaitForPodPhase(ctx, ns, "podnet", time.Minute, "Succeeded")
 	require.NoError(t, err)
@@ -168,6 +173,23 @@ spec:
 	node, err := c.jsonpath(ctx, "pod/on-fake", ns, "{.spec.nodeName}")
 	require.NoError(t, err)
 	assert.Equal(t, "fake-0", node)
+	job := fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: on-fake, namespace: %s}
+spec:
+  completions: 1
+  completionMode: Indexed
+  template:
+    spec:
+      restartPolicy: Never
+      nodeSelector: {kubelab.erdmakit.io/real: "false"}
+      containers: [{name: c, image: %s}]
+`, ns, ErdmakitImage)
+	_, err = c.KubectlWithInput(ctx, []byte(job), "apply", "-f", "-")
+	require.NoError(t, err)
+	cond, err := c.WaitForJob(ctx, ns, "on-fake", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, "Complete", cond, "kwok completes a Job's pod on a fake node")
 
 	out, err := c.Kubectl(ctx, "get", "nodes", "-o", "json")
 	require.NoError(t, err)
