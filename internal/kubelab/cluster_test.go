@@ -281,3 +281,44 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// TestStartFailsCleanly: a kubelet that cannot start (its node IP is not
+// this machine's) ends Start with an error quoting its log, and nothing of
+// the lab is left running.
+func TestStartFailsCleanly(t *testing.T) {
+	Need(t)
+	dir, err := os.MkdirTemp("", "kubelab")
+	require.NoError(t, err)
+	defer os.RemoveAll(dir)
+	_, err = Start(context.Background(), Options{Dir: dir, NodeIP: "203.0.113.77"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "kubelet exited")
+	t.Log(err)
+	ms, err := mounts()
+	require.NoError(t, err)
+	for _, m := range ms {
+		assert.False(t, strings.HasPrefix(m.point, dir+"/"), "mount %s left", m.point)
+	}
+	assert.Empty(t, shimTree(filepath.Join(dir, "containerd/containerd.sock")))
+	// The lock was given back: another lab can take it at once.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	f, err := hostLock(ctx, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+// TestStartWaitsForAnotherLab: while another lab holds the machine's lock,
+// Start waits, and gives up when its context ends.
+func TestStartWaitsForAnotherLab(t *testing.T) {
+	Need(t)
+	f, err := hostLock(context.Background(), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err = Start(ctx, Options{Dir: t.TempDir()})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "another lab")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
