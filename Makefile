@@ -82,12 +82,13 @@ lab: deps
 # ~8 min, then reused), the erdmakit image (tools/kubelab/image.sh: the
 # release binary on the release image's cached Debian base), Debian's
 # containerd + runc; then every test with the build tag `kubelab` in
-# KUBELAB_PKGS (they fail, not skip, under CI=true when the lab cannot run).
+# KUBELAB_PKGS, one package at a time (one lab per machine: Start waits for
+# the lock of another); they fail, not skip, under CI=true when the lab cannot run.
 # KUBELAB_FLAGS, e.g. KUBELAB_FLAGS='-run TestCluster -v'.
 KUBELAB_PKGS ?= ./internal/kubelab/... ./kube
 KUBELAB_FLAGS ?=
 kube-lab: kube-lab-deps
-	$(GO) test -tags kubelab -count=1 -timeout 20m $(KUBELAB_FLAGS) $(KUBELAB_PKGS)
+	$(GO) test -tags kubelab -p 1 -count=1 -timeout 20m $(KUBELAB_FLAGS) $(KUBELAB_PKGS)
 
 # The Helm chart (deploy/helm/erdmakit, generated from deploy/kubernetes) rendered
 # by helm and compared with the kustomization; helm is built from the Go proxy

@@ -50,6 +50,9 @@ func (c *Cluster) Close() error {
 				errs = append(errs, err)
 			}
 		}
+		if c.lock != nil {
+			_ = c.lock.Close() // releases the flock
+		}
 		c.closeErr = errors.Join(errs...)
 	})
 	return c.closeErr

@@ -153,6 +153,11 @@ spec:
 	hostIP, err := c.jsonpath(ctx, "pod/doctor", ns, "{.status.podIP}")
 	require.NoError(t, err)
 	assert.Equal(t, c.NodeIP(), hostIP, "a hostNetwork pod's IP is the node's")
+	if c.NodeIP() != "" {
+		out, err := c.Kubectl(ctx, "logs", "-n", ns, "doctor", "-c", "doctor")
+		require.NoError(t, err, "kubectl logs through the kubelet on the node's address")
+		assert.Contains(t, string(out), "doctor-exit=0")
+	}
 
 	_, err = c.WaitForPodPhase(ctx, ns, "podnet", time.Minute, "Succeeded")
 	require.NoError(t, err)
@@ -168,6 +173,23 @@ spec:
 	node, err := c.jsonpath(ctx, "pod/on-fake", ns, "{.spec.nodeName}")
 	require.NoError(t, err)
 	assert.Equal(t, "fake-0", node)
+	job := fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: on-fake, namespace: %s}
+spec:
+  completions: 1
+  completionMode: Indexed
+  template:
+    spec:
+      restartPolicy: Never
+      nodeSelector: {kubelab.erdmakit.io/real: "false"}
+      containers: [{name: c, image: %s}]
+`, ns, ErdmakitImage)
+	_, err = c.KubectlWithInput(ctx, []byte(job), "apply", "-f", "-")
+	require.NoError(t, err)
+	cond, err := c.WaitForJob(ctx, ns, "on-fake", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, "Complete", cond, "kwok completes a Job's pod on a fake node")
 
 	out, err := c.Kubectl(ctx, "get", "nodes", "-o", "json")
 	require.NoError(t, err)
@@ -258,4 +280,45 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// TestStartFailsCleanly: a kubelet that cannot start (its node IP is not
+// this machine's) ends Start with an error quoting its log, and nothing of
+// the lab is left running.
+func TestStartFailsCleanly(t *testing.T) {
+	Need(t)
+	dir, err := os.MkdirTemp("", "kubelab")
+	require.NoError(t, err)
+	defer os.RemoveAll(dir)
+	_, err = Start(context.Background(), Options{Dir: dir, NodeIP: "203.0.113.77"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "kubelet exited")
+	t.Log(err)
+	ms, err := mounts()
+	require.NoError(t, err)
+	for _, m := range ms {
+		assert.False(t, strings.HasPrefix(m.point, dir+"/"), "mount %s left", m.point)
+	}
+	assert.Empty(t, shimTree(filepath.Join(dir, "containerd/containerd.sock")))
+	// The lock was given back: another lab can take it at once.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	f, err := hostLock(ctx, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+// TestStartWaitsForAnotherLab: while another lab holds the machine's lock,
+// Start waits, and gives up when its context ends.
+func TestStartWaitsForAnotherLab(t *testing.T) {
+	Need(t)
+	f, err := hostLock(context.Background(), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err = Start(ctx, Options{Dir: t.TempDir()})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "another lab")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }

@@ -2,9 +2,11 @@ package kubelab
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -147,6 +149,39 @@ func removeCgroup(d string) error {
 		}
 	}
 	return nil
+}
+
+// LockFile is the file whose flock a running lab holds, so that a second
+// one (another test binary: go test runs packages in parallel) waits.
+var LockFile = filepath.Join(os.TempDir(), "erdmakit-kubelab.lock")
+
+// hostLock takes LockFile's exclusive flock, waiting while another lab
+// holds it, until ctx ends.
+func hostLock(ctx context.Context, log *slog.Logger) (*os.File, error) {
+	f, err := os.OpenFile(LockFile, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("the lab's lock: %w", err)
+	}
+	for logged := false; ; {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			_ = f.Close()
+			return nil, fmt.Errorf("the lab's lock %s: %w", LockFile, err)
+		}
+		if !logged {
+			log.Info("kubelab: another lab runs on this machine; waiting", "lock", LockFile)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			_ = f.Close()
+			return nil, fmt.Errorf("waiting for another lab on this machine to end (%s): %w", LockFile, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // unmountUnder detaches every mount below dir that keep says to, deepest

@@ -95,6 +95,7 @@ type Cluster struct {
 		etcd, etcdPeer, apiserver, controllerManager, scheduler, kubelet, kubeletHealthz, kwok int
 	}
 	procs     []*proc
+	lock      *os.File
 	mu        sync.Mutex
 	kwok      *proc
 	hostState *hostState
@@ -160,16 +161,22 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err := Missing(o.Cache); err != nil {
 		return nil, err
 	}
-	c := &Cluster{dir: dir, bin: filepath.Join(o.Cache, "bin"), stages: filepath.Join(o.Cache, "kwok-stages"), node: o.NodeName, log: o.Logger}
+	var nodeIP string
 	switch o.NodeIP {
 	case "":
-		c.nodeIP = HostAddress()
+		nodeIP = HostAddress()
 	case "none":
 	default:
 		if ip := net.ParseIP(o.NodeIP); ip == nil || ip.IsLoopback() {
 			return nil, fmt.Errorf("kubelab: Options.NodeIP %q: want an address of this machine that is not loopback, or \"none\"", o.NodeIP)
 		}
-		c.nodeIP = o.NodeIP
+		nodeIP = o.NodeIP
+	}
+	c := &Cluster{dir: dir, bin: filepath.Join(o.Cache, "bin"), stages: filepath.Join(o.Cache, "kwok-stages"), node: o.NodeName, nodeIP: nodeIP, log: o.Logger}
+	// One lab at a time on a machine: two kubelets would share the
+	// kubepods cgroups, the sysctls and /run/containerd.
+	if c.lock, err = hostLock(ctx, c.log); err != nil {
+		return nil, fmt.Errorf("kubelab: %w", err)
 	}
 	if err := c.start(ctx, o); err != nil {
 		if cerr := c.Close(); cerr != nil {

@@ -23,14 +23,19 @@ func Missing(cache string) error {
 	if os.Geteuid() != 0 {
 		miss = append(miss, "root")
 	}
+	var bins []string
 	for _, b := range Binaries {
 		if _, err := os.Stat(filepath.Join(cache, "bin", b)); err != nil {
-			miss = append(miss, filepath.Join(cache, "bin", b)+" (tools/kubelab/build.sh)")
+			bins = append(bins, b)
 		}
 	}
+	if len(bins) > 0 {
+		miss = append(miss, fmt.Sprintf("%s in %s (tools/kubelab/build.sh)", strings.Join(bins, ", "), filepath.Join(cache, "bin")))
+	}
+	var progs []string
 	for _, p := range append(append([]string(nil), HostPrograms...), "go") {
 		if _, err := exec.LookPath(p); err != nil {
-			miss = append(miss, p+" (.ci/deps.sh test)")
+			progs = append(progs, p)
 		}
 	}
 	found := false
@@ -40,10 +45,13 @@ func Missing(cache string) error {
 		}
 	}
 	if !found {
-		miss = append(miss, "the CNI loopback plugin (containernetworking-plugins)")
+		progs = append(progs, "the CNI loopback plugin (containernetworking-plugins)")
+	}
+	if len(progs) > 0 {
+		miss = append(miss, strings.Join(progs, ", ")+" (.ci/deps.sh test)")
 	}
 	if len(miss) > 0 {
-		return fmt.Errorf("kubelab: missing %s (make kube-lab builds and installs them)", strings.Join(miss, ", "))
+		return fmt.Errorf("kubelab: missing %s; make kube-lab-deps builds and installs them", strings.Join(miss, "; "))
 	}
 	return nil
 }
