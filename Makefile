@@ -11,7 +11,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # (then from the module cache): it is not one of the module's requirements.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all deps deps-build build run test unit lab vet api api-accept libsize bench bench-lat fuzz clean report-fixtures release release-check glibc-floor release-tool-test release-image
+.PHONY: all deps deps-build build run test unit lab vet api api-accept libsize bench bench-lat fuzz clean report-fixtures release release-check glibc-floor release-tool-test release-image kube-lab kube-lab-deps helm-check
 
 all: build
 
@@ -61,9 +61,10 @@ api-accept:
 libsize:
 	$(GO) test -count=1 -run TestLibrarySizes ./internal/moduletest -args -update-readme
 
-# The API check, unit, fixture, namespace (as root) and mpirun tests, the
-# release binary's glibc floor, then the RDMA lab.
-test: deps vet api unit glibc-floor lab
+# The API check, the Kubernetes lab's binaries and image (kubectl for kube's unit
+# tests of the manifests too), unit, fixture, namespace (as root) and mpirun tests, the
+# release binary's glibc floor, the Kubernetes lab, then the RDMA lab.
+test: deps vet api kube-lab-deps unit glibc-floor kube-lab lab
 
 unit:
 	$(GO) test $(GOFLAGS) -count=1 -timeout 25m ./...
@@ -73,6 +74,34 @@ unit:
 LAB_FLAGS ?=
 lab: deps
 	$(GO) run ./internal/lab/cmd/labrun $(LAB_FLAGS)
+
+# The Kubernetes lab (internal/kubelab, docs/kubernetes-lab.md): a real
+# cluster on this machine, as root: etcd, kube-apiserver, controller-manager,
+# scheduler, kubelet, kubectl 1.37.2 and kwok built from the Go module proxy
+# once into ~/.cache/erdmakit-kubelab/v1.37.2 (tools/kubelab/build.sh; cold
+# ~8 min, then reused), the erdmakit image (tools/kubelab/image.sh: the
+# release binary on the release image's cached Debian base), Debian's
+# containerd + runc; then every test with the build tag `kubelab` in
+# KUBELAB_PKGS, one package at a time (one lab per machine: Start waits for
+# the lock of another); they fail, not skip, under CI=true when the lab cannot run.
+# KUBELAB_FLAGS, e.g. KUBELAB_FLAGS='-run TestCluster -v'.
+KUBELAB_PKGS ?= ./internal/kubelab/... ./kube
+KUBELAB_FLAGS ?=
+kube-lab: kube-lab-deps
+	$(GO) test -tags kubelab -p 1 -count=1 -timeout 20m $(KUBELAB_FLAGS) $(KUBELAB_PKGS)
+
+# The Helm chart (deploy/helm/erdmakit, generated from deploy/kubernetes) rendered
+# by helm and compared with the kustomization; helm is built from the Go proxy
+# once per machine (tools/helm/build.sh: 7.5 min cold), so this is not part of
+# make test.
+helm-check: deps
+	HELM=$$(./tools/helm/build.sh) $(GO) test -tags helm -count=1 -run TestHelmChart ./kube
+
+# What the lab's tests need, built or installed: the binaries and the image.
+kube-lab-deps: deps
+	@./.ci/deps.sh release
+	@./tools/kubelab/build.sh >/dev/null
+	@./tools/kubelab/image.sh
 
 # Go benchmarks, one package at a time (-p 1: otherwise two packages'
 # benchmarks share the CPUs); the NCCL log analyser against grep -c and wc -l

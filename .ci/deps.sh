@@ -5,7 +5,8 @@
 #
 #   .ci/deps.sh build   what `make build` needs: a C compiler (cgo; not the RDMA headers: ibverbs/rdma_abi.h)
 #   .ci/deps.sh test    build, plus what the tests run: perftest, mpirun, srun (Slurm, munge), promtool, node_exporter,
-#                       namespaces, the RDMA lab (qemu, a kernel image), and chromium (the report page)
+#                       namespaces, the RDMA lab (qemu, a kernel image), chromium (the report page), and the
+#                       Kubernetes lab's containerd, runc, CNI plugins and mmdebstrap (its binaries come from the Go proxy)
 #   .ci/deps.sh         the same as test
 #   .ci/deps.sh release what `make release` needs: build, plus git (the version) and apt-get/dpkg-deb (the
 #                       bullseye sysroot, fetched into a cache of its own: nothing is added to this machine's apt)
@@ -31,6 +32,7 @@ test=(
 	iproute2 util-linux                                        # rdma, ip, unshare for namespace tests
 	netplan.io network-manager systemd python3-gi gir1.2-glib-2.0 dbus-daemon # setup: netplan generate, systemd-networkd and NetworkManager in a namespace (the reboot, a private system bus), GLib GKeyFile (NM keyfile parser) via /usr/bin/python3, systemd-analyze
 	chromium fonts-liberation                                  # headless Chromium for the report page tests (report/chromium_test.go)
+	containerd runc containernetworking-plugins mmdebstrap     # the Kubernetes lab (internal/kubelab): a real node's runtime, the CNI loopback plugin, the erdmakit image's Debian base
 )
 
 release=(

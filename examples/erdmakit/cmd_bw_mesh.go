@@ -36,7 +36,7 @@ Exit: 0 ok, 1 outliers that did not repeat, 2 a bad or dead host or a bad link, 
 			if err != nil {
 				return couldNotRun(err)
 			}
-			me, addr, opt, err := ff.resolve(g)
+			me, addr, opt, err := ff.resolve(cmd.Context(), g)
 			if err != nil {
 				return couldNotRun(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/atomicfile"
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/kube"
 	"github.com/erdmakit/erdmakit/report"
 	"github.com/erdmakit/erdmakit/setup"
 	"github.com/spf13/cobra"
@@ -227,7 +229,21 @@ func runDoctorOn(ctx context.Context, root string, opt doctor.Options, cloud *er
 	if cloud != nil {
 		opt.Checks = append(opt.Checks, doctor.HostChecks(eri.DoctorChecks(ctx, h, *cloud)...)...)
 	}
-	return doctor.Run(ctx, h, opt)
+	// In a pod on Kubernetes, reading the node it runs on (a recorded host
+	// is no pod's node).
+	inPod := kube.InPod(os.Getenv) && filepath.Clean(root) == "/"
+	if inPod {
+		// A container's PATH is its image's, not the host's: eadm and
+		// ofed_info are the host's and cannot be seen from here.
+		opt.SkipTools = true
+	}
+	rep, err := doctor.Run(ctx, h, opt)
+	if err == nil && inPod {
+		// In a pod on Kubernetes, setting the node up is ack-erdma-controller's
+		// job: its checks name the controller's step first.
+		rep = kube.WithControllerSteps(rep, os.Getenv("NODE_NAME"))
+	}
+	return rep, err
 }
 
 // doctorHint names the flags that answer a finding (library findings never

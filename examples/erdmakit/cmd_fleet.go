@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/eri"
 	"github.com/erdmakit/erdmakit/fleet"
+	"github.com/erdmakit/erdmakit/kube"
 	"github.com/erdmakit/erdmakit/report"
 	"github.com/spf13/cobra"
 )
@@ -31,12 +34,18 @@ func (f *fleetFlags) add(c *cobra.Command) {
 
 // resolve finds this rank, the rendezvous address and the job key; rank 0
 // says on stderr when the ranks will not be authenticated.
-func (f *fleetFlags) resolve(g *globals) (fleet.Rank, string, fleet.Options, error) {
-	me, err := fleet.ResolveRank(f.rank, f.size, os.Getenv)
-	if err != nil {
-		return me, "", fleet.Options{}, err
+func (f *fleetFlags) resolve(ctx context.Context, g *globals) (fleet.Rank, string, fleet.Options, error) {
+	var me fleet.Rank
+	var addr string
+	var err error
+	if f.rank < 0 && f.size <= 0 && kube.InIndexedJob(os.Getenv) && !hasLauncher() {
+		me, addr, err = f.kubeRank(ctx)
+	} else {
+		me, err = fleet.ResolveRank(f.rank, f.size, os.Getenv)
+		if err == nil {
+			addr, err = fleet.RendezvousAddr(f.rendezvous, os.Getenv)
+		}
 	}
-	addr, err := fleet.RendezvousAddr(f.rendezvous, os.Getenv)
 	if err != nil {
 		return me, "", fleet.Options{}, err
 	}
@@ -69,7 +78,7 @@ func newFleetDoctorCmd(g *globals) *cobra.Command {
   srun -N 16 --ntasks-per-node=1 erdmakit fleet doctor`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			me, addr, opt, err := ff.resolve(g)
+			me, addr, opt, err := ff.resolve(cmd.Context(), g)
 			if err != nil {
 				return couldNotRun(err)
 			}
@@ -112,4 +121,42 @@ func fleetCloud(cloud *eri.CloudOptions) (*eri.CloudOptions, error) {
 		return cloud, nil
 	}
 	return nil, fmt.Errorf("--cloud %q: want auto, on or off", cloud.Mode)
+}
+
+// hasLauncher reports whether mpirun or srun launched this process.
+func hasLauncher() bool {
+	_, err := fleet.DiscoverRank(os.Getenv)
+	return err == nil
+}
+
+// kubeRank is this pod's rank in an Indexed Job (docs/kubernetes.md): the
+// rank from JOB_COMPLETION_INDEX, the size from the Job, rank 0's address
+// from its pod through the API (no cluster DNS), waiting for it as long as
+// --join-timeout; --rendezvous, when given, is used instead (its port
+// always).
+func (f *fleetFlags) kubeRank(ctx context.Context) (fleet.Rank, string, error) {
+	cl, err := kube.InCluster()
+	if err != nil {
+		return fleet.Rank{}, "", err
+	}
+	jr, err := kube.JobRankOf(ctx, cl, os.Getenv, kube.ServiceAccountDir)
+	if err != nil {
+		return fleet.Rank{}, "", err
+	}
+	me, err := fleet.NewRank(jr.Rank, jr.Size, "kubernetes")
+	if err != nil {
+		return me, "", err
+	}
+	port := strconv.Itoa(fleet.DefaultPort)
+	if f.rendezvous != "" {
+		addr, err := fleet.RendezvousAddr(f.rendezvous, os.Getenv)
+		return me, addr, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, f.join)
+	defer cancel()
+	ip, err := kube.Rank0Addr(wctx, cl, jr, 2*time.Second)
+	if err != nil {
+		return me, "", err
+	}
+	return me, net.JoinHostPort(ip, port), nil
 }

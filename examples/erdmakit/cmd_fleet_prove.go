@@ -87,7 +87,7 @@ func newFleetProveCmd(g *globals) *cobra.Command {
 	bf := &bwFlags{}
 	var ff fleetFlags
 	var nf proveNCCLFlags
-	var reportFile string
+	var reportFile, jsonFile string
 	var cloud eri.CloudOptions
 	var sf meshScheduleFlags
 	c := &cobra.Command{
@@ -107,7 +107,7 @@ Exit: 0 proven, 1 degraded, 2 broken, 3 could not run or interrupted (what was r
   srun -N 16 --ntasks-per-node=1 erdmakit fleet prove --json > proof.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bf.progress = false
-			return runFleetProve(cmd.Context(), g, bf, &ff, &nf, &cloud, &sf, args, reportFile)
+			return runFleetProve(cmd.Context(), g, bf, &ff, &nf, &cloud, &sf, args, reportFile, jsonFile)
 		},
 	}
 	bf.add(c, true)
@@ -120,12 +120,13 @@ Exit: 0 proven, 1 degraded, 2 broken, 3 could not run or interrupted (what was r
 	ff.add(c)
 	nf.add(c)
 	c.Flags().StringVar(&reportFile, "report", "", "also write the proof as one self-contained HTML page (erdmakit report's) to FILE.html")
+	c.Flags().StringVar(&jsonFile, "json-output", "", "also write the proof's JSON (--json's schema) to FILE, atomically, whatever stdout shows (a Job's volume)")
 	addFleetCloudFlags(c, &cloud)
 	sf.add(c)
 	return c
 }
 
-func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags, nf *proveNCCLFlags, cloud *eri.CloudOptions, sf *meshScheduleFlags, args []string, reportFile string) error {
+func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags, nf *proveNCCLFlags, cloud *eri.CloudOptions, sf *meshScheduleFlags, args []string, reportFile, jsonFile string) error {
 	if bf.plot != "" || bf.all || bf.sizes != "" {
 		return couldNotRun(fmt.Errorf("fleet prove tests one size (-s); --plot, --all and --sizes are bw's"))
 	}
@@ -137,7 +138,7 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 	if err != nil {
 		return couldNotRun(err)
 	}
-	me, addr, opt, err := ff.resolve(g)
+	me, addr, opt, err := ff.resolve(ctx, g)
 	if err != nil {
 		return couldNotRun(err)
 	}
@@ -229,6 +230,13 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 			fmt.Fprintln(g.stderr, "erdmakit: --report:", err)
 		} else {
 			progress("report: %s", reportFile)
+		}
+	}
+	if jsonFile != "" {
+		if err := atomicfile.Write(jsonFile, 0o644, func(w io.Writer) error { return render.JSON(w, p) }); err != nil {
+			fmt.Fprintln(g.stderr, "erdmakit: --json-output:", err)
+		} else {
+			progress("json: %s", jsonFile)
 		}
 	}
 	if g.json {

@@ -17,6 +17,7 @@ func subcommands(g *globals) []*cobra.Command {
 		newStatCmd(g),
 		newExporterCmd(g),
 		newFleetCmd(g),
+		newKubeCmd(g),
 		newReportCmd(g),
 		newERICmd(g),
 		newSetupCmd(g),

@@ -36,6 +36,15 @@ func TestPackageGraph(t *testing.T) {
 	for _, pkg := range []string{"./erdma", "./nvml", "./ibverbs", "./nccl", "./perf", "./fleet", "./monitor", "./plot", "./report"} {
 		forbidden[pkg] = append(forbidden[pkg], modulePath+"/doctor")
 	}
+	// Kubernetes stays the kube package's: no other library package pulls
+	// it in, and it pulls in neither the doctor nor verbs, NVML or the
+	// exporter (nor client-go: its own small REST client).
+	for _, pkg := range []string{"./erdma", "./nvml", "./ibverbs", "./nccl", "./perf", "./fleet", "./monitor", "./plot", "./report",
+		"./doctor", "./eri", "./setup", "./health", "./gid", "./connect", "./version"} {
+		forbidden[pkg] = append(forbidden[pkg], modulePath+"/kube")
+	}
+	forbidden["./kube"] = []string{modulePath + "/doctor", modulePath + "/ibverbs", modulePath + "/monitor", modulePath + "/fleet",
+		"github.com/NVIDIA/go-nvml", "github.com/prometheus/", "k8s.io/", "sigs.k8s.io/"}
 	for pkg, bad := range forbidden {
 		for _, d := range deps(pkg) {
 			for _, b := range bad {
@@ -44,4 +53,5 @@ func TestPackageGraph(t *testing.T) {
 		}
 	}
 	assert.Contains(t, deps("./examples/erdmakit"), modulePath+"/doctor/verbsprobe", "the CLI runs the doctor with the live verbs probe")
+	assert.Contains(t, deps("./examples/erdmakit"), modulePath+"/kube", "the CLI wires the node agent and fleet prove's Indexed Job")
 }

@@ -34,6 +34,7 @@ entries=(
 	"eri=eri.New eri.DoctorView"
 	"setup=setup.Run"
 	"report=report.Write report.ReadFile"
+	"kube=kube.VerdictOf kube.JobRankOf"
 )
 declare -A uses=()
 all=()

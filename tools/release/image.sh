@@ -31,14 +31,10 @@ mkdir -p "$work/ctx"
 tar -xzf "$tgz" -C "$work" "$name/erdmakit"
 cp "$work/$name/erdmakit" "$work/ctx/erdmakit"
 
-# The base: Essential packages and the RDMA userspace, no apt, no docs.
-echo "release-image: mmdebstrap bookworm (libibverbs1 ibverbs-providers librdmacm1)" >&2
-mmdebstrap --variant=essential --include=libibverbs1,ibverbs-providers,librdmacm1,ca-certificates \
-	--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
-	--dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/locale/*' \
-	--dpkgopt='path-exclude=/usr/share/info/*' \
-	--customize-hook='rm -rf "$1"/var/cache/* "$1"/var/lib/apt/lists/* "$1"/var/log/*' \
-	--quiet bookworm "$work/ctx/rootfs.tar" "$("$top/tools/release/mirror.sh")" >&2
+# The base: Essential packages and the RDMA userspace, no apt, no docs
+# (tools/release/base.sh; cached under a key of what goes into it).
+base=$(tools/release/base.sh)
+cp "$base" "$work/ctx/rootfs.tar"
 tar -tf "$work/ctx/rootfs.tar" >"$work/rootfs.list"
 grep 'libibverbs/liberdma-rdmav.*\.so' "$work/rootfs.list" >&2 || fail "the base lacks the erdma provider (liberdma)"
 
