@@ -15,6 +15,7 @@ import (
 	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	"github.com/erdmakit/erdmakit/perf"
+	"github.com/erdmakit/erdmakit/nvml/smitopo"
 	"github.com/erdmakit/erdmakit/perf/perftest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,6 +72,16 @@ func TestTablesMatchGolden(t *testing.T) {
 		{"nccl-run-B02-rows-shown-color", "nccl-run-B02.json", func(w io.Writer, v any) error {
 			return WriteNCCLRunTable(w, v.(*nccl.RunReport), TableOptions{RowsShown: true, Color: true})
 		}},
+		{"parse-nccl-tests-log-B04", "parse-nccl-B04.json", func(w io.Writer, v any) error {
+			return WriteNCCLTestsLogTable(w, v.(*ncclog.TestResult), TableOptions{})
+		}},
+		{"parse-nccl-log-C05", "parse-nccl-log-C05.json", func(w io.Writer, v any) error {
+			return WriteNCCLLogTable(w, v.(*ncclog.Summary), TableOptions{})
+		}},
+		{"parse-perftest-A02", "parse-perftest-A02.json", func(w io.Writer, v any) error {
+			return WritePerftestLogTable(w, v.(*perftest.Report), TableOptions{})
+		}},
+		{"parse-topo-E01", "parse-topo-E01.json", func(w io.Writer, v any) error { return WriteTopoTable(w, v.(*smitopo.Matrix), TableOptions{}) }},
 		{"sim-16-prove", "sim:0", proofWith(TableOptions{})},
 		{"sim-16-fleet-doctor", "sim:1", fleetWith(TableOptions{})},
 		{"sim-16-mesh", "sim:2", meshWith(TableOptions{})},

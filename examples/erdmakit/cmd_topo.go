@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
@@ -124,39 +123,16 @@ func printTopo(w io.Writer, topo *nvml.Topology, gdr nvml.GDR) error {
 	return printNearest(w, topo.Nearest, &gdr)
 }
 
-// printNearest prints one row per GPU and, once per distance, what it
-// means for NCCL; gdr nil when unknown (parsed nvidia-smi output).
+// printNearest prints report's nearest-NIC table and, when GPUDirect RDMA
+// is not ready, that it is not at any distance; gdr nil when unknown
+// (parsed nvidia-smi output).
 func printNearest(w io.Writer, nearest []nvml.Nearest, gdr *nvml.GDR) error {
-	withPCI := false
-	for _, n := range nearest {
-		withPCI = withPCI || n.GPUAddress != "" || n.NICAddress != ""
-	}
-	t := render.NewTable("GPU", "NEAREST NIC", "DISTANCE", "GDR BY DEFAULT")
-	if withPCI {
-		t = render.NewTable("GPU", "PCI", "NEAREST NIC", "NIC PCI", "DISTANCE", "GDR BY DEFAULT")
-	}
-	meaning := map[nvml.Link]string{}
-	var order []nvml.Link
-	for _, n := range nearest {
-		if withPCI {
-			t.Add(strconv.Itoa(n.GPU), n.GPUAddress, n.NIC, n.NICAddress, string(n.Distance), yesNo(n.GDRByDefault))
-		} else {
-			t.Add(strconv.Itoa(n.GPU), n.NIC, string(n.Distance), yesNo(n.GDRByDefault))
-		}
-		if _, seen := meaning[n.Distance]; !seen {
-			meaning[n.Distance] = n.NCCL
-			order = append(order, n.Distance)
-		}
-	}
-	if err := t.Write(w); err != nil {
+	if err := report.WriteNearestTable(w, nearest, report.TableOptions{}); err != nil {
 		return err
 	}
-	fmt.Fprintln(w)
-	for _, l := range order {
-		fmt.Fprintln(w, meaning[l])
-	}
 	if gdr != nil && !gdr.Ready {
-		fmt.Fprintf(w, "GPUDirect RDMA is not ready at any distance: %s\n  fix: %s\n", gdr.Missing, gdr.Remediation)
+		_, err := fmt.Fprintf(w, "GPUDirect RDMA is not ready at any distance: %s\n  fix: %s\n", gdr.Missing, gdr.Remediation)
+		return err
 	}
 	return nil
 }
@@ -178,13 +154,6 @@ func printComparison(w io.Writer, c *nvml.Comparison) {
 	if len(c.OnlyOurs) > 0 {
 		fmt.Fprintln(w, "only in erdmakit:", c.OnlyOurs)
 	}
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }
 
 // parseTopoFile parses nvidia-smi topo -m output from a file or stdin ("-"),
