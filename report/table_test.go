@@ -82,6 +82,9 @@ func TestTablesMatchGolden(t *testing.T) {
 			return WritePerftestLogTable(w, v.(*perftest.Report), TableOptions{})
 		}},
 		{"parse-topo-E01", "parse-topo-E01.json", func(w io.Writer, v any) error { return WriteTopoTable(w, v.(*smitopo.Matrix), TableOptions{}) }},
+		{"setup-dry-memlock-64k", "setup-dry-memlock-64k.json", func(w io.Writer, v any) error {
+			return WriteSetupTable(w, v.(*SetupResult), TableOptions{})
+		}},
 		{"sim-16-prove", "sim:0", proofWith(TableOptions{})},
 		{"sim-16-fleet-doctor", "sim:1", fleetWith(TableOptions{})},
 		{"sim-16-mesh", "sim:2", meshWith(TableOptions{})},
