@@ -209,4 +209,3 @@ func applySetup(ctx context.Context, g *globals, f *setupFlags, opt setup.Option
 	}
 	return emit(g, res, res.Status, func() error { return report.WriteSetupTable(g.stdout, res, g.tableOptions()) })
 }
-
