@@ -248,3 +248,28 @@ func WriteTopoTable(w io.Writer, m *smitopo.Matrix, o TableOptions) error {
 	}
 	return write(w, &b)
 }
+
+// WriteTopoComparisonTable prints where nvidia-smi's matrix and
+// erdmakit's disagree the way `erdmakit topo --compare` does: the cells
+// both list and disagree on (or that they agree on every one), then the
+// endpoints only one of them lists. It has no severity words: Color
+// changes nothing.
+func WriteTopoComparisonTable(w io.Writer, c *smitopo.Comparison, o TableOptions) error {
+	var b strings.Builder
+	if len(c.Differences) == 0 {
+		b.WriteString("nvidia-smi agrees on every GPU<->NIC and GPU<->GPU PCIe cell both list.\n")
+	} else {
+		t := texttable.New("A", "B", "ERDMAKIT (SYSFS)", "NVIDIA-SMI")
+		for _, d := range c.Differences {
+			t.Add(d.A, d.B, string(d.Ours), string(d.Their))
+		}
+		_ = t.Write(&b)
+	}
+	if len(c.OnlyTheirs) > 0 {
+		fmt.Fprintln(&b, "only in nvidia-smi:", c.OnlyTheirs)
+	}
+	if len(c.OnlyOurs) > 0 {
+		fmt.Fprintln(&b, "only in erdmakit:", c.OnlyOurs)
+	}
+	return write(w, &b)
+}

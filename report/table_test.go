@@ -14,8 +14,8 @@ import (
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
-	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/nvml/smitopo"
+	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/perf/perftest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -233,4 +233,27 @@ func TestProofTableVerdictStagesCulpritsAndFixes(t *testing.T) {
 	require.NoError(t, WriteProofTable(&b, p, TableOptions{}))
 	assert.Contains(t, b.String(), "\nthe ranks were not authenticated (ERDMAKIT_FLEET_SECRET not set)\n")
 	assert.Contains(t, b.String(), "verdict: broken (interrupted: stages not reached are listed) (status fail)")
+}
+
+func TestTopoComparisonTable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    smitopo.Comparison
+		want string
+	}{
+		{"agree", smitopo.Comparison{}, "nvidia-smi agrees on every GPU<->NIC and GPU<->GPU PCIe cell both list.\n"},
+		{"differ", smitopo.Comparison{
+			Differences: []smitopo.Difference{{A: "GPU0", B: "erdma_0", Ours: smitopo.LinkNODE, Their: smitopo.LinkSYS}},
+			OnlyTheirs:  []string{"mlx5_0"}, OnlyOurs: []string{"erdma_1"}},
+			"A     B        ERDMAKIT (SYSFS)  NVIDIA-SMI\n" +
+				"GPU0  erdma_0  NODE              SYS\n" +
+				"only in nvidia-smi: [mlx5_0]\n" +
+				"only in erdmakit: [erdma_1]\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			require.NoError(t, WriteTopoComparisonTable(&b, &tc.c, TableOptions{}))
+			assert.Equal(t, tc.want, b.String())
+		})
+	}
 }

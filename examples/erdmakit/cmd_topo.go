@@ -95,7 +95,10 @@ func printTopoResult(g *globals, out *topoJSON, gdr nvml.GDR) error {
 		return err
 	}
 	if out.Comparison != nil {
-		printComparison(w, out.Comparison)
+		fmt.Fprintln(w)
+		if err := report.WriteTopoComparisonTable(w, out.Comparison, report.TableOptions{}); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(w)
 	if err := report.WriteFindingsTable(w, out.Findings, g.tableOptions()); err != nil {
@@ -150,25 +153,6 @@ func printNearest(w io.Writer, nearest []nvml.Nearest, gdr *nvml.GDR) error {
 		return err
 	}
 	return nil
-}
-
-func printComparison(w io.Writer, c *nvml.Comparison) {
-	fmt.Fprintln(w)
-	if len(c.Differences) == 0 {
-		fmt.Fprintln(w, "nvidia-smi agrees on every GPU<->NIC and GPU<->GPU PCIe cell both list.")
-	} else {
-		t := render.NewTable("A", "B", "ERDMAKIT (SYSFS)", "NVIDIA-SMI")
-		for _, d := range c.Differences {
-			t.Add(d.A, d.B, string(d.Ours), string(d.Their))
-		}
-		_ = t.Write(w)
-	}
-	if len(c.OnlyTheirs) > 0 {
-		fmt.Fprintln(w, "only in nvidia-smi:", c.OnlyTheirs)
-	}
-	if len(c.OnlyOurs) > 0 {
-		fmt.Fprintln(w, "only in erdmakit:", c.OnlyOurs)
-	}
 }
 
 // parseTopoFile parses nvidia-smi topo -m output from a file or stdin ("-"),
