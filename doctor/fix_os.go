@@ -202,7 +202,7 @@ func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
 	live := in.Host.Live() && !env.Describe
 	metric := netdev.MinMetric
 	if live {
-		metric = netdev.ERIMetric(names)
+		metric = netdev.ERIMetric(nil, names)
 	}
 	if !in.Host.Live() && !env.Describe {
 		p.Notes = append(p.Notes, NoLiveChanges)
@@ -298,7 +298,7 @@ func addressOf(ctx context.Context, e *eri, nd *erdma.Netdev, env *FixEnv, live 
 		}
 	}
 	if e.addr != nil && live {
-		e.gateway = netdev.Gateway(e.name, e.subnet())
+		e.gateway = netdev.Gateway(nil, e.name, e.subnet())
 	}
 	if e.addr == nil || (live && e.gateway == nil) {
 		if mdErr == nil {
@@ -332,7 +332,7 @@ func planDescribed(p *Plan, e eri, nd *erdma.Netdev, mtuKnown bool) {
 // planLink compares the live netdev with e and plans the netlink changes
 // (internal/netdev, the planner `erdmakit eri configure` uses too).
 func planLink(p *Plan, e eri) error {
-	steps, found, err := netdev.Plan(e.config())
+	steps, found, err := netdev.Plan(nil, e.config())
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func Configure(ctx context.Context, macs []string, opt ConfigureOptions) ([]Link
 			eris = append(eris, l.Attrs().Name)
 		}
 	}
-	metric := netdev.ERIMetric(eris)
+	metric := netdev.ERIMetric(nil, eris)
 	var out []LinkResult
 	var firstErr error
 	for i, mac := range macs {
@@ -92,7 +92,7 @@ func configureOne(ctx context.Context, r *LinkResult, l netlink.Link, mtu, metri
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfigure, err)
 	}
-	steps, _, err := netdev.Plan(c)
+	steps, _, err := netdev.Plan(nil, c)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfigure, err)
 	}

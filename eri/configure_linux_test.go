@@ -7,14 +7,16 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/erdmakit/erdmakit/erdma"
-	"github.com/erdmakit/erdmakit/eri"
-	"github.com/erdmakit/erdmakit/internal/ecsfake"
-	"github.com/erdmakit/erdmakit/internal/lab/labtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/eri"
+	"github.com/erdmakit/erdmakit/internal/ecsfake"
+	"github.com/erdmakit/erdmakit/internal/lab/labtest"
+	"github.com/erdmakit/erdmakit/internal/netnstest"
 )
 
 // TestConfigureErrorsInANamespace: Configure's per-netdev error paths, in
@@ -45,13 +47,12 @@ func TestConfigureErrorsInANamespace(t *testing.T) {
 	links, err := netlink.LinkList()
 	require.NoError(t, err)
 	require.Len(t, links, 1, "refusing: this is not a fresh network namespace")
+	var up netlink.Link
 	for i, mac := range []string{macUnknown, macBad, macUp, macGood} {
-		hw, _ := net.ParseMAC(mac)
-		require.NoError(t, netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{
-			Name: "eri" + string(rune('0'+i)), HardwareAddr: hw}, PeerName: "peer" + string(rune('0'+i))}))
+		if l := netnstest.Veth(t, "eri"+string(rune('0'+i)), mac); mac == macUp {
+			up = l
+		}
 	}
-	up, err := netlink.LinkByName("eri2")
-	require.NoError(t, err)
 	a, _ := netlink.ParseAddr("10.0.3.50/24")
 	require.NoError(t, netlink.AddrAdd(up, a))
 	require.NoError(t, netlink.LinkSetUp(up))

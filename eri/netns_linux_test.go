@@ -3,20 +3,20 @@ package eri_test
 import (
 	"context"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/erdmakit/erdmakit/erdma"
-	"github.com/erdmakit/erdmakit/eri"
-	"github.com/erdmakit/erdmakit/internal/ecsfake"
-	"github.com/erdmakit/erdmakit/internal/execx"
-	"github.com/erdmakit/erdmakit/internal/lab/labtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
+
+	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/eri"
+	"github.com/erdmakit/erdmakit/internal/ecsfake"
+	"github.com/erdmakit/erdmakit/internal/lab/labtest"
+	"github.com/erdmakit/erdmakit/internal/netnstest"
 )
 
 // nsChildEnv marks the re-executed child inside its private network namespace.
@@ -32,33 +32,15 @@ func TestNetnsRAMRoleAndConfigure(t *testing.T) {
 		return
 	}
 	labtest.RequireNamespaces(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := execx.Command(ctx, "unshare", "--net", os.Args[0], "-test.run=^TestNetnsRAMRoleAndConfigure$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), nsChildEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "child:\n%s", out)
-	assert.Contains(t, string(out), "--- PASS: TestNetnsRAMRoleAndConfigure/ram_role", "child:\n%s", out)
-	assert.Contains(t, string(out), "--- PASS: TestNetnsRAMRoleAndConfigure/configure", "child:\n%s", out)
+	netnstest.Rerun(t, "TestNetnsRAMRoleAndConfigure", nsChildEnv, "1", 90*time.Second, []string{"--net"}, "ram_role", "configure")
 }
 
 func netnsChild(t *testing.T) {
-	links, err := netlink.LinkList()
-	require.NoError(t, err)
-	require.Len(t, links, 1, "refusing: this is not a fresh network namespace")
-	lo := links[0]
-	require.NoError(t, netlink.LinkSetUp(lo))
-	mdAddr, _ := netlink.ParseAddr("100.100.100.200/32")
-	require.NoError(t, netlink.AddrAdd(lo, mdAddr))
-
+	lo := netnstest.Fresh(t)
 	md := &ecsfake.Metadata{InstanceID: testInst, InstanceType: testType, Region: testRegion,
 		Role: "erdmakit-role", RoleAK: "STS.FakeRoleKey", RoleSecret: "role-secret", RoleToken: "role-sts-token",
 		NICs: map[string]ecsfake.NIC{}}
-	ln, err := net.Listen("tcp", "100.100.100.200:80")
-	require.NoError(t, err)
-	mdSrv := &http.Server{Handler: md, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}
-	go func() { _ = mdSrv.Serve(ln) }()
-	defer mdSrv.Close()
+	netnstest.ServeMetadata(t, lo, md)
 
 	t.Run("ram_role", func(t *testing.T) {
 		f := &ecsfake.Server{AccessKeyID: md.RoleAK, AccessKeySecret: md.RoleSecret, SecurityToken: md.RoleToken,
@@ -91,22 +73,10 @@ func netnsChild(t *testing.T) {
 
 	t.Run("configure", func(t *testing.T) {
 		// The primary: a veth with the default route, metric 0.
-		prim := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "eth0"}, PeerName: "eth0peer"}
-		require.NoError(t, netlink.LinkAdd(prim))
-		pa, _ := netlink.ParseAddr("10.0.0.2/24")
-		require.NoError(t, netlink.AddrAdd(prim, pa))
-		require.NoError(t, netlink.LinkSetUp(prim))
-		pp, err := netlink.LinkByName("eth0peer")
-		require.NoError(t, err)
-		require.NoError(t, netlink.LinkSetUp(pp))
-		require.NoError(t, netlink.RouteAdd(&netlink.Route{LinkIndex: prim.Attrs().Index, Gw: net.ParseIP("10.0.0.1")}))
-
+		netnstest.Primary(t, "10.0.0.2/24", "10.0.0.1", 0)
 		macs := []string{"00:16:3e:aa:00:01", "00:16:3e:aa:00:02", "00:16:3e:aa:00:03"}
 		for i, mac := range macs {
-			hw, _ := net.ParseMAC(mac)
-			v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "eri" + string(rune('0'+i)), HardwareAddr: hw},
-				PeerName: "peer" + string(rune('0'+i))}
-			require.NoError(t, netlink.LinkAdd(v))
+			netnstest.Veth(t, "eri"+string(rune('0'+i)), mac)
 		}
 		md.NICs[macs[0]] = ecsfake.NIC{IP: "10.0.1.11", CIDR: "10.0.1.0/24", Gateway: "10.0.1.253"}
 		md.NICs[macs[1]] = ecsfake.NIC{IP: "10.0.2.11", CIDR: "10.0.2.0/24", Gateway: "10.0.2.253"}

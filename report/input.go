@@ -80,21 +80,12 @@ func (in Input) Value() any { return in.value }
 func (in Input) Unknown() []string { return append([]string(nil), in.unknown...) }
 
 // FromValue makes an Input from a result value (one of the types Value
-// lists, as a pointer, or a *setup.Result, read through its JSON as
-// SetupResult); name labels it on the page.
+// lists, as a pointer: a *setup.Result is a *SetupResult); name labels it
+// on the page.
 func FromValue(name string, v any) (Input, error) {
 	k := kindOf(v)
 	if k == "" {
-		// Another package's result (setup's): the page reads its JSON.
-		b, err := json.Marshal(v)
-		if err != nil {
-			return Input{}, fmt.Errorf("%s: %T: %w", name, v, ErrUnknownInput)
-		}
-		in, err := FromJSON(name, b)
-		if err != nil {
-			return Input{}, fmt.Errorf("%s: %T: %w", name, v, ErrUnknownInput)
-		}
-		return in, nil
+		return Input{}, fmt.Errorf("%s: %T: %w", name, v, ErrUnknownInput)
 	}
 	if isNilPointer(v) {
 		return Input{}, fmt.Errorf("%s: a nil %T", name, v)
@@ -199,6 +190,8 @@ func isNilPointer(v any) bool {
 	case *perftest.Report:
 		return x == nil
 	case *smitopo.Matrix:
+		return x == nil
+	case *SetupResult:
 		return x == nil
 	}
 	return v == nil

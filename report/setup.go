@@ -4,68 +4,17 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
-	"github.com/erdmakit/erdmakit/perf"
+	"github.com/erdmakit/erdmakit/setup/setupresult"
 )
 
-// SetupResult is a setup run as the page reads it: the documented JSON of
-// `erdmakit setup --json` and `erdmakit doctor --fix --json` (docs/setup.md;
-// setup.Result marshals to it), which Input.Value returns for KindSetup.
-// It is read from the JSON, not setup.Result itself, so that report does
-// not depend on the packages that change a host (setup, doctor and the
-// ECS SDK they link): report builds on any OS and its hello program stays
-// a third of setup's. The JSON keys are the stable schema both sides keep
-// (fields may be added, never renamed).
-type SetupResult struct {
-	DryRun  bool            `json:"dry_run"`
-	Verdict string          `json:"verdict"`
-	Status  health.Severity `json:"status"`
-	Changed int             `json:"changed"`
-	// ApplyWith, in a dry run, says how the plan's changes can be made on
-	// that host (an archive root: none can).
-	ApplyWith string `json:"apply_with,omitempty"`
-	Stages    []struct {
-		Name    string   `json:"name"`
-		Status  string   `json:"status"`
-		Found   []string `json:"found"`
-		Changes []struct {
-			Stage   string   `json:"stage"`
-			Checks  []string `json:"checks"`
-			Kind    string   `json:"kind"`
-			Target  string   `json:"target"`
-			Command string   `json:"command"`
-			File    *struct {
-				Path    string `json:"path"`
-				Action  string `json:"action"`
-				Content string `json:"content"`
-				Backup  string `json:"backup,omitempty"`
-				Revert  string `json:"revert,omitempty"`
-			} `json:"file,omitempty"`
-			Revert string `json:"revert,omitempty"`
-			Done   bool   `json:"done"`
-			Error  string `json:"error,omitempty"`
-		} `json:"changes"`
-		Notes   []string `json:"notes"`
-		Blocked string   `json:"blocked,omitempty"`
-		Next    string   `json:"next,omitempty"`
-		Error   string   `json:"error,omitempty"`
-	} `json:"stages"`
-	Reverts []struct {
-		Stage   string `json:"stage,omitempty"`
-		Change  string `json:"change,omitempty"`
-		Backup  string `json:"backup,omitempty"`
-		Command string `json:"command,omitempty"`
-	} `json:"reverts"`
-	Left []struct {
-		Check    string          `json:"check,omitempty"`
-		Severity health.Severity `json:"severity,omitempty"`
-		Summary  string          `json:"summary,omitempty"`
-		Next     string          `json:"next,omitempty"`
-	} `json:"left"`
-	Doctor    *erdma.Report `json:"doctor"`
-	Bandwidth *perf.Report  `json:"bandwidth,omitempty"`
-}
+// SetupResult is a setup run: the documented JSON of `erdmakit setup
+// --json` and `erdmakit doctor --fix --json` (docs/setup.md), which
+// Input.Value returns for KindSetup. It is setup.Result itself, whose plain
+// types live in package setupresult so that report does not depend on the
+// packages that change a host (setup, doctor and the ECS SDK they link):
+// report builds on any OS and its hello program stays a third of setup's.
+type SetupResult = setupresult.Result
 
 // setupSection shows a setup run: its stages and changes, how to undo
 // them, and the doctor's findings at the end (or the checks left).
@@ -82,10 +31,10 @@ func setupSection(s *section, name string, r *SetupResult) ([]finding, []hostRow
 	for _, x := range r.Stages {
 		sev := health.Severity("")
 		switch x.Status {
-		case "failed":
+		case setupresult.StatusFailed:
 			sev = health.Fail
 			fs = append(fs, finding{ID: "setup-" + x.Name + "-failed", Severity: health.Fail, Summary: x.Error, Remediation: x.Next})
-		case "blocked":
+		case setupresult.StatusBlocked:
 			sev = health.Warn
 			fs = append(fs, finding{ID: "setup-" + x.Name + "-blocked", Severity: health.Warn, Summary: x.Blocked, Remediation: x.Next})
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
+	"github.com/erdmakit/erdmakit/nvml/smitopo"
 	"github.com/erdmakit/erdmakit/perf"
 	"github.com/erdmakit/erdmakit/perf/perftest"
 	"github.com/stretchr/testify/assert"
@@ -70,6 +71,19 @@ func TestTablesMatchGolden(t *testing.T) {
 		{"nccl-run-B02", "nccl-run-B02.json", func(w io.Writer, v any) error { return WriteNCCLRunTable(w, v.(*nccl.RunReport), TableOptions{}) }},
 		{"nccl-run-B02-rows-shown-color", "nccl-run-B02.json", func(w io.Writer, v any) error {
 			return WriteNCCLRunTable(w, v.(*nccl.RunReport), TableOptions{RowsShown: true, Color: true})
+		}},
+		{"parse-nccl-tests-log-B04", "parse-nccl-B04.json", func(w io.Writer, v any) error {
+			return WriteNCCLTestsLogTable(w, v.(*ncclog.TestResult), TableOptions{})
+		}},
+		{"parse-nccl-log-C05", "parse-nccl-log-C05.json", func(w io.Writer, v any) error {
+			return WriteNCCLLogTable(w, v.(*ncclog.Summary), TableOptions{})
+		}},
+		{"parse-perftest-A02", "parse-perftest-A02.json", func(w io.Writer, v any) error {
+			return WritePerftestLogTable(w, v.(*perftest.Report), TableOptions{})
+		}},
+		{"parse-topo-E01", "parse-topo-E01.json", func(w io.Writer, v any) error { return WriteTopoTable(w, v.(*smitopo.Matrix), TableOptions{}) }},
+		{"setup-dry-memlock-64k", "setup-dry-memlock-64k.json", func(w io.Writer, v any) error {
+			return WriteSetupTable(w, v.(*SetupResult), TableOptions{})
 		}},
 		{"sim-16-prove", "sim:0", proofWith(TableOptions{})},
 		{"sim-16-fleet-doctor", "sim:1", fleetWith(TableOptions{})},
@@ -219,4 +233,27 @@ func TestProofTableVerdictStagesCulpritsAndFixes(t *testing.T) {
 	require.NoError(t, WriteProofTable(&b, p, TableOptions{}))
 	assert.Contains(t, b.String(), "\nthe ranks were not authenticated (ERDMAKIT_FLEET_SECRET not set)\n")
 	assert.Contains(t, b.String(), "verdict: broken (interrupted: stages not reached are listed) (status fail)")
+}
+
+func TestTopoComparisonTable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    smitopo.Comparison
+		want string
+	}{
+		{"agree", smitopo.Comparison{}, "nvidia-smi agrees on every GPU<->NIC and GPU<->GPU PCIe cell both list.\n"},
+		{"differ", smitopo.Comparison{
+			Differences: []smitopo.Difference{{A: "GPU0", B: "erdma_0", Ours: smitopo.LinkNODE, Their: smitopo.LinkSYS}},
+			OnlyTheirs:  []string{"mlx5_0"}, OnlyOurs: []string{"erdma_1"}},
+			"A     B        ERDMAKIT (SYSFS)  NVIDIA-SMI\n" +
+				"GPU0  erdma_0  NODE              SYS\n" +
+				"only in nvidia-smi: [mlx5_0]\n" +
+				"only in erdmakit: [erdma_1]\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			require.NoError(t, WriteTopoComparisonTable(&b, &tc.c, TableOptions{}))
+			assert.Equal(t, tc.want, b.String())
+		})
+	}
 }

@@ -3,7 +3,6 @@ package setup_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,11 +14,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/internal/execx"
 	"github.com/erdmakit/erdmakit/internal/lab/labtest"
+	"github.com/erdmakit/erdmakit/internal/netnstest"
 )
 
 const bootStackEnv = "ERDMAKIT_SETUP_BOOT_STACK"
@@ -57,29 +56,10 @@ func tmpfsOver(t *testing.T, dir string) {
 
 func bootChild(t *testing.T, stack string) {
 	require.NoError(t, syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""))
-	links, err := netlink.LinkList()
-	require.NoError(t, err)
-	require.Len(t, links, 1, "refusing: this is not a fresh network namespace")
-	require.NoError(t, netlink.LinkSetUp(links[0]))
-
+	netnstest.Fresh(t)
 	// The primary ENI on DHCP: address, subnet and default routes at 100.
-	prim := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "eth0"}, PeerName: "eth0peer"}
-	require.NoError(t, netlink.LinkAdd(prim))
-	pa, _ := netlink.ParseAddr("10.0.1.10/24")
-	pa.Flags = unix.IFA_F_NOPREFIXROUTE
-	require.NoError(t, netlink.AddrAdd(prim, pa))
-	require.NoError(t, netlink.LinkSetUp(prim))
-	pp, err := netlink.LinkByName("eth0peer")
-	require.NoError(t, err)
-	require.NoError(t, netlink.LinkSetUp(pp))
-	_, sub, _ := net.ParseCIDR("10.0.1.0/24")
-	require.NoError(t, netlink.RouteAdd(&netlink.Route{LinkIndex: prim.Attrs().Index, Dst: sub, Src: net.ParseIP("10.0.1.10"), Scope: netlink.SCOPE_LINK, Priority: 100}))
-	require.NoError(t, netlink.RouteAdd(&netlink.Route{LinkIndex: prim.Attrs().Index, Gw: net.ParseIP("10.0.1.253"), Priority: 100}))
-	hw, _ := net.ParseMAC(eriMAC)
-	require.NoError(t, netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "eri0", HardwareAddr: hw}, PeerName: "eri0peer"}))
-	ep, err := netlink.LinkByName("eri0peer")
-	require.NoError(t, err)
-	require.NoError(t, netlink.LinkSetUp(ep))
+	netnstest.Primary(t, "10.0.1.10/24", "10.0.1.253", 100)
+	netnstest.Veth(t, "eri0", eriMAC)
 
 	files, err := doctor.NetworkFiles(stack, "eri0", eriMAC, eriIP+"/24", "10.0.1.253", 8500, 200)
 	require.NoError(t, err)

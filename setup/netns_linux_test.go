@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,8 +21,8 @@ import (
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/internal/ecsfake"
-	"github.com/erdmakit/erdmakit/internal/execx"
 	"github.com/erdmakit/erdmakit/internal/lab/labtest"
+	"github.com/erdmakit/erdmakit/internal/netnstest"
 	"github.com/erdmakit/erdmakit/setup"
 )
 
@@ -60,17 +59,10 @@ func TestNetnsSetupPerStack(t *testing.T) {
 }
 
 // runStackChild runs test again in this test binary, in private mount and
-// network namespaces (unshare), with env=stack telling the child which
-// network stack it plays; the child must pass.
+// network namespaces, with env=stack telling the child which network stack
+// it plays; the child must pass.
 func runStackChild(t *testing.T, test, env, stack string, timeout time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := execx.Command(ctx, "unshare", "--mount", "--net", os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), env+"="+stack)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "child:\n%s", out)
-	assert.Contains(t, string(out), "--- PASS: "+test, "child:\n%s", out)
-	t.Logf("child:\n%s", out)
+	netnstest.Rerun(t, test, env, stack, timeout, []string{"--mount", "--net"})
 }
 
 // overlay mounts an overlay over dir whose upper directory it returns.
@@ -131,35 +123,12 @@ func stackChild(t *testing.T, stack string) {
 	etcUpper := overlay(t, base, "/etc")
 	varUpper := overlay(t, base, "/var/lib")
 
-	links, err := netlink.LinkList()
-	require.NoError(t, err)
-	require.Len(t, links, 1, "refusing: this is not a fresh network namespace")
-	require.NoError(t, netlink.LinkSetUp(links[0]))
-	mdAddr, _ := netlink.ParseAddr("100.100.100.200/32")
-	require.NoError(t, netlink.AddrAdd(links[0], mdAddr))
-	md := &ecsfake.Metadata{InstanceID: "i-setup", InstanceType: "ecs.ebmgn8is.32xlarge", Region: "cn-beijing",
-		NICs: map[string]ecsfake.NIC{eriMAC: {IP: eriIP, CIDR: "10.0.1.0/24", Gateway: "10.0.1.253"}}}
-	ln, err := net.Listen("tcp", "100.100.100.200:80")
-	require.NoError(t, err)
-	srv := &http.Server{Handler: md, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-
+	lo := netnstest.Fresh(t)
+	netnstest.ServeMetadata(t, lo, &ecsfake.Metadata{InstanceID: "i-setup", InstanceType: "ecs.ebmgn8is.32xlarge", Region: "cn-beijing",
+		NICs: map[string]ecsfake.NIC{eriMAC: {IP: eriIP, CIDR: "10.0.1.0/24", Gateway: "10.0.1.253"}}})
 	// The primary ENI: eth0 in the same vSwitch, default route at metric 0.
-	prim := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "eth0"}, PeerName: "eth0peer"}
-	require.NoError(t, netlink.LinkAdd(prim))
-	pa, _ := netlink.ParseAddr("10.0.1.10/24")
-	require.NoError(t, netlink.AddrAdd(prim, pa))
-	require.NoError(t, netlink.LinkSetUp(prim))
-	pp, err := netlink.LinkByName("eth0peer")
-	require.NoError(t, err)
-	require.NoError(t, netlink.LinkSetUp(pp))
-	require.NoError(t, netlink.RouteAdd(&netlink.Route{LinkIndex: prim.Attrs().Index, Gw: net.ParseIP("10.0.1.253")}))
-	hw, _ := net.ParseMAC(eriMAC)
-	require.NoError(t, netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "eri0", HardwareAddr: hw}, PeerName: "eri0peer"}))
-	ep, err := netlink.LinkByName("eri0peer")
-	require.NoError(t, err)
-	require.NoError(t, netlink.LinkSetUp(ep))
+	netnstest.Primary(t, "10.0.1.10/24", "10.0.1.253", 0)
+	netnstest.Veth(t, "eri0", eriMAC)
 
 	// A file of someone else's where the stack keeps the ERI's: only a
 	// marked block may be added.

@@ -22,29 +22,29 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/shq"
-	"github.com/erdmakit/erdmakit/perf"
+	"github.com/erdmakit/erdmakit/setup/setupresult"
 )
 
 // ErrOptions is what every invalid option wraps.
 var ErrOptions = errors.New("invalid setup options")
 
-// Stage statuses.
+// Stage statuses (setupresult's).
 const (
-	StatusUnchanged  = "unchanged"   // nothing to change
-	StatusPlanned    = "planned"     // dry run: Changes would be made
-	StatusChanged    = "changed"     // Changes were made
-	StatusBlocked    = "blocked"     // cannot complete: Blocked says why, Next what to do
-	StatusFailed     = "failed"      // a change failed: Error names it
-	StatusSkipped    = "skipped"     // --only/--skip, or not applicable (Notes say why)
-	StatusNotReached = "not reached" // an earlier stage stopped the run
+	StatusUnchanged  = setupresult.StatusUnchanged
+	StatusPlanned    = setupresult.StatusPlanned
+	StatusChanged    = setupresult.StatusChanged
+	StatusBlocked    = setupresult.StatusBlocked
+	StatusFailed     = setupresult.StatusFailed
+	StatusSkipped    = setupresult.StatusSkipped
+	StatusNotReached = setupresult.StatusNotReached
 )
 
-// Verdicts of a run.
+// Verdicts of a run (setupresult's).
 const (
-	VerdictProven         = "proven"
-	VerdictProvenWarnings = "proven with warnings"
-	VerdictNotProven      = "not proven"
-	VerdictPlanned        = "planned" // dry run
+	VerdictProven         = setupresult.VerdictProven
+	VerdictProvenWarnings = setupresult.VerdictProvenWarnings
+	VerdictNotProven      = setupresult.VerdictNotProven
+	VerdictPlanned        = setupresult.VerdictPlanned
 )
 
 // Options tune a run. The zero value sets up this host with the doctor's
@@ -80,55 +80,18 @@ type Options struct {
 	Now func() time.Time
 }
 
-// StageResult is one stage's outcome.
-type StageResult struct {
-	Name    string          `json:"name"`
-	Status  string          `json:"status"`
-	Found   []string        `json:"found"`
-	Changes []doctor.Change `json:"changes"`
-	Notes   []string        `json:"notes"`
-	Blocked string          `json:"blocked,omitempty"`
-	Next    string          `json:"next,omitempty"`
-	Error   string          `json:"error,omitempty"`
-}
-
-// Revert is how to undo one applied change.
-type Revert struct {
-	Stage   string `json:"stage"`
-	Change  string `json:"change"`
-	Backup  string `json:"backup,omitempty"`
-	Command string `json:"command"`
-}
-
-// Left is a check still not ok after the run, and its next step.
-type Left struct {
-	Check    string          `json:"check"`
-	Severity health.Severity `json:"severity"`
-	Summary  string          `json:"summary"`
-	Next     string          `json:"next,omitempty"`
-}
-
-// Result is a whole run.
-type Result struct {
-	DryRun  bool            `json:"dry_run"`
-	Verdict string          `json:"verdict"`
-	Status  health.Severity `json:"status"`
-	// Changed counts the changes made (planned, in a dry run).
-	Changed int           `json:"changed"`
-	Stages  []StageResult `json:"stages"`
-	// Reverts lists how to undo each change made, in the order to run them.
-	Reverts []Revert `json:"reverts"`
-	// Left is every check not ok at the end, with its next step.
-	Left []Left `json:"left"`
-	// Doctor is the final doctor report (after the run; before it in a dry run).
-	Doctor *erdma.Report `json:"doctor,omitempty"`
-	// Bandwidth is the verify stage's bw report (absent when not measured).
-	Bandwidth *perf.Report `json:"bandwidth,omitempty"`
-	// ApplyWith, in a dry run, says how to make the plan's changes on this
-	// root: as root on the live host; files only on a directory root;
-	// nothing on an archive (it cannot be changed).
-	ApplyWith string `json:"apply_with,omitempty"`
-}
+// The result of a run is package setupresult's plain data, so that a
+// package that shows it (report) needs not import setup.
+type (
+	// StageResult is one stage's outcome.
+	StageResult = setupresult.Stage
+	// Revert is how to undo one applied change.
+	Revert = setupresult.Revert
+	// Left is a check still not ok after the run, and its next step.
+	Left = setupresult.Left
+	// Result is a whole run.
+	Result = setupresult.Result
+)
 
 // Selected reports the stages a run with only/skip makes, in order, or an
 // error naming an unknown stage.
@@ -191,7 +154,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	r := &runner{opt: &opt, h: h, quick: quick, rep: rep, res: res}
 	stopped := false
 	for _, name := range doctor.Stages() {
-		sr := StageResult{Name: name, Found: []string{}, Changes: []doctor.Change{}, Notes: []string{}}
+		sr := StageResult{Name: name, Found: []string{}, Changes: []setupresult.Change{}, Notes: []string{}}
 		switch {
 		case stopped:
 			sr.Status = StatusNotReached
@@ -277,7 +240,7 @@ func (r *runner) stage(ctx context.Context, name string, sr *StageResult) (stop 
 	}
 	if p != nil {
 		sr.Found, sr.Notes, sr.Blocked, sr.Next = nonNil(p.Found), nonNil(p.Notes), p.Blocked, p.Next
-		sr.Changes = p.Changes
+		sr.Changes = recorded(p.Changes)
 	}
 	pending := r.opt.DryRun && (name == doctor.StageVerify || name == doctor.StageOS && r.cloudPending > 0)
 	switch {
@@ -301,6 +264,22 @@ func (r *runner) stage(ctx context.Context, name string, sr *StageResult) (stop 
 	}
 	r.count(name, sr)
 	return stop, nil
+}
+
+// recorded is a plan's changes as the result records them (what each
+// made, without what makes it).
+func recorded(cs []doctor.Change) []setupresult.Change {
+	out := make([]setupresult.Change, 0, len(cs))
+	for _, c := range cs {
+		rc := setupresult.Change{Stage: c.Stage, Checks: c.Checks, Kind: c.Kind, Target: c.Target, Command: c.Command,
+			Revert: c.Revert, Done: c.Done, Error: c.Error}
+		if c.File != nil {
+			f := setupresult.FileChange(*c.File)
+			rc.File = &f
+		}
+		out = append(out, rc)
+	}
+	return out
 }
 
 // count adds a stage's changes to the result, and the reverts of those made.
@@ -437,7 +416,7 @@ func verdict(res *Result, rep *erdma.Report) (health.Severity, string) {
 		st = health.Worst(st, res.Bandwidth.Status)
 	}
 	for _, s := range res.Stages {
-		if s.Status == StatusBlocked || s.Status == StatusFailed {
+		if s.Stopped() {
 			st = health.Fail
 		}
 	}

@@ -128,37 +128,9 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 	if err != nil {
 		return couldNotRun(err)
 	}
-	format := f.format
-	if g.json {
-		if format != "table" && format != "json" {
-			return couldNotRun(fmt.Errorf("--json and --format %s contradict each other", format))
-		}
-		format = "json"
-	}
-	if !slices.Contains(doctorFormats(), format) {
-		return couldNotRun(fmt.Errorf("--format %q: want table, json or prom", f.format))
-	}
-	// node_exporter's textfile collector reads only *.prom files, and a table
-	// in one is a scrape error: the name implies the format, and a format
-	// asked for that contradicts it is refused.
-	if strings.HasSuffix(f.output, ".prom") && format != "prom" {
-		if g.json || f.formatSet {
-			return couldNotRun(fmt.Errorf("--output %s is a node_exporter textfile (.prom) but the format is %s: use --format prom, or another file name", f.output, format))
-		}
-		format = "prom"
-	}
-	if f.interval < 0 {
-		return couldNotRun(fmt.Errorf("--interval %s: must not be negative", f.interval))
-	}
-	if f.instanceType != "" {
-		if _, err := erdma.ParseInstanceType(f.instanceType); err != nil {
-			return couldNotRun(fmt.Errorf("--instance-type: %w", err))
-		}
-	}
-	switch f.cloud.Mode {
-	case eri.CloudAuto, eri.CloudOn, eri.CloudOff:
-	default:
-		return couldNotRun(fmt.Errorf("--cloud %q: want auto, on or off", f.cloud.Mode))
+	format, err := f.check(g.json)
+	if err != nil {
+		return couldNotRun(err)
 	}
 	opt := f.options()
 	opt.JumboFrames = jumbo
@@ -168,19 +140,72 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 	rep, err := runDoctorOn(ctx, g.root, opt, &f.cloud)
 	if err != nil {
 		if format == "prom" {
-			// A textfile that still said "ok" would hide this: say the
-			// doctor could not run (erdmakit_doctor_up 0, status 3).
-			unable := erdma.PromRun{Err: err, Time: time.Now()}
-			if f.output != "" {
-				if werr := erdma.WritePrometheusFile(f.output, unable); werr != nil {
-					err = fmt.Errorf("%w; and writing %s: %w", err, f.output, werr)
-				}
-			} else {
-				_ = unable.Write(g.stdout)
-			}
+			err = writeDoctorUnable(g, f.output, err)
 		}
 		return couldNotRun(err)
 	}
+	if err := writeDoctor(g, rep, format, f.output); err != nil {
+		return couldNotRun(err)
+	}
+	return exitCode(severityExit(rep.Status))
+}
+
+// check validates the doctor's flags (without --fix) and returns the
+// output format: --json is json; an --output FILE.prom is prom.
+func (f *doctorFlags) check(json bool) (string, error) {
+	format := f.format
+	if json {
+		if format != "table" && format != "json" {
+			return "", fmt.Errorf("--json and --format %s contradict each other", format)
+		}
+		format = "json"
+	}
+	if !slices.Contains(doctorFormats(), format) {
+		return "", fmt.Errorf("--format %q: want table, json or prom", f.format)
+	}
+	// node_exporter's textfile collector reads only *.prom files, and a table
+	// in one is a scrape error: the name implies the format, and a format
+	// asked for that contradicts it is refused.
+	if strings.HasSuffix(f.output, ".prom") && format != "prom" {
+		if json || f.formatSet {
+			return "", fmt.Errorf("--output %s is a node_exporter textfile (.prom) but the format is %s: use --format prom, or another file name", f.output, format)
+		}
+		format = "prom"
+	}
+	if f.interval < 0 {
+		return "", fmt.Errorf("--interval %s: must not be negative", f.interval)
+	}
+	if f.instanceType != "" {
+		if _, err := erdma.ParseInstanceType(f.instanceType); err != nil {
+			return "", fmt.Errorf("--instance-type: %w", err)
+		}
+	}
+	switch f.cloud.Mode {
+	case eri.CloudAuto, eri.CloudOn, eri.CloudOff:
+	default:
+		return "", fmt.Errorf("--cloud %q: want auto, on or off", f.cloud.Mode)
+	}
+	return format, nil
+}
+
+// writeDoctorUnable writes, for --format prom, that the doctor could not
+// run (erdmakit_doctor_up 0, status 3): a textfile that still said "ok"
+// would hide it. It returns err, with the write's error if any.
+func writeDoctorUnable(g *globals, output string, err error) error {
+	unable := erdma.PromRun{Err: err, Time: time.Now()}
+	if output == "" {
+		_ = unable.Write(g.stdout)
+		return err
+	}
+	if werr := erdma.WritePrometheusFile(output, unable); werr != nil {
+		return fmt.Errorf("%w; and writing %s: %w", err, output, werr)
+	}
+	return err
+}
+
+// writeDoctor writes the doctor's report in format (table, json, prom) to
+// output, atomically, or to stdout when output is "".
+func writeDoctor(g *globals, rep *erdma.Report, format, output string) error {
 	run := erdma.PromRun{Report: rep, Time: time.Now()}
 	write := func(w io.Writer, color bool) error {
 		switch format {
@@ -192,17 +217,12 @@ func runDoctor(ctx context.Context, g *globals, f doctorFlags) error {
 		return report.WriteDoctorTable(w, rep, report.TableOptions{Color: color, Verbose: g.verbose, Hint: doctorHint})
 	}
 	switch {
-	case f.output != "" && format == "prom":
-		err = erdma.WritePrometheusFile(f.output, run)
-	case f.output != "":
-		err = atomicfile.Write(f.output, 0o644, func(w io.Writer) error { return write(w, g.color == render.ColorAlways) })
-	default:
-		err = write(g.stdout, g.colorOn(g.stdout))
+	case output != "" && format == "prom":
+		return erdma.WritePrometheusFile(output, run)
+	case output != "":
+		return atomicfile.Write(output, 0o644, func(w io.Writer) error { return write(w, g.color == render.ColorAlways) })
 	}
-	if err != nil {
-		return couldNotRun(err)
-	}
-	return exitCode(severityExit(rep.Status))
+	return write(g.stdout, g.colorOn(g.stdout))
 }
 
 // runDoctorFix is doctor --fix: setup's host stages for the failing

@@ -78,7 +78,7 @@ func eriExit(err error) error {
 			return couldNotRun(err)
 		}
 	}
-	return &exitError{code: ExitFail, err: err}
+	return checkFailed(err)
 }
 
 func optInt(p *int) string {
@@ -348,7 +348,7 @@ func newERIConfigureCmd(g *globals, f *eriFlags) *cobra.Command {
 			}
 			macs := eri.ERIMACs(view, localInventory(ctx, g))
 			if len(macs) == 0 {
-				return &exitError{code: ExitFail, err: errors.New("no ERI netdev found (no eRDMA device in the OS; with --cloud: no ERI attached): run erdmakit eri attach, install the driver")}
+				return checkFailed(errors.New("no ERI netdev found (no eRDMA device in the OS; with --cloud: no ERI attached): run erdmakit eri attach, install the driver"))
 			}
 			opt.Metadata = f.metadata()
 			res, err := eri.Configure(ctx, macs, opt)
@@ -375,7 +375,7 @@ func newERIConfigureCmd(g *globals, f *eriFlags) *cobra.Command {
 				return oerr
 			}
 			if err != nil {
-				return &exitError{code: ExitFail, err: err}
+				return checkFailed(err)
 			}
 			return nil
 		},

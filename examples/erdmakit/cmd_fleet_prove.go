@@ -171,7 +171,28 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 	}
 	ncclCmd, ncclErr := nf.command(me, args)
 	ncclSkipped := nf.skip || errors.Is(ncclErr, fleet.ErrSkipped)
-	pc.Progress = func(p fleet.ProveProgress) {
+	pc.Progress = proveProgress(progress, ncclSkipped)
+	stage, done, err := proveNCCLStage(ctx, g, nf, ncclCmd, ncclErr, progress)
+	if err != nil {
+		return couldNotRun(err)
+	}
+	defer done()
+	pc.NCCL = stage
+	p, err := fleet.Prove(ctx, me, addr, pc)
+	if err != nil {
+		return couldNotRun(err)
+	}
+	if err := writeProof(g, p, reportFile, progress); err != nil {
+		return couldNotRun(err)
+	}
+	return exitCode(p.Exit())
+}
+
+// proveProgress is fleet prove's progress on stderr: a line per stage
+// step, the doctor's per tenth of the hosts, none for an NCCL stage
+// skipped before it began.
+func proveProgress(progress func(format string, a ...any), ncclSkipped bool) func(fleet.ProveProgress) {
+	return func(p fleet.ProveProgress) {
 		switch {
 		case p.Stage == fleet.StageNCCL && ncclSkipped && strings.HasPrefix(p.Message, "over "):
 			// Skipped before it began (--no-nccl, no nccl-tests): the
@@ -188,43 +209,49 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 			progress("%s: %s", p.Stage, p.Message)
 		}
 	}
-	if nf.skip {
-		pc.NCCL = func(context.Context, []fleet.JobHost) (*nccl.RunReport, error) {
+}
+
+// proveNCCLStage is fleet prove's NCCL stage: skipped (--no-nccl, or no
+// nccl-tests: cerr wraps fleet.ErrSkipped) or nccl-tests' command c, its
+// raw log at --nccl-log; done commits and closes that log once the proof
+// has run. An error is one the command cannot run with (exit 3).
+func proveNCCLStage(ctx context.Context, g *globals, nf *proveNCCLFlags, c nccl.Command, cerr error,
+	progress func(format string, a ...any)) (stage func(context.Context, []fleet.JobHost) (*nccl.RunReport, error), done func(), err error) {
+	done = func() {}
+	switch {
+	case nf.skip:
+		return func(context.Context, []fleet.JobHost) (*nccl.RunReport, error) {
 			return nil, fmt.Errorf("--no-nccl: %w", fleet.ErrSkipped)
-		}
-	} else {
-		c, err := ncclCmd, ncclErr
-		switch {
-		case errors.Is(err, fleet.ErrSkipped):
-			pc.NCCL = func(context.Context, []fleet.JobHost) (*nccl.RunReport, error) { return nil, err }
-		case err != nil:
-			return couldNotRun(err)
-		default:
-			so := fleet.NCCLStageOptions{Expect: nccl.Expectation{BusBWGBs: nf.expect}, Timeout: nf.timeout,
-				OnRow: ncclProgressRows(progress)}
-			if nf.expect == 0 {
-				so.Expect.Profile = instanceProfile(ctx, g)
-			}
-			if nf.logFile != "" {
-				lf, err := atomicfile.Create(nf.logFile, 0o644)
-				if err != nil {
-					return couldNotRun(fmt.Errorf("--nccl-log: %w", err))
-				}
-				defer func() {
-					if err := lf.Commit(); err != nil {
-						fmt.Fprintln(g.stderr, "erdmakit: --nccl-log:", err)
-					}
-					lf.Close()
-				}()
-				so.Log = lf
-			}
-			pc.NCCL = fleet.NCCLStage(c, so)
-		}
+		}, done, nil
+	case errors.Is(cerr, fleet.ErrSkipped):
+		return func(context.Context, []fleet.JobHost) (*nccl.RunReport, error) { return nil, cerr }, done, nil
+	case cerr != nil:
+		return nil, done, cerr
 	}
-	p, err := fleet.Prove(ctx, me, addr, pc)
-	if err != nil {
-		return couldNotRun(err)
+	so := fleet.NCCLStageOptions{Expect: nccl.Expectation{BusBWGBs: nf.expect}, Timeout: nf.timeout,
+		OnRow: ncclProgressRows(progress)}
+	if nf.expect == 0 {
+		so.Expect.Profile = instanceProfile(ctx, g)
 	}
+	if nf.logFile != "" {
+		lf, err := atomicfile.Create(nf.logFile, 0o644)
+		if err != nil {
+			return nil, done, fmt.Errorf("--nccl-log: %w", err)
+		}
+		done = func() {
+			if err := lf.Commit(); err != nil {
+				fmt.Fprintln(g.stderr, "erdmakit: --nccl-log:", err)
+			}
+			lf.Close()
+		}
+		so.Log = lf
+	}
+	return fleet.NCCLStage(c, so), done, nil
+}
+
+// writeProof writes the proof's page to reportFile ("" for none; a failure
+// is only said) and the proof to stdout, as JSON with --json.
+func writeProof(g *globals, p *fleet.Proof, reportFile string, progress func(format string, a ...any)) error {
 	if reportFile != "" {
 		if err := writeProofPage(reportFile, p); err != nil {
 			fmt.Fprintln(g.stderr, "erdmakit: --report:", err)
@@ -240,13 +267,9 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 		}
 	}
 	if g.json {
-		if err := render.JSON(g.stdout, p); err != nil {
-			return couldNotRun(err)
-		}
-	} else if err := report.WriteProofTable(g.stdout, p, g.tableOptions()); err != nil {
-		return couldNotRun(err)
+		return render.JSON(g.stdout, p)
 	}
-	return exitCode(p.Exit())
+	return report.WriteProofTable(g.stdout, p, g.tableOptions())
 }
 
 // writeProofPage writes the proof's HTML page (package report) to path,

@@ -160,33 +160,16 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		// Asked before the run, whose --timeout may use up ctx.
 		exp.Profile = instanceProfile(ctx, g)
 	}
-	if f.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.timeout)
-		defer cancel()
-	}
-	opts := nccl.RunOptions{}
 	var rawLog *atomicfile.File
 	if f.logFile != "" {
 		// The raw log is an output like any other (internal/atomicfile):
 		// it appears at --log when the run ends, whatever its outcome.
-		lf, err := atomicfile.Create(f.logFile, 0o644)
-		if err != nil {
+		if rawLog, err = atomicfile.Create(f.logFile, 0o644); err != nil {
 			return couldNotRun(fmt.Errorf("raw log: %w", err))
 		}
-		defer lf.Close()
-		rawLog, opts.Log = lf, lf
+		defer rawLog.Close()
 	}
-	live := showNCCLRows(g, c, &opts)
-	for _, w := range c.EnvConflicts(os.Environ()) {
-		fmt.Fprintln(g.stderr, "erdmakit: warning:", w)
-	}
-	run, err := nccl.Run(ctx, c, opts)
-	if rawLog != nil {
-		if cerr := rawLog.Commit(); cerr != nil {
-			fmt.Fprintln(g.stderr, "erdmakit: raw log:", cerr)
-		}
-	}
+	run, live, err := launchNCCL(ctx, g, f, c, rawLog)
 	if err != nil && !errors.Is(err, nccl.ErrCancelled) {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			err = fmt.Errorf("%w (install Open MPI or Slurm, or give --launcher)", err)
@@ -208,6 +191,32 @@ func runNCCL(ctx context.Context, g *globals, f ncclRunFlags, args []string) err
 		return couldNotRun(err)
 	}
 	return exitCode(severityExit(rep.Status))
+}
+
+// launchNCCL runs c under --timeout, its raw log into rawLog (nil: none;
+// committed whatever the outcome), its rows shown as they arrive where
+// they can be (live), after the environment conflicts' warnings.
+func launchNCCL(ctx context.Context, g *globals, f ncclRunFlags, c nccl.Command, rawLog *atomicfile.File) (run *nccl.RunResult, live bool, err error) {
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+	}
+	opts := nccl.RunOptions{}
+	if rawLog != nil {
+		opts.Log = rawLog
+	}
+	live = showNCCLRows(g, c, &opts)
+	for _, w := range c.EnvConflicts(os.Environ()) {
+		fmt.Fprintln(g.stderr, "erdmakit: warning:", w)
+	}
+	run, err = nccl.Run(ctx, c, opts)
+	if rawLog != nil {
+		if cerr := rawLog.Commit(); cerr != nil {
+			fmt.Fprintln(g.stderr, "erdmakit: raw log:", cerr)
+		}
+	}
+	return run, live, err
 }
 
 // printNCCLDryRun is `nccl run --dry-run`: the launcher's command line

@@ -1,14 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"maps"
-	"slices"
-	"strconv"
-	"strings"
 
-	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nccl"
 	"github.com/erdmakit/erdmakit/nccl/ncclog"
 	"github.com/erdmakit/erdmakit/report"
@@ -53,7 +47,7 @@ func newParseNCCLLogCmd(g *globals) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return parseFile(g, cmd, args[0], ncclog.Analyze, judgeNCCLLog, func(w io.Writer, s *ncclog.Summary, vd parseVerdict) error {
-				if err := printParsedNCCLLog(w, s); err != nil {
+				if err := report.WriteNCCLLogTable(w, s, report.TableOptions{}); err != nil {
 					return err
 				}
 				return writeVerdict(w, nil, s.Warnings, vd, worstIDs(vd))
@@ -76,40 +70,11 @@ func judgeNCCLLog(s *ncclog.Summary) parseVerdict {
 	return parseVerdict{findings: fs, status: nccl.Worst(fs)}
 }
 
-// printParsedTests writes the human form of an nccl-tests result.
+// printParsedTests writes the human form of an nccl-tests result: report's
+// table of it, then the verdict.
 func printParsedTests(w io.Writer, r *ncclog.TestResult, vd parseVerdict) error {
-	head := render.NewTable("FIELD", "VALUE")
-	if r.Collective != "" {
-		head.Add("collective", r.Collective)
-	}
-	head.Add("ranks", fmt.Sprintf("%d on %d host(s)", r.Ranks, r.Hosts))
-	if r.Version != "" {
-		head.Add("nccl-tests", r.Version)
-	}
-	if r.Format != "" {
-		head.Add("format", r.Format)
-	}
-	head.Add("avg busbw", fmt.Sprintf("%g GB/s", r.AvgBusBW))
-	head.Add("out of bounds", strconv.FormatInt(r.OutOfBounds, 10))
-	if err := head.Write(w); err != nil {
+	if err := report.WriteNCCLTestsLogTable(w, r, report.TableOptions{}); err != nil {
 		return err
-	}
-	if len(r.Rows) > 0 {
-		// The rows as `nccl run` prints them: report's one nccl-tests table.
-		if _, err := io.WriteString(w, "\n"); err != nil {
-			return err
-		}
-		if err := report.WriteNCCLTestsTable(w, r, report.TableOptions{Color: render.ColorWanted(w)}); err != nil {
-			return err
-		}
-	}
-	if r.NCCL != nil {
-		if _, err := io.WriteString(w, "\nNCCL lines in the log:\n"); err != nil {
-			return err
-		}
-		if err := printParsedNCCLLog(w, r.NCCL); err != nil {
-			return err
-		}
 	}
 	var warns []string
 	if r.NCCL != nil {
@@ -120,70 +85,4 @@ func printParsedTests(w io.Writer, r *ncclog.TestResult, vd parseVerdict) error 
 		why = append(why, r.Reasons...)
 	}
 	return writeVerdict(w, r.Failures, warns, vd, append(why, worstIDs(vd)...))
-}
-
-// printParsedNCCLLog writes the human form of an NCCL log summary.
-func printParsedNCCLLog(w io.Writer, s *ncclog.Summary) error {
-	t := render.NewTable("FIELD", "VALUE")
-	add := func(k, v string) {
-		if v != "" {
-			t.Add(k, v)
-		}
-	}
-	add("nccl version", s.NCCLVersion)
-	network := s.Network
-	if len(s.Networks) > 1 {
-		network += " (ranks disagree: " + strings.Join(s.Networks, ", ") + ")"
-	}
-	add("network", network)
-	add("transport", string(s.Transport))
-	var devs []string
-	for _, d := range s.IBDevices {
-		devs = append(devs, fmt.Sprintf("%s:%d/%s", d.Name, d.Port, d.Link))
-	}
-	add("ib devices", strings.Join(devs, " "))
-	if s.IBNoDevice {
-		add("ib", "NET/IB : No device found")
-	}
-	add("socket interfaces", strings.Join(s.SocketInterfaces, " "))
-	if s.OOBInterface != "" {
-		add("oob", s.OOBInterface+" "+s.OOBAddress)
-	}
-	add("gdr enabled", strings.Join(s.GDR.Enabled, " "))
-	add("gdr disabled", strings.Join(s.GDR.Disabled, " "))
-	var ch []string
-	for _, k := range slices.Sorted(maps.Keys(s.Channels)) {
-		ch = append(ch, fmt.Sprintf("%s=%d", k, s.Channels[k]))
-	}
-	add("channels", strings.Join(ch, " "))
-	add("gdrdma channels", strconv.Itoa(s.GDRDMAChannels))
-	for _, u := range s.NICs {
-		v := fmt.Sprintf("NET/IB/%d", u.Index)
-		if u.Name != "" {
-			v += " " + u.Name
-		}
-		v += fmt.Sprintf(": %d channels, %d GDRDMA", u.Channels, u.GDRDMAChannels)
-		for _, g := range u.GIDs {
-			v += fmt.Sprintf(", GID %d %s", g.Index, g.Address)
-		}
-		add("nic", v)
-	}
-	if s.NICSpread != ncclog.NICsUnknown {
-		add("nic balance", string(s.NICSpread))
-	}
-	if len(s.DMABUFGPUs) > 0 {
-		add("dma-buf gpus", strings.Trim(fmt.Sprint(s.DMABUFGPUs), "[]"))
-	}
-	add("plugins", strings.Join(s.Plugins, ", "))
-	for _, e := range s.PluginErrors {
-		add("plugin error", e)
-	}
-	if s.MemlockSuspect {
-		add("memlock", "a verbs call failed with ENOMEM: raise the locked-memory limit (ulimit -l unlimited)")
-	}
-	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		add("env", k+"="+s.Env[k])
-	}
-	add("nccl lines", strconv.FormatInt(s.NCCLLines, 10))
-	return t.Write(w)
 }

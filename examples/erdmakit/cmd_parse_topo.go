@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/report"
 	"github.com/spf13/cobra"
 )
 
@@ -27,16 +28,8 @@ func newParseTopoCmd(g *globals) *cobra.Command {
 				}
 				return nil
 			}
-			if err := m.WriteText(g.stdout); err != nil {
+			if err := report.WriteTopoTable(g.stdout, m, report.TableOptions{}); err != nil {
 				return couldNotRun(err)
-			}
-			if n := m.Nearest(); len(n) > 0 {
-				if _, err := g.stdout.Write([]byte("\n")); err != nil {
-					return couldNotRun(err)
-				}
-				if err := printNearest(g.stdout, n, nil); err != nil {
-					return couldNotRun(err)
-				}
 			}
 			return nil
 		},

@@ -15,6 +15,7 @@ import (
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/eri"
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/report"
 	"github.com/erdmakit/erdmakit/setup"
 	"github.com/spf13/cobra"
 )
@@ -188,7 +189,7 @@ func applySetup(ctx context.Context, g *globals, f *setupFlags, opt setup.Option
 			if err != nil {
 				return couldNotRun(err)
 			}
-			if err := writeSetup(g.stdout, res); err != nil {
+			if err := report.WriteSetupTable(g.stdout, res, g.tableOptions()); err != nil {
 				return err
 			}
 			if res.Changed == 0 {
@@ -206,78 +207,5 @@ func applySetup(ctx context.Context, g *globals, f *setupFlags, opt setup.Option
 	if err != nil {
 		return couldNotRun(err)
 	}
-	return emit(g, res, res.Status, func() error { return writeSetup(g.stdout, res) })
-}
-
-// writeSetup prints a run (or a plan) stage by stage.
-func writeSetup(w io.Writer, res *setup.Result) error {
-	var b strings.Builder
-	if res.DryRun {
-		b.WriteString("erdmakit setup: plan (dry run: nothing is changed)\n")
-	} else {
-		b.WriteString("erdmakit setup\n")
-	}
-	for _, s := range res.Stages {
-		fmt.Fprintf(&b, "\n%-7s %s\n", s.Name, s.Status)
-		for _, l := range s.Found {
-			fmt.Fprintf(&b, "  found: %s\n", l)
-		}
-		for _, c := range s.Changes {
-			mark := "+"
-			switch {
-			case c.Error != "":
-				mark = "!"
-			case c.Done:
-				mark = "*"
-			}
-			fmt.Fprintf(&b, "  %s %s\n", mark, c.Command)
-			if c.Error != "" {
-				fmt.Fprintf(&b, "    error: %s\n", c.Error)
-			}
-			if res.DryRun && c.File != nil {
-				for _, l := range strings.Split(strings.TrimRight(c.File.Content, "\n"), "\n") {
-					fmt.Fprintf(&b, "    | %s\n", l)
-				}
-			}
-		}
-		for _, n := range s.Notes {
-			fmt.Fprintf(&b, "  note: %s\n", n)
-		}
-		if s.Blocked != "" {
-			fmt.Fprintf(&b, "  blocked: %s\n", s.Blocked)
-		}
-		if s.Error != "" {
-			fmt.Fprintf(&b, "  failed: %s\n", s.Error)
-		}
-		if s.Next != "" {
-			fmt.Fprintf(&b, "  next: %s\n", s.Next)
-		}
-	}
-	if len(res.Reverts) > 0 {
-		b.WriteString("\nto revert (in this order):\n")
-		for _, r := range res.Reverts {
-			fmt.Fprintf(&b, "  %s\n", r.Command)
-		}
-	}
-	if len(res.Left) > 0 && !res.DryRun {
-		b.WriteString("\nleft:\n")
-		for _, l := range res.Left {
-			fmt.Fprintf(&b, "  %s %s: %s\n", l.Severity, l.Check, l.Summary)
-			if l.Next != "" {
-				fmt.Fprintf(&b, "    next: %s\n", l.Next)
-			}
-		}
-	}
-	switch {
-	case res.DryRun && res.Changed == 0:
-		fmt.Fprintf(&b, "\nverdict: planned: nothing to change\n")
-	case res.DryRun:
-		fmt.Fprintf(&b, "\nverdict: planned: %d change(s); %s\n", res.Changed, res.ApplyWith)
-	case res.Changed == 0:
-		fmt.Fprintf(&b, "\nverdict: %s (nothing changed)\n", res.Verdict)
-	default:
-		fmt.Fprintf(&b, "\nverdict: %s (%d change(s) made)\n", res.Verdict, res.Changed)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return emit(g, res, res.Status, func() error { return report.WriteSetupTable(g.stdout, res, g.tableOptions()) })
 }

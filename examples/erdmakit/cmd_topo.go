@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
@@ -31,64 +30,82 @@ func newTopoCmd(g *globals) *cobra.Command {
 			"NVML is unusable (topo-nvml); 3 when the host or FILE cannot be read.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var theirs *nvml.Matrix
-			if compare != "" {
-				m, err := parseTopoFile(cmd.Context(), compare, cmd.InOrStdin())
-				if err != nil {
-					return couldNotRun(err)
-				}
-				theirs = m
-			}
-			h, closer, err := erdma.OpenHost(cmd.Context(), g.root)
-			if err != nil {
-				return couldNotRun(err)
-			}
-			defer closer.Close()
-			tr, err := doctor.Topology(cmd.Context(), h, theirs)
-			if err != nil {
-				return couldNotRun(err)
-			}
-			for _, n := range tr.Notes {
-				fmt.Fprintln(g.stderr, "erdmakit:", n)
-			}
-			rep := tr.GPUs
-			topo := rep.Topology
-			if topo == nil {
-				topo = &nvml.Topology{Matrix: nvml.Matrix{Source: "sysfs", Endpoints: []nvml.Endpoint{}, Links: [][]nvml.Link{}}, Nearest: []nvml.Nearest{}}
-			}
-			out := topoJSON{Available: rep.Available, Reason: rep.Reason, Error: rep.Error, Remediation: rep.Remediation, Topology: topo,
-				GDRReady: rep.GDR.Ready, Comparison: tr.Comparison, Status: tr.Status, Findings: tr.Findings}
-			if !rep.Available {
-				// The JSON still comes, with the reason, as `gpus --json` gives it.
-				if g.json {
-					if err := render.JSON(g.stdout, out); err != nil {
-						return couldNotRun(err)
-					}
-				}
-				return &exitError{code: out.Status.Exit(), err: fmt.Errorf("NVML unavailable: %s (%s); fix: %s", rep.Reason, rep.Error, rep.Remediation)}
-			}
-			if g.json {
-				if err := render.JSON(g.stdout, out); err != nil {
-					return couldNotRun(err)
-				}
-			} else {
-				if err := printTopo(g.stdout, topo, rep.GDR); err != nil {
-					return couldNotRun(err)
-				}
-				if out.Comparison != nil {
-					printComparison(g.stdout, out.Comparison)
-				}
-				fmt.Fprintln(g.stdout)
-				if err := report.WriteFindingsTable(g.stdout, out.Findings, g.tableOptions()); err != nil {
-					return couldNotRun(err)
-				}
-				fmt.Fprintf(g.stdout, "\nstatus: %s\n", out.Status)
-			}
-			return exitCode(out.Status.Exit())
+			return runTopo(cmd.Context(), g, compare, cmd.InOrStdin())
 		},
 	}
 	c.Flags().StringVar(&compare, "compare", "", "nvidia-smi topo -m output to compare with (- for stdin)")
 	return c
+}
+
+// runTopo is `erdmakit topo`: the doctor's topology (doctor.Topology),
+// compared with nvidia-smi's matrix in the file compare ("" for none).
+func runTopo(ctx context.Context, g *globals, compare string, stdin io.Reader) error {
+	var theirs *nvml.Matrix
+	if compare != "" {
+		m, err := parseTopoFile(ctx, compare, stdin)
+		if err != nil {
+			return couldNotRun(err)
+		}
+		theirs = m
+	}
+	h, closer, err := erdma.OpenHost(ctx, g.root)
+	if err != nil {
+		return couldNotRun(err)
+	}
+	defer closer.Close()
+	tr, err := doctor.Topology(ctx, h, theirs)
+	if err != nil {
+		return couldNotRun(err)
+	}
+	for _, n := range tr.Notes {
+		fmt.Fprintln(g.stderr, "erdmakit:", n)
+	}
+	rep := tr.GPUs
+	topo := rep.Topology
+	if topo == nil {
+		topo = &nvml.Topology{Matrix: nvml.Matrix{Source: "sysfs", Endpoints: []nvml.Endpoint{}, Links: [][]nvml.Link{}}, Nearest: []nvml.Nearest{}}
+	}
+	out := topoJSON{Available: rep.Available, Reason: rep.Reason, Error: rep.Error, Remediation: rep.Remediation, Topology: topo,
+		GDRReady: rep.GDR.Ready, Comparison: tr.Comparison, Status: tr.Status, Findings: tr.Findings}
+	if !rep.Available {
+		// The JSON still comes, with the reason, as `gpus --json` gives it.
+		if g.json {
+			if err := render.JSON(g.stdout, out); err != nil {
+				return couldNotRun(err)
+			}
+		}
+		return exitWith(out.Status.Exit(), fmt.Errorf("NVML unavailable: %s (%s); fix: %s", rep.Reason, rep.Error, rep.Remediation))
+	}
+	if g.json {
+		err = render.JSON(g.stdout, out)
+	} else {
+		err = printTopoResult(g, &out, rep.GDR)
+	}
+	if err != nil {
+		return couldNotRun(err)
+	}
+	return exitCode(out.Status.Exit())
+}
+
+// printTopoResult is `topo` without --json: the matrix and the nearest NIC
+// per GPU, the comparison with nvidia-smi's, the findings and the status.
+func printTopoResult(g *globals, out *topoJSON, gdr nvml.GDR) error {
+	w := g.stdout
+	if err := printTopo(w, out.Topology, gdr); err != nil {
+		return err
+	}
+	if out.Comparison != nil {
+		fmt.Fprintln(w)
+		if err := report.WriteTopoComparisonTable(w, out.Comparison, report.TableOptions{}); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
+	if err := report.WriteFindingsTable(w, out.Findings, g.tableOptions()); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\nstatus: %s\n", out.Status)
+	return err
 }
 
 // topoJSON is `topo --json`: the matrix, NVML's availability, the
@@ -124,67 +141,18 @@ func printTopo(w io.Writer, topo *nvml.Topology, gdr nvml.GDR) error {
 	return printNearest(w, topo.Nearest, &gdr)
 }
 
-// printNearest prints one row per GPU and, once per distance, what it
-// means for NCCL; gdr nil when unknown (parsed nvidia-smi output).
+// printNearest prints report's nearest-NIC table and, when GPUDirect RDMA
+// is not ready, that it is not at any distance; gdr nil when unknown
+// (parsed nvidia-smi output).
 func printNearest(w io.Writer, nearest []nvml.Nearest, gdr *nvml.GDR) error {
-	withPCI := false
-	for _, n := range nearest {
-		withPCI = withPCI || n.GPUAddress != "" || n.NICAddress != ""
-	}
-	t := render.NewTable("GPU", "NEAREST NIC", "DISTANCE", "GDR BY DEFAULT")
-	if withPCI {
-		t = render.NewTable("GPU", "PCI", "NEAREST NIC", "NIC PCI", "DISTANCE", "GDR BY DEFAULT")
-	}
-	meaning := map[nvml.Link]string{}
-	var order []nvml.Link
-	for _, n := range nearest {
-		if withPCI {
-			t.Add(strconv.Itoa(n.GPU), n.GPUAddress, n.NIC, n.NICAddress, string(n.Distance), yesNo(n.GDRByDefault))
-		} else {
-			t.Add(strconv.Itoa(n.GPU), n.NIC, string(n.Distance), yesNo(n.GDRByDefault))
-		}
-		if _, seen := meaning[n.Distance]; !seen {
-			meaning[n.Distance] = n.NCCL
-			order = append(order, n.Distance)
-		}
-	}
-	if err := t.Write(w); err != nil {
+	if err := report.WriteNearestTable(w, nearest, report.TableOptions{}); err != nil {
 		return err
 	}
-	fmt.Fprintln(w)
-	for _, l := range order {
-		fmt.Fprintln(w, meaning[l])
-	}
 	if gdr != nil && !gdr.Ready {
-		fmt.Fprintf(w, "GPUDirect RDMA is not ready at any distance: %s\n  fix: %s\n", gdr.Missing, gdr.Remediation)
+		_, err := fmt.Fprintf(w, "GPUDirect RDMA is not ready at any distance: %s\n  fix: %s\n", gdr.Missing, gdr.Remediation)
+		return err
 	}
 	return nil
-}
-
-func printComparison(w io.Writer, c *nvml.Comparison) {
-	fmt.Fprintln(w)
-	if len(c.Differences) == 0 {
-		fmt.Fprintln(w, "nvidia-smi agrees on every GPU<->NIC and GPU<->GPU PCIe cell both list.")
-	} else {
-		t := render.NewTable("A", "B", "ERDMAKIT (SYSFS)", "NVIDIA-SMI")
-		for _, d := range c.Differences {
-			t.Add(d.A, d.B, string(d.Ours), string(d.Their))
-		}
-		_ = t.Write(w)
-	}
-	if len(c.OnlyTheirs) > 0 {
-		fmt.Fprintln(w, "only in nvidia-smi:", c.OnlyTheirs)
-	}
-	if len(c.OnlyOurs) > 0 {
-		fmt.Fprintln(w, "only in erdmakit:", c.OnlyOurs)
-	}
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }
 
 // parseTopoFile parses nvidia-smi topo -m output from a file or stdin ("-"),

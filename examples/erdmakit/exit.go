@@ -40,17 +40,25 @@ func exitCode(code int) error {
 	if code == ExitOK {
 		return nil
 	}
-	return &exitError{code: code}
+	return exitWith(code, nil)
 }
 
 // severityExit maps a status to the exit code: health's rule (0 ok and
 // skip, 1 warn, 2 fail).
 func severityExit(s health.Severity) int { return health.ExitCode(s, nil) }
 
+// exitWith is the error of a command that ends with code and says err
+// (printed); couldNotRun and checkFailed are its two usual codes.
+func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+
+// checkFailed is the error of a command whose check found something broken
+// and says what in err: exit 2 (health.ExitFail), err printed.
+func checkFailed(err error) error { return exitWith(health.ExitFail, err) }
+
 // couldNotRun is the error of a command that could not run its check (bad
 // flags, unreadable input, no such device): exit 3 (health.ExitUnknown),
 // err printed.
-func couldNotRun(err error) error { return &exitError{code: health.ExitUnknown, err: err} }
+func couldNotRun(err error) error { return exitWith(health.ExitUnknown, err) }
 
 // untilInterrupted marks a command that runs until SIGINT/SIGTERM (bw serve,
 // exporter, stat -l): the signal is its normal end, not an interruption.

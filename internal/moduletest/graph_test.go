@@ -52,6 +52,14 @@ func TestPackageGraph(t *testing.T) {
 			}
 		}
 	}
+	// report shows a setup run as setupresult's plain data (setup.Result is
+	// setupresult.Result), never through setup, eri or nvml themselves
+	// (library-3, Shape): report stays light and portable.
+	for _, pkg := range []string{"./report", "./setup/setupresult"} {
+		for _, d := range deps(pkg) {
+			assert.NotContains(t, []string{modulePath + "/setup", modulePath + "/eri", modulePath + "/nvml", modulePath + "/doctor"}, d, "%s depends on %s", pkg, d)
+		}
+	}
 	assert.Contains(t, deps("./examples/erdmakit"), modulePath+"/doctor/verbsprobe", "the CLI runs the doctor with the live verbs probe")
 	assert.Contains(t, deps("./examples/erdmakit"), modulePath+"/kube", "the CLI wires the node agent and fleet prove's Indexed Job")
 }

@@ -333,7 +333,7 @@ var nocgo = []string{"./nvml", "./ibverbs"}
 // getrlimit, mpirun) answer erdma.ErrNotLinux, or fail as a missing tool
 // does, outside Linux; the rendering of JSON results into a page
 // (report) and the replay of recorded hosts work everywhere.
-var offline = []string{"./report", "./erdma", "./doctor", "./doctor/verbsprobe", "./setup", "./eri", "./perf", "./fleet", "./nccl", "./monitor"}
+var offline = []string{"./report", "./setup/setupresult", "./erdma", "./doctor", "./doctor/verbsprobe", "./setup", "./eri", "./perf", "./fleet", "./nccl", "./monitor"}
 
 // vetted are the packages whose tests must compile on every GOOS: the
 // portable ones, nvml, and report.

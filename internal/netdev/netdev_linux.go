@@ -14,17 +14,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Plan compares the live netdev c.Name with c: the changes to make, in
-// order, and what is already as wanted (in words). It changes nothing.
-func Plan(c Config) (steps []Step, found []string, err error) {
+// handle is h, or the handle of this process's network namespace when h is
+// nil (what netlink's package-level functions use).
+func handle(h *netlink.Handle) *netlink.Handle {
+	if h == nil {
+		return &netlink.Handle{}
+	}
+	return h
+}
+
+// Plan compares the live netdev c.Name, as h sees it, with c: the changes
+// to make, in order, and what is already as wanted (in words); the steps
+// change the netdev through h. It changes nothing itself. h nil is this
+// process's network namespace; netlink.NewHandleAt gives another's.
+func Plan(h *netlink.Handle, c Config) (steps []Step, found []string, err error) {
 	if c.Addr == nil {
 		return nil, nil, fmt.Errorf("%s: no address to configure", c.Name)
 	}
 	if err := c.Check(); err != nil {
 		return nil, nil, err
 	}
+	h = handle(h)
 	dev := shq.Quote(c.Name)
-	l, err := netlink.LinkByName(c.Name)
+	l, err := h.LinkByName(c.Name)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", dev, err)
 	}
@@ -33,11 +45,11 @@ func Plan(c Config) (steps []Step, found []string, err error) {
 	if a.MTU != c.MTU {
 		steps = append(steps, Step{Checks: []string{erdma.FindingMTU}, Target: c.Name,
 			Command: fmt.Sprintf("ip link set %s mtu %d", dev, c.MTU), Revert: fmt.Sprintf("ip link set %s mtu %d", dev, a.MTU),
-			Apply: func(context.Context) error { return netlink.LinkSetMTU(l, c.MTU) }})
+			Apply: func(context.Context) error { return h.LinkSetMTU(l, c.MTU) }})
 	} else {
 		found = append(found, fmt.Sprintf("%s: MTU %d", dev, a.MTU))
 	}
-	addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
+	addrs, err := h.AddrList(l, netlink.FAMILY_V4)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: addresses: %w", dev, err)
 	}
@@ -46,7 +58,7 @@ func Plan(c Config) (steps []Step, found []string, err error) {
 		addr := &netlink.Addr{IPNet: local, Flags: unix.IFA_F_NOPREFIXROUTE}
 		steps = append(steps, Step{Checks: both, Target: c.Name,
 			Command: fmt.Sprintf("ip addr add %s dev %s noprefixroute", local, dev), Revert: fmt.Sprintf("ip addr del %s dev %s", local, dev),
-			Apply: func(context.Context) error { return netlink.AddrAdd(l, addr) }})
+			Apply: func(context.Context) error { return h.AddrAdd(l, addr) }})
 	} else {
 		found = append(found, fmt.Sprintf("%s: address %s", dev, local))
 	}
@@ -59,17 +71,17 @@ func Plan(c Config) (steps []Step, found []string, err error) {
 			old := ad
 			steps = append(steps, Step{Checks: both, Target: c.Name,
 				Command: fmt.Sprintf("ip addr del %s dev %s", old.IPNet, dev), Revert: fmt.Sprintf("ip addr add %s dev %s", old.IPNet, dev),
-				Apply: func(context.Context) error { return netlink.AddrDel(l, &old) }})
+				Apply: func(context.Context) error { return h.AddrDel(l, &old) }})
 		}
 	}
 	if a.Flags&net.FlagUp == 0 {
 		steps = append(steps, Step{Checks: both, Target: c.Name, Command: fmt.Sprintf("ip link set %s up", dev),
 			Revert: fmt.Sprintf("ip link set %s down", dev),
-			Apply:  func(context.Context) error { return netlink.LinkSetUp(l) }})
+			Apply:  func(context.Context) error { return h.LinkSetUp(l) }})
 	} else {
 		found = append(found, c.Name+": up")
 	}
-	routes, err := netlink.RouteList(l, netlink.FAMILY_V4)
+	routes, err := h.RouteList(l, netlink.FAMILY_V4)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: routes: %w", dev, err)
 	}
@@ -80,7 +92,7 @@ func Plan(c Config) (steps []Step, found []string, err error) {
 		steps = append(steps, Step{Checks: both, Target: c.Name,
 			Command: fmt.Sprintf("ip route add %s dev %s proto kernel scope link src %s metric %d", sub, dev, c.Addr.IP, c.Metric),
 			Revert:  fmt.Sprintf("ip route del %s dev %s metric %d", sub, dev, c.Metric),
-			Apply:   func(context.Context) error { return netlink.RouteReplace(rt) }})
+			Apply:   func(context.Context) error { return h.RouteReplace(rt) }})
 	}
 	for _, r := range routes {
 		if isSub(r) && r.Priority == 0 && !dropped {
@@ -90,7 +102,7 @@ func Plan(c Config) (steps []Step, found []string, err error) {
 			steps = append(steps, Step{Checks: both, Target: c.Name,
 				Command: fmt.Sprintf("ip route del %s dev %s metric 0", sub, dev),
 				Revert:  fmt.Sprintf("ip route add %s dev %s scope link src %s", sub, dev, c.Addr.IP),
-				Apply:   func(context.Context) error { return netlink.RouteDel(&rt) }})
+				Apply:   func(context.Context) error { return h.RouteDel(&rt) }})
 		}
 	}
 	if c.Gateway != nil && !slices.ContainsFunc(routes, func(r netlink.Route) bool {
@@ -101,7 +113,7 @@ func Plan(c Config) (steps []Step, found []string, err error) {
 		steps = append(steps, Step{Checks: both, Target: c.Name,
 			Command: fmt.Sprintf("ip route add default via %s dev %s metric %d", c.Gateway, dev, c.Metric),
 			Revert:  fmt.Sprintf("ip route del default via %s dev %s metric %d", c.Gateway, dev, c.Metric),
-			Apply:   func(context.Context) error { return netlink.RouteReplace(rt) }})
+			Apply:   func(context.Context) error { return h.RouteReplace(rt) }})
 	}
 	return steps, found, nil
 }
@@ -109,15 +121,16 @@ func Plan(c Config) (steps []Step, found []string, err error) {
 // ERIMetric is the metric of the first ERI's routes (one more per further
 // ERI): 100 above the highest metric of the default routes that do not go
 // through one of the netdevs named (the primary ENI's), and at least
-// MinMetric.
-func ERIMetric(names []string) int {
+// MinMetric. h is the namespace's netlink handle (nil: this process's).
+func ERIMetric(h *netlink.Handle, names []string) int {
+	h = handle(h)
 	eris := map[int]bool{}
 	for _, n := range names {
-		if l, err := netlink.LinkByName(n); err == nil {
+		if l, err := h.LinkByName(n); err == nil {
 			eris[l.Attrs().Index] = true
 		}
 	}
-	rs, err := netlink.RouteList(nil, netlink.FAMILY_V4)
+	rs, err := h.RouteList(nil, netlink.FAMILY_V4)
 	if err != nil {
 		return MinMetric
 	}
@@ -131,13 +144,15 @@ func ERIMetric(names []string) int {
 }
 
 // Gateway is the gateway of the live default route through netdev name that
-// lies inside subnet, or nil: what a configured ERI's file persists.
-func Gateway(name string, subnet *net.IPNet) net.IP {
-	l, err := netlink.LinkByName(name)
+// lies inside subnet, or nil: what a configured ERI's file persists. h is
+// the namespace's netlink handle (nil: this process's).
+func Gateway(h *netlink.Handle, name string, subnet *net.IPNet) net.IP {
+	h = handle(h)
+	l, err := h.LinkByName(name)
 	if err != nil {
 		return nil
 	}
-	rs, err := netlink.RouteList(l, netlink.FAMILY_V4)
+	rs, err := h.RouteList(l, netlink.FAMILY_V4)
 	if err != nil {
 		return nil
 	}
