@@ -182,7 +182,7 @@ func runFleetProve(ctx context.Context, g *globals, bf *bwFlags, ff *fleetFlags,
 	if err != nil {
 		return couldNotRun(err)
 	}
-	if err := writeProof(g, p, reportFile, progress); err != nil {
+	if err := writeProof(g, p, reportFile, jsonFile, progress); err != nil {
 		return couldNotRun(err)
 	}
 	return exitCode(p.Exit())
@@ -249,9 +249,10 @@ func proveNCCLStage(ctx context.Context, g *globals, nf *proveNCCLFlags, c nccl.
 	return fleet.NCCLStage(c, so), done, nil
 }
 
-// writeProof writes the proof's page to reportFile ("" for none; a failure
-// is only said) and the proof to stdout, as JSON with --json.
-func writeProof(g *globals, p *fleet.Proof, reportFile string, progress func(format string, a ...any)) error {
+// writeProof writes the proof's page to reportFile and its JSON to jsonFile
+// ("" for none; a failure of either is only said) and the proof to stdout,
+// as JSON with --json.
+func writeProof(g *globals, p *fleet.Proof, reportFile, jsonFile string, progress func(format string, a ...any)) error {
 	if reportFile != "" {
 		if err := writeProofPage(reportFile, p); err != nil {
 			fmt.Fprintln(g.stderr, "erdmakit: --report:", err)
