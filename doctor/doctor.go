@@ -359,7 +359,7 @@ func run(ctx context.Context, c Check, in *Input) (f health.Finding) {
 	}()
 	f = c.Run(ctx, in)
 	f.ID = c.ID
-	f.Remediation = remediation(ctx, c, in, f)
+	f.Fix = fixStep(ctx, c, in, f)
 	if f.Evidence == nil {
 		f.Evidence = []string{}
 	}

@@ -48,12 +48,11 @@ var ErrInvalidValue = netdev.ErrInvalid
 // are one unit (Check.Fix). Plan compares what is there with what the
 // guide wants and returns only the difference, each change as the command a
 // person would type; it changes nothing. Apply (doctor.Apply) makes the
-// planned changes; the check, run again, is the verify. The remediation the
-// doctor prints for a failing check with a Fix is its plan, so the advice
-// and the action cannot drift; the fix owns the advice only where its plan
-// is about that check (a change that serves it, or a block on it), else the
-// check's own remediation stands. A host check names its fix's stage where
-// it is declared (erdma.HostCheck.FixedBy).
+// planned changes; the check, run again, is the verify. A failing check
+// with a Fix carries the fix's plan beside its own remediation
+// (health.Finding.Fix, what Finding.Step prints first), so the advice and
+// the action cannot drift and neither overwrites the other. A host check
+// names its fix's stage where it is declared (erdma.HostCheck.FixedBy).
 //
 // Several checks may share one Fix (netdev-ip and mtu: the os stage);
 // setup and doctor --fix run it once.
@@ -396,18 +395,19 @@ func inputFor(rep *erdma.Report, h erdma.Host, opt Options) (*Input, error) {
 	return &Input{Host: h, Inventory: rep.Host, Findings: rep.Findings, verbs: opt.Verbs, jumbo: opt.JumboFrames}, nil
 }
 
-// remediation is the advice of a failing check that has a fix: the fix's
-// plan as commands, planned for description only. The fix owns the advice
-// only where its plan is about this check (a change that serves it, or a
-// block on it); otherwise the check's own remediation stands (the driver
-// stage blocked on a missing eadm says nothing about compat mode).
-func remediation(ctx context.Context, c Check, in *Input, f health.Finding) string {
+// fixStep is what a failing check's fix says for it (health.Finding.Fix):
+// the plan as commands, planned for description only, or the step the fix
+// is blocked on. The fix speaks only where its plan is about this check (a
+// change that serves it, or a block on it): the driver stage blocked on a
+// missing eadm says nothing about compat mode. The check's own remediation
+// is left as the check wrote it.
+func fixStep(ctx context.Context, c Check, in *Input, f health.Finding) string {
 	if c.Fix == nil || (f.Severity != health.Fail && f.Severity != health.Warn) {
-		return f.Remediation
+		return ""
 	}
 	p, err := c.Fix.Plan(ctx, in, &FixEnv{Describe: true})
 	if err != nil || p == nil {
-		return f.Remediation
+		return ""
 	}
 	var cmds []string
 	for _, ch := range p.Changes {
@@ -419,7 +419,7 @@ func remediation(ctx context.Context, c Check, in *Input, f health.Finding) stri
 		if p.Next != "" && (p.blockedFor == nil || slices.Contains(p.blockedFor, c.ID)) {
 			return p.Next
 		}
-		return f.Remediation
+		return ""
 	}
 	s := "erdmakit doctor --fix (or: " + strings.Join(cmds, "; ") + ")"
 	if len(p.Notes) > 0 {

@@ -25,9 +25,10 @@ func findingOf(rep *erdma.Report, id string) health.Finding {
 	return health.Finding{}
 }
 
-// TestFixPlanIsTheRemediation: the remediation a failing check prints is
-// its fix's plan, command for command (one unit: advice and action cannot
-// drift), and doctor --fix plans exactly those changes.
+// TestFixPlanIsTheRemediation: the step a failing check prints is its
+// fix's plan, command for command (one unit: advice and action cannot
+// drift), and doctor --fix plans exactly those changes; the check's own
+// remediation stays beside it, not overwritten.
 func TestFixPlanIsTheRemediation(t *testing.T) {
 	for host, check := range map[string]string{
 		"memlock-64k":     erdma.FindingMemlock,
@@ -51,11 +52,14 @@ func TestFixPlanIsTheRemediation(t *testing.T) {
 						continue
 					}
 					n++
-					assert.Contains(t, f.Remediation, c.Command)
+					assert.Contains(t, f.Fix, c.Command)
 				}
 			}
 			assert.Positive(t, n, "the fix plans something for %s", check)
-			assert.True(t, strings.HasPrefix(f.Remediation, "erdmakit doctor --fix (or: "), f.Remediation)
+			assert.True(t, strings.HasPrefix(f.Fix, "erdmakit doctor --fix (or: "), f.Fix)
+			assert.Equal(t, f.Fix, f.Step(), "the fix is the step printed")
+			assert.NotEmpty(t, f.Remediation, "the check's own advice is kept beside the fix")
+			assert.NotContains(t, f.Remediation, "erdmakit doctor --fix", "the check's own words, not the plan's")
 		})
 	}
 }

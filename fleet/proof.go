@@ -237,7 +237,7 @@ func (jd *judging) doctor() {
 			if others := len(jd.hosts[h.Rank].Findings) - 1; others > 0 {
 				c.Evidence = append(c.Evidence, fmt.Sprintf("and %d more problem(s): %s", others, strings.Join(h.Problems[min(1, len(h.Problems)):], ", ")))
 			}
-			c.Fix, c.FixFrom = f.Remediation, f.ID
+			c.Fix, c.FixFrom = f.Step(), f.ID
 		} else {
 			c.Reason = fmt.Sprintf("doctor: %s: %s", h.Status, h.Error)
 			c.Fix, c.FixFrom = hostErrorFix(h), StageDoctor
@@ -368,8 +368,8 @@ func (jd *judging) nccl() {
 			}
 			c.Reason = fmt.Sprintf("nccl: %s: %s", f.ID, f.Summary)
 			c.Evidence = boundedEvidence(f.Evidence, 4)
-			if f.Remediation != "" {
-				c.Fix, c.FixFrom = f.Remediation, f.ID
+			if f.Step() != "" {
+				c.Fix, c.FixFrom = f.Step(), f.ID
 			}
 		}
 	}
@@ -501,7 +501,7 @@ func firstFix(hr *HostReport) (health.Finding, bool) {
 	fs := problemFindings(hr)
 	for _, sev := range []health.Severity{health.Fail, health.Warn} {
 		for _, f := range fs {
-			if f.Severity == sev && f.Remediation != "" {
+			if f.Severity == sev && f.Step() != "" {
 				return f, true
 			}
 		}

@@ -73,7 +73,20 @@ type Finding struct {
 	Severity    Severity `json:"severity"`
 	Summary     string   `json:"summary"`
 	Evidence    []string `json:"evidence"`              // what was read, with paths
-	Remediation string   `json:"remediation,omitempty"` // the step that fixes it
+	Remediation string   `json:"remediation,omitempty"` // the step that fixes it, in the check's own words
+	// Fix is erdmakit's own fix where the check has one: the command that
+	// makes the change (erdmakit doctor --fix) and what it would run. It is
+	// set beside Remediation, never instead of it: each has one owner.
+	Fix string `json:"fix,omitempty"`
+}
+
+// Step is the one step to print for f: erdmakit's fix where there is one,
+// else the check's remediation.
+func (f Finding) Step() string {
+	if f.Fix != "" {
+		return f.Fix
+	}
+	return f.Remediation
 }
 
 // Worst returns the worse of a status and a severity, as a status: ok, warn

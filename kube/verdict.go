@@ -207,10 +207,12 @@ func WithControllerSteps(rep *erdma.Report, node string) *erdma.Report {
 			continue
 		}
 		step = strings.ReplaceAll(step, "NODE", node)
-		if f.Remediation != "" {
-			step += "; on the host itself: " + f.Remediation
+		if host := f.Step(); host != "" {
+			step += "; on the host itself: " + host
 		}
-		out.Findings[i].Remediation = step
+		// On Kubernetes the controller's step comes first; erdmakit's own
+		// fix is part of the host's step, not a step of its own.
+		out.Findings[i].Remediation, out.Findings[i].Fix = step, ""
 	}
 	return &out
 }

@@ -49,7 +49,8 @@ type finding struct {
 	Severity    health.Severity
 	Summary     string
 	Evidence    []string
-	Remediation string
+	Remediation string // the step to take (health.Finding.Step)
+	ByHand      string // the check's own words, where erdmakit's fix is the step
 	Source      string // the input it came from
 	Replaces    string // the older inputs that named the same host and check
 	newness     int    // its input's place from the oldest (newness)
@@ -140,7 +141,7 @@ func clip(s string) string {
 
 // bound clips a finding's strings and evidence.
 func (f finding) bound() finding {
-	f.Host, f.ID, f.Summary, f.Remediation = clip(f.Host), clip(f.ID), clip(f.Summary), clip(f.Remediation)
+	f.Host, f.ID, f.Summary, f.Remediation, f.ByHand = clip(f.Host), clip(f.ID), clip(f.Summary), clip(f.Remediation), clip(f.ByHand)
 	ev := f.Evidence
 	if len(ev) > maxEvidence {
 		ev = append(ev[:maxEvidence:maxEvidence], fmt.Sprintf("... and %d more lines", len(f.Evidence)-maxEvidence))
@@ -463,7 +464,11 @@ func inlineSVG(b []byte) string {
 func findingsOf(host string, fs []health.Finding) []finding {
 	out := make([]finding, 0, len(fs))
 	for _, f := range fs {
-		out = append(out, finding{Host: host, ID: f.ID, Severity: f.Severity, Summary: f.Summary, Evidence: f.Evidence, Remediation: f.Remediation})
+		row := finding{Host: host, ID: f.ID, Severity: f.Severity, Summary: f.Summary, Evidence: f.Evidence, Remediation: f.Step()}
+		if f.Fix != "" && f.Remediation != f.Fix {
+			row.ByHand = f.Remediation
+		}
+		out = append(out, row)
 	}
 	return out
 }

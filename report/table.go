@@ -86,8 +86,8 @@ func writeFindings(b *strings.Builder, fs []health.Finding, o TableOptions) {
 		for _, e := range f.Evidence {
 			fmt.Fprintf(b, "    read: %s\n", e)
 		}
-		if f.Remediation != "" {
-			fmt.Fprintf(b, "    fix:  %s\n", f.Remediation)
+		if step := f.Step(); step != "" {
+			fmt.Fprintf(b, "    fix:  %s\n", step)
 		}
 		if o.Hint != nil {
 			if h := o.Hint(f); h != "" {
@@ -124,8 +124,8 @@ func WriteDoctorTable(w io.Writer, rep *erdma.Report, o TableOptions) error {
 	writeFindings(&b, rep.Findings, o)
 	var next string
 	for _, f := range rep.Findings {
-		if f.Severity == health.Fail && f.Remediation != "" {
-			next = f.ID + ": " + f.Remediation
+		if f.Severity == health.Fail && f.Step() != "" {
+			next = f.ID + ": " + f.Step()
 			break
 		}
 	}

@@ -395,7 +395,7 @@ func left(res *Result, rep *erdma.Report) []Left {
 	out := []Left{}
 	for _, f := range rep.Findings {
 		if f.Severity == health.Warn || f.Severity == health.Fail {
-			next := f.Remediation
+			next := f.Step()
 			if n, ok := fixed[f.ID]; ok {
 				next = n
 			}
@@ -450,7 +450,7 @@ func verifyPlan(rep *erdma.Report, dryRun bool) *doctor.Plan {
 		counts[health.OK], counts[health.Warn], counts[health.Fail], counts[health.Skip]))
 	if first != nil {
 		p.Blocked = "doctor: " + first.ID + ": " + first.Summary
-		p.Next = first.Remediation
+		p.Next = first.Step()
 	}
 	return p
 }
