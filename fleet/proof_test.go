@@ -90,7 +90,7 @@ func TestJudgeSimulated256Hosts(t *testing.T) {
 	require.Len(t, p.Stages, 3)
 	assert.Equal(t, health.Skip, p.Stages[2].Status)
 
-	byKey := map[string]ProofCulprit{}
+	byKey := map[string]Culprit{}
 	for _, c := range p.Culprits {
 		k := fmt.Sprintf("%s %v", c.Kind, c.Ranks)
 		_, dup := byKey[k]
@@ -131,8 +131,8 @@ func TestJudgeSimulated256Hosts(t *testing.T) {
 	assert.Contains(t, dead.Reason, "every test with this host failed")
 
 	assert.Equal(t, "bad host", p.Hosts[42].Mesh)
-	assert.Equal(t, health.Fail, p.Hosts[42].Status, "the mesh makes a clean doctor's host fail")
-	assert.Equal(t, health.OK, p.Hosts[42].Doctor)
+	assert.Equal(t, HostFail, p.Hosts[42].Status, "the mesh makes a clean doctor's host fail")
+	assert.Equal(t, HostOK, p.Hosts[42].Doctor)
 	assert.Equal(t, "dead", p.Hosts[n-1].Mesh)
 	assert.Equal(t, "bad link", p.Hosts[3].Mesh)
 	assert.Equal(t, "ok", p.Hosts[0].Mesh)

@@ -256,8 +256,7 @@ func (r0 *rank0) mesh(ctx context.Context, ranks []int, names map[int]string) *M
 		pairs += len(r)
 	}
 	r0.progress(ProveProgress{Stage: StageMesh, Total: len(rounds), Message: fmt.Sprintf("%d hosts, %d pairs in %d rounds (%s)", len(ranks), pairs, len(rounds), sched)})
-	rep := RunMesh(ctx, hosts, nt, mopt)
-	rep.toRanks(ranks)
+	rep := runMesh(ctx, hosts, ranks, nt, mopt)
 	rep.Authenticated = r0.opt.Authenticated
 	if rep.Results == nil {
 		rep.Results = []PairResult{}
@@ -313,7 +312,7 @@ func (r0 *rank0) ncclStage(ctx context.Context) Stage {
 
 func doctorSummary(fr *FleetReport) string {
 	var parts []string
-	for _, s := range []health.Severity{health.OK, health.Warn, health.Fail, Errored, Missing, NotReached} {
+	for _, s := range HostStates() {
 		if n := len(fr.ByStatus[s]); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, s))
 		}

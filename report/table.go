@@ -277,7 +277,7 @@ func WriteFleetTable(w io.Writer, rep *fleet.FleetReport, o TableOptions) error 
 	}
 	_ = t.Write(&b)
 	fmt.Fprintf(&b, "\n%d hosts:", rep.Size)
-	for _, s := range []health.Severity{health.OK, health.Warn, health.Fail, fleet.Errored, fleet.Missing, fleet.NotReached} {
+	for _, s := range fleet.HostStates() {
 		if n := len(rep.ByStatus[s]); n > 0 {
 			fmt.Fprintf(&b, " %d %s", n, s)
 		}
@@ -405,7 +405,7 @@ func WriteProofTable(w io.Writer, p *fleet.Proof, o TableOptions) error {
 	var notOK int
 	ht := o.newTable(2, "RANK", "HOST", "STATUS", "DOCTOR", "MESH", "PROBLEMS")
 	for _, h := range p.Hosts {
-		if h.Status == health.OK && (h.Mesh == "ok" || h.Mesh == "not tested") {
+		if h.Status == fleet.HostOK && (h.Mesh == "ok" || h.Mesh == "not tested") {
 			continue
 		}
 		notOK++

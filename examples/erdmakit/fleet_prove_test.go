@@ -71,7 +71,7 @@ func checkProof(t *testing.T, p fleet.Proof) {
 	assert.NotEqual(t, health.Skip, p.Stages[2].Status)
 	assert.NotEmpty(t, p.NCCL.Rows, "the NCCL run's rows were parsed")
 
-	byRank := map[int]fleet.ProofCulprit{}
+	byRank := map[int]fleet.Culprit{}
 	for _, c := range p.Culprits {
 		require.NotEmpty(t, c.Ranks, "%+v", c)
 		byRank[c.Ranks[0]] = c
