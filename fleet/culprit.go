@@ -31,8 +31,7 @@ type Culprit struct {
 	// Evidence: what the stages saw (findings' summaries, measured Gbit/s).
 	Evidence []string `json:"evidence"`
 	// Devices are the ERIs (device names) the mesh found slow or failing
-	// on this host or link; [] when it could not tell one from another
-	// (and in bw mesh's own report, which leaves that to fleet prove).
+	// on this host or link; [] when it could not tell one from another.
 	Devices []string `json:"devices"`
 	// Fix is the first thing to do: the remediation of the host's first
 	// failing doctor finding (in the guide's order), else the stage's own;

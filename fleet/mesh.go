@@ -416,6 +416,7 @@ func analyze(ctx context.Context, rep *MeshReport, t PairTester, opt MeshOptions
 	j.suspects()
 	j.retestHosts(ctx, t, j.references())
 	j.retestLinks(ctx, t)
+	rep.nameDevices()
 	switch {
 	case len(rep.BadHosts) > 0 || len(rep.BadLinks) > 0 || len(rep.DeadHosts) > 0:
 		rep.Status = health.Fail

@@ -269,17 +269,16 @@ func (jd *judging) mesh() {
 	if m == nil {
 		return
 	}
-	devices := meshDevices(m)
 	for pos := range m.Hosts {
 		if h := jd.hosts[m.RankAt(pos)]; h != nil && h.Mesh == "not tested" {
 			h.Mesh = "ok"
 		}
 	}
 	for _, cu := range m.DeadHosts {
-		jd.meshHost(cu, "dead", devices)
+		jd.meshHost(cu, "dead")
 	}
 	for _, cu := range m.BadHosts {
-		jd.meshHost(cu, "bad host", devices)
+		jd.meshHost(cu, "bad host")
 	}
 	for _, cu := range m.BadLinks {
 		for _, r := range cu.Ranks {
@@ -289,7 +288,8 @@ func (jd *judging) mesh() {
 		}
 		c := newCulprit(CulpritLink, health.Fail, StageMesh, "mesh: "+cu.Reason).on(cu.Hosts, cu.Ranks)
 		c.Positions = append(c.Positions, cu.Positions...)
-		c.Evidence, c.Devices, c.FixFrom = boundedEvidence(cu.Evidence, 4), devices.link(cu.Positions), StageMesh
+		c.Devices = append(c.Devices, cu.Devices...)
+		c.Evidence, c.FixFrom = boundedEvidence(cu.Evidence, 4), StageMesh
 		c.Fix = "each host is fine with others: the path between them is at fault (placement, vSwitch, security group); " +
 			"confirm with `erdmakit bw run` between the two, device by device, and open a ticket with Alibaba Cloud support naming both instances"
 		jd.add(c, -1)
@@ -304,7 +304,7 @@ func (jd *judging) mesh() {
 
 // meshHost adds the mesh's dead or bad host cu (label) to its host's
 // culprit, or makes one.
-func (jd *judging) meshHost(cu Culprit, label string, devices eriStats) {
+func (jd *judging) meshHost(cu Culprit, label string) {
 	if len(cu.Ranks) == 0 {
 		return
 	}
@@ -317,10 +317,7 @@ func (jd *judging) meshHost(cu Culprit, label string, devices eriStats) {
 		}
 	}
 	ev := append([]string{cu.Reason}, boundedEvidence(cu.Evidence, 3)...)
-	devs := []string{}
-	if len(cu.Positions) > 0 {
-		devs = devices.host(cu.Positions[0])
-	}
+	devs := append([]string{}, cu.Devices...)
 	if c := jd.byHost[rank]; c != nil {
 		c.Severity = health.Fail
 		c.Stages = append(c.Stages, StageMesh)
@@ -563,103 +560,6 @@ func transientEvidence(m *MeshReport, p Pair) []string {
 		ev = []string{}
 	}
 	return ev
-}
-
-// eriStats tells which device index (ERI) of a pair test is at fault: the
-// median Gbit/s of each index over the fleet's good tests, and the tests
-// themselves.
-type eriStats struct {
-	m      *MeshReport
-	median map[int]float64
-}
-
-func meshDevices(m *MeshReport) eriStats {
-	per := map[int][]float64{}
-	for _, r := range m.Results {
-		for _, d := range r.Devices {
-			if d.Error == "" {
-				per[d.Index] = append(per[d.Index], d.Gbps)
-			}
-		}
-	}
-	med := map[int]float64{}
-	for i, v := range per {
-		med[i] = median(v)
-	}
-	return eriStats{m: m, median: med}
-}
-
-// slow lists the devices of r below 80 % of their index's median, or
-// failed; nil when every device did as well as the others (the pair is
-// slow as a whole, or one device result only).
-func (e eriStats) slow(r PairResult) map[int]string {
-	if len(r.Devices) < 2 {
-		return nil
-	}
-	out := map[int]string{}
-	for _, d := range r.Devices {
-		if d.Error != "" || (e.median[d.Index] > 0 && d.Gbps < 0.8*e.median[d.Index]) {
-			name := d.Name
-			if name == "" {
-				name = fmt.Sprintf("device %d", d.Index)
-			}
-			out[d.Index] = name
-		}
-	}
-	if len(out) == len(r.Devices) {
-		return nil // all of them: not one ERI's fault
-	}
-	return out
-}
-
-// host names the ERIs slow in most of the tests of mesh position h that
-// were slow at all.
-func (e eriStats) host(h int) []string {
-	return e.common(func(r PairResult) bool { return r.Server == h || r.Client == h })
-}
-
-// link names the ERIs slow in most of the slow tests between mesh
-// positions pos[0] and pos[1].
-func (e eriStats) link(pos []int) []string {
-	if len(pos) != 2 {
-		return []string{}
-	}
-	a, b := pos[0], pos[1]
-	return e.common(func(r PairResult) bool { return (r.Server == a && r.Client == b) || (r.Server == b && r.Client == a) })
-}
-
-func (e eriStats) common(match func(PairResult) bool) []string {
-	count := map[int]int{}
-	names := map[int]string{}
-	tests := 0
-	for _, list := range [][]PairResult{e.m.Results, e.m.SecondPass} {
-		for _, r := range list {
-			if !match(r) {
-				continue
-			}
-			s := e.slow(r)
-			if len(s) == 0 {
-				continue
-			}
-			tests++
-			for i, n := range s {
-				count[i]++
-				names[i] = n
-			}
-		}
-	}
-	out := []string{}
-	var idx []int
-	for i, c := range count {
-		if 2*c > tests {
-			idx = append(idx, i)
-		}
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
-		out = append(out, names[i])
-	}
-	return out
 }
 
 // rankOf finds the launcher rank of a host name (as the host or its
