@@ -317,20 +317,19 @@ func (jd *judging) meshHost(cu Culprit, label string) {
 		}
 	}
 	ev := append([]string{cu.Reason}, boundedEvidence(cu.Evidence, 3)...)
-	devs := append([]string{}, cu.Devices...)
 	if c := jd.byHost[rank]; c != nil {
 		c.Severity = health.Fail
 		c.Stages = append(c.Stages, StageMesh)
 		c.Evidence = append(c.Evidence, prefixAll("mesh: ", ev)...)
-		c.Devices = devs
+		c.Positions, c.Devices = append(c.Positions[:0], cu.Positions...), append(c.Devices[:0], cu.Devices...)
 		if c.FixFrom == StageDoctor && c.Fix == "" {
 			c.Fix, c.FixFrom = meshHostFix(label), StageMesh
 		}
 		return
 	}
 	c := newCulprit(CulpritHost, health.Fail, StageMesh, "mesh: "+cu.Reason).on(cu.Hosts, []int{rank})
-	c.Positions = append(c.Positions, cu.Positions...)
-	c.Evidence, c.Devices = boundedEvidence(cu.Evidence, 4), devs
+	c.Positions, c.Devices = append(c.Positions, cu.Positions...), append(c.Devices, cu.Devices...)
+	c.Evidence = boundedEvidence(cu.Evidence, 4)
 	c.Fix, c.FixFrom = meshHostFix(label), StageMesh
 	jd.add(c, rank)
 }
