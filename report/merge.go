@@ -243,10 +243,11 @@ func meshCulprits(m *fleet.MeshReport, source string, newness int) []culprit {
 	var out []culprit
 	add := func(kind string, cs []fleet.Culprit, fix string) {
 		for _, c := range cs {
-			if c.Kind != "" {
-				kind = c.Kind // a report older than the kind has none
+			k := c.Kind
+			if k == "" {
+				k = kind // a report older than the culprit's kind
 			}
-			out = append(out, culprit{Kind: kind, Hosts: pair(c.Hosts), Reason: c.Reason, Fix: fix,
+			out = append(out, culprit{Kind: k, Hosts: pair(c.Hosts), Reason: c.Reason, Fix: fix,
 				FixFrom: fmt.Sprintf("bw mesh, %s", source), Severity: health.Fail, newness: newness})
 		}
 	}
