@@ -96,7 +96,7 @@ func ExampleJudge() {
 	}
 	doc := fleet.Aggregate(2, append([]fleet.HostReport(nil), reports...), nil)
 	p := fleet.Judge(fleet.Judgement{Size: 2, Doctor: doc, Reports: reports,
-		Stages: []fleet.Stage{{Name: fleet.StageDoctor, Status: doc.Status}}})
+		Stages: []fleet.Stage{{Name: fleet.StageDoctor, Status: fleet.StateOf(doc.Status)}}})
 	fmt.Println(p.Verdict, "exit", p.Exit())
 	for _, c := range p.Culprits {
 		fmt.Println(c.Kind, c.Hosts, "fix:", c.Fix, "from", c.FixFrom)

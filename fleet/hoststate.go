@@ -4,7 +4,8 @@ import "github.com/erdmakit/erdmakit/health"
 
 // HostState is a host's status in fleet doctor's and fleet prove's
 // reports: its doctor's severity (ok, warn, fail; skip) or, when the
-// doctor gave none, Missing, Errored or NotReached. In JSON it is the
+// doctor gave none, Missing, Errored or NotReached; a fleet prove stage's
+// status is one too (its severity, or StageNotReached). In JSON it is the
 // string itself. Order and WorseState rank the states, Severity says how
 // one counts for the fleet's status: the one place that decides both.
 type HostState string

@@ -60,19 +60,20 @@ const (
 	StageNCCL   = "nccl"
 )
 
-// StageNotReached is the status of a stage an interrupted run never began
-// (the word of a host the run never heard from, NotReached).
-const StageNotReached = health.Severity(NotReached)
+// StageNotReached is the status of a stage an interrupted run never began:
+// NotReached, as of a host the run never heard from.
+const StageNotReached = NotReached
 
 // Stage is one step of the pipeline and how it ended.
 type Stage struct {
 	Name string `json:"name"` // StageDoctor, StageMesh, StageNCCL
 	// Status: ok, warn, fail; skip when it could not run (the summary says
 	// why: no RDMA device, no nccl-tests); StageNotReached when an
-	// interrupted run never began it.
-	Status  health.Severity `json:"status"`
-	Summary string          `json:"summary"`
-	Seconds float64         `json:"seconds"`
+	// interrupted run never began it. A HostState, as a host's: the stages'
+	// severities count for the verdict, not reached does not.
+	Status  HostState `json:"status"`
+	Summary string    `json:"summary"`
+	Seconds float64   `json:"seconds"`
 }
 
 // ProofHost is one host's line in the proof.
@@ -374,8 +375,8 @@ func (jd *judging) nccl() {
 func (jd *judging) finish(p *Proof) {
 	status := health.OK
 	for _, s := range p.Stages {
-		if s.Status.Valid() {
-			status = health.Worst(status, s.Status)
+		if s.Status.Reported() {
+			status = health.Worst(status, s.Status.Severity())
 		}
 	}
 	culprits := jd.culprits
@@ -415,7 +416,7 @@ func (jd *judging) finish(p *Proof) {
 func completeStages(given []Stage, interrupted bool) []Stage {
 	out := make([]Stage, 0, 3)
 	for _, name := range []string{StageDoctor, StageMesh, StageNCCL} {
-		s := Stage{Name: name, Status: health.Skip, Summary: "not run"}
+		s := Stage{Name: name, Status: HostSkip, Summary: "not run"}
 		if interrupted {
 			s = Stage{Name: name, Status: StageNotReached, Summary: "the run was interrupted before this stage"}
 		}

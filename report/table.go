@@ -515,7 +515,7 @@ const stageInterrupted health.Severity = "interrupted"
 // "interrupted", not fleet's "not reached".
 func stageStatus(p *fleet.Proof, s fleet.Stage) health.Severity {
 	if s.Status != fleet.StageNotReached {
-		return s.Status
+		return s.Status.Severity()
 	}
 	began := s.Seconds > 0
 	switch s.Name {
@@ -529,5 +529,5 @@ func stageStatus(p *fleet.Proof, s fleet.Stage) health.Severity {
 	if began {
 		return stageInterrupted
 	}
-	return s.Status
+	return health.Severity(s.Status) // shown as is: "not reached"
 }
