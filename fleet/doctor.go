@@ -30,9 +30,9 @@ type FleetReport struct {
 	Status health.Severity `json:"status"` // worst over all hosts; fail when a host is missing
 	Size   int             `json:"size"`
 	Hosts  []HostSummary   `json:"hosts"` // by rank
-	// ByStatus lists host names per host status (ok, warn, fail, and
+	// ByStatus lists host names per host state (ok, warn, fail, and
 	// Missing, Errored, NotReached).
-	ByStatus map[health.Severity][]string `json:"by_status"`
+	ByStatus map[HostState][]string `json:"by_status"`
 	// Differences are the checks whose result is not the same on every host,
 	// the rarest result first: a single host missing nvidia_peermem stands out.
 	Differences []Difference `json:"differences"`
@@ -47,36 +47,33 @@ type FleetReport struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// A host's status is a health.Severity: its doctor's status (ok, warn,
-// fail), or one of these when it has none. They rank as fail
-// (Severity.Rank); Missing and Errored make the fleet's status fail,
-// NotReached leaves it as it is.
-const (
-	// Missing: the host did not report in time (dead or hung).
-	Missing health.Severity = "missing"
-	// Errored: the doctor could not run there.
-	Errored health.Severity = "error"
-	// NotReached: the run was interrupted before the host answered.
-	NotReached health.Severity = "not reached"
-)
-
 // markNotReached adds ranks an interrupted run never heard from.
 func (fr *FleetReport) markNotReached(ranks []int) {
 	fr.Interrupted = true
 	for _, r := range ranks {
-		name := fmt.Sprintf("rank %d", r)
-		fr.Hosts = append(fr.Hosts, HostSummary{Rank: r, Host: name, Status: NotReached, Error: "interrupted before it answered", Problems: []string{}})
-		fr.ByStatus[NotReached] = append(fr.ByStatus[NotReached], name)
+		fr.add(HostSummary{Rank: r, Host: fmt.Sprintf("rank %d", r), Status: NotReached, Error: "interrupted before it answered", Problems: []string{}})
 	}
+	fr.sortHosts()
+}
+
+// add lists host h, its state counting for the fleet's status as
+// HostState.Severity says (a host not reached does not change it).
+func (fr *FleetReport) add(h HostSummary) {
+	fr.Status = health.Worst(fr.Status, h.Status.Severity())
+	fr.Hosts = append(fr.Hosts, h)
+	fr.ByStatus[h.Status] = append(fr.ByStatus[h.Status], h.Host)
+}
+
+func (fr *FleetReport) sortHosts() {
 	sort.Slice(fr.Hosts, func(i, j int) bool { return fr.Hosts[i].Rank < fr.Hosts[j].Rank })
 }
 
 // HostSummary is one host's line in the fleet report.
 type HostSummary struct {
-	Rank   int             `json:"rank"`
-	Host   string          `json:"host"`
-	Status health.Severity `json:"status"` // ok|warn|fail, or Missing, Errored, NotReached
-	Error  string          `json:"error,omitempty"`
+	Rank   int       `json:"rank"`
+	Host   string    `json:"host"`
+	Status HostState `json:"status"` // ok|warn|fail, or Missing, Errored, NotReached
+	Error  string    `json:"error,omitempty"`
 	// Problems are the ids of this host's warn and fail findings ([] when
 	// none, or when the host sent no report).
 	Problems []string `json:"problems"`
@@ -101,9 +98,39 @@ type SeverityGroup struct {
 // missing never answered.
 func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 	// Lists are [] when empty (jq '.differences[]' on agreeing hosts).
-	fr := &FleetReport{Status: health.OK, Size: size, ByStatus: map[health.Severity][]string{},
+	fr := &FleetReport{Status: health.OK, Size: size, ByStatus: map[HostState][]string{},
 		Hosts: []HostSummary{}, Differences: []Difference{}, Errors: []string{}}
 	sort.Slice(reports, func(i, j int) bool { return reports[i].Rank < reports[j].Rank })
+	uniqueReportNames(reports)
+	checks := checkTable{byCheck: map[string]map[string]checkCell{}}
+	reporting := 0
+	for _, r := range reports {
+		hs := HostSummary{Rank: r.Rank, Host: r.Host, Status: Errored, Error: r.Error, Problems: []string{}}
+		switch {
+		case r.Error != "":
+		case r.Report == nil:
+			hs.Error = "no report"
+		case !StateOf(r.Report.Status).Reported() && r.Report.Status != "":
+			// A word that is no severity ("missing") would pass for the
+			// fleet's own; the host's doctor said nothing we can read.
+			hs.Error = fmt.Sprintf("its doctor's status %q is not a severity", r.Report.Status)
+		default:
+			hs.Status, hs.Problems = StateOf(r.Report.Status), checks.add(r.Host, r.Report)
+			reporting++
+		}
+		fr.add(hs)
+	}
+	for _, m := range missing {
+		fr.add(HostSummary{Rank: m, Host: fmt.Sprintf("rank %d", m), Status: Missing, Error: "did not report in time", Problems: []string{}})
+	}
+	fr.sortHosts()
+	fr.Differences = append(fr.Differences, differences(checks.byCheck, checks.order, reporting)...)
+	return fr
+}
+
+// uniqueReportNames suffixes the host names several ranks share with
+// their ranks (uniqueNames).
+func uniqueReportNames(reports []HostReport) {
 	names := make([]string, len(reports))
 	ranks := make([]int, len(reports))
 	for i, r := range reports {
@@ -113,50 +140,30 @@ func Aggregate(size int, reports []HostReport, missing []int) *FleetReport {
 	for i := range reports {
 		reports[i].Host = names[i]
 	}
-	byCheck := map[string]map[string]checkCell{} // id -> host -> result
-	var order []string
-	for _, r := range reports {
-		hs := HostSummary{Rank: r.Rank, Host: r.Host, Problems: []string{}}
-		switch {
-		case r.Error != "" || r.Report == nil:
-			hs.Status, hs.Error = Errored, r.Error
-			if hs.Error == "" {
-				hs.Error = "no report"
-			}
-			fr.Status = health.Worst(fr.Status, health.Fail)
-		default:
-			hs.Status = r.Report.Status
-			fr.Status = health.Worst(fr.Status, r.Report.Status)
-			for _, f := range r.Report.Findings {
-				if byCheck[f.ID] == nil {
-					byCheck[f.ID] = map[string]checkCell{}
-					order = append(order, f.ID)
-				}
-				byCheck[f.ID][r.Host] = checkCell{f.Severity, f.Summary}
-				if f.Severity == health.Warn || f.Severity == health.Fail {
-					hs.Problems = append(hs.Problems, f.ID)
-				}
-			}
-		}
-		fr.Hosts = append(fr.Hosts, hs)
-		fr.ByStatus[hs.Status] = append(fr.ByStatus[hs.Status], hs.Host)
-	}
-	for _, m := range missing {
-		name := fmt.Sprintf("rank %d", m)
-		fr.Hosts = append(fr.Hosts, HostSummary{Rank: m, Host: name, Status: Missing, Error: "did not report in time", Problems: []string{}})
-		fr.ByStatus[Missing] = append(fr.ByStatus[Missing], name)
-		fr.Status = health.Worst(fr.Status, health.Fail)
-	}
-	sort.Slice(fr.Hosts, func(i, j int) bool { return fr.Hosts[i].Rank < fr.Hosts[j].Rank })
+}
 
-	reporting := 0
-	for _, r := range reports {
-		if r.Report != nil && r.Error == "" {
-			reporting++
+// checkTable is every check's result per host, the checks in the order
+// first seen.
+type checkTable struct {
+	byCheck map[string]map[string]checkCell // id -> host -> result
+	order   []string
+}
+
+// add records the findings of host's report and returns the ids of its
+// warn and fail findings ([] when none).
+func (t *checkTable) add(host string, rep *erdma.Report) []string {
+	problems := []string{}
+	for _, f := range rep.Findings {
+		if t.byCheck[f.ID] == nil {
+			t.byCheck[f.ID] = map[string]checkCell{}
+			t.order = append(t.order, f.ID)
+		}
+		t.byCheck[f.ID][host] = checkCell{f.Severity, f.Summary}
+		if f.Severity == health.Warn || f.Severity == health.Fail {
+			problems = append(problems, f.ID)
 		}
 	}
-	fr.Differences = append(fr.Differences, differences(byCheck, order, reporting)...)
-	return fr
+	return problems
 }
 
 // checkCell is one host's result of one check.

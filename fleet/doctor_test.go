@@ -195,22 +195,30 @@ func TestAggregateListsNeverNull(t *testing.T) {
 	}
 }
 
-// A host's status is a health.Severity (one type for every verdict), and
-// its JSON words are the documented ones.
-func TestHostStatusIsASeverityWithTheDocumentedWords(t *testing.T) {
+// A host's status is a HostState: its doctor's severity or why it has
+// none, each counting for the fleet's status as documented, and its JSON
+// words are the documented ones.
+func TestHostStateHasTheDocumentedWords(t *testing.T) {
 	fr := Aggregate(4, []HostReport{
 		{Rank: 0, Host: "a", Report: report(health.Warn, health.Finding{ID: "mtu", Severity: health.Warn})},
 		{Rank: 1, Host: "b", Error: "doctor: no root"},
 	}, []int{2})
 	fr.markNotReached([]int{3})
-	var got []health.Severity
+	var got []HostState
 	for _, h := range fr.Hosts {
 		got = append(got, h.Status)
 	}
-	assert.Equal(t, []health.Severity{health.Warn, Errored, Missing, NotReached}, got)
+	assert.Equal(t, []HostState{HostWarn, Errored, Missing, NotReached}, got)
 	assert.Equal(t, health.Fail, fr.Status, "an errored or missing host fails the fleet")
-	for _, s := range []health.Severity{Missing, Errored, NotReached} {
-		assert.Equal(t, 2, s.Rank(), "%s ranks as fail", s)
+	for s, want := range map[HostState]health.Severity{HostOK: health.OK, HostWarn: health.Warn, HostFail: health.Fail,
+		Missing: health.Fail, Errored: health.Fail, NotReached: health.Skip, "bogus": health.Fail} {
+		assert.Equal(t, want, s.Severity(), "%s counts as %s", s, want)
+	}
+	for _, s := range []HostState{Missing, Errored, NotReached} {
+		assert.Less(t, HostWarn.Order(), s.Order(), "%s is listed above warn", s)
+		assert.Less(t, s.Order(), HostFail.Order(), "%s is listed below fail", s)
+		assert.Equal(t, HostFail, WorseState(s, HostFail))
+		assert.Equal(t, s, WorseState(HostWarn, s))
 	}
 	b, err := json.Marshal(fr)
 	require.NoError(t, err)

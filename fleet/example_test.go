@@ -96,7 +96,7 @@ func ExampleJudge() {
 	}
 	doc := fleet.Aggregate(2, append([]fleet.HostReport(nil), reports...), nil)
 	p := fleet.Judge(fleet.Judgement{Size: 2, Doctor: doc, Reports: reports,
-		Stages: []fleet.Stage{{Name: fleet.StageDoctor, Status: doc.Status}}})
+		Stages: []fleet.Stage{{Name: fleet.StageDoctor, Status: fleet.StateOf(doc.Status)}}})
 	fmt.Println(p.Verdict, "exit", p.Exit())
 	for _, c := range p.Culprits {
 		fmt.Println(c.Kind, c.Hosts, "fix:", c.Fix, "from", c.FixFrom)
@@ -134,4 +134,26 @@ func ExampleProve() {
 	// doctor ok 1 hosts: 1 ok
 	// mesh skip 1 host(s) can take part: no pair to test
 	// nccl skip nccl-tests all_reduce_perf not found
+}
+
+// A host's state counts for the fleet's status as its Severity says, and
+// WorseState keeps the worse of two: a host that answered and failed says
+// more than one that never answered.
+func ExampleHostState() {
+	for _, s := range []fleet.HostState{fleet.HostWarn, fleet.Missing, fleet.NotReached} {
+		fmt.Printf("%s counts as %s; worse of it and fail: %s\n", s, s.Severity(), fleet.WorseState(s, fleet.HostFail))
+	}
+	// Output:
+	// warn counts as warn; worse of it and fail: fail
+	// missing counts as fail; worse of it and fail: fail
+	// not reached counts as skip; worse of it and fail: fail
+}
+
+// In a job, a mesh position maps to its launcher rank once: RankAt.
+func ExampleMeshReport_RankAt() {
+	rep := &fleet.MeshReport{Hosts: []string{"gpu1", "gpu3", "gpu4"}, Ranks: []int{0, 2, 3}}
+	pos, _ := rep.PositionOf(3)
+	fmt.Println(rep.HostAt(1), "is rank", rep.RankAt(1), "; rank 3 is at position", pos)
+	// Output:
+	// gpu3 is rank 2 ; rank 3 is at position 2
 }

@@ -159,7 +159,8 @@ type MeshReport struct {
 	Status health.Severity `json:"status"`
 	Hosts  []string        `json:"hosts"` // mesh positions: Matrix and pairs index this
 	// Ranks maps a mesh position to the launcher rank (ranks that never
-	// joined have no position); nil when positions are ranks.
+	// joined have no position); nil when positions are ranks. RankAt and
+	// PositionOf read it.
 	Ranks []int `json:"ranks,omitempty"`
 	// Schedule is ScheduleScreen or ScheduleFull; Rounds are its rounds.
 	// Seed drew the screen's matchings (MeshOptions.Seed repeats them).
@@ -199,14 +200,33 @@ type MeshReport struct {
 	NotReached  []int `json:"not_reached,omitempty"`
 }
 
-// Culprit is a host or link the mesh blames, with why.
-type Culprit struct {
-	Hosts []string `json:"hosts"` // one host, or the two ends of a link
-	// Ranks are launcher ranks in a job's report (RunMeshJob, Prove);
-	// RunMesh alone, which knows no launcher, gives mesh positions.
-	Ranks    []int    `json:"ranks"`
-	Reason   string   `json:"reason"`
-	Evidence []string `json:"evidence"`
+// RankAt is the launcher rank at mesh position pos: Ranks[pos], or pos
+// itself when positions are ranks (Ranks nil). It is the one mapping from
+// positions to ranks.
+func (r *MeshReport) RankAt(pos int) int {
+	if r.Ranks != nil && pos >= 0 && pos < len(r.Ranks) {
+		return r.Ranks[pos]
+	}
+	return pos
+}
+
+// PositionOf is the mesh position of launcher rank rank; false when the
+// rank had none (it never joined, or could not take part).
+func (r *MeshReport) PositionOf(rank int) (int, bool) {
+	for pos := range r.Hosts {
+		if r.RankAt(pos) == rank {
+			return pos, true
+		}
+	}
+	return 0, false
+}
+
+// HostAt is the host name at mesh position pos ("" past the hosts).
+func (r *MeshReport) HostAt(pos int) string {
+	if pos >= 0 && pos < len(r.Hosts) {
+		return r.Hosts[pos]
+	}
+	return ""
 }
 
 // RunMesh tests pairs of hosts in rounds of disjoint pairs run in parallel
@@ -214,9 +234,15 @@ type Culprit struct {
 // outliers a second pass against known-good hosts to tell a bad host from a
 // bad link.
 func RunMesh(ctx context.Context, hosts []string, t PairTester, opt MeshOptions) *MeshReport {
+	return runMesh(ctx, hosts, nil, t, opt)
+}
+
+// runMesh is RunMesh in a job: ranks[i] is the launcher rank at mesh
+// position i (nil: positions are ranks), so that the culprits name both.
+func runMesh(ctx context.Context, hosts []string, ranks []int, t PairTester, opt MeshOptions) *MeshReport {
 	opt = opt.withDefaults()
 	n := len(hosts)
-	rep := &MeshReport{Hosts: hosts, ExpectGbps: opt.ExpectGbps, Status: health.OK}
+	rep := &MeshReport{Hosts: hosts, Ranks: ranks, ExpectGbps: opt.ExpectGbps, Status: health.OK}
 	var rounds [][]Pair
 	rep.Schedule, rounds = meshSchedule(n, opt)
 	rep.Seed = opt.Seed
@@ -390,6 +416,7 @@ func analyze(ctx context.Context, rep *MeshReport, t PairTester, opt MeshOptions
 	j.suspects()
 	j.retestHosts(ctx, t, j.references())
 	j.retestLinks(ctx, t)
+	rep.nameDevices()
 	switch {
 	case len(rep.BadHosts) > 0 || len(rep.BadLinks) > 0 || len(rep.DeadHosts) > 0:
 		rep.Status = health.Fail
@@ -430,11 +457,9 @@ func (j *meshJudge) deadHosts() {
 	for h := 0; h < j.n; h++ {
 		if j.tests[h] > 1 && j.failed[h] == j.tests[h] {
 			j.dead[h] = true
-			j.rep.DeadHosts = append(j.rep.DeadHosts, Culprit{
-				Hosts: []string{j.rep.Hosts[h]}, Ranks: []int{h},
-				Reason:   "every test with this host failed",
-				Evidence: []string{fmt.Sprintf("%d of %d tests failed, e.g. %s", j.failed[h], j.tests[h], firstError(j.rep.Results, h))},
-			})
+			c := newCulprit(CulpritHost, health.Fail, StageMesh, "every test with this host failed").at(j.rep, h)
+			c.Evidence = []string{fmt.Sprintf("%d of %d tests failed, e.g. %s", j.failed[h], j.tests[h], firstError(j.rep.Results, h))}
+			j.rep.DeadHosts = append(j.rep.DeadHosts, *c)
 		}
 	}
 }
@@ -517,12 +542,10 @@ func (j *meshJudge) retestHosts(ctx context.Context, t PairTester, refs []int) {
 		}
 		if bad, why := j.rep.low(*r, j.opt); bad {
 			j.badHost[h] = true
-			j.rep.BadHosts = append(j.rep.BadHosts, Culprit{
-				Hosts: []string{j.rep.Hosts[h]}, Ranks: []int{h},
-				Reason: "slow against a known-good host too",
-				Evidence: append([]string{fmt.Sprintf("second pass with %s: %s", j.rep.Hosts[r.Server], why)},
-					outlierEvidence(j.rep, j.outliers, h, j.tests[h])...),
-			})
+			c := newCulprit(CulpritHost, health.Fail, StageMesh, "slow against a known-good host too").at(j.rep, h)
+			c.Evidence = append([]string{fmt.Sprintf("second pass with %s: %s", j.rep.Hosts[r.Server], why)},
+				outlierEvidence(j.rep, j.outliers, h, j.tests[h])...)
+			j.rep.BadHosts = append(j.rep.BadHosts, *c)
 		}
 	}
 }
@@ -549,12 +572,10 @@ func (j *meshJudge) retestLinks(ctx context.Context, t PairTester) {
 			continue
 		}
 		_, firstWhy := rep.low(findResult(j.outliers, r.Pair), j.opt)
-		rep.BadLinks = append(rep.BadLinks, Culprit{
-			Hosts: []string{rep.Hosts[r.Server], rep.Hosts[r.Client]}, Ranks: []int{r.Server, r.Client},
-			Reason: "slow between these two hosts only; each is fine with others",
-			Evidence: []string{"mesh: " + firstWhy, "again: " + why,
-				fmt.Sprintf("%s alone: %.1f Gbit/s, %s alone: %.1f Gbit/s", rep.Hosts[r.Server], j.hostOK[r.Server].Gbps, rep.Hosts[r.Client], j.hostOK[r.Client].Gbps)},
-		})
+		c := newCulprit(CulpritLink, health.Fail, StageMesh, "slow between these two hosts only; each is fine with others").at(rep, r.Server, r.Client)
+		c.Evidence = []string{"mesh: " + firstWhy, "again: " + why,
+			fmt.Sprintf("%s alone: %.1f Gbit/s, %s alone: %.1f Gbit/s", rep.Hosts[r.Server], j.hostOK[r.Server].Gbps, rep.Hosts[r.Client], j.hostOK[r.Client].Gbps)}
+		rep.BadLinks = append(rep.BadLinks, *c)
 	}
 }
 
@@ -635,17 +656,4 @@ func Round(v *float64) float64 {
 		return math.NaN()
 	}
 	return math.Round(*v*100) / 100
-}
-
-// toRanks turns the culprits' mesh positions into launcher ranks, once:
-// ranks[i] is the launcher rank at position i (Ranks in the report).
-func (rep *MeshReport) toRanks(ranks []int) {
-	for _, list := range [][]Culprit{rep.BadHosts, rep.BadLinks, rep.DeadHosts} {
-		for i := range list {
-			for k, pos := range list[i].Ranks {
-				list[i].Ranks[k] = ranks[pos]
-			}
-		}
-	}
-	rep.Ranks = ranks
 }

@@ -370,8 +370,7 @@ func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, o
 		hosts[i+1] = m.Host
 	}
 	uniqueNames(hosts, ranks)
-	rep := RunMesh(ctx, hosts, nt, mopt)
-	rep.toRanks(ranks)
+	rep := runMesh(ctx, hosts, ranks, nt, mopt)
 	rep.Authenticated = opt.Authenticated
 	for _, m := range g.Members {
 		_ = m.Conn.Send(ctx, msgBye, struct{}{})
@@ -382,10 +381,9 @@ func RunMeshJob(ctx context.Context, me Rank, addr string, w Worker, port int, o
 		g.Missing = nil
 	}
 	for _, r := range g.Missing {
-		rep.DeadHosts = append(rep.DeadHosts, Culprit{
-			Hosts: []string{fmt.Sprintf("rank %d", r)}, Ranks: []int{r},
-			Reason: "never joined the mesh", Evidence: []string{fmt.Sprintf("no hello within %v", opt.Join)},
-		})
+		c := newCulprit(CulpritHost, health.Fail, StageMesh, "never joined the mesh").on([]string{fmt.Sprintf("rank %d", r)}, []int{r})
+		c.Evidence = []string{fmt.Sprintf("no hello within %v", opt.Join)}
+		rep.DeadHosts = append(rep.DeadHosts, *c)
 		rep.Status = health.Worst(rep.Status, health.Fail)
 	}
 	if len(g.Errors) > 0 {

@@ -29,6 +29,30 @@ const (
 	Incomplete Verdict = "incomplete"
 )
 
+// Order ranks verdicts from the best: none (or one this version does not
+// know) 0, proven 1, incomplete 2, degraded 3, broken 4.
+func (v Verdict) Order() int {
+	switch v {
+	case Proven:
+		return 1
+	case Incomplete:
+		return 2
+	case Degraded:
+		return 3
+	case Broken:
+		return 4
+	}
+	return 0
+}
+
+// WorseVerdict is the worse of a and b by Order; a when they rank alike.
+func WorseVerdict(a, b Verdict) Verdict {
+	if b.Order() > a.Order() {
+		return b
+	}
+	return a
+}
+
 // Stage names, in the order fleet prove runs them.
 const (
 	StageDoctor = "doctor"
@@ -36,48 +60,20 @@ const (
 	StageNCCL   = "nccl"
 )
 
-// StageNotReached is the status of a stage an interrupted run never began.
-const StageNotReached health.Severity = "not reached"
+// StageNotReached is the status of a stage an interrupted run never began:
+// NotReached, as of a host the run never heard from.
+const StageNotReached = NotReached
 
 // Stage is one step of the pipeline and how it ended.
 type Stage struct {
 	Name string `json:"name"` // StageDoctor, StageMesh, StageNCCL
 	// Status: ok, warn, fail; skip when it could not run (the summary says
 	// why: no RDMA device, no nccl-tests); StageNotReached when an
-	// interrupted run never began it.
-	Status  health.Severity `json:"status"`
-	Summary string          `json:"summary"`
-	Seconds float64         `json:"seconds"`
-}
-
-// Culprit kinds.
-const (
-	CulpritHost = "host" // one host: its doctor failed, or the mesh blames it
-	CulpritLink = "link" // a pair of hosts, each fine with others
-	CulpritNCCL = "nccl" // the NCCL run across the hosts
-)
-
-// ProofCulprit is one host, pair or run at fault, with the first thing to
-// fix.
-type ProofCulprit struct {
-	Kind     string          `json:"kind"`     // CulpritHost, CulpritLink, CulpritNCCL
-	Severity health.Severity `json:"severity"` // fail or warn
-	Hosts    []string        `json:"hosts"`    // one host, the two ends of a link; [] for NCCL when no host is named
-	Ranks    []int           `json:"ranks"`    // launcher ranks of Hosts
-	// Stages that found it: "doctor", "mesh", "nccl".
-	Stages []string `json:"stages"`
-	Reason string   `json:"reason"`
-	// Evidence: what the stages saw (findings' summaries, measured Gbit/s).
-	Evidence []string `json:"evidence"`
-	// Devices are the ERIs (device names) the mesh found slow or failing
-	// on this host or link; [] when it could not tell one from another.
-	Devices []string `json:"devices"`
-	// Fix is the first thing to do: the remediation of the host's first
-	// failing doctor finding (in the guide's order), else the stage's own.
-	Fix string `json:"fix"`
-	// FixFrom names where Fix comes from: a finding id ("gdr-peermem"), or
-	// the stage ("mesh", "nccl") when no finding explains it.
-	FixFrom string `json:"fix_from"`
+	// interrupted run never began it. A HostState, as a host's: the stages'
+	// severities count for the verdict, not reached does not.
+	Status  HostState `json:"status"`
+	Summary string    `json:"summary"`
+	Seconds float64   `json:"seconds"`
 }
 
 // ProofHost is one host's line in the proof.
@@ -86,8 +82,8 @@ type ProofHost struct {
 	Host string `json:"host"`
 	// Status is the worst of its doctor status and what the mesh said of
 	// it: ok, warn, fail, or Missing, Errored, NotReached.
-	Status health.Severity `json:"status"`
-	Doctor health.Severity `json:"doctor"` // the doctor's status (or Missing, Errored, NotReached)
+	Status HostState `json:"status"`
+	Doctor HostState `json:"doctor"` // the doctor's status (or Missing, Errored, NotReached)
 	// Mesh: "ok", "bad host", "dead", "bad link" (one of its links),
 	// "no rdma device" (it could not take part: see MeshNote), "not tested".
 	Mesh     string `json:"mesh"`
@@ -106,9 +102,9 @@ type Proof struct {
 	Status health.Severity `json:"status"`
 	Size   int             `json:"size"` // ranks in the job
 	// Culprits: fail first, then by stage and rank ([] when proven).
-	Culprits []ProofCulprit `json:"culprits"`
-	Stages   []Stage        `json:"stages"` // always the three, in order
-	Hosts    []ProofHost    `json:"hosts"`  // by rank
+	Culprits []Culprit   `json:"culprits"`
+	Stages   []Stage     `json:"stages"` // always the three, in order
+	Hosts    []ProofHost `json:"hosts"`  // by rank
 	// Doctor is fleet doctor's report; null only when the run was
 	// interrupted before it.
 	Doctor *FleetReport `json:"doctor"`
@@ -158,7 +154,7 @@ type Judgement struct {
 // the one place that decides the verdict (Prove calls it at rank 0).
 func Judge(j Judgement) *Proof {
 	p := &Proof{Size: j.Size, Doctor: j.Doctor, Mesh: j.Mesh, NCCL: j.NCCL,
-		Culprits: []ProofCulprit{}, Hosts: []ProofHost{}, Errors: []string{},
+		Culprits: []Culprit{}, Hosts: []ProofHost{}, Errors: []string{},
 		Authenticated: j.Authenticated, Interrupted: j.Interrupted, Seconds: j.Seconds}
 	p.Errors = append(p.Errors, j.Errors...)
 	p.Stages = completeStages(j.Stages, j.Interrupted)
@@ -178,12 +174,12 @@ type judging struct {
 	reports  map[int]*HostReport
 	hosts    map[int]*ProofHost
 	order    []int
-	culprits []*ProofCulprit
-	byHost   map[int]*ProofCulprit
+	culprits []*Culprit
+	byHost   map[int]*Culprit
 }
 
 func newJudging(j Judgement) *judging {
-	jd := &judging{j: j, reports: map[int]*HostReport{}, hosts: map[int]*ProofHost{}, byHost: map[int]*ProofCulprit{}}
+	jd := &judging{j: j, reports: map[int]*HostReport{}, hosts: map[int]*ProofHost{}, byHost: map[int]*Culprit{}}
 	for i := range j.Reports {
 		jd.reports[j.Reports[i].Rank] = &j.Reports[i]
 	}
@@ -200,20 +196,8 @@ func newJudging(j Judgement) *judging {
 	return jd
 }
 
-// newCulprit is the one constructor of a culprit: its lists never nil.
-func newCulprit(kind string, sev health.Severity, hosts []string, ranks []int, stage, reason string) *ProofCulprit {
-	if hosts == nil {
-		hosts = []string{}
-	}
-	if ranks == nil {
-		ranks = []int{}
-	}
-	return &ProofCulprit{Kind: kind, Severity: sev, Hosts: hosts, Ranks: ranks, Stages: []string{stage}, Reason: reason,
-		Evidence: []string{}, Devices: []string{}}
-}
-
 // add records c, as the culprit of host rank when rank >= 0.
-func (jd *judging) add(c *ProofCulprit, rank int) {
+func (jd *judging) add(c *Culprit, rank int) {
 	if rank >= 0 {
 		jd.byHost[rank] = c
 	}
@@ -227,10 +211,10 @@ func (jd *judging) doctor() {
 		return
 	}
 	for _, h := range jd.j.Doctor.Hosts {
-		if h.Status == health.OK || h.Status == NotReached {
+		if h.Status == HostOK || h.Status == NotReached {
 			continue
 		}
-		c := newCulprit(CulpritHost, hostSeverity(h.Status), []string{h.Host}, []int{h.Rank}, StageDoctor, "")
+		c := newCulprit(CulpritHost, hostSeverity(h.Status.Severity()), StageDoctor, "").on([]string{h.Host}, []int{h.Rank})
 		if f, ok := firstFix(jd.reports[h.Rank]); ok {
 			c.Reason = fmt.Sprintf("doctor: %s: %s", f.ID, f.Summary)
 			c.Evidence = append(c.Evidence, boundedEvidence(f.Evidence, 3)...)
@@ -269,8 +253,8 @@ func (jd *judging) noMesh() {
 		if h == nil {
 			continue
 		}
-		h.Status = health.Worst(h.Status, health.Fail)
-		c := newCulprit(CulpritHost, health.Fail, []string{h.Host}, []int{r}, StageMesh, why)
+		h.Status = WorseState(h.Status, HostFail)
+		c := newCulprit(CulpritHost, health.Fail, StageMesh, why).on([]string{h.Host}, []int{r})
 		c.FixFrom = StageMesh
 		c.Fix = "the host has no RDMA device erdmakit could open while its doctor passed: run `erdmakit devices` and `erdmakit doctor -v` on it " +
 			"(driver loaded, ERIs attached: `erdmakit eri status`), and check -d names a device it has"
@@ -286,18 +270,16 @@ func (jd *judging) mesh() {
 	if m == nil {
 		return
 	}
-	devices := meshDevices(m)
-	pos := meshPositions(m)
-	for _, h := range jd.hosts {
-		if _, in := pos[h.Rank]; in && h.Mesh == "not tested" {
+	for pos := range m.Hosts {
+		if h := jd.hosts[m.RankAt(pos)]; h != nil && h.Mesh == "not tested" {
 			h.Mesh = "ok"
 		}
 	}
 	for _, cu := range m.DeadHosts {
-		jd.meshHost(cu, "dead", devices, pos)
+		jd.meshHost(cu, "dead")
 	}
 	for _, cu := range m.BadHosts {
-		jd.meshHost(cu, "bad host", devices, pos)
+		jd.meshHost(cu, "bad host")
 	}
 	for _, cu := range m.BadLinks {
 		for _, r := range cu.Ranks {
@@ -305,16 +287,16 @@ func (jd *judging) mesh() {
 				h.Mesh = "bad link"
 			}
 		}
-		c := newCulprit(CulpritLink, health.Fail, append([]string(nil), cu.Hosts...), append([]int(nil), cu.Ranks...), StageMesh, "mesh: "+cu.Reason)
-		c.Evidence, c.Devices, c.FixFrom = boundedEvidence(cu.Evidence, 4), devices.link(cu.Ranks, pos), StageMesh
+		c := newCulprit(CulpritLink, health.Fail, StageMesh, "mesh: "+cu.Reason).on(cu.Hosts, cu.Ranks)
+		c.Positions = append(c.Positions, cu.Positions...)
+		c.Devices = append(c.Devices, cu.Devices...)
+		c.Evidence, c.FixFrom = boundedEvidence(cu.Evidence, 4), StageMesh
 		c.Fix = "each host is fine with others: the path between them is at fault (placement, vSwitch, security group); " +
 			"confirm with `erdmakit bw run` between the two, device by device, and open a ticket with Alibaba Cloud support naming both instances"
 		jd.add(c, -1)
 	}
 	for _, pr := range m.Transient {
-		a, b := meshHost(m, pr.Server), meshHost(m, pr.Client)
-		c := newCulprit(CulpritLink, health.Warn, []string{a.host, b.host}, []int{a.rank, b.rank}, StageMesh,
-			"mesh: slow once, fine when tested again (transient)")
+		c := newCulprit(CulpritLink, health.Warn, StageMesh, "mesh: slow once, fine when tested again (transient)").at(m, pr.Server, pr.Client)
 		c.Evidence, c.FixFrom = transientEvidence(m, pr), StageMesh
 		c.Fix = "run `erdmakit bw mesh` (or fleet prove) again; a pair slow again is a bad link, other traffic on these hosts during the test explains a one-off"
 		jd.add(c, -1)
@@ -323,32 +305,32 @@ func (jd *judging) mesh() {
 
 // meshHost adds the mesh's dead or bad host cu (label) to its host's
 // culprit, or makes one.
-func (jd *judging) meshHost(cu Culprit, label string, devices eriStats, pos map[int]int) {
+func (jd *judging) meshHost(cu Culprit, label string) {
 	if len(cu.Ranks) == 0 {
 		return
 	}
 	rank := cu.Ranks[0]
 	if h := jd.hosts[rank]; h != nil {
 		h.Mesh = label
-		h.Status = health.Worst(h.Status, health.Fail)
+		h.Status = WorseState(h.Status, HostFail)
 		if h.Doctor == Missing || h.Doctor == Errored {
 			h.Status = h.Doctor
 		}
 	}
 	ev := append([]string{cu.Reason}, boundedEvidence(cu.Evidence, 3)...)
-	devs := devices.host(pos[rank])
 	if c := jd.byHost[rank]; c != nil {
 		c.Severity = health.Fail
 		c.Stages = append(c.Stages, StageMesh)
 		c.Evidence = append(c.Evidence, prefixAll("mesh: ", ev)...)
-		c.Devices = devs
+		c.Positions, c.Devices = append(c.Positions[:0], cu.Positions...), append(c.Devices[:0], cu.Devices...)
 		if c.FixFrom == StageDoctor && c.Fix == "" {
 			c.Fix, c.FixFrom = meshHostFix(label), StageMesh
 		}
 		return
 	}
-	c := newCulprit(CulpritHost, health.Fail, append([]string(nil), cu.Hosts...), []int{rank}, StageMesh, "mesh: "+cu.Reason)
-	c.Evidence, c.Devices = boundedEvidence(cu.Evidence, 4), devs
+	c := newCulprit(CulpritHost, health.Fail, StageMesh, "mesh: "+cu.Reason).on(cu.Hosts, []int{rank})
+	c.Positions, c.Devices = append(c.Positions, cu.Positions...), append(c.Devices, cu.Devices...)
+	c.Evidence = boundedEvidence(cu.Evidence, 4)
 	c.Fix, c.FixFrom = meshHostFix(label), StageMesh
 	jd.add(c, rank)
 }
@@ -359,7 +341,7 @@ func (jd *judging) nccl() {
 	if n == nil || (n.Status != health.Fail && n.Status != health.Warn) {
 		return
 	}
-	c := newCulprit(CulpritNCCL, hostSeverity(n.Status), nil, nil, StageNCCL, "")
+	c := newCulprit(CulpritNCCL, hostSeverity(n.Status), StageNCCL, "")
 	c.FixFrom = StageNCCL
 	for _, sev := range []health.Severity{health.Fail, health.Warn} {
 		for _, f := range n.Findings {
@@ -393,8 +375,8 @@ func (jd *judging) nccl() {
 func (jd *judging) finish(p *Proof) {
 	status := health.OK
 	for _, s := range p.Stages {
-		if s.Status.Valid() {
-			status = health.Worst(status, s.Status)
+		if s.Status.Reported() {
+			status = health.Worst(status, s.Status.Severity())
 		}
 	}
 	culprits := jd.culprits
@@ -434,7 +416,7 @@ func (jd *judging) finish(p *Proof) {
 func completeStages(given []Stage, interrupted bool) []Stage {
 	out := make([]Stage, 0, 3)
 	for _, name := range []string{StageDoctor, StageMesh, StageNCCL} {
-		s := Stage{Name: name, Status: health.Skip, Summary: "not run"}
+		s := Stage{Name: name, Status: HostSkip, Summary: "not run"}
 		if interrupted {
 			s = Stage{Name: name, Status: StageNotReached, Summary: "the run was interrupted before this stage"}
 		}
@@ -465,8 +447,8 @@ func firstRank(r []int) int {
 	return r[0]
 }
 
-// hostSeverity is how a host status counts for the verdict: warn stays
-// warn, the rest (fail, missing, error) is fail.
+// hostSeverity is how a culprit's severity counts: warn stays warn, the
+// rest (fail, and a host state's fail: Missing, Errored) is fail.
 func hostSeverity(s health.Severity) health.Severity {
 	if s == health.Warn {
 		return health.Warn
@@ -562,35 +544,6 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-// meshPositions maps launcher ranks to mesh positions.
-func meshPositions(m *MeshReport) map[int]int {
-	pos := map[int]int{}
-	for i := range m.Hosts {
-		r := i
-		if m.Ranks != nil && i < len(m.Ranks) {
-			r = m.Ranks[i]
-		}
-		pos[r] = i
-	}
-	return pos
-}
-
-type rankHost struct {
-	rank int
-	host string
-}
-
-func meshHost(m *MeshReport, i int) rankHost {
-	rh := rankHost{rank: i}
-	if m.Ranks != nil && i < len(m.Ranks) {
-		rh.rank = m.Ranks[i]
-	}
-	if i < len(m.Hosts) {
-		rh.host = m.Hosts[i]
-	}
-	return rh
-}
-
 func transientEvidence(m *MeshReport, p Pair) []string {
 	var ev []string
 	for _, r := range m.Results {
@@ -607,101 +560,6 @@ func transientEvidence(m *MeshReport, p Pair) []string {
 		ev = []string{}
 	}
 	return ev
-}
-
-// eriStats tells which device index (ERI) of a pair test is at fault: the
-// median Gbit/s of each index over the fleet's good tests, and the tests
-// themselves.
-type eriStats struct {
-	m      *MeshReport
-	median map[int]float64
-}
-
-func meshDevices(m *MeshReport) eriStats {
-	per := map[int][]float64{}
-	for _, r := range m.Results {
-		for _, d := range r.Devices {
-			if d.Error == "" {
-				per[d.Index] = append(per[d.Index], d.Gbps)
-			}
-		}
-	}
-	med := map[int]float64{}
-	for i, v := range per {
-		med[i] = median(v)
-	}
-	return eriStats{m: m, median: med}
-}
-
-// slow lists the devices of r below 80 % of their index's median, or
-// failed; nil when every device did as well as the others (the pair is
-// slow as a whole, or one device result only).
-func (e eriStats) slow(r PairResult) map[int]string {
-	if len(r.Devices) < 2 {
-		return nil
-	}
-	out := map[int]string{}
-	for _, d := range r.Devices {
-		if d.Error != "" || (e.median[d.Index] > 0 && d.Gbps < 0.8*e.median[d.Index]) {
-			name := d.Name
-			if name == "" {
-				name = fmt.Sprintf("device %d", d.Index)
-			}
-			out[d.Index] = name
-		}
-	}
-	if len(out) == len(r.Devices) {
-		return nil // all of them: not one ERI's fault
-	}
-	return out
-}
-
-// host names the ERIs slow in most of the tests of mesh position h that
-// were slow at all.
-func (e eriStats) host(h int) []string {
-	return e.common(func(r PairResult) bool { return r.Server == h || r.Client == h })
-}
-
-func (e eriStats) link(ranks []int, pos map[int]int) []string {
-	if len(ranks) != 2 {
-		return []string{}
-	}
-	a, b := pos[ranks[0]], pos[ranks[1]]
-	return e.common(func(r PairResult) bool { return (r.Server == a && r.Client == b) || (r.Server == b && r.Client == a) })
-}
-
-func (e eriStats) common(match func(PairResult) bool) []string {
-	count := map[int]int{}
-	names := map[int]string{}
-	tests := 0
-	for _, list := range [][]PairResult{e.m.Results, e.m.SecondPass} {
-		for _, r := range list {
-			if !match(r) {
-				continue
-			}
-			s := e.slow(r)
-			if len(s) == 0 {
-				continue
-			}
-			tests++
-			for i, n := range s {
-				count[i]++
-				names[i] = n
-			}
-		}
-	}
-	out := []string{}
-	var idx []int
-	for i, c := range count {
-		if 2*c > tests {
-			idx = append(idx, i)
-		}
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
-		out = append(out, names[i])
-	}
-	return out
 }
 
 // rankOf finds the launcher rank of a host name (as the host or its

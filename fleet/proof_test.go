@@ -66,11 +66,11 @@ func simulatedProof(t *testing.T, n int, run *nccl.RunReport) *Proof {
 	sim.slowLink[key(3, 17)] = 0.5
 	sim.dead[n-1] = true
 	mesh := RunMesh(context.Background(), names, sim, MeshOptions{ExpectGbps: 180, PairTimeout: 10 * time.Second, FullMesh: true})
-	stages := []Stage{{Name: StageDoctor, Status: doc.Status}, {Name: StageMesh, Status: mesh.Status}}
+	stages := []Stage{{Name: StageDoctor, Status: StateOf(doc.Status)}, {Name: StageMesh, Status: StateOf(mesh.Status)}}
 	if run != nil {
-		stages = append(stages, Stage{Name: StageNCCL, Status: run.Status})
+		stages = append(stages, Stage{Name: StageNCCL, Status: StateOf(run.Status)})
 	} else {
-		stages = append(stages, Stage{Name: StageNCCL, Status: health.Skip, Summary: "nccl-tests not found"})
+		stages = append(stages, Stage{Name: StageNCCL, Status: HostSkip, Summary: "nccl-tests not found"})
 	}
 	return Judge(Judgement{Size: n, Doctor: doc, Reports: reports, Mesh: mesh, NCCL: run, Stages: stages, Authenticated: true})
 }
@@ -88,9 +88,9 @@ func TestJudgeSimulated256Hosts(t *testing.T) {
 	assert.Equal(t, 2, p.Exit())
 	require.Len(t, p.Hosts, n)
 	require.Len(t, p.Stages, 3)
-	assert.Equal(t, health.Skip, p.Stages[2].Status)
+	assert.Equal(t, HostSkip, p.Stages[2].Status)
 
-	byKey := map[string]ProofCulprit{}
+	byKey := map[string]Culprit{}
 	for _, c := range p.Culprits {
 		k := fmt.Sprintf("%s %v", c.Kind, c.Ranks)
 		_, dup := byKey[k]
@@ -131,8 +131,8 @@ func TestJudgeSimulated256Hosts(t *testing.T) {
 	assert.Contains(t, dead.Reason, "every test with this host failed")
 
 	assert.Equal(t, "bad host", p.Hosts[42].Mesh)
-	assert.Equal(t, health.Fail, p.Hosts[42].Status, "the mesh makes a clean doctor's host fail")
-	assert.Equal(t, health.OK, p.Hosts[42].Doctor)
+	assert.Equal(t, HostFail, p.Hosts[42].Status, "the mesh makes a clean doctor's host fail")
+	assert.Equal(t, HostOK, p.Hosts[42].Doctor)
 	assert.Equal(t, "dead", p.Hosts[n-1].Mesh)
 	assert.Equal(t, "bad link", p.Hosts[3].Mesh)
 	assert.Equal(t, "ok", p.Hosts[0].Mesh)
@@ -160,7 +160,7 @@ func TestJudgeDoctorAndMeshBlameOneHost(t *testing.T) {
 	sim.rate[2] = 20
 	mesh := RunMesh(context.Background(), names, sim, MeshOptions{ExpectGbps: 95})
 	p := Judge(Judgement{Size: n, Doctor: doc, Reports: reports, Mesh: mesh,
-		Stages: []Stage{{Name: StageDoctor, Status: doc.Status}, {Name: StageMesh, Status: mesh.Status}}})
+		Stages: []Stage{{Name: StageDoctor, Status: StateOf(doc.Status)}, {Name: StageMesh, Status: StateOf(mesh.Status)}}})
 	require.Len(t, p.Culprits, 1, "%+v", p.Culprits)
 	c := p.Culprits[0]
 	assert.Equal(t, []string{StageDoctor, StageMesh}, c.Stages)
@@ -180,7 +180,7 @@ func TestJudgeProvenAndNCCL(t *testing.T) {
 	good := nccl.NewRunReport(&nccl.RunResult{ExitCode: 0}, nccl.Expectation{})
 	good.Status, good.Findings = health.OK, []health.Finding{{ID: "nccl-transport", Severity: health.OK, Summary: "NET/IB"}}
 	j := Judgement{Size: n, Doctor: doc, Reports: reports, Mesh: mesh, NCCL: good,
-		Stages: []Stage{{Name: StageDoctor, Status: health.OK}, {Name: StageMesh, Status: health.OK}, {Name: StageNCCL, Status: health.OK}}}
+		Stages: []Stage{{Name: StageDoctor, Status: HostOK}, {Name: StageMesh, Status: HostOK}, {Name: StageNCCL, Status: HostOK}}}
 	p := Judge(j)
 	assert.Equal(t, Proven, p.Verdict)
 	assert.Equal(t, 0, p.Exit())
@@ -190,7 +190,7 @@ func TestJudgeProvenAndNCCL(t *testing.T) {
 	bad.Status = health.Fail
 	bad.Findings = []health.Finding{{ID: "nccl-transport", Severity: health.Fail, Summary: "NCCL fell back to sockets", Remediation: "export NCCL_IB_HCA=erdma"}}
 	bad.LaunchFailures = []nccl.LaunchFailure{{Rank: 9, Host: "gpu002", Summary: "rank 9 exited"}}
-	j.NCCL, j.Stages[2].Status = &bad, health.Fail
+	j.NCCL, j.Stages[2].Status = &bad, HostFail
 	p = Judge(j)
 	assert.Equal(t, Broken, p.Verdict)
 	require.Len(t, p.Culprits, 1)

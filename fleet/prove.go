@@ -149,7 +149,7 @@ func proveRank0(ctx context.Context, me Rank, addr string, cfg ProveConfig, opt 
 			progress(ProveProgress{Stage: StageDoctor, Done: received, Total: me.Size, Message: fmt.Sprintf("%s reported", m.Host)})
 		})
 	j.Doctor, j.Reports, j.Errors = fr, reports, append(j.Errors, g.Errors...)
-	j.Stages = append(j.Stages, Stage{Name: StageDoctor, Status: fr.Status, Summary: doctorSummary(fr), Seconds: time.Since(start).Seconds()})
+	j.Stages = append(j.Stages, Stage{Name: StageDoctor, Status: StateOf(fr.Status), Summary: doctorSummary(fr), Seconds: time.Since(start).Seconds()})
 	progress(ProveProgress{Stage: StageDoctor, Done: len(reports), Total: me.Size, Message: doctorSummary(fr)})
 	if interrupted {
 		j.Stages[0].Status = StageNotReached
@@ -207,7 +207,7 @@ func (r0 *rank0) meshStage(ctx context.Context, fr *FleetReport, working map[int
 	start := time.Now()
 	st := Stage{Name: StageMesh}
 	if len(ranks) < 2 {
-		st.Status = health.Skip
+		st.Status = HostSkip
 		st.Summary = fmt.Sprintf("%d host(s) can take part: no pair to test", len(ranks))
 		if len(j.NoMesh) > 0 {
 			st.Summary += "; " + noMeshSummary(j.NoMesh, names)
@@ -215,7 +215,7 @@ func (r0 *rank0) meshStage(ctx context.Context, fr *FleetReport, working map[int
 	} else {
 		rep := r0.mesh(ctx, ranks, names)
 		j.Mesh = rep
-		st.Status = rep.Status
+		st.Status = StateOf(rep.Status)
 		st.Summary = meshSummary(rep)
 		if len(j.NoMesh) > 0 {
 			st.Summary += "; without " + noMeshSummary(j.NoMesh, names)
@@ -256,8 +256,7 @@ func (r0 *rank0) mesh(ctx context.Context, ranks []int, names map[int]string) *M
 		pairs += len(r)
 	}
 	r0.progress(ProveProgress{Stage: StageMesh, Total: len(rounds), Message: fmt.Sprintf("%d hosts, %d pairs in %d rounds (%s)", len(ranks), pairs, len(rounds), sched)})
-	rep := RunMesh(ctx, hosts, nt, mopt)
-	rep.toRanks(ranks)
+	rep := runMesh(ctx, hosts, ranks, nt, mopt)
 	rep.Authenticated = r0.opt.Authenticated
 	if rep.Results == nil {
 		rep.Results = []PairResult{}
@@ -274,7 +273,7 @@ func (r0 *rank0) ncclStage(ctx context.Context) Stage {
 	start := time.Now()
 	st := Stage{Name: StageNCCL}
 	if r0.cfg.NCCL == nil {
-		st.Status, st.Summary = health.Skip, "no NCCL run configured"
+		st.Status, st.Summary = HostSkip, "no NCCL run configured"
 		st.Seconds = time.Since(start).Seconds()
 		return st
 	}
@@ -294,18 +293,18 @@ func (r0 *rank0) ncclStage(ctx context.Context) Stage {
 	rep, err := r0.cfg.NCCL(ctx, jh)
 	switch {
 	case errors.Is(err, ErrSkipped):
-		st.Status, st.Summary = health.Skip, strings.TrimSuffix(err.Error(), ": "+ErrSkipped.Error())
+		st.Status, st.Summary = HostSkip, strings.TrimSuffix(err.Error(), ": "+ErrSkipped.Error())
 	case ctx.Err() != nil:
 		st.Status, st.Summary = StageNotReached, "interrupted during the NCCL run"
 		j.NCCL = rep
 	case err != nil:
-		st.Status, st.Summary = health.Fail, "could not run: "+err.Error()
+		st.Status, st.Summary = HostFail, "could not run: "+err.Error()
 		j.Errors = append(j.Errors, "nccl: "+err.Error())
 	case rep == nil:
-		st.Status, st.Summary = health.Fail, "the NCCL run gave no report"
+		st.Status, st.Summary = HostFail, "the NCCL run gave no report"
 	default:
 		j.NCCL = rep
-		st.Status, st.Summary = rep.Status, ncclSummary(rep)
+		st.Status, st.Summary = StateOf(rep.Status), ncclSummary(rep)
 	}
 	st.Seconds = time.Since(start).Seconds()
 	return st
@@ -313,7 +312,7 @@ func (r0 *rank0) ncclStage(ctx context.Context) Stage {
 
 func doctorSummary(fr *FleetReport) string {
 	var parts []string
-	for _, s := range []health.Severity{health.OK, health.Warn, health.Fail, Errored, Missing, NotReached} {
+	for _, s := range HostStates() {
 		if n := len(fr.ByStatus[s]); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, s))
 		}

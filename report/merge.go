@@ -137,7 +137,7 @@ func hostRows(rows []hostRow, kept []finding) []hostRow {
 	add := func(name string) *hostRow {
 		h := byHost[name]
 		if h == nil {
-			h = &hostRow{Host: name, Status: health.OK, newness: -1}
+			h = &hostRow{Host: name, Status: fleet.HostOK, newness: -1}
 			byHost[name] = h
 			order = append(order, name)
 		}
@@ -162,7 +162,7 @@ func hostRows(rows []hostRow, kept []finding) []hostRow {
 		// a health severity (missing, error, not reached).
 		if r.newness > h.newness && r.doctor {
 			h.newness = r.newness
-			if !r.Status.Valid() && r.Status != "" {
+			if !r.Status.Reported() && r.Status != "" {
 				h.Status = r.Status
 			}
 		}
@@ -179,9 +179,7 @@ func hostRows(rows []hostRow, kept []finding) []hostRow {
 			}
 			h := add(name)
 			addSource(name, f.Source)
-			if sevOrder(f.Severity) > sevOrder(h.Status) {
-				h.Status = f.Severity
-			}
+			h.Status = fleet.WorseState(h.Status, fleet.StateOf(f.Severity))
 			if f.Severity.Rank() == 0 && f.Severity.Valid() {
 				continue
 			}
@@ -245,7 +243,11 @@ func meshCulprits(m *fleet.MeshReport, source string, newness int) []culprit {
 	var out []culprit
 	add := func(kind string, cs []fleet.Culprit, fix string) {
 		for _, c := range cs {
-			out = append(out, culprit{Kind: kind, Hosts: pair(c.Hosts), Reason: c.Reason, Fix: fix,
+			k := c.Kind
+			if k == "" {
+				k = kind // a report older than the culprit's kind
+			}
+			out = append(out, culprit{Kind: k, Hosts: pair(c.Hosts), Reason: c.Reason, Fix: fix,
 				FixFrom: fmt.Sprintf("bw mesh, %s", source), Severity: health.Fail, newness: newness})
 		}
 	}

@@ -73,7 +73,7 @@ func TestHostsMergedAcrossInputs(t *testing.T) {
 	fixed.Hosts = append([]fleet.HostSummary(nil), fixed.Hosts...)
 	for i, h := range fixed.Hosts {
 		if h.Host == "vm#3" {
-			fixed.Hosts[i].Status, fixed.Hosts[i].Problems = health.OK, []string{}
+			fixed.Hosts[i].Status, fixed.Hosts[i].Problems = fleet.HostOK, []string{}
 		}
 	}
 	var diffs []fleet.Difference
@@ -100,7 +100,7 @@ func TestHostsMergedAcrossInputs(t *testing.T) {
 		return hostRow{}
 	}
 	vm2 := row("vm#2")
-	assert.Equal(t, health.Fail, vm2.Status)
+	assert.Equal(t, fleet.HostFail, vm2.Status)
 	assert.Equal(t, []string{"gdr-peermem"}, vm2.Problems)
 	assert.Equal(t, 1, vm2.Fail)
 	// The fleet doctor, given last, is the newer: vm#3's mtu passes; its
@@ -127,7 +127,7 @@ func TestHostsMergedAcrossInputs(t *testing.T) {
 	p, err = build(Options{}, ins)
 	require.NoError(t, err)
 	onePerHostAndCheck(t, p)
-	assert.Equal(t, health.Fail, row("vm#3").Status)
+	assert.Equal(t, fleet.HostFail, row("vm#3").Status)
 	assert.Equal(t, []string{"mtu", "prove-link"}, row("vm#3").Problems)
 	assert.Contains(t, p.Notes[len(p.Notes)-1], "the file modified last")
 }

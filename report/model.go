@@ -26,8 +26,8 @@ import (
 // page is what the template renders.
 type page struct {
 	Title     string
-	DocTitle  string // the window's title: Title and the verdict, said once
-	Verdict   string // fleet prove's word (proven, degraded, broken) when a proof is among the inputs
+	DocTitle  string        // the window's title: Title and the verdict, said once
+	Verdict   fleet.Verdict // fleet prove's word (proven, degraded, broken) when a proof is among the inputs
 	Generated string
 	Status    health.Severity // the worst over the inputs
 	Headline  string
@@ -73,7 +73,7 @@ type culprit struct {
 
 type hostRow struct {
 	Host     string
-	Status   health.Severity
+	Status   fleet.HostState
 	Fail     int
 	Warn     int
 	Problems []string
@@ -204,7 +204,7 @@ func build(opts Options, inputs []Input) (*page, error) {
 		s.Name = displayName(in.Name)
 		fs, hs := buildSection(s, in)
 		if pr, ok := in.value.(*fleet.Proof); ok {
-			p.Verdict = worseVerdict(p.Verdict, string(pr.Verdict))
+			p.Verdict = fleet.WorseVerdict(p.Verdict, pr.Verdict)
 			for _, c := range pr.Culprits {
 				culprits = append(culprits, culprit{Kind: c.Kind, Hosts: pair(c.Hosts), Reason: c.Reason,
 					Fix: c.Fix, FixFrom: c.FixFrom, Severity: c.Severity, newness: order[idx]})
@@ -274,7 +274,7 @@ func build(opts Options, inputs []Input) (*page, error) {
 	}
 	p.Checks = checkTable(all)
 	sort.SliceStable(p.Hosts, func(i, j int) bool {
-		a, b := sevOrder(p.Hosts[i].Status), sevOrder(p.Hosts[j].Status)
+		a, b := p.Hosts[i].Status.Order(), p.Hosts[j].Status.Order()
 		if a != b {
 			return a > b
 		}
@@ -294,28 +294,13 @@ func displayName(name string) string {
 	return name
 }
 
-// sevOrder sorts severities: fail (and a host's missing, error) above
-// warn above skip above ok.
-func sevOrder(s health.Severity) int {
-	switch s {
-	case health.OK, "":
-		return 0
-	case health.Skip:
-		return 1
-	case health.Warn:
-		return 2
-	case health.Fail:
-		return 4
-	}
-	return 3 // missing, error, not reached: below fail, above warn
-}
+// sevOrder sorts severities as fleet sorts host states (fleet.HostState.Order):
+// fail (and a host's missing, error) above warn above skip above ok.
+func sevOrder(s health.Severity) int { return fleet.StateOf(s).Order() }
 
-func worst(a, b health.Severity) health.Severity {
-	if !b.Valid() && b != "" {
-		return health.Worst(a, health.Fail)
-	}
-	return health.Worst(a, b)
-}
+// worst folds s into status a: a severity as it is, a host's missing or
+// error as fail, not reached as skip (fleet.HostState.Severity).
+func worst(a, s health.Severity) health.Severity { return health.Worst(a, fleet.StateOf(s).Severity()) }
 
 // headline is the verdict in one sentence.
 func headline(p *page, all []finding) string {
@@ -332,7 +317,7 @@ func headline(p *page, all []finding) string {
 	}
 	var b strings.Builder
 	if p.Verdict != "" {
-		b.WriteString(strings.ToUpper(p.Verdict))
+		b.WriteString(strings.ToUpper(string(p.Verdict)))
 		if len(p.Culprits) > 0 {
 			fmt.Fprintf(&b, ": %d culprit(s)", len(p.Culprits))
 			if len(p.Hosts) > 1 {
@@ -473,7 +458,7 @@ func findingsOf(host string, fs []health.Finding) []finding {
 	return out
 }
 
-func hostOf(fs []finding, host string, status health.Severity) hostRow {
+func hostOf(fs []finding, host string, status fleet.HostState) hostRow {
 	h := hostRow{Host: host, Status: status}
 	for _, f := range fs {
 		switch {
@@ -513,7 +498,7 @@ func doctorSection(s *section, name string, r *erdma.Report) ([]finding, []hostR
 	for i := range fs {
 		fs[i].doctor = true
 	}
-	hr := hostOf(fs, host, r.Status)
+	hr := hostOf(fs, host, fleet.StateOf(r.Status))
 	hr.doctor = true
 	return fs, []hostRow{hr}
 }
@@ -547,7 +532,8 @@ func fleetSection(s *section, r *fleet.FleetReport) ([]finding, []hostRow) {
 		hr := hostRow{Host: h.Host, Status: h.Status, doctor: true}
 		if h.Error != "" {
 			id := "host-" + strings.ReplaceAll(string(h.Status), " ", "-")
-			f := finding{Host: h.Host, ID: id, Severity: h.Status, Summary: h.Error, doctor: true}
+			// The finding says the host's state (missing, error) as is.
+			f := finding{Host: h.Host, ID: id, Severity: health.Severity(h.Status), Summary: h.Error, doctor: true}
 			if h.Status == fleet.NotReached {
 				f.Severity = health.Skip
 			}
@@ -561,7 +547,7 @@ func fleetSection(s *section, r *fleet.FleetReport) ([]finding, []hostRow) {
 			g, ok := diff[key{h.Host, id}]
 			f := finding{Host: h.Host, ID: id, Severity: g.Severity, Summary: g.Summary, doctor: true}
 			if !ok {
-				f.Severity = h.Status
+				f.Severity = h.Status.Severity()
 				f.Summary = "the same on every host (fleet doctor gives no summary; the host's doctor --json has the evidence)"
 			}
 			fs = append(fs, f)
@@ -607,7 +593,7 @@ func meshSection(s *section, r *fleet.MeshReport) ([]finding, []hostRow) {
 	hs := make([]hostRow, len(r.Hosts))
 	at := map[string]int{}
 	for i, h := range r.Hosts {
-		hs[i] = hostRow{Host: h, Status: health.OK}
+		hs[i] = hostRow{Host: h, Status: fleet.HostOK}
 		at[h] = i
 	}
 	for _, f := range fs {
@@ -616,7 +602,7 @@ func meshSection(s *section, r *fleet.MeshReport) ([]finding, []hostRow) {
 		}
 		for _, h := range strings.Split(f.Host, " <-> ") {
 			if i, ok := at[h]; ok {
-				hs[i].Status = worst(hs[i].Status, f.Severity)
+				hs[i].Status = fleet.WorseState(hs[i].Status, fleet.StateOf(f.Severity))
 				hs[i].Problems = append(hs[i].Problems, f.ID)
 				if f.Severity == health.Warn {
 					hs[i].Warn++
@@ -1023,15 +1009,6 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// worseVerdict keeps the worse of two fleet prove verdicts.
-func worseVerdict(a, b string) string {
-	rank := map[string]int{"": 0, string(fleet.Proven): 1, string(fleet.Incomplete): 2, string(fleet.Degraded): 3, string(fleet.Broken): 4}
-	if rank[b] > rank[a] {
-		return b
-	}
-	return a
-}
-
 // proveSection shows fleet prove's proof: the stages, the culprits with
 // their fix, each host's doctor findings, and the stages' own reports
 // (their tables and charts; their findings are the culprits already).
@@ -1111,7 +1088,7 @@ func proveSection(s *section, r *fleet.Proof) ([]finding, []hostRow) {
 // docTitle is the page's title with its verdict, unless the title says it
 // already ("erdmakit fleet prove: broken (4 ranks)").
 func docTitle(p *page) string {
-	v := p.Verdict
+	v := string(p.Verdict)
 	if v == "" {
 		v = strings.ToUpper(string(p.Status))
 	}
@@ -1123,7 +1100,7 @@ func docTitle(p *page) string {
 
 // explainedByDoctor reports whether culprit c is one host's doctor
 // finding, listed with that host's findings.
-func explainedByDoctor(r *fleet.Proof, c fleet.ProofCulprit) bool {
+func explainedByDoctor(r *fleet.Proof, c fleet.Culprit) bool {
 	if c.Kind != fleet.CulpritHost || len(c.Hosts) != 1 || c.FixFrom == "" {
 		return false
 	}

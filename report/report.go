@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/erdmakit/erdmakit/fleet"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/version"
 )
@@ -87,22 +88,38 @@ var scriptHash = sync.OnceValue(func() string {
 	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
 })
 
+// stateOf reads a status the template shows: a host's state or a
+// severity (a finding's, a section's), which is a host state too.
+func stateOf(v any) fleet.HostState {
+	switch s := v.(type) {
+	case fleet.HostState:
+		return s
+	case health.Severity:
+		return fleet.StateOf(s)
+	}
+	return ""
+}
+
+// sevClass is the colour (CSS class) of a status: its severity as fleet
+// counts a host state (fleet.HostState.Severity: missing and error as
+// fail, not reached as skip), a stage cut short as skip, none for "".
+func sevClass(v any) string {
+	s := stateOf(v)
+	switch s {
+	case "":
+		return "none"
+	case fleet.HostState(stageInterrupted):
+		return "skip"
+	}
+	return string(s.Severity())
+}
+
 // pageTemplate is parsed at its first use, not at every start of every
 // binary that imports the package (a millisecond and 1,500 allocations).
 var pageTemplate = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("page").Funcs(template.FuncMap{
-		"sev": func(s health.Severity) string {
-			switch s {
-			case health.OK, health.Skip, health.Warn, health.Fail:
-				return string(s)
-			case "":
-				return "none"
-			case "not reached", stageInterrupted: // fleet's NotReached, a stage cut short: say nothing about health
-				return "skip"
-			}
-			return "fail" // a host's missing, error: as bad as fail
-		},
-		"sevrank":    sevOrder,
+		"sev":        sevClass,
+		"sevrank":    func(v any) int { return stateOf(v).Order() },
 		"upper":      func(s health.Severity) string { return strings.ToUpper(string(s)) },
 		"anchor":     func(i int) string { return fmt.Sprintf("s%d", i) },
 		"join":       strings.Join,

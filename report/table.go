@@ -277,7 +277,7 @@ func WriteFleetTable(w io.Writer, rep *fleet.FleetReport, o TableOptions) error 
 	}
 	_ = t.Write(&b)
 	fmt.Fprintf(&b, "\n%d hosts:", rep.Size)
-	for _, s := range []health.Severity{health.OK, health.Warn, health.Fail, fleet.Errored, fleet.Missing, fleet.NotReached} {
+	for _, s := range fleet.HostStates() {
 		if n := len(rep.ByStatus[s]); n > 0 {
 			fmt.Fprintf(&b, " %d %s", n, s)
 		}
@@ -405,7 +405,7 @@ func WriteProofTable(w io.Writer, p *fleet.Proof, o TableOptions) error {
 	var notOK int
 	ht := o.newTable(2, "RANK", "HOST", "STATUS", "DOCTOR", "MESH", "PROBLEMS")
 	for _, h := range p.Hosts {
-		if h.Status == health.OK && (h.Mesh == "ok" || h.Mesh == "not tested") {
+		if h.Status == fleet.HostOK && (h.Mesh == "ok" || h.Mesh == "not tested") {
 			continue
 		}
 		notOK++
@@ -515,7 +515,7 @@ const stageInterrupted health.Severity = "interrupted"
 // "interrupted", not fleet's "not reached".
 func stageStatus(p *fleet.Proof, s fleet.Stage) health.Severity {
 	if s.Status != fleet.StageNotReached {
-		return s.Status
+		return s.Status.Severity()
 	}
 	began := s.Seconds > 0
 	switch s.Name {
@@ -529,5 +529,5 @@ func stageStatus(p *fleet.Proof, s fleet.Stage) health.Severity {
 	if began {
 		return stageInterrupted
 	}
-	return s.Status
+	return health.Severity(s.Status) // shown as is: "not reached"
 }

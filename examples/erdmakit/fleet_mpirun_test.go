@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/erdmakit/erdmakit/fleet"
-	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/fixture"
 )
 
@@ -110,8 +109,8 @@ func TestFleetDoctorUnderMPIRun(t *testing.T) {
 	assert.Equal(t, "fail", string(rep.Status))
 	assert.Equal(t, 4, rep.Size)
 	require.Len(t, rep.Hosts, 4)
-	assert.Equal(t, health.OK, rep.Hosts[0].Status)
-	assert.Equal(t, health.Fail, rep.Hosts[1].Status)
+	assert.Equal(t, fleet.HostOK, rep.Hosts[0].Status)
+	assert.Equal(t, fleet.HostFail, rep.Hosts[1].Status)
 	assert.Contains(t, rep.Hosts[1].Problems, "gdr-peermem")
 	assert.Contains(t, rep.Hosts[3].Problems, "mtu")
 	diffs := map[string]fleet.Difference{}

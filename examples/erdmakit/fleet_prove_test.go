@@ -62,16 +62,16 @@ func checkProof(t *testing.T, p fleet.Proof) {
 	assert.Equal(t, 5, p.Size)
 	require.Len(t, p.Stages, 3)
 	assert.Equal(t, []string{"doctor", "mesh", "nccl"}, []string{p.Stages[0].Name, p.Stages[1].Name, p.Stages[2].Name})
-	assert.Equal(t, health.Fail, p.Stages[1].Status, "%+v", p.Stages[1])
+	assert.Equal(t, fleet.HostFail, p.Stages[1].Status, "%+v", p.Stages[1])
 	assert.Contains(t, p.Stages[1].Summary, "1 host(s) cannot take part")
 	require.NotNil(t, p.Mesh)
 	assert.Equal(t, []int{0, 1, 2, 4}, p.Mesh.Ranks)
 	assert.Len(t, p.Mesh.Results, 6)
 	require.NotNil(t, p.NCCL, "stage: %+v", p.Stages[2])
-	assert.NotEqual(t, health.Skip, p.Stages[2].Status)
+	assert.NotEqual(t, fleet.HostSkip, p.Stages[2].Status)
 	assert.NotEmpty(t, p.NCCL.Rows, "the NCCL run's rows were parsed")
 
-	byRank := map[int]fleet.ProofCulprit{}
+	byRank := map[int]fleet.Culprit{}
 	for _, c := range p.Culprits {
 		require.NotEmpty(t, c.Ranks, "%+v", c)
 		byRank[c.Ranks[0]] = c
@@ -216,7 +216,7 @@ func testFleetProveInterrupted(t *testing.T, bin string) {
 	require.NoError(t, json.Unmarshal([]byte(out.String()), &p), "stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
 	assert.True(t, p.Interrupted)
 	assert.Equal(t, fleet.Incomplete, p.Verdict)
-	assert.Equal(t, health.OK, p.Stages[0].Status)
+	assert.Equal(t, fleet.HostOK, p.Stages[0].Status)
 	assert.Equal(t, fleet.StageNotReached, p.Stages[1].Status)
 	assert.Equal(t, fleet.StageNotReached, p.Stages[2].Status)
 	assert.Empty(t, p.Culprits)
