@@ -63,7 +63,7 @@ libsize:
 
 # The API check, unit, fixture, namespace (as root) and mpirun tests, the
 # release binary's glibc floor, the Kubernetes lab, then the RDMA lab.
-test: deps vet api unit glibc-floor kube-lab lab
+test: deps vet api kube-lab-deps unit glibc-floor kube-lab lab
 
 unit:
 	$(GO) test $(GOFLAGS) -count=1 -timeout 25m ./...
