@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -218,6 +219,7 @@ func TestClusterCloseCleansUp(t *testing.T) {
 		}
 	}
 	chains := iptablesChains(t)
+	dirsBefore := hostDirEntries()
 	hostMounts, err := mounts()
 	require.NoError(t, err)
 	var newCgroups []string
@@ -249,10 +251,25 @@ func TestClusterCloseCleansUp(t *testing.T) {
 		assert.False(t, strings.HasPrefix(m.point, dir+"/"), "mount %s left", m.point)
 	}
 	assert.Equal(t, chains, iptablesChains(t), "the kubelet left iptables chains")
+	assert.Equal(t, dirsBefore, hostDirEntries(), "the lab left files in %v", hostDirs)
 	for _, cg := range newCgroups {
 		assert.NoDirExists(t, cg, "the kubelet's cgroup outlived Close")
 	}
 	require.NoError(t, os.RemoveAll(dir), "the scratch directory can be removed")
+}
+
+// hostDirEntries lists what is under hostDirs.
+func hostDirEntries() []string {
+	var out []string
+	for _, d := range hostDirs {
+		_ = filepath.WalkDir(d, func(p string, _ fs.DirEntry, err error) error {
+			if err == nil {
+				out = append(out, p)
+			}
+			return nil
+		})
+	}
+	return out
 }
 
 // iptablesChains lists the chains of iptables-save and ip6tables-save

@@ -10,9 +10,12 @@ import (
 	"io"
 	"os"
 	"path"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Image is a container image to write as an archive (WriteImage) and
@@ -40,14 +43,20 @@ type Image struct {
 	Created time.Time
 }
 
+// refPattern is an image reference with a tag, as the distribution
+// project's grammar has it: an optional domain (with a port), lower-case
+// path components, a tag of word characters, dots and dashes.
+var refPattern = regexp.MustCompile(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?/)?` +
+	`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+
 // WriteImage writes img as a Docker image archive (manifest.json, the
 // configuration, one layer.tar per layer): the format `ctr images import`,
 // `podman load` and `docker load` all read. No registry and no container
 // engine is involved, so the lab builds its sandbox image and the erdmakit
 // image itself.
 func WriteImage(file string, img Image) error {
-	if img.Ref == "" || !strings.Contains(img.Ref, ":") {
-		return fmt.Errorf("image %q: the ref needs a name and a tag (name:tag)", img.Ref)
+	if !refPattern.MatchString(img.Ref) {
+		return fmt.Errorf("image %q: the ref needs a name and a tag (name:tag, e.g. localhost/erdmakit:kubelab)", img.Ref)
 	}
 	if len(img.Layers) == 0 && len(img.Files) == 0 {
 		return fmt.Errorf("image %s: no layers and no files", img.Ref)
@@ -169,13 +178,19 @@ func digest(open func() (io.ReadCloser, error)) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// imagePath is n relative to the image's root, cleaned ("/usr//bin/x" ->
+// "usr/bin/x").
+func imagePath(n string) string {
+	return path.Clean(strings.TrimLeft(path.Clean("/"+n), "/"))
+}
+
 // filesLayer is a tar of files (path in the image -> file here) with their
 // parent directories, in a stable order.
 func filesLayer(files map[string]string, mtime time.Time) ([]byte, error) {
 	names := make([]string, 0, len(files))
 	for n := range files {
-		clean := path.Clean(strings.TrimPrefix(n, "/"))
-		if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
+		clean := imagePath(n)
+		if clean == "." || slices.Contains(strings.Split(n, "/"), "..") || !utf8.ValidString(n) || strings.ContainsRune(n, 0) {
 			return nil, fmt.Errorf("file %q: not a path inside the image", n)
 		}
 		names = append(names, n)
@@ -185,9 +200,9 @@ func filesLayer(files map[string]string, mtime time.Time) ([]byte, error) {
 	tw := tar.NewWriter(&buf)
 	dirs := map[string]bool{}
 	for _, n := range names {
-		clean := path.Clean(strings.TrimPrefix(n, "/"))
+		clean := imagePath(n)
 		var parents []string
-		for d := path.Dir(clean); d != "."; d = path.Dir(d) {
+		for d := path.Dir(clean); d != "." && d != "/"; d = path.Dir(d) {
 			parents = append([]string{d}, parents...)
 		}
 		for _, d := range parents {

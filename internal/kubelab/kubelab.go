@@ -421,10 +421,11 @@ func (c *Cluster) KubectlWithInput(ctx context.Context, input []byte, args ...st
 // into a pod).
 func (c *Cluster) KubectlPath() string { return c.binary("kubectl") }
 
-// ImportImage imports an image archive (Docker's format, as WriteImage and
-// `podman save --format docker-archive` write; or an OCI archive whose
-// index names its images) into the node's containerd, where pods find it by
-// name, and returns the names it imported.
+// ImportImage imports an image archive into the node's containerd (ctr
+// images import), where pods find it by name, and returns the names it
+// imported. The lab's archives are Docker's format (WriteImage; `podman
+// save --format docker-archive` writes the same); an OCI archive imports
+// under the names its index annotates, if any.
 func (c *Cluster) ImportImage(ctx context.Context, archive string) ([]string, error) {
 	out, err := execx.Output(ctx, "ctr", "--address", c.containerdSock(), "-n", "k8s.io", "images", "import", "--no-unpack=false", archive)
 	if err != nil {

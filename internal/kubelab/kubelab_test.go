@@ -102,6 +102,8 @@ func TestWriteImageRejects(t *testing.T) {
 	}{
 		{"no tag", Image{Ref: "localhost/x", Files: map[string]string{"a": "/etc/hostname"}}, "name and a tag"},
 		{"nothing", Image{Ref: "localhost/x:1"}, "no layers"},
+		{"upper case", Image{Ref: "localhost/X:1", Files: map[string]string{"a": "/etc/hostname"}}, "name and a tag"},
+		{"bad tag", Image{Ref: "localhost/x:-1", Files: map[string]string{"a": "/etc/hostname"}}, "name and a tag"},
 		{"escape", Image{Ref: "localhost/x:1", Files: map[string]string{"../a": "/etc/hostname"}}, "not a path inside"},
 		{"missing file", Image{Ref: "localhost/x:1", Files: map[string]string{"a": filepath.Join(dir, "nope")}}, "no such file"},
 		{"missing layer", Image{Ref: "localhost/x:1", Layers: []string{filepath.Join(dir, "nope.tar")}}, "no such file"},
@@ -198,6 +200,15 @@ func TestStartRejects(t *testing.T) {
 	}
 }
 
+func TestRefPattern(t *testing.T) {
+	for _, ok := range []string{"localhost/erdmakit:kubelab", "localhost/kubelab/pause:1", "registry.example:5000/a/b-c__d:v1.2_3", "erdmakit:x"} {
+		assert.True(t, refPattern.MatchString(ok), ok)
+	}
+	for _, bad := range []string{"", "erdmakit", "localhost/erdmakit", "Erdmakit:1", "a:", "a:.x", "/a:1", "a//b:1", "\xa2:"} {
+		assert.False(t, refPattern.MatchString(bad), bad)
+	}
+}
+
 func TestJoinLabels(t *testing.T) {
 	assert.Equal(t, "a=1,b/c=2", joinLabels(map[string]string{"b/c": "2", "a": "1"}))
 	assert.Equal(t, "", joinLabels(nil))
@@ -207,4 +218,45 @@ func TestUnescapeMount(t *testing.T) {
 	assert.Equal(t, "/a b", unescapeMount(`/a\040b`))
 	assert.Equal(t, "/plain", unescapeMount("/plain"))
 	assert.Equal(t, `/x\`, unescapeMount(`/x\`))
+}
+
+// FuzzWriteImage: any ref and file name either is refused with an error or
+// gives an archive whose manifest names the ref and whose top layer holds
+// the file under its cleaned name.
+func FuzzWriteImage(f *testing.F) {
+	f.Add("localhost/erdmakit:kubelab", "usr/bin/erdmakit")
+	f.Add("localhost/kubelab/pause:1", "pause")
+	f.Add("x:1", "/a/../b")
+	f.Add("nametag", "../escape")
+	f.Fuzz(func(t *testing.T, ref, name string) {
+		dir := t.TempDir()
+		src := filepath.Join(dir, "src")
+		require.NoError(t, os.WriteFile(src, []byte("payload"), 0o644))
+		out := filepath.Join(dir, "img.tar")
+		if err := WriteImage(out, Image{Ref: ref, Files: map[string]string{name: src}}); err != nil {
+			_, serr := os.Stat(out)
+			assert.True(t, os.IsNotExist(serr), "a refused image leaves no archive")
+			return
+		}
+		b, err := os.ReadFile(out)
+		require.NoError(t, err)
+		files := readArchive(t, strings.NewReader(string(b)))
+		var manifest []struct {
+			RepoTags []string
+			Layers   []string
+		}
+		require.NoError(t, json.Unmarshal(files["manifest.json"], &manifest))
+		require.Len(t, manifest, 1)
+		assert.Equal(t, []string{ref}, manifest[0].RepoTags)
+		require.Len(t, manifest[0].Layers, 1)
+		layer := readArchive(t, strings.NewReader(string(files[manifest[0].Layers[0]])))
+		found := false
+		for n, content := range layer {
+			if string(content) == "payload" {
+				found = true
+				assert.False(t, strings.HasPrefix(n, "/") || strings.HasPrefix(n, "../"), "file %q escapes the image", n)
+			}
+		}
+		assert.True(t, found, "the file is in the layer")
+	})
 }

@@ -20,14 +20,16 @@ import (
 const supported = `["0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"]`
 
 func main() {
-	if err := run(os.Stdin, os.Stdout); err != nil {
+	if err := run(os.Getenv, os.Stdin, os.Stdout); err != nil {
 		_ = json.NewEncoder(os.Stdout).Encode(map[string]any{"cniVersion": "1.0.0", "code": 100, "msg": err.Error()})
 		os.Exit(1)
 	}
 }
 
-func run(stdin io.Reader, stdout io.Writer) error {
-	cmd := os.Getenv("CNI_COMMAND")
+// run answers the CNI_COMMAND that getenv gives (os.Getenv: the CNI_*
+// environment) for the network configuration on stdin.
+func run(getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
+	cmd := getenv("CNI_COMMAND")
 	if cmd == "VERSION" {
 		_, err := fmt.Fprintf(stdout, `{"cniVersion":"1.0.0","supportedVersions":%s}`+"\n", supported)
 		return err
@@ -49,7 +51,7 @@ func run(stdin io.Reader, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("CNI_COMMAND %q: want ADD, DEL, CHECK, STATUS, GC or VERSION", cmd)
 	}
-	id, netns, ifname := os.Getenv("CNI_CONTAINERID"), os.Getenv("CNI_NETNS"), os.Getenv("CNI_IFNAME")
+	id, netns, ifname := getenv("CNI_CONTAINERID"), getenv("CNI_NETNS"), getenv("CNI_IFNAME")
 	if id == "" || ifname == "" {
 		return fmt.Errorf("ADD needs CNI_CONTAINERID and CNI_IFNAME (got %q, %q)", id, ifname)
 	}

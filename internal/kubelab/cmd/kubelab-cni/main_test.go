@@ -28,12 +28,12 @@ func TestRun(t *testing.T) {
 		{name: "unknown command", cmd: "FROB", conf: `{}`, err: `"FROB"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("CNI_COMMAND", tc.cmd)
-			for _, k := range []string{"CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME"} {
-				t.Setenv(k, tc.env[k])
+			env := map[string]string{"CNI_COMMAND": tc.cmd}
+			for k, v := range tc.env {
+				env[k] = v
 			}
 			var out bytes.Buffer
-			err := run(strings.NewReader(tc.conf), &out)
+			err := run(func(k string) string { return env[k] }, strings.NewReader(tc.conf), &out)
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.err)
@@ -66,11 +66,9 @@ func FuzzRun(f *testing.F) {
 	f.Add("DEL", `{}`, "")
 	f.Add("VERSION", ``, "")
 	f.Fuzz(func(t *testing.T, cmd, conf, id string) {
-		t.Setenv("CNI_COMMAND", cmd)
-		t.Setenv("CNI_CONTAINERID", id)
-		t.Setenv("CNI_IFNAME", "eth0")
+		env := map[string]string{"CNI_COMMAND": cmd, "CNI_CONTAINERID": id, "CNI_IFNAME": "eth0"}
 		var out bytes.Buffer
-		if err := run(strings.NewReader(conf), &out); err == nil && out.Len() > 0 {
+		if err := run(func(k string) string { return env[k] }, strings.NewReader(conf), &out); err == nil && out.Len() > 0 {
 			assert.True(t, json.Valid(out.Bytes()), out.String())
 		}
 	})
