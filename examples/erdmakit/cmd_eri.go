@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/eri"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/render"
+	"github.com/erdmakit/erdmakit/report/live"
 	"github.com/spf13/cobra"
 )
 
@@ -81,13 +80,6 @@ func eriExit(err error) error {
 	return checkFailed(err)
 }
 
-func optInt(p *int) string {
-	if p == nil {
-		return "-"
-	}
-	return strconv.Itoa(*p)
-}
-
 func newERIStatusCmd(g *globals, f *eriFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
@@ -113,7 +105,7 @@ func newERIStatusCmd(g *globals, f *eriFlags) *cobra.Command {
 				*eri.Status
 				Findings []health.Finding `json:"findings"`
 			}{st, st.Findings()}
-			if err := eriOutput(g, out, func() error { return printERIStatus(g, st, out.Findings) }); err != nil {
+			if err := eriOutput(g, out, func() error { return live.WriteERIStatusTable(g.stdout, st, out.Findings) }); err != nil {
 				return err
 			}
 			switch st.Worst() {
@@ -143,33 +135,6 @@ func localInventory(ctx context.Context, g *globals) *erdma.Inventory {
 	return inv
 }
 
-func printERIStatus(g *globals, st *eri.Status, findings []health.Finding) error {
-	w := g.stdout
-	v := st.View
-	ti := v.TypeInfo
-	fmt.Fprintf(w, "instance %s (%s, %s): EriQuantity %d, network cards %v, %d x %s, bandwidth %s, %d QPs per ERI\n\n",
-		v.Target.InstanceID, v.Target.InstanceType, v.Target.Region, ti.EriQuantity, ti.NetworkCardIndexes,
-		ti.GPUAmount, orDash(ti.GPUSpec), kbps(ti.BandwidthRxKbps), ti.QueuePairNumber)
-	t := render.NewTable("ENI", "MAC", "TYPE", "MODE", "CARD", "DEVICE", "IP", "STATUS", "NETDEV", "RDMA")
-	for _, e := range st.ENIs {
-		t.Add(e.ID, e.MAC, e.Type, e.TrafficMode, optInt(e.NetworkCardIndex), optInt(e.DeviceIndex), orDash(e.IP),
-			e.Status, orDash(e.Netdev), orDash(e.RDMADevice))
-	}
-	if err := t.Write(w); err != nil {
-		return err
-	}
-	for _, f := range findings {
-		if f.Severity != health.Warn && f.Severity != health.Fail {
-			continue
-		}
-		fmt.Fprintf(w, "%s: %s: %s\n", f.Severity, f.ID, f.Summary)
-		if f.Remediation != "" {
-			fmt.Fprintf(w, "  fix: %s\n", f.Remediation)
-		}
-	}
-	return nil
-}
-
 // eriOutput prints v as JSON with --json, else with table; a failed write
 // is exit 3.
 func eriOutput(g *globals, v any, table func() error) error {
@@ -183,13 +148,6 @@ func eriOutput(g *globals, v any, table func() error) error {
 		return couldNotRun(err)
 	}
 	return nil
-}
-
-func kbps(k int) string {
-	if k <= 0 {
-		return "unknown"
-	}
-	return strconv.FormatFloat(float64(k)/1e6, 'f', -1, 64) + " Gbit/s"
 }
 
 func newERIAttachCmd(g *globals, f *eriFlags) *cobra.Command {
@@ -224,7 +182,7 @@ func newERIAttachCmd(g *globals, f *eriFlags) *cobra.Command {
 			}
 			res, err := c.Attach(ctx, t, opt)
 			if res != nil {
-				if oerr := eriOutput(g, res, func() error { printAttach(g, res); return nil }); oerr != nil {
+				if oerr := eriOutput(g, res, func() error { return live.WriteAttachResult(g.stdout, res) }); oerr != nil {
 					return oerr
 				}
 			}
@@ -236,51 +194,6 @@ func newERIAttachCmd(g *globals, f *eriFlags) *cobra.Command {
 	c.Flags().DurationVar(&opt.Wait, "wait", 3*time.Minute, "bound on the wait for each ERI to reach InUse")
 	c.Flags().BoolVar(&terway, "terway-exclude", false, "tag new ERIs terway.alibabacloud.com/excluded=true (default: when /etc/cni/net.d has a Terway configuration)")
 	return c
-}
-
-// printAttach says what a run did: the plan on a dry run; otherwise only
-// the calls actually made, what exists now, what was left unattached and
-// how to delete it, and the next step only after a complete run.
-func printAttach(g *globals, res *eri.AttachResult) {
-	w := g.stdout
-	p := res.Plan
-	for _, n := range p.Notes {
-		fmt.Fprintln(w, "note:", n)
-	}
-	if res.DryRun {
-		if len(p.Steps) == 0 {
-			fmt.Fprintf(w, "%d ERI(s) attached on distinct cards, %d wanted: nothing to do\n", p.Have, p.Want)
-			return
-		}
-		fmt.Fprintf(w, "%d ERI(s) attached, %d wanted; calls it would make (dry run: none made):\n", p.Have, p.Want)
-		for _, s := range p.Steps {
-			for _, call := range s.Calls {
-				fmt.Fprintln(w, "  "+call.String())
-			}
-		}
-		return
-	}
-	if len(p.Steps) == 0 {
-		fmt.Fprintf(w, "%d ERI(s) attached on distinct cards, %d wanted: nothing to do\n", len(res.ERIs), p.Want)
-	} else if len(res.Made) > 0 {
-		fmt.Fprintln(w, "calls made:")
-		for _, m := range res.Made {
-			fmt.Fprintf(w, "  %s -> %s\n", m.Call.String(), m.Result)
-		}
-	} else {
-		fmt.Fprintln(w, "no call made")
-	}
-	for _, e := range res.ERIs {
-		fmt.Fprintf(w, "ERI %s mac %s NetworkCardIndex %s %s\n", e.ID, e.MAC, optInt(e.NetworkCardIndex), e.Status)
-	}
-	for _, u := range res.Unattached {
-		fmt.Fprintf(w, "not attached: %s (%s): a rerun of erdmakit eri attach attaches it; to delete it instead: %s\n",
-			u.ID, u.Status, u.Delete)
-	}
-	fmt.Fprintln(w, res.Summary())
-	if res.Complete && len(p.Steps) > 0 {
-		fmt.Fprintln(w, "next: erdmakit eri configure (address the new netdevs), then erdmakit doctor")
-	}
 }
 
 func newERIConvertCmd(g *globals, f *eriFlags) *cobra.Command {
@@ -352,26 +265,7 @@ func newERIConfigureCmd(g *globals, f *eriFlags) *cobra.Command {
 			}
 			opt.Metadata = f.metadata()
 			res, err := eri.Configure(ctx, macs, opt)
-			if oerr := eriOutput(g, res, func() error {
-				for _, r := range res {
-					name := orDash(r.Netdev)
-					switch {
-					case r.Error != "":
-						fmt.Fprintf(g.stdout, "%s (%s): error: %s\n", name, r.MAC, r.Error)
-					case r.LeftAlone != "":
-						fmt.Fprintf(g.stdout, "%s (%s): %s\n", name, r.MAC, r.LeftAlone)
-					case len(r.Actions) == 0:
-						fmt.Fprintf(g.stdout, "%s (%s): configured already\n", name, r.MAC)
-					default:
-						verb := "done"
-						if opt.DryRun {
-							verb = "would do (dry run)"
-						}
-						fmt.Fprintf(g.stdout, "%s (%s): %s: %s\n", name, r.MAC, verb, strings.Join(r.Actions, "; "))
-					}
-				}
-				return nil
-			}); oerr != nil {
+			if oerr := eriOutput(g, res, func() error { return live.WriteConfigureResult(g.stdout, res, opt.DryRun) }); oerr != nil {
 				return oerr
 			}
 			if err != nil {

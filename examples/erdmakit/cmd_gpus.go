@@ -1,15 +1,12 @@
 package main
 
 import (
-	"fmt"
-	"strconv"
-
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/internal/render"
 	"github.com/erdmakit/erdmakit/nvml"
-	"github.com/erdmakit/erdmakit/report"
+	"github.com/erdmakit/erdmakit/report/live"
 	"github.com/spf13/cobra"
 )
 
@@ -45,7 +42,7 @@ func newGPUsCmd(g *globals) *cobra.Command {
 				if err := render.JSON(g.stdout, out); err != nil {
 					return couldNotRun(err)
 				}
-			} else if err := printGPUs(g, rep, checks); err != nil {
+			} else if err := live.WriteGPUsTable(g.stdout, rep, checks, g.tableOptions()); err != nil {
 				return couldNotRun(err)
 			}
 			return exitCode(checks.Status.Exit())
@@ -60,57 +57,4 @@ type gpusJSON struct {
 	*nvml.Report
 	Status   health.Severity  `json:"status"`
 	Findings []health.Finding `json:"findings"`
-}
-
-func printGPUs(g *globals, rep *nvml.Report, checks *erdma.Report) error {
-	w := g.stdout
-	if !rep.Available {
-		fmt.Fprintf(w, "NVML unavailable: %s\n  %s\n  fix: %s\n", rep.Reason, rep.Error, rep.Remediation)
-	} else {
-		fmt.Fprintf(w, "Driver %s, CUDA %s, %d GPUs\n\n", rep.GPUs.DriverVersion, orDash(rep.GPUs.CUDAVersion), len(rep.GPUs.GPUs))
-		t := render.NewTable("GPU", "NAME", "PCI", "NUMA", "MEMORY", "UUID")
-		for _, x := range rep.GPUs.GPUs {
-			numa := "-"
-			if x.NUMANode >= 0 {
-				numa = strconv.Itoa(x.NUMANode)
-			}
-			t.Add(strconv.Itoa(x.Index), x.Name, x.PCIAddress, numa, fmt.Sprintf("%d MiB", x.MemoryTotal>>20), x.UUID)
-		}
-		if err := t.Write(w); err != nil {
-			return err
-		}
-		for _, warn := range rep.GPUs.Warnings {
-			fmt.Fprintln(w, "warning:", warn)
-		}
-	}
-	fmt.Fprintln(w)
-	gdr := rep.GDR
-	if gdr.Ready {
-		fmt.Fprintf(w, "GPUDirect RDMA: ready (%s %s)\n", gdr.Path, gdr.Version)
-	} else {
-		fmt.Fprintf(w, "GPUDirect RDMA: NOT ready: %s\n", gdr.Missing)
-	}
-	for _, e := range gdr.Evidence {
-		fmt.Fprintln(w, "  "+e)
-	}
-	if gdr.Remediation != "" {
-		fmt.Fprintln(w, "  fix: "+gdr.Remediation)
-	}
-	fmt.Fprintln(w)
-	if err := report.WriteFindingsTable(w, checks.Findings, g.tableOptions()); err != nil {
-		return err
-	}
-	why := ""
-	if !rep.Available {
-		why = " (NVML unavailable: " + rep.Reason + ")"
-	}
-	_, err := fmt.Fprintf(w, "\nstatus: %s%s\n", checks.Status, why)
-	return err
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

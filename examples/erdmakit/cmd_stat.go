@@ -3,13 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/erdmakit/erdmakit/erdma"
 	"github.com/erdmakit/erdmakit/health"
 	"github.com/erdmakit/erdmakit/monitor"
+	"github.com/erdmakit/erdmakit/report/live"
 	"github.com/spf13/cobra"
 )
 
@@ -77,7 +76,7 @@ func runStat(cmd *cobra.Command, g *globals, f statFlags) error {
 		if g.json {
 			err = json.NewEncoder(g.stdout).Encode(iv)
 		} else {
-			err = writeInterval(g.stdout, iv)
+			err = live.WriteStatInterval(g.stdout, iv)
 		}
 		if !f.loop {
 			// The health check says why it exits 1; with -l the
@@ -92,47 +91,4 @@ func runStat(cmd *cobra.Command, g *globals, f statFlags) error {
 		return couldNotRun(err)
 	}
 	return exitCode(severityExit(status))
-}
-
-// writeInterval prints one line per port: time, port, state, traffic, and
-// what moved.
-func writeInterval(w io.Writer, iv monitor.Interval) error {
-	var b strings.Builder
-	ts := iv.End.Format("15:04:05")
-	for _, p := range iv.Ports {
-		fmt.Fprintf(&b, "%s  %s/%d  %-6s  tx %s  rx %s  tx %s  rx %s", ts, p.Device, p.Port, p.State,
-			gbps(p.TxBytesPerS), gbps(p.RxBytesPerS), mpps(p.TxPacketsPerS), mpps(p.RxPacketsPerS))
-		if p.StateBefore != "" {
-			fmt.Fprintf(&b, "  state %s -> %s", p.StateBefore, p.State)
-		}
-		for _, m := range p.Moved {
-			fmt.Fprintf(&b, "  %s +%d", m.Name, m.Delta)
-		}
-		if len(p.Resets) > 0 {
-			fmt.Fprintf(&b, "  reset: %s", strings.Join(p.Resets, ","))
-		}
-		b.WriteByte('\n')
-	}
-	for _, a := range iv.Appeared {
-		fmt.Fprintf(&b, "%s  %s appeared\n", ts, a)
-	}
-	for _, a := range iv.Gone {
-		fmt.Fprintf(&b, "%s  %s gone\n", ts, a)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func gbps(bps *float64) string {
-	if bps == nil {
-		return "     n/a Gb/s"
-	}
-	return fmt.Sprintf("%8.2f Gb/s", monitor.Gbps(bps))
-}
-
-func mpps(pps *float64) string {
-	if pps == nil {
-		return "   n/a Mpps"
-	}
-	return fmt.Sprintf("%6.3f Mpps", *pps/1e6)
 }

@@ -33,9 +33,12 @@ func TestPackageGraph(t *testing.T) {
 		// (library-3 item 5).
 		"./doctor": {modulePath + "/ibverbs", modulePath + "/monitor", "github.com/prometheus/", "google.golang.org/protobuf"},
 	}
-	for _, pkg := range []string{"./erdma", "./nvml", "./ibverbs", "./nccl", "./perf", "./fleet", "./monitor", "./plot", "./report"} {
+	for _, pkg := range []string{"./erdma", "./nvml", "./ibverbs", "./nccl", "./perf", "./fleet", "./monitor", "./plot", "./report", "./report/live"} {
 		forbidden[pkg] = append(forbidden[pkg], modulePath+"/doctor")
 	}
+	// The live commands' tables (NVML, the ECS API, Prometheus) stay out of
+	// report, which renders results on a laptop.
+	forbidden["./report"] = append(forbidden["./report"], modulePath+"/report/live")
 	// Kubernetes stays the kube package's: no other library package pulls
 	// it in, and it pulls in neither the doctor nor verbs, NVML or the
 	// exporter (nor client-go: its own small REST client).
