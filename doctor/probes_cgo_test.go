@@ -7,38 +7,14 @@ import (
 	"sync/atomic"
 	"testing"
 
-	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/erdmakit/erdmakit/doctor"
 	"github.com/erdmakit/erdmakit/erdma"
+	"github.com/erdmakit/erdmakit/internal/nvmltest"
 	"github.com/erdmakit/erdmakit/nvml"
 )
-
-// countingNVML is a go-nvml mock of an NVML with one GPU whose driver
-// bundles nvidia_peermem; each NVML session (nvml.Inspect) is one Init.
-func countingNVML() *mock.Interface {
-	dev := &mock.Device{
-		GetNameFunc:        func() (string, gonvml.Return) { return "NVIDIA H20", gonvml.SUCCESS },
-		GetUUIDFunc:        func() (string, gonvml.Return) { return "GPU-0", gonvml.SUCCESS },
-		GetPciInfoFunc:     func() (gonvml.PciInfo, gonvml.Return) { return gonvml.PciInfo{}, gonvml.ERROR_NOT_SUPPORTED },
-		GetMemoryInfoFunc:  func() (gonvml.Memory, gonvml.Return) { return gonvml.Memory{Total: 1 << 30}, gonvml.SUCCESS },
-		GetNvLinkStateFunc: func(int) (gonvml.EnableState, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED },
-		GetNumaNodeIdFunc:  func() (int, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED },
-	}
-	return &mock.Interface{
-		InitFunc:                       func() gonvml.Return { return gonvml.SUCCESS },
-		ShutdownFunc:                   func() gonvml.Return { return gonvml.SUCCESS },
-		ErrorStringFunc:                func(gonvml.Return) string { return "mock" },
-		ExtensionsFunc:                 func() gonvml.ExtendedInterface { return nil },
-		SystemGetDriverVersionFunc:     func() (string, gonvml.Return) { return "535.161.08", gonvml.SUCCESS },
-		SystemGetCudaDriverVersionFunc: func() (int, gonvml.Return) { return 12020, gonvml.SUCCESS },
-		DeviceGetCountFunc:             func() (int, gonvml.Return) { return 1, gonvml.SUCCESS },
-		DeviceGetHandleByIndexFunc:     func(int) (gonvml.Device, gonvml.Return) { return dev, gonvml.SUCCESS },
-	}
-}
 
 // countingVerbs counts DMA-BUF probes (asked only on a live host).
 type countingVerbs struct{ dmabuf atomic.Int32 }
@@ -59,7 +35,7 @@ func (v *countingVerbs) ProbeDMABUF(context.Context, []string) []nvml.ProbeResul
 func TestFixPlanningDoesNotProbeTheGPUsAgain(t *testing.T) {
 	ctx := context.Background()
 	h := erdma.RecordedHost(hostDir(t, "no-peermem"))
-	lib, verbs := countingNVML(), &countingVerbs{}
+	lib, verbs := nvmltest.OneGPU(), &countingVerbs{}
 	opt := doctor.Options{NVML: lib, Verbs: verbs}
 	rep, err := doctor.Run(ctx, h, opt)
 	require.NoError(t, err)
