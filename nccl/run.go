@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -139,7 +140,7 @@ func RunArgv(ctx context.Context, argv []string, opts RunOptions) (*RunResult, e
 		}
 		cmd.Env = append(slices.Clip(base), opts.Env...)
 	}
-	sweepOnCancel(cmd)
+	waitSwept := sweepOnCancel(cmd)
 	s := newStream(opts)
 	cmd.Stdout = s.out
 	cmd.Stderr = s.err
@@ -149,6 +150,7 @@ func RunArgv(ctx context.Context, argv []string, opts RunOptions) (*RunResult, e
 		return res, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
 	err := cmd.Wait()
+	waitSwept()
 	res.Duration = time.Since(start)
 	s.flush()
 	res.Lines = s.lines
@@ -436,27 +438,62 @@ func tagStart(b []byte) int {
 // killed before it has ended them, they would be orphaned; the sweep
 // snapshots the process tree when the run is cancelled and signals every
 // process in it too (SIGTERM, then SIGKILL after execx.Grace, checking the
-// start time so that a reused pid is left alone).
-func sweepOnCancel(cmd *exec.Cmd) {
+// start time so that a reused pid is left alone). The returned wait blocks
+// until the swept processes are gone (at most execx.Grace and a second), so
+// that a cancelled run returns only once its ranks have ended; it returns at
+// once when the run was not cancelled.
+func sweepOnCancel(cmd *exec.Cmd) (wait func()) {
 	groupCancel := cmd.Cancel
+	done := make(chan struct{})
+	var swept atomic.Bool
 	cmd.Cancel = func() error {
 		tree := descendants(cmd.Process.Pid)
 		err := groupCancel()
 		for _, p := range tree {
 			signalPID(p.pid, syscall.SIGTERM)
 		}
-		if len(tree) > 0 {
-			go func() {
-				time.Sleep(execx.Grace)
+		swept.Store(true)
+		go func() {
+			defer close(done)
+			if !waitGone(tree, execx.Grace) {
 				for _, p := range tree {
-					if st, ok := procStart(p.pid); ok && st == p.start {
+					if alive(p) {
 						signalPID(p.pid, syscall.SIGKILL)
 					}
 				}
-			}()
-		}
+				waitGone(tree, time.Second)
+			}
+		}()
 		return err
 	}
+	// Wait returns after cmd.Cancel has run, so swept is settled then.
+	return func() {
+		if swept.Load() {
+			<-done
+		}
+	}
+}
+
+// waitGone polls until no process of tree is alive or d has passed; it
+// reports whether they all went.
+func waitGone(tree []procID, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if !slices.ContainsFunc(tree, alive) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// alive reports whether p still runs: the same pid and start time, and not
+// a zombie (an orphan whose reaper is slow is already ended).
+func alive(p procID) bool {
+	state, _, start, ok := procStat(p.pid)
+	return ok && start == p.start && state != "Z" && state != "X"
 }
 
 type procID struct {
@@ -476,7 +513,7 @@ func descendants(pid int) []procID {
 		if err != nil {
 			continue
 		}
-		ppid, start, ok := procStat(p)
+		_, ppid, start, ok := procStat(p)
 		if ok {
 			children[ppid] = append(children[ppid], procID{pid: p, start: start})
 		}
@@ -494,31 +531,27 @@ func descendants(pid int) []procID {
 	return out
 }
 
-func procStart(pid int) (uint64, bool) {
-	_, start, ok := procStat(pid)
-	return start, ok
-}
-
-// procStat reads the parent pid and start time from /proc/<pid>/stat.
-func procStat(pid int) (ppid int, start uint64, ok bool) {
+// procStat reads the state, parent pid and start time from
+// /proc/<pid>/stat.
+func procStat(pid int) (state string, ppid int, start uint64, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, 0, false
+		return "", 0, 0, false
 	}
 	// The command name (field 2) is in parentheses and may hold spaces.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, false
+		return "", 0, 0, false
 	}
 	f := strings.Fields(string(b[i+1:]))
 	// f[0] is field 3 (state); ppid is field 4, starttime field 22.
 	if len(f) < 20 {
-		return 0, 0, false
+		return "", 0, 0, false
 	}
 	ppid, err1 := strconv.Atoi(f[1])
 	start, err2 := strconv.ParseUint(f[19], 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0, 0, false
+		return "", 0, 0, false
 	}
-	return ppid, start, true
+	return f[0], ppid, start, true
 }

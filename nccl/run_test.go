@@ -48,7 +48,7 @@ func TestRunCancelSweepsRanksInOtherGroups(t *testing.T) {
 	// The sweep SIGTERMs at once; give the kernel a moment.
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, ok := procStart(rank); !ok || isZombie(rank) {
+		if _, _, _, ok := procStat(rank); !ok || isZombie(rank) {
 			t.Logf("rank %d gone after %v", rank, time.Since(deadline.Add(-5*time.Second)))
 			return
 		}
@@ -58,12 +58,8 @@ func TestRunCancelSweepsRanksInOtherGroups(t *testing.T) {
 }
 
 func isZombie(pid int) bool {
-	_, _, ok := procStat(pid)
-	if !ok {
-		return true
-	}
-	b, err := exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(pid)).Output()
-	return err == nil && len(b) > 0 && b[0] == 'Z'
+	state, _, _, ok := procStat(pid)
+	return !ok || state == "Z"
 }
 
 func TestDescendants(t *testing.T) {
@@ -77,9 +73,10 @@ func TestDescendants(t *testing.T) {
 	}
 	require.Len(t, d, 2)
 	for _, p := range d {
-		st, ok := procStart(p.pid)
+		_, _, st, ok := procStat(p.pid)
 		assert.True(t, ok)
 		assert.Equal(t, p.start, st)
+		assert.True(t, alive(p))
 	}
 	assert.Empty(t, descendants(1<<30))
 }
