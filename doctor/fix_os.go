@@ -172,6 +172,24 @@ func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
 		}
 		return p, nil
 	}
+	eris, err := erisOf(inv, names)
+	if err != nil {
+		return nil, err
+	}
+	files := env.files(in)
+	stack := osStack(p, env, files)
+	if err := planLinks(ctx, p, in, env, eris, stack); err != nil {
+		return nil, err
+	}
+	if p.Blocked != "" || stack == "" {
+		return p, nil
+	}
+	return p, planOSFiles(p, files, stack, eris)
+}
+
+// erisOf is each named ERI netdev with its MAC, checked as a MAC before
+// anything is planned with it.
+func erisOf(inv *erdma.Inventory, names []string) ([]eri, error) {
 	eris := make([]eri, len(names))
 	for i, name := range names {
 		nd := netdevOf(inv, name)
@@ -184,9 +202,16 @@ func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
 		}
 		eris[i] = eri{name: name, mac: mac}
 	}
-	files := env.files(in)
+	return eris, nil
+}
+
+// osStack is how the host persists its network: the one asked for, else
+// the one detected; "" (and p blocked, unless describing) when it cannot be
+// told.
+func osStack(p *Plan, env *FixEnv, files *hostconf.Files) string {
 	stack, why := env.NetworkStack, "asked for"
 	if stack == "" {
+		var err error
 		if stack, why, err = detectNetworkStack(files); err != nil && !env.Describe {
 			// Nothing is applied: a configuration lost at the next boot is
 			// what this stage exists to prevent.
@@ -196,6 +221,17 @@ func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
 	}
 	if stack != "" {
 		p.Found = append(p.Found, "network configuration: "+stack+" ("+why+")")
+	}
+	return stack
+}
+
+// planLinks gives each ERI its MTU, route metric and address, and plans
+// the live links' changes (or, describing, what each will get).
+func planLinks(ctx context.Context, p *Plan, in *Input, env *FixEnv, eris []eri, stack string) error {
+	inv := in.Inventory
+	names := make([]string, len(eris))
+	for i, e := range eris {
+		names[i] = e.name
 	}
 	mtu := eriMTU(p, in, names)
 	mtuKnown := erdma.ERIMTU(inv.Instance) != 0 || in.jumbo != nil
@@ -214,7 +250,7 @@ func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
 		nd := netdevOf(inv, e.name)
 		if err := addressOf(ctx, e, nd, env, live); err != nil {
 			if live || errors.Is(err, ErrInvalidValue) {
-				return nil, err
+				return err
 			}
 			// A recorded host or advice: the plan names what it lacks.
 			if !env.Describe {
@@ -224,35 +260,38 @@ func planOS(ctx context.Context, in *Input, env *FixEnv) (*Plan, error) {
 		switch {
 		case live:
 			if err := planLink(p, *e); err != nil {
-				return nil, err
+				return err
 			}
 		case env.Describe:
 			planDescribed(p, *e, nd, mtuKnown)
 		}
 	}
-	if p.Blocked != "" || stack == "" {
-		return p, nil
-	}
+	return nil
+}
+
+// planOSFiles plans the files that persist each addressed ERI for stack,
+// blocked when another file would shadow erdmakit's.
+func planOSFiles(p *Plan, files *hostconf.Files, stack string, eris []eri) error {
 	for _, e := range eris {
 		if e.addr == nil {
 			continue
 		}
 		nf, err := netFiles(stack, e)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if by := shadowedBy(files, stack, e, nf[0].path); by != "" {
 			p.Blocked = by
 			p.Next = "move that file after erdmakit's in lexical order, or narrow its [Match] so that it leaves " + e.name + " alone; then rerun erdmakit setup"
-			return p, nil
+			return nil
 		}
 		for _, f := range nf {
 			if err := p.addFile(files, []string{erdma.FindingNetdevIP, erdma.FindingMTU}, f.path, f.body, f.tag, f.blockOK, f.perm); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return p, nil
+	return nil
 }
 
 func netdevOf(inv *erdma.Inventory, name string) *erdma.Netdev {
