@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/erdmakit/erdmakit/internal/ctxio"
 	"github.com/erdmakit/erdmakit/internal/safetext"
 )
 
@@ -78,7 +79,7 @@ func InClusterConfig(getenv func(string) string, dir string) (Config, error) {
 	if _, err := os.Stat(tokenFile); err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrNotInCluster, err)
 	}
-	ca, err := readBounded(filepath.Join(dir, "ca.crt"), maxCA)
+	ca, err := ctxio.ReadFile(context.Background(), filepath.Join(dir, "ca.crt"), maxCA)
 	if err != nil {
 		return Config{}, fmt.Errorf("kube: the cluster's CA: %w", err)
 	}
@@ -88,7 +89,7 @@ func InClusterConfig(getenv func(string) string, dir string) (Config, error) {
 // PodNamespace is the namespace the kubelet wrote into dir's namespace file
 // (ServiceAccountDir in production).
 func PodNamespace(dir string) (string, error) {
-	b, err := readBounded(filepath.Join(dir, "namespace"), 256)
+	b, err := ctxio.ReadFile(context.Background(), filepath.Join(dir, "namespace"), 256)
 	if err != nil {
 		return "", fmt.Errorf("kube: the pod's namespace: %w", err)
 	}
@@ -219,7 +220,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	token := c.cfg.Token
 	if c.cfg.TokenFile != "" {
-		b, err := readBounded(c.cfg.TokenFile, maxToken)
+		b, err := ctxio.ReadFile(ctx, c.cfg.TokenFile, maxToken)
 		if err != nil {
 			return fmt.Errorf("kube: the service-account token: %w", err)
 		}
@@ -283,23 +284,6 @@ func clip(s string, n int) string {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
-
-// readBounded reads a file of at most max bytes.
-func readBounded(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, max)
-	}
-	return b, nil
-}
 
 // validName checks an object or namespace name (a DNS-1123 subdomain) before
 // it goes into a URL path.
